@@ -1,0 +1,352 @@
+//! Types shared by the eBPF programs (`src/main.rs`, built for `bpfel-unknown-none`) and the
+//! userspace tracer. Everything here is `#[repr(C)]` with explicit padding, because the same
+//! bytes are written by the kernel side and read by userspace through map syscalls: an implicit
+//! padding byte would make two equal keys hash differently.
+#![no_std]
+
+/// Most traced targets in one run (the four mission targets plus room for more).
+pub const MAX_TARGETS: usize = 8;
+/// Frames remembered per (thread, target); deeper recursion is counted, not timed.
+pub const MAX_DEPTH: usize = 8;
+/// Nesting remembered across targets per thread (target A calling target B ...).
+pub const MAX_NEST: usize = 16;
+/// Attach slots per program kind (fentry, fexit, kprobe, kretprobe). One slot is one attach
+/// point; a target measured through a set of functions uses several slots.
+pub const FN_SLOTS: usize = 12;
+/// Tracepoint slots. A slot's role (enter / exit / point) is configured at run time.
+pub const TP_SLOTS: usize = 16;
+
+/// Phase "case" of spans that happened outside any announced phase.
+pub const CASE_UNPHASED: u32 = 0;
+
+/// Log-linear histogram: values below `2^HIST_SUB_BITS` get one bucket each; above, every
+/// power of two is split into `2^HIST_SUB_BITS` equal sub-buckets. With 4 bits the midpoint of
+/// a bucket is within 1/32 (~3.1%) of any value in it, which bounds the percentile error.
+pub const HIST_SUB_BITS: u32 = 4;
+pub const HIST_SUB: u64 = 1 << HIST_SUB_BITS;
+/// Number of distinct buckets (exponents 0..=63).
+pub const HIST_BUCKETS: u32 = ((64 - HIST_SUB_BITS + 1) as u32) << HIST_SUB_BITS;
+
+/// Index of the highest set bit (v > 0). Written as a branchy binary search because the BPF
+/// instruction set has no count-leading-zeros and the verifier likes straight-line code.
+#[inline(always)]
+pub fn log2_floor(mut v: u64) -> u32 {
+    let mut r = 0u32;
+    if v >= 1 << 32 {
+        v >>= 32;
+        r += 32;
+    }
+    if v >= 1 << 16 {
+        v >>= 16;
+        r += 16;
+    }
+    if v >= 1 << 8 {
+        v >>= 8;
+        r += 8;
+    }
+    if v >= 1 << 4 {
+        v >>= 4;
+        r += 4;
+    }
+    if v >= 1 << 2 {
+        v >>= 2;
+        r += 2;
+    }
+    if v >= 1 << 1 {
+        r += 1;
+    }
+    r
+}
+
+/// Histogram bucket of a value (nanoseconds).
+#[inline(always)]
+pub fn hist_bucket(v: u64) -> u32 {
+    if v < HIST_SUB {
+        return v as u32;
+    }
+    let e = log2_floor(v);
+    let sub = ((v >> (e - HIST_SUB_BITS)) & (HIST_SUB - 1)) as u32;
+    ((e - HIST_SUB_BITS + 1) << HIST_SUB_BITS) + sub
+}
+
+/// Smallest value that falls in `bucket`.
+pub fn hist_bucket_low(bucket: u32) -> u64 {
+    let sub_mask = (HIST_SUB - 1) as u32;
+    if (bucket as u64) < HIST_SUB {
+        return bucket as u64;
+    }
+    let e = (bucket >> HIST_SUB_BITS) + HIST_SUB_BITS - 1;
+    let sub = (bucket & sub_mask) as u64;
+    (1u64 << e) | (sub << (e - HIST_SUB_BITS))
+}
+
+/// One past the largest value that falls in `bucket` (saturating at u64::MAX).
+pub fn hist_bucket_high(bucket: u32) -> u64 {
+    if bucket + 1 >= HIST_BUCKETS {
+        return u64::MAX;
+    }
+    hist_bucket_low(bucket + 1)
+}
+
+/// Program-wide settings, element 0 of the `CONFIG` array.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Config {
+    /// One of the `FILTER_*` constants.
+    pub filter: u32,
+    /// `FLAG_*` bits.
+    pub flags: u32,
+    /// Cgroup v2 id for `FILTER_CGROUP`.
+    pub cgroup_id: u64,
+    /// NUL-padded command name for `FILTER_COMM`.
+    pub comm: [u8; 16],
+    /// Offset of `next_pid` in the `sched:sched_switch` record (varies across kernels).
+    pub switch_next_pid_off: u32,
+    /// Offset of `child_pid` in `sched:sched_process_fork` (char[16] vs __data_loc layouts).
+    pub fork_child_pid_off: u32,
+    /// Offset of `filename` in `syscalls:sys_enter_openat`.
+    pub openat_filename_off: u32,
+    /// Offset of `ret` in `syscalls:sys_exit_openat`.
+    pub openat_ret_off: u32,
+    /// Offset of `fd` in `syscalls:sys_enter_close`.
+    pub close_fd_off: u32,
+    /// Length of `path_prefix` in use.
+    pub path_prefix_len: u32,
+    /// Files opened with this prefix have their fds tracked (for `SLOT_FLAG_TRACKED_FD`).
+    pub path_prefix: [u8; 32],
+    /// Period of the cpu-clock sampler; each on-CPU sample is weighted by it.
+    pub sample_period_ns: u64,
+}
+
+pub const FILTER_ALL: u32 = 0;
+/// Only processes in `FOLLOW` (a process tree: children are added at fork).
+pub const FILTER_FOLLOW: u32 = 1;
+pub const FILTER_COMM: u32 = 2;
+pub const FILTER_CGROUP: u32 = 3;
+
+/// Record one ring-buffer event per completed span.
+pub const FLAG_RAW_EVENTS: u32 = 1 << 0;
+/// Capture the kernel+user caller stack at entry and weight it by the span's wall time.
+pub const FLAG_CALLER_STACKS: u32 = 1 << 1;
+/// Capture the kernel stack where a thread inside a target blocks, weighted by off-CPU time.
+pub const FLAG_OFFCPU_STACKS: u32 = 1 << 2;
+/// Capture kernel stacks from the perf_event sampler while inside a target.
+pub const FLAG_ONCPU_SAMPLES: u32 = 1 << 3;
+
+/// What one attach slot does, element `slot` of a `*_SLOTS` array.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SlotConf {
+    /// Index of the target this slot measures (0..MAX_TARGETS).
+    pub target: u32,
+    /// `ROLE_*`; 0 = slot unused.
+    pub role: u32,
+    /// `SLOT_FLAG_*`.
+    pub flags: u32,
+    /// For tracepoints: offset of the field `flags` refers to (an fd for `SLOT_FLAG_TRACKED_FD`).
+    pub arg_off: u32,
+}
+
+pub const ROLE_NONE: u32 = 0;
+pub const ROLE_ENTER: u32 = 1;
+pub const ROLE_EXIT: u32 = 2;
+/// A point event: counted as a call of zero duration (for plans that can only count).
+pub const ROLE_POINT: u32 = 3;
+
+/// Enter only if the fd at `arg_off` was opened from `Config::path_prefix`.
+pub const SLOT_FLAG_TRACKED_FD: u32 = 1 << 0;
+
+/// Key of the per-(target, phase) aggregates.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AggKey {
+    pub target: u32,
+    /// Workload case announced by the phase marker, `CASE_UNPHASED` outside phases.
+    pub case: u32,
+    /// N announced by the phase marker (0 outside phases).
+    pub n: u64,
+}
+
+/// Per-CPU span statistics. CPUs that saw no call have `calls == 0` and zero min: readers must
+/// skip them when merging.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SpanStats {
+    pub calls: u64,
+    /// Calls counted without a duration (point events, or recursion deeper than MAX_DEPTH).
+    pub untimed: u64,
+    pub wall_sum: u64,
+    pub wall_min: u64,
+    pub wall_max: u64,
+    pub oncpu_sum: u64,
+    pub oncpu_min: u64,
+    pub oncpu_max: u64,
+}
+
+/// Histogram kinds.
+pub const HIST_WALL: u32 = 0;
+pub const HIST_ONCPU: u32 = 1;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct HistKey {
+    pub agg: AggKey,
+    pub kind: u32,
+    pub bucket: u32,
+}
+
+/// Stack aggregation kinds.
+pub const STACK_ONCPU: u32 = 0;
+pub const STACK_OFFCPU: u32 = 1;
+pub const STACK_CALLER: u32 = 2;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct StackKey {
+    pub agg: AggKey,
+    pub kind: u32,
+    /// Kernel stack id in `STACK_TRACES`, or -1.
+    pub kstack: i32,
+    /// User stack id in `STACK_TRACES`, or -1.
+    pub ustack: i32,
+    /// Process the stack came from (needed to symbolize user frames).
+    pub tgid: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StackVal {
+    /// Samples or spans.
+    pub count: u64,
+    /// Weight in nanoseconds (sample period, blocked time or span wall time).
+    pub ns: u64,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct PhaseKey {
+    pub case: u32,
+    pub _pad: u32,
+    pub n: u64,
+}
+
+/// Phases announced by workloads, summed per (case, n).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PhaseStats {
+    /// Completed phases.
+    pub phases: u64,
+    /// Operations the workload says it did inside them.
+    pub ops: u64,
+    /// Wall time between begin and end markers.
+    pub wall_ns: u64,
+}
+
+/// The phase a process is in, keyed by tgid.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CurrentPhase {
+    pub case: u32,
+    pub _pad: u32,
+    pub n: u64,
+    pub begin_ns: u64,
+}
+
+/// One completed span, sent through the ring buffer when `FLAG_RAW_EVENTS` is set.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SpanEvent {
+    /// Exit time (CLOCK_MONOTONIC ns).
+    pub end_ns: u64,
+    pub wall_ns: u64,
+    pub oncpu_ns: u64,
+    pub n: u64,
+    pub case: u32,
+    pub target: u32,
+    pub tid: u32,
+    pub tgid: u32,
+}
+
+/// Indices into the per-CPU `COUNTERS` array.
+pub mod counter {
+    /// Raw events that did not fit in the ring buffer.
+    pub const RINGBUF_DROPS: u32 = 0;
+    /// Calls nested deeper than MAX_DEPTH (counted, untimed).
+    pub const DEPTH_OVERFLOW: u32 = 1;
+    /// Exits without a matching entry (probe attached mid-call, or a missed entry).
+    pub const UNPAIRED_EXIT: u32 = 2;
+    /// Thread-state map full: a call could not be timed.
+    pub const THREAD_MAP_FULL: u32 = 3;
+    /// An aggregate map (spans, histograms) was full: data lost.
+    pub const AGG_MAP_FULL: u32 = 4;
+    /// A stack map or stack-aggregate map was full or a stack could not be taken.
+    pub const STACK_ERRORS: u32 = 5;
+    /// perf_event samples taken while some traced thread was inside a target.
+    pub const SAMPLES_IN_TARGET: u32 = 6;
+    /// All perf_event samples.
+    pub const SAMPLES_TOTAL: u32 = 7;
+    /// Frames abandoned because the thread exited inside a target.
+    pub const ABANDONED_FRAMES: u32 = 8;
+    /// Phase-marker events seen.
+    pub const PHASE_MARKERS: u32 = 9;
+    /// Calls counted by the floor (counter-only) programs used by benchmarks.
+    pub const FLOOR_HITS: u32 = 10;
+    /// Number of counters.
+    pub const COUNT: u32 = 11;
+}
+
+#[cfg(feature = "user")]
+mod pod {
+    use super::*;
+    // SAFETY: all of these are #[repr(C)] plain integers with explicit padding fields, so every
+    // bit pattern is valid and there are no implicit padding bytes.
+    unsafe impl aya::Pod for Config {}
+    unsafe impl aya::Pod for SlotConf {}
+    unsafe impl aya::Pod for AggKey {}
+    unsafe impl aya::Pod for SpanStats {}
+    unsafe impl aya::Pod for HistKey {}
+    unsafe impl aya::Pod for StackKey {}
+    unsafe impl aya::Pod for StackVal {}
+    unsafe impl aya::Pod for PhaseKey {}
+    unsafe impl aya::Pod for PhaseStats {}
+    unsafe impl aya::Pod for CurrentPhase {}
+    unsafe impl aya::Pod for SpanEvent {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_are_monotonic_and_cover_their_values() {
+        let mut last = 0;
+        for v in (0..100_000u64).chain([u32::MAX as u64, 1 << 40, u64::MAX - 1, u64::MAX]) {
+            let b = hist_bucket(v);
+            assert!(b >= last, "bucket of {v} went backwards");
+            last = b;
+            assert!(b < HIST_BUCKETS, "bucket {b} of {v} out of range");
+            assert!(hist_bucket_low(b) <= v, "low({b}) > {v}");
+            assert!(v < hist_bucket_high(b) || hist_bucket_high(b) == u64::MAX);
+        }
+    }
+
+    #[test]
+    fn bucket_midpoint_error_is_bounded() {
+        for v in [17u64, 100, 999, 12_345, 1_000_000, 123_456_789, 1 << 50] {
+            let b = hist_bucket(v);
+            let (lo, hi) = (hist_bucket_low(b) as f64, hist_bucket_high(b) as f64);
+            let mid = (lo + hi) / 2.0;
+            let err = (mid - v as f64).abs() / v as f64;
+            assert!(err <= 1.0 / 32.0 + 1e-9, "v={v} err={err}");
+        }
+    }
+
+    #[test]
+    fn log2_matches_leading_zeros() {
+        for s in 0..64 {
+            let v = 1u64 << s;
+            assert_eq!(log2_floor(v), s);
+            assert_eq!(log2_floor(v | (v >> 1)), s);
+        }
+    }
+}

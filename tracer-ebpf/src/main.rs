@@ -1,0 +1,822 @@
+//! The tracer's eBPF programs.
+//!
+//! Every traced call becomes a *span* (entry -> exit) paired per thread and per target with a
+//! small frame stack, so nested and recursive calls pair exactly. On-CPU time is accumulated
+//! from `sched_switch`, so a call that sleeps (do_wait waiting for its child) reports its
+//! blocked time as off-CPU instead of loop cost. Spans are aggregated in the kernel per
+//! (target, workload case, N): counts and sums in per-CPU hashes, log-linear histograms, and
+//! stack weights. Userspace reads a few maps at the end, so nothing is lost at any call rate.
+//!
+//! Attach points are *slots*: one program per slot and kind, all sharing the handlers below.
+//! Userspace decides at run time which slot measures which target (the `SLOTS` array), so the
+//! attach-plan table lives in userspace as data.
+#![no_std]
+#![no_main]
+#![feature(asm_experimental_arch)]
+
+use aya_ebpf::{
+    EbpfContext,
+    bindings::{BPF_F_NO_PREALLOC, BPF_F_USER_STACK, BPF_NOEXIST},
+    helpers::{bpf_get_current_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid,
+              bpf_ktime_get_ns, bpf_probe_read_user_str_bytes},
+    macros::{fentry, fexit, kprobe, kretprobe, map, perf_event, tracepoint, uprobe},
+    maps::{Array, HashMap, PerCpuArray, PerCpuHashMap, RingBuf, StackTrace},
+    programs::{
+        FEntryContext, FExitContext, PerfEventContext, ProbeContext, RetProbeContext,
+        TracePointContext,
+    },
+    programs::tracing::StackIdContext,
+};
+use tracer_ebpf::*;
+
+/// One open call of one target on one thread.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Frame {
+    entry_ns: u64,
+    /// The thread's on-CPU clock at entry; the span's on-CPU time is the difference at exit.
+    oncpu_at_entry: u64,
+    kstack: i32,
+    ustack: i32,
+}
+
+/// Per-thread state. Lives in a no-prealloc hash keyed by tid while the thread exists.
+#[repr(C)]
+struct ThreadState {
+    /// On-CPU time accumulated since the first open frame, up to `last_in_ns`.
+    oncpu_ns: u64,
+    /// When the thread last started running (or opened its first frame).
+    last_in_ns: u64,
+    /// When the thread was switched out while inside a target (0 = running).
+    off_since_ns: u64,
+    off_n: u64,
+    off_case: u32,
+    off_target: u32,
+    off_kstack: i32,
+    /// Open frames over all targets, including untimed ones beyond MAX_DEPTH.
+    active: u32,
+    depth: [u32; MAX_TARGETS],
+    /// Targets in order of entry; `order[active - 1]` is the innermost.
+    order: [u32; MAX_NEST],
+    frames: [Frame; MAX_TARGETS * MAX_DEPTH],
+}
+
+const FN_SLOT_BASE_FENTRY: u32 = 0;
+const FN_SLOT_BASE_KPROBE: u32 = FN_SLOTS as u32;
+const TP_SLOT_BASE: u32 = 2 * FN_SLOTS as u32;
+
+#[map]
+static CONFIG: Array<Config> = Array::with_max_entries(1, 0);
+
+#[map]
+static SLOTS: Array<SlotConf> = Array::with_max_entries((2 * FN_SLOTS + TP_SLOTS) as u32, 0);
+
+#[map]
+static FOLLOW: HashMap<u32, u8> = HashMap::with_max_entries(65536, 0);
+
+#[map]
+static THREADS: HashMap<u32, ThreadState> = HashMap::with_max_entries(65536, BPF_F_NO_PREALLOC);
+
+/// Never written: a zeroed ThreadState to insert from (it is too big for the BPF stack).
+#[map]
+static ZERO_THREAD: Array<ThreadState> = Array::with_max_entries(1, 0);
+
+#[map]
+static CURRENT_PHASE: HashMap<u32, CurrentPhase> = HashMap::with_max_entries(16384, 0);
+
+#[map]
+static PHASE_STATS: HashMap<PhaseKey, PhaseStats> = HashMap::with_max_entries(4096, 0);
+
+#[map]
+static SPANS: PerCpuHashMap<AggKey, SpanStats> = PerCpuHashMap::with_max_entries(4096, 0);
+
+#[map]
+static HIST: PerCpuHashMap<HistKey, u64> = PerCpuHashMap::with_max_entries(65536, 0);
+
+#[map]
+static STACKS: HashMap<StackKey, StackVal> = HashMap::with_max_entries(65536, 0);
+
+#[map]
+static STACK_TRACES: StackTrace = StackTrace::with_max_entries(16384, 0);
+
+/// Userspace shrinks this to one page unless raw events are requested.
+#[map]
+static EVENTS: RingBuf = RingBuf::with_byte_size(4 << 20, 0);
+
+#[map]
+static COUNTERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(counter::COUNT, 0);
+
+/// Threads inside an openat() of a path that matched `Config::path_prefix`.
+#[map]
+static PENDING_OPEN: HashMap<u32, u8> = HashMap::with_max_entries(4096, 0);
+
+/// (tgid << 32 | fd) of files opened with the tracked prefix.
+#[map]
+static TRACKED_FD: HashMap<u64, u8> = HashMap::with_max_entries(16384, 0);
+
+#[inline(always)]
+fn now() -> u64 {
+    unsafe { bpf_ktime_get_ns() }
+}
+
+#[inline(always)]
+fn config() -> Option<&'static Config> {
+    CONFIG.get(0)
+}
+
+#[inline(always)]
+fn bump(idx: u32) {
+    if let Some(c) = COUNTERS.get_ptr_mut(idx) {
+        unsafe { *c += 1 };
+    }
+}
+
+#[inline(always)]
+fn atomic_add(p: *mut u64, v: u64) {
+    // A plain BPF_XADD (no BPF_FETCH): kernels older than 5.12 accept only this form, and
+    // core's atomics are not available on the BPF target.
+    unsafe {
+        core::arch::asm!("lock *(u64 *)({p} + 0) += {v}", p = in(reg) p, v = in(reg) v);
+    }
+}
+
+/// Does the current task pass the configured filter?
+#[inline(always)]
+fn filter_pass(cfg: &Config) -> bool {
+    match cfg.filter {
+        FILTER_ALL => true,
+        FILTER_FOLLOW => {
+            let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
+            unsafe { FOLLOW.get(&tgid) }.is_some()
+        }
+        FILTER_COMM => match bpf_get_current_comm() {
+            Ok(comm) => {
+                let mut i = 0;
+                while i < 16 {
+                    if comm[i] != cfg.comm[i] {
+                        return false;
+                    }
+                    if comm[i] == 0 {
+                        break;
+                    }
+                    i += 1;
+                }
+                true
+            }
+            Err(_) => false,
+        },
+        FILTER_CGROUP => (unsafe { bpf_get_current_cgroup_id() }) == cfg.cgroup_id,
+        _ => false,
+    }
+}
+
+/// The (case, n) of the phase the current process is in.
+#[inline(always)]
+fn current_phase(tgid: u32) -> (u32, u64) {
+    match unsafe { CURRENT_PHASE.get(&tgid) } {
+        Some(p) => (p.case, p.n),
+        None => (CASE_UNPHASED, 0),
+    }
+}
+
+#[inline(always)]
+fn slot_target(slot: u32) -> Option<u32> {
+    let conf = SLOTS.get(slot)?;
+    if conf.role == ROLE_NONE || conf.target as usize >= MAX_TARGETS {
+        return None;
+    }
+    Some(conf.target)
+}
+
+#[inline(always)]
+fn thread_state(tid: u32) -> Option<*mut ThreadState> {
+    if let Some(st) = THREADS.get_ptr_mut(&tid) {
+        return Some(st);
+    }
+    let zero = ZERO_THREAD.get(0)?;
+    if THREADS.insert(&tid, zero, BPF_NOEXIST as u64).is_err() {
+        // Either another CPU inserted it first (fine: look it up) or the map is full.
+        if let Some(st) = THREADS.get_ptr_mut(&tid) {
+            return Some(st);
+        }
+        bump(counter::THREAD_MAP_FULL);
+        return None;
+    }
+    THREADS.get_ptr_mut(&tid)
+}
+
+#[inline(always)]
+fn on_enter<C: StackIdContext>(ctx: &C, slot: u32) {
+    let Some(target) = slot_target(slot) else { return };
+    let Some(cfg) = config() else { return };
+    if !filter_pass(cfg) {
+        return;
+    }
+    let ts = now();
+    let tid = bpf_get_current_pid_tgid() as u32;
+    let Some(st) = thread_state(tid) else { return };
+    let st = unsafe { &mut *st };
+    if st.active == 0 {
+        st.oncpu_ns = 0;
+        st.last_in_ns = ts;
+        st.off_since_ns = 0;
+    }
+    let t = target as usize;
+    if t >= MAX_TARGETS {
+        return;
+    }
+    let d = st.depth[t] as usize;
+    if d < MAX_DEPTH {
+        let idx = t * MAX_DEPTH + d;
+        if idx < MAX_TARGETS * MAX_DEPTH {
+            let (kstack, ustack) = if cfg.flags & FLAG_CALLER_STACKS != 0 {
+                (stack_id(ctx, 0), stack_id(ctx, BPF_F_USER_STACK as u64))
+            } else {
+                (-1, -1)
+            };
+            let f = &mut st.frames[idx];
+            f.entry_ns = ts;
+            f.oncpu_at_entry = st.oncpu_ns + ts.saturating_sub(st.last_in_ns);
+            f.kstack = kstack;
+            f.ustack = ustack;
+        }
+    } else {
+        bump(counter::DEPTH_OVERFLOW);
+    }
+    st.depth[t] = d as u32 + 1;
+    let a = st.active as usize;
+    if a < MAX_NEST {
+        st.order[a] = target;
+    }
+    st.active += 1;
+}
+
+#[inline(always)]
+fn stack_id<C: StackIdContext>(ctx: &C, flags: u64) -> i32 {
+    match ctx.get_stackid(&STACK_TRACES, flags) {
+        Ok(id) => id as i32,
+        Err(_) => {
+            bump(counter::STACK_ERRORS);
+            -1
+        }
+    }
+}
+
+#[inline(always)]
+fn on_exit<C: EbpfContext>(_ctx: &C, slot: u32) {
+    let Some(target) = slot_target(slot) else { return };
+    let ts = now();
+    let pid_tgid = bpf_get_current_pid_tgid();
+    let tid = pid_tgid as u32;
+    let tgid = (pid_tgid >> 32) as u32;
+    let Some(st) = THREADS.get_ptr_mut(&tid) else {
+        bump(counter::UNPAIRED_EXIT);
+        return;
+    };
+    let st = unsafe { &mut *st };
+    let t = target as usize;
+    if t >= MAX_TARGETS {
+        return;
+    }
+    let d = st.depth[t] as usize;
+    if d == 0 {
+        bump(counter::UNPAIRED_EXIT);
+        return;
+    }
+    let d = d - 1;
+    st.depth[t] = d as u32;
+    st.active = st.active.saturating_sub(1);
+    let (case, n) = current_phase(tgid);
+    let key = AggKey { target, case, n };
+    if d >= MAX_DEPTH {
+        record_untimed(&key);
+        return;
+    }
+    let idx = t * MAX_DEPTH + d;
+    if idx >= MAX_TARGETS * MAX_DEPTH {
+        return;
+    }
+    let f = st.frames[idx];
+    let wall = ts.saturating_sub(f.entry_ns);
+    let oncpu_now = st.oncpu_ns + ts.saturating_sub(st.last_in_ns);
+    let oncpu = oncpu_now.saturating_sub(f.oncpu_at_entry).min(wall);
+    record_span(&key, wall, oncpu);
+
+    let Some(cfg) = config() else { return };
+    if cfg.flags & FLAG_CALLER_STACKS != 0 && (f.kstack >= 0 || f.ustack >= 0) {
+        add_stack(&StackKey {
+            agg: key,
+            kind: STACK_CALLER,
+            kstack: f.kstack,
+            ustack: f.ustack,
+            tgid,
+        }, wall);
+    }
+    if cfg.flags & FLAG_RAW_EVENTS != 0 {
+        let ev = SpanEvent {
+            end_ns: ts,
+            wall_ns: wall,
+            oncpu_ns: oncpu,
+            n,
+            case,
+            target,
+            tid,
+            tgid,
+        };
+        if EVENTS.output::<SpanEvent>(&ev, 0).is_err() {
+            bump(counter::RINGBUF_DROPS);
+        }
+    }
+}
+
+/// A call counted without a duration.
+#[inline(always)]
+fn record_untimed(key: &AggKey) {
+    if let Some(s) = SPANS.get_ptr_mut(key) {
+        let s = unsafe { &mut *s };
+        s.calls += 1;
+        s.untimed += 1;
+        return;
+    }
+    let s = SpanStats { calls: 1, untimed: 1, ..SpanStats::default() };
+    if SPANS.insert(key, &s, BPF_NOEXIST as u64).is_err() {
+        if let Some(s) = SPANS.get_ptr_mut(key) {
+            let s = unsafe { &mut *s };
+            s.calls += 1;
+            s.untimed += 1;
+        } else {
+            bump(counter::AGG_MAP_FULL);
+        }
+    }
+}
+
+#[inline(always)]
+fn record_span(key: &AggKey, wall: u64, oncpu: u64) {
+    match SPANS.get_ptr_mut(key) {
+        Some(s) => update_stats(unsafe { &mut *s }, wall, oncpu),
+        None => {
+            let s = SpanStats {
+                calls: 1,
+                untimed: 0,
+                wall_sum: wall,
+                wall_min: wall,
+                wall_max: wall,
+                oncpu_sum: oncpu,
+                oncpu_min: oncpu,
+                oncpu_max: oncpu,
+            };
+            if SPANS.insert(key, &s, BPF_NOEXIST as u64).is_err() {
+                match SPANS.get_ptr_mut(key) {
+                    Some(s) => update_stats(unsafe { &mut *s }, wall, oncpu),
+                    None => bump(counter::AGG_MAP_FULL),
+                }
+            }
+        }
+    }
+    hist_add(key, HIST_WALL, wall);
+    hist_add(key, HIST_ONCPU, oncpu);
+}
+
+#[inline(always)]
+fn update_stats(s: &mut SpanStats, wall: u64, oncpu: u64) {
+    // A per-CPU element created on another CPU starts at zero here: treat calls == 0 as empty.
+    let first = s.calls == s.untimed;
+    s.calls += 1;
+    s.wall_sum += wall;
+    s.oncpu_sum += oncpu;
+    if first || wall < s.wall_min {
+        s.wall_min = wall;
+    }
+    if wall > s.wall_max {
+        s.wall_max = wall;
+    }
+    if first || oncpu < s.oncpu_min {
+        s.oncpu_min = oncpu;
+    }
+    if oncpu > s.oncpu_max {
+        s.oncpu_max = oncpu;
+    }
+}
+
+#[inline(always)]
+fn hist_add(key: &AggKey, kind: u32, v: u64) {
+    let hk = HistKey { agg: *key, kind, bucket: hist_bucket(v) };
+    if let Some(c) = HIST.get_ptr_mut(&hk) {
+        unsafe { *c += 1 };
+        return;
+    }
+    if HIST.insert(&hk, &1u64, BPF_NOEXIST as u64).is_err() {
+        match HIST.get_ptr_mut(&hk) {
+            Some(c) => unsafe { *c += 1 },
+            None => bump(counter::AGG_MAP_FULL),
+        }
+    }
+}
+
+#[inline(always)]
+fn add_stack(key: &StackKey, ns: u64) {
+    if let Some(v) = STACKS.get_ptr_mut(key) {
+        let v = v as *mut u64;
+        atomic_add(v, 1);
+        atomic_add(unsafe { v.add(1) }, ns);
+        return;
+    }
+    let val = StackVal { count: 1, ns };
+    if STACKS.insert(key, &val, BPF_NOEXIST as u64).is_err() {
+        match STACKS.get_ptr_mut(key) {
+            Some(v) => {
+                let v = v as *mut u64;
+                atomic_add(v, 1);
+                atomic_add(unsafe { v.add(1) }, ns);
+            }
+            None => bump(counter::STACK_ERRORS),
+        }
+    }
+}
+
+#[inline(always)]
+fn on_point(slot: u32) {
+    let Some(target) = slot_target(slot) else { return };
+    let Some(cfg) = config() else { return };
+    if !filter_pass(cfg) {
+        return;
+    }
+    let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
+    let (case, n) = current_phase(tgid);
+    record_untimed(&AggKey { target, case, n });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Function slots: fentry/fexit and kprobe/kretprobe pairs.
+
+macro_rules! fn_slot {
+    ($i:literal, $fentry:ident, $fexit:ident, $kprobe:ident, $kretprobe:ident) => {
+        #[fentry]
+        pub fn $fentry(ctx: FEntryContext) -> i32 {
+            on_enter(&ctx, FN_SLOT_BASE_FENTRY + $i);
+            0
+        }
+        #[fexit]
+        pub fn $fexit(ctx: FExitContext) -> i32 {
+            on_exit(&ctx, FN_SLOT_BASE_FENTRY + $i);
+            0
+        }
+        #[kprobe]
+        pub fn $kprobe(ctx: ProbeContext) -> u32 {
+            on_enter(&ctx, FN_SLOT_BASE_KPROBE + $i);
+            0
+        }
+        #[kretprobe]
+        pub fn $kretprobe(ctx: RetProbeContext) -> u32 {
+            on_exit(&ctx, FN_SLOT_BASE_KPROBE + $i);
+            0
+        }
+    };
+}
+
+fn_slot!(0, fentry_0, fexit_0, kprobe_0, kretprobe_0);
+fn_slot!(1, fentry_1, fexit_1, kprobe_1, kretprobe_1);
+fn_slot!(2, fentry_2, fexit_2, kprobe_2, kretprobe_2);
+fn_slot!(3, fentry_3, fexit_3, kprobe_3, kretprobe_3);
+fn_slot!(4, fentry_4, fexit_4, kprobe_4, kretprobe_4);
+fn_slot!(5, fentry_5, fexit_5, kprobe_5, kretprobe_5);
+fn_slot!(6, fentry_6, fexit_6, kprobe_6, kretprobe_6);
+fn_slot!(7, fentry_7, fexit_7, kprobe_7, kretprobe_7);
+fn_slot!(8, fentry_8, fexit_8, kprobe_8, kretprobe_8);
+fn_slot!(9, fentry_9, fexit_9, kprobe_9, kretprobe_9);
+fn_slot!(10, fentry_10, fexit_10, kprobe_10, kretprobe_10);
+fn_slot!(11, fentry_11, fexit_11, kprobe_11, kretprobe_11);
+
+// ---------------------------------------------------------------------------------------------
+// Tracepoint slots: role configured per slot (enter, exit or point).
+
+#[inline(always)]
+fn on_tp(ctx: &TracePointContext, j: u32) {
+    let slot = TP_SLOT_BASE + j;
+    let Some(conf) = SLOTS.get(slot) else { return };
+    match conf.role {
+        ROLE_ENTER => {
+            if conf.flags & SLOT_FLAG_TRACKED_FD != 0 {
+                let Ok(fd) = (unsafe { ctx.read_at::<u64>(conf.arg_off as usize) }) else {
+                    return;
+                };
+                let tgid = bpf_get_current_pid_tgid() >> 32;
+                let key = (tgid << 32) | (fd & 0xffff_ffff);
+                if unsafe { TRACKED_FD.get(&key) }.is_none() {
+                    return;
+                }
+            }
+            on_enter(ctx, slot)
+        }
+        ROLE_EXIT => on_exit(ctx, slot),
+        ROLE_POINT => on_point(slot),
+        _ => {}
+    }
+}
+
+macro_rules! tp_slot {
+    ($i:literal, $name:ident) => {
+        #[tracepoint]
+        pub fn $name(ctx: TracePointContext) -> u32 {
+            on_tp(&ctx, $i);
+            0
+        }
+    };
+}
+
+tp_slot!(0, tp_0);
+tp_slot!(1, tp_1);
+tp_slot!(2, tp_2);
+tp_slot!(3, tp_3);
+tp_slot!(4, tp_4);
+tp_slot!(5, tp_5);
+tp_slot!(6, tp_6);
+tp_slot!(7, tp_7);
+tp_slot!(8, tp_8);
+tp_slot!(9, tp_9);
+tp_slot!(10, tp_10);
+tp_slot!(11, tp_11);
+tp_slot!(12, tp_12);
+tp_slot!(13, tp_13);
+tp_slot!(14, tp_14);
+tp_slot!(15, tp_15);
+
+// ---------------------------------------------------------------------------------------------
+// Scheduler: on/off-CPU accounting and process-tree following.
+
+/// `sched:sched_switch`. The current task is still `prev` here.
+#[tracepoint]
+pub fn sched_switch(ctx: TracePointContext) -> u32 {
+    let Some(cfg) = config() else { return 0 };
+    let ts = now();
+    let pid_tgid = bpf_get_current_pid_tgid();
+    let prev = pid_tgid as u32;
+    if prev != 0 {
+        if let Some(st) = THREADS.get_ptr_mut(&prev) {
+            let st = unsafe { &mut *st };
+            if st.active > 0 && st.off_since_ns == 0 {
+                st.oncpu_ns += ts.saturating_sub(st.last_in_ns);
+                st.off_since_ns = ts;
+                if cfg.flags & FLAG_OFFCPU_STACKS != 0 {
+                    let (case, n) = current_phase((pid_tgid >> 32) as u32);
+                    st.off_case = case;
+                    st.off_n = n;
+                    st.off_target = top_target(st);
+                    st.off_kstack = stack_id(&ctx, 0);
+                }
+            }
+        }
+    }
+    let Ok(next) = (unsafe { ctx.read_at::<i32>(cfg.switch_next_pid_off as usize) }) else {
+        return 0;
+    };
+    let next = next as u32;
+    if next != 0 {
+        if let Some(st) = THREADS.get_ptr_mut(&next) {
+            let st = unsafe { &mut *st };
+            if st.active > 0 && st.off_since_ns != 0 {
+                let blocked = ts.saturating_sub(st.off_since_ns);
+                st.last_in_ns = ts;
+                st.off_since_ns = 0;
+                if cfg.flags & FLAG_OFFCPU_STACKS != 0 && st.off_kstack >= 0 {
+                    let key = StackKey {
+                        agg: AggKey { target: st.off_target, case: st.off_case, n: st.off_n },
+                        kind: STACK_OFFCPU,
+                        kstack: st.off_kstack,
+                        ustack: -1,
+                        tgid: 0,
+                    };
+                    add_stack(&key, blocked);
+                }
+            }
+        }
+    }
+    0
+}
+
+#[inline(always)]
+fn top_target(st: &ThreadState) -> u32 {
+    let a = st.active as usize;
+    let i = if a > MAX_NEST { MAX_NEST } else { a };
+    if i == 0 {
+        return 0;
+    }
+    let i = i - 1;
+    if i < MAX_NEST { st.order[i] } else { 0 }
+}
+
+/// `sched:sched_process_fork`: children of followed processes are followed too.
+#[tracepoint]
+pub fn sched_fork(ctx: TracePointContext) -> u32 {
+    let Some(cfg) = config() else { return 0 };
+    if cfg.filter != FILTER_FOLLOW {
+        return 0;
+    }
+    let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
+    if unsafe { FOLLOW.get(&tgid) }.is_none() {
+        return 0;
+    }
+    if let Ok(child) = unsafe { ctx.read_at::<i32>(cfg.fork_child_pid_off as usize) } {
+        let _ = FOLLOW.insert(&(child as u32), &1u8, 0);
+    }
+    0
+}
+
+/// `sched:sched_process_exit`: forget the thread (and the process when its leader exits) so
+/// maps do not grow and a reused pid is not mistaken for a followed one.
+#[tracepoint]
+pub fn sched_exit(_ctx: TracePointContext) -> u32 {
+    let pid_tgid = bpf_get_current_pid_tgid();
+    let tid = pid_tgid as u32;
+    let tgid = (pid_tgid >> 32) as u32;
+    if let Some(st) = unsafe { THREADS.get(&tid) } {
+        if st.active > 0 {
+            if let Some(c) = COUNTERS.get_ptr_mut(counter::ABANDONED_FRAMES) {
+                unsafe { *c += st.active as u64 };
+            }
+        }
+        let _ = THREADS.remove(&tid);
+    }
+    let _ = PENDING_OPEN.remove(&tid);
+    if tid == tgid {
+        let _ = FOLLOW.remove(&tgid);
+        let _ = CURRENT_PHASE.remove(&tgid);
+    }
+    0
+}
+
+// ---------------------------------------------------------------------------------------------
+// fd tracking for syscall brackets on particular files (read() of /proc/sysvipc/*).
+
+#[tracepoint]
+pub fn openat_enter(ctx: TracePointContext) -> u32 {
+    let Some(cfg) = config() else { return 0 };
+    if !filter_pass(cfg) {
+        return 0;
+    }
+    let Ok(fname) = (unsafe { ctx.read_at::<u64>(cfg.openat_filename_off as usize) }) else {
+        return 0;
+    };
+    let mut buf = [0u8; 32];
+    let Ok(s) = (unsafe { bpf_probe_read_user_str_bytes(fname as *const u8, &mut buf) }) else {
+        return 0;
+    };
+    let len = cfg.path_prefix_len as usize;
+    if len == 0 || len > 32 || s.len() < len {
+        return 0;
+    }
+    let mut i = 0;
+    while i < 32 {
+        if i >= len {
+            break;
+        }
+        if buf[i] != cfg.path_prefix[i] {
+            return 0;
+        }
+        i += 1;
+    }
+    let tid = bpf_get_current_pid_tgid() as u32;
+    let _ = PENDING_OPEN.insert(&tid, &1u8, 0);
+    0
+}
+
+#[tracepoint]
+pub fn openat_exit(ctx: TracePointContext) -> u32 {
+    let pid_tgid = bpf_get_current_pid_tgid();
+    let tid = pid_tgid as u32;
+    if unsafe { PENDING_OPEN.get(&tid) }.is_none() {
+        return 0;
+    }
+    let _ = PENDING_OPEN.remove(&tid);
+    let Some(cfg) = config() else { return 0 };
+    let Ok(ret) = (unsafe { ctx.read_at::<i64>(cfg.openat_ret_off as usize) }) else {
+        return 0;
+    };
+    if ret >= 0 {
+        let key = (pid_tgid & 0xffff_ffff_0000_0000) | (ret as u64 & 0xffff_ffff);
+        let _ = TRACKED_FD.insert(&key, &1u8, 0);
+    }
+    0
+}
+
+#[tracepoint]
+pub fn close_enter(ctx: TracePointContext) -> u32 {
+    let Some(cfg) = config() else { return 0 };
+    let Ok(fd) = (unsafe { ctx.read_at::<u64>(cfg.close_fd_off as usize) }) else { return 0 };
+    let key = (bpf_get_current_pid_tgid() & 0xffff_ffff_0000_0000) | (fd & 0xffff_ffff);
+    let _ = TRACKED_FD.remove(&key);
+    0
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stack sampling: cpu-clock perf events on every CPU, kept only while inside a target.
+
+#[perf_event]
+pub fn sampler(ctx: PerfEventContext) -> u32 {
+    bump(counter::SAMPLES_TOTAL);
+    let pid_tgid = bpf_get_current_pid_tgid();
+    let tid = pid_tgid as u32;
+    if tid == 0 {
+        return 0;
+    }
+    let Some(st) = (unsafe { THREADS.get(&tid) }) else { return 0 };
+    if st.active == 0 {
+        return 0;
+    }
+    let Some(cfg) = config() else { return 0 };
+    if cfg.flags & FLAG_ONCPU_SAMPLES == 0 {
+        return 0;
+    }
+    bump(counter::SAMPLES_IN_TARGET);
+    let target = top_target(st);
+    let (case, n) = current_phase((pid_tgid >> 32) as u32);
+    let kstack = stack_id(&ctx, 0);
+    let key = StackKey {
+        agg: AggKey { target, case, n },
+        kind: STACK_ONCPU,
+        kstack,
+        ustack: -1,
+        tgid: 0,
+    };
+    // Weight: one sample stands for one sample period of CPU time.
+    add_stack(&key, cfg.sample_period_ns);
+    0
+}
+
+// ---------------------------------------------------------------------------------------------
+// Phase markers: uprobes on `tracer_phase_begin(case: u32, n: u64)` and
+// `tracer_phase_end(case: u32, n: u64, ops: u64)` in the workload binary.
+
+#[uprobe]
+pub fn phase_begin(ctx: ProbeContext) -> u32 {
+    let Some(cfg) = config() else { return 0 };
+    if !filter_pass(cfg) {
+        return 0;
+    }
+    let case: u64 = ctx.arg(0).unwrap_or(0);
+    let n: u64 = ctx.arg(1).unwrap_or(0);
+    let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
+    let p = CurrentPhase { case: case as u32, _pad: 0, n, begin_ns: now() };
+    let _ = CURRENT_PHASE.insert(&tgid, &p, 0);
+    bump(counter::PHASE_MARKERS);
+    aya_log_ebpf::debug!(&ctx, "phase begin: pid {} case {} n {}", tgid, case as u32, n);
+    0
+}
+
+#[uprobe]
+pub fn phase_end(ctx: ProbeContext) -> u32 {
+    let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
+    let Some(p) = (unsafe { CURRENT_PHASE.get(&tgid) }) else { return 0 };
+    let p = *p;
+    let ops: u64 = ctx.arg(2).unwrap_or(0);
+    let wall = now().saturating_sub(p.begin_ns);
+    let key = PhaseKey { case: p.case, _pad: 0, n: p.n };
+    let added = match PHASE_STATS.get_ptr_mut(&key) {
+        Some(s) => {
+            let s = s as *mut u64;
+            atomic_add(s, 1);
+            atomic_add(unsafe { s.add(1) }, ops);
+            atomic_add(unsafe { s.add(2) }, wall);
+            true
+        }
+        None => PHASE_STATS
+            .insert(&key, &PhaseStats { phases: 1, ops, wall_ns: wall }, BPF_NOEXIST as u64)
+            .is_ok(),
+    };
+    if !added {
+        bump(counter::AGG_MAP_FULL);
+    }
+    let _ = CURRENT_PHASE.remove(&tgid);
+    bump(counter::PHASE_MARKERS);
+    aya_log_ebpf::debug!(&ctx, "phase end: pid {} case {} n {} ops {}", tgid, p.case, p.n, ops);
+    0
+}
+
+// ---------------------------------------------------------------------------------------------
+// Floor programs for benchmarks: the cheapest possible probe of each mechanism (a per-CPU
+// counter increment), to measure how much the span machinery adds on top.
+
+#[kprobe]
+pub fn floor_kprobe(_ctx: ProbeContext) -> u32 {
+    bump(counter::FLOOR_HITS);
+    0
+}
+
+#[fentry]
+pub fn floor_fentry(_ctx: FEntryContext) -> i32 {
+    bump(counter::FLOOR_HITS);
+    0
+}
+
+#[tracepoint]
+pub fn floor_tp(_ctx: TracePointContext) -> u32 {
+    bump(counter::FLOOR_HITS);
+    0
+}
+
+#[cfg(not(test))]
+#[panic_handler]
+fn panic(_info: &core::panic::PanicInfo) -> ! {
+    // The verifier rejects programs that could reach a real panic; this is never executed.
+    loop {}
+}

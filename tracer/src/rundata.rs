@@ -1,0 +1,390 @@
+//! The on-disk run format: what `tracer record` writes and what analysis reads without root.
+//!
+//! A run directory holds:
+//!
+//! | file | content |
+//! | --- | --- |
+//! | `run.json` | [`Run`]: metadata, attach plans, counters, per-(target, case, N) span aggregates with histograms, workload phases |
+//! | `spans.csv` | the span aggregates as a flat table for spreadsheets and scripts |
+//! | `stacks/<kind>/<target>/<case>/n<N>.folded` | folded stacks (`frame;frame;frame weight_ns`), kind = `oncpu`, `offcpu` or `callers` |
+//! | `events.csv` | raw per-call spans, only with `--raw-events` |
+//!
+//! The directory is written under a temporary name and renamed into place when complete, so a
+//! directory named like the output is never half-written. `run.json`'s `status` says whether
+//! the run itself was complete or was cut short (then `partial_reason` says why).
+
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Format tag stored in every `run.json`; readers refuse other major versions.
+pub const FORMAT: &str = "tracer-run/1";
+pub const RUN_FILE: &str = "run.json";
+pub const SPANS_CSV: &str = "spans.csv";
+pub const STACKS_DIR: &str = "stacks";
+pub const EVENTS_CSV: &str = "events.csv";
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Run {
+    pub format: String,
+    pub status: RunStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partial_reason: Option<String>,
+    pub tracer_version: String,
+    pub kernel: KernelInfo,
+    pub hostname: String,
+    /// Seconds since the Unix epoch when recording started.
+    pub started_unix: f64,
+    pub duration_s: f64,
+    /// The traced command, empty for `--pid`/`--comm`/`--system` runs.
+    pub command: Vec<String>,
+    /// The traced command's exit code (or 128 + signal), when there was one and it ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command_exit: Option<i32>,
+    /// Human description of the filter, e.g. "process tree of pid 1234".
+    pub filter: String,
+    /// cpu-clock sampling frequency for on-CPU stacks; 0 when sampling was off.
+    pub sample_freq_hz: u64,
+    /// One entry per traced target, in target-index order.
+    pub targets: Vec<TargetReport>,
+    /// Kernel-side counters (drops, unpaired exits, map-full ...), by name.
+    pub counters: BTreeMap<String, u64>,
+    /// Names of the workload cases seen in phases, by case id.
+    pub cases: BTreeMap<u32, String>,
+    pub spans: Vec<SpanRow>,
+    pub phases: Vec<PhaseRow>,
+    /// Folded-stack files of this run, relative to the run directory.
+    pub stack_files: Vec<StackFile>,
+    /// The workload's own report (its `--json` output), when the traced command was one of ours.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<serde_json::Value>,
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    Complete,
+    Partial,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct KernelInfo {
+    /// `uname -r`
+    pub release: String,
+    /// `uname -v`
+    pub version: String,
+    /// `uname -m`
+    pub machine: String,
+}
+
+/// How one target was measured on this kernel, and why better plans were not used.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct TargetReport {
+    pub name: String,
+    /// The plan in use; None when every plan was refused (then `rejected` says why).
+    pub plan: Option<PlanUsed>,
+    pub rejected: Vec<Rejection>,
+    /// Calibration result of the plan in use, when `--verify` ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verification: Option<Verification>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct PlanUsed {
+    /// Short plan name from the plan table, e.g. "fentry", "kprobe", "callers-kprobe",
+    /// "syscall-bracket", "page-alloc-count".
+    pub plan: String,
+    /// Kernel mechanism: "fentry/fexit", "kprobe/kretprobe", "tracepoint", ...
+    pub mechanism: String,
+    /// Exact attach points, e.g. ["dup_mmap"] or ["syscalls:sys_enter_wait4", ...].
+    pub attach_points: Vec<String>,
+    /// False when the plan can only count calls (no durations).
+    pub timed: bool,
+    /// What the plan measures relative to the target, in one sentence.
+    pub note: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Rejection {
+    pub plan: String,
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Verification {
+    /// What the calibration did, e.g. "fork+exit+wait x16".
+    pub workload: String,
+    pub expected: String,
+    pub observed: u64,
+    pub passed: bool,
+}
+
+/// Aggregates of one (target, case, N).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct SpanRow {
+    pub target: String,
+    /// Workload case id (0 = outside any phase).
+    pub case: u32,
+    pub case_name: String,
+    pub n: u64,
+    /// All calls, timed or not.
+    pub calls: u64,
+    /// Calls counted without a duration (count-only plans, recursion beyond the frame stack).
+    pub untimed: u64,
+    /// Wall time of the timed calls.
+    pub wall: Dist,
+    /// On-CPU part of the wall time (wall - oncpu = time blocked off-CPU).
+    pub oncpu: Dist,
+}
+
+/// A distribution of nanosecond values from the in-kernel log-linear histogram.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Dist {
+    pub sum_ns: u64,
+    pub min_ns: u64,
+    pub max_ns: u64,
+    /// Sparse histogram: (bucket index, count), buckets as in `tracer_ebpf::hist_bucket`.
+    pub hist: Vec<(u32, u64)>,
+}
+
+/// Phases announced by the workload for one (case, N).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct PhaseRow {
+    pub case: u32,
+    pub case_name: String,
+    pub n: u64,
+    /// Completed begin/end pairs.
+    pub phases: u64,
+    /// Operations the workload did inside them (e.g. forks, waits, reads).
+    pub ops: u64,
+    /// Wall time inside the phases.
+    pub wall_ns: u64,
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum StackKind {
+    /// Kernel stacks sampled on-CPU while inside the target; weight = sample period.
+    Oncpu,
+    /// Kernel stacks where the thread blocked inside the target; weight = time blocked.
+    Offcpu,
+    /// Kernel+user stacks that called the target; weight = the calls' wall time.
+    Callers,
+}
+
+impl StackKind {
+    pub const ALL: [StackKind; 3] = [StackKind::Oncpu, StackKind::Offcpu, StackKind::Callers];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StackKind::Oncpu => "oncpu",
+            StackKind::Offcpu => "offcpu",
+            StackKind::Callers => "callers",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct StackFile {
+    pub kind: StackKind,
+    pub target: String,
+    pub case: u32,
+    pub case_name: String,
+    pub n: u64,
+    /// Relative path of the folded file.
+    pub path: String,
+    /// Sum of the weights in the file (ns) and number of samples/spans behind them.
+    pub total_ns: u64,
+    pub count: u64,
+}
+
+/// Relative path of a folded-stack file. Case names and targets are plain identifiers, so
+/// they are safe path components; anything else is replaced.
+pub fn stack_file_path(kind: StackKind, target: &str, case_name: &str, n: u64) -> String {
+    format!(
+        "{STACKS_DIR}/{}/{}/{}/n{n}.folded",
+        kind.as_str(),
+        path_safe(target),
+        path_safe(case_name)
+    )
+}
+
+fn path_safe(s: &str) -> String {
+    let cleaned: String = s
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '_' })
+        .collect();
+    if cleaned.is_empty() || cleaned.starts_with('.') { format!("_{cleaned}") } else { cleaned }
+}
+
+/// Errors reading a run directory.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: io::Error },
+    #[error("{path} is not a tracer run: {source}")]
+    Parse { path: PathBuf, source: serde_json::Error },
+    #[error("{path}: unsupported run format {found:?} (this tracer reads {FORMAT:?})")]
+    Format { path: PathBuf, found: String },
+    #[error("{path}: {what}")]
+    Invalid { path: PathBuf, what: String },
+}
+
+impl Run {
+    /// Read and validate `DIR/run.json`.
+    pub fn read(dir: &Path) -> Result<Run, ReadError> {
+        let path = dir.join(RUN_FILE);
+        let text =
+            std::fs::read_to_string(&path).map_err(|source| ReadError::Io { path: path.clone(), source })?;
+        Run::from_json(&text, &path)
+    }
+
+    pub fn from_json(text: &str, path: &Path) -> Result<Run, ReadError> {
+        // Check the format tag before the full parse so an old or foreign file gets a precise error.
+        let probe: serde_json::Value = serde_json::from_str(text)
+            .map_err(|source| ReadError::Parse { path: path.to_path_buf(), source })?;
+        let found = probe.get("format").and_then(|f| f.as_str()).unwrap_or("").to_string();
+        if found != FORMAT {
+            return Err(ReadError::Format { path: path.to_path_buf(), found });
+        }
+        let run: Run = serde_json::from_value(probe)
+            .map_err(|source| ReadError::Parse { path: path.to_path_buf(), source })?;
+        run.validate().map_err(|what| ReadError::Invalid { path: path.to_path_buf(), what })?;
+        Ok(run)
+    }
+
+    /// Internal consistency checks that a truncated or hand-edited file would fail.
+    pub fn validate(&self) -> Result<(), String> {
+        let names: Vec<&str> = self.targets.iter().map(|t| t.name.as_str()).collect();
+        for row in &self.spans {
+            if !names.contains(&row.target.as_str()) {
+                return Err(format!("span row for unknown target {:?}", row.target));
+            }
+            if row.untimed > row.calls {
+                return Err(format!("{} n={}: untimed calls exceed calls", row.target, row.n));
+            }
+            let hist_total: u64 = row.wall.hist.iter().map(|(_, c)| c).sum();
+            if hist_total != row.calls - row.untimed {
+                return Err(format!(
+                    "{} n={}: histogram holds {hist_total} calls, row says {}",
+                    row.target,
+                    row.n,
+                    row.calls - row.untimed
+                ));
+            }
+        }
+        for f in &self.stack_files {
+            if f.path.contains("..") || f.path.starts_with('/') {
+                return Err(format!("stack file path {:?} escapes the run directory", f.path));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("run data serializes")
+    }
+
+    /// The span rows as CSV (header + one line per row).
+    pub fn spans_csv(&self) -> String {
+        let mut out = String::from(
+            "target,case,case_name,n,calls,untimed,wall_sum_ns,wall_min_ns,wall_max_ns,oncpu_sum_ns,oncpu_min_ns,oncpu_max_ns\n",
+        );
+        for r in &self.spans {
+            out.push_str(&format!(
+                "{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                r.target,
+                r.case,
+                r.case_name,
+                r.n,
+                r.calls,
+                r.untimed,
+                r.wall.sum_ns,
+                r.wall.min_ns,
+                r.wall.max_ns,
+                r.oncpu.sum_ns,
+                r.oncpu.min_ns,
+                r.oncpu.max_ns
+            ));
+        }
+        out
+    }
+}
+
+/// One folded-stack line: frames root-first and a weight.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FoldedLine {
+    pub frames: Vec<String>,
+    pub weight: u64,
+}
+
+/// Parse folded stacks (`a;b;c 123` per line). Blank lines are skipped; anything else that is
+/// not `stack weight` is an error naming the line.
+pub fn parse_folded(text: &str) -> Result<Vec<FoldedLine>, String> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim_end();
+        if line.is_empty() {
+            continue;
+        }
+        let (stack, weight) = line
+            .rsplit_once(' ')
+            .ok_or_else(|| format!("line {}: no weight", i + 1))?;
+        let weight: u64 = weight
+            .parse()
+            .map_err(|_| format!("line {}: weight {weight:?} is not a number", i + 1))?;
+        if stack.is_empty() {
+            return Err(format!("line {}: empty stack", i + 1));
+        }
+        out.push(FoldedLine { frames: stack.split(';').map(str::to_string).collect(), weight });
+    }
+    Ok(out)
+}
+
+/// Write folded stacks, one line each, merging nothing.
+pub fn write_folded<W: Write>(mut w: W, lines: &[FoldedLine]) -> io::Result<()> {
+    for l in lines {
+        writeln!(w, "{} {}", l.frames.join(";"), l.weight)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn folded_round_trip() {
+        let text = "a;b;c 10\n\na;b 5\n";
+        let lines = parse_folded(text).unwrap();
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0].frames, vec!["a", "b", "c"]);
+        let mut out = Vec::new();
+        write_folded(&mut out, &lines).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), "a;b;c 10\na;b 5\n");
+    }
+
+    #[test]
+    fn folded_rejects_garbage() {
+        assert!(parse_folded("a;b;c").unwrap_err().contains("line 1"));
+        assert!(parse_folded("a;b x").unwrap_err().contains("not a number"));
+        assert!(parse_folded("ok 1\n 2").unwrap_err().contains("line 2"));
+    }
+
+    #[test]
+    fn stack_paths_stay_inside() {
+        let p = stack_file_path(StackKind::Oncpu, "../x", "a/b", 7);
+        assert_eq!(p, "stacks/oncpu/_.._x/a_b/n7.folded");
+        assert!(!p.contains("/../"));
+    }
+
+    #[test]
+    fn wrong_format_is_named() {
+        let err = Run::from_json(r#"{"format":"other/9"}"#, Path::new("x/run.json")).unwrap_err();
+        assert!(err.to_string().contains("unsupported run format"), "{err}");
+        let err = Run::from_json("{", Path::new("x/run.json")).unwrap_err();
+        assert!(err.to_string().contains("not a tracer run"), "{err}");
+    }
+}
