@@ -263,14 +263,18 @@ fn stack_id<C: StackIdContext>(ctx: &C, flags: u64) -> i32 {
 }
 
 #[inline(always)]
-fn on_exit<C: EbpfContext>(_ctx: &C, slot: u32) {
+fn on_exit<C: EbpfContext>(_ctx: &C, slot: u32, count_unpaired: bool) {
     let Some(target) = slot_target(slot) else { return };
     let ts = now();
     let pid_tgid = bpf_get_current_pid_tgid();
     let tid = pid_tgid as u32;
     let tgid = (pid_tgid >> 32) as u32;
+    // Exit tracepoints fire for every task (the filter is applied at entry), so an exit
+    // without a frame is normal there; for function probes it means a missed entry.
     let Some(st) = THREADS.get_ptr_mut(&tid) else {
-        bump(counter::UNPAIRED_EXIT);
+        if count_unpaired {
+            bump(counter::UNPAIRED_EXIT);
+        }
         return;
     };
     let st = unsafe { &mut *st };
@@ -280,7 +284,9 @@ fn on_exit<C: EbpfContext>(_ctx: &C, slot: u32) {
     }
     let d = st.depth[t] as usize;
     if d == 0 {
-        bump(counter::UNPAIRED_EXIT);
+        if count_unpaired {
+            bump(counter::UNPAIRED_EXIT);
+        }
         return;
     }
     let d = d - 1;
@@ -458,7 +464,7 @@ macro_rules! fn_slot {
         }
         #[fexit]
         pub fn $fexit(ctx: FExitContext) -> i32 {
-            on_exit(&ctx, FN_SLOT_BASE_FENTRY + $i);
+            on_exit(&ctx, FN_SLOT_BASE_FENTRY + $i, true);
             0
         }
         #[kprobe]
@@ -468,7 +474,7 @@ macro_rules! fn_slot {
         }
         #[kretprobe]
         pub fn $kretprobe(ctx: RetProbeContext) -> u32 {
-            on_exit(&ctx, FN_SLOT_BASE_KPROBE + $i);
+            on_exit(&ctx, FN_SLOT_BASE_KPROBE + $i, true);
             0
         }
     };
@@ -508,7 +514,7 @@ fn on_tp(ctx: &TracePointContext, j: u32) {
             }
             on_enter(ctx, slot)
         }
-        ROLE_EXIT => on_exit(ctx, slot),
+        ROLE_EXIT => on_exit(ctx, slot, false),
         ROLE_POINT => on_point(slot),
         _ => {}
     }

@@ -1,4 +1,293 @@
-fn main() {
-    let obj = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/tracer-ebpf"));
-    println!("{}", obj.len());
+//! `tracer`: find which kernel loop is O(n). The CLI layer only parses and reports; the work
+//! lives in the library modules.
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+use tracer::error::{EXIT_CODES_HELP, TracerError, exit};
+use tracer::{calibrate, cli, engine::EngineOptions, plan, record, resolve::ResolveOptions};
+
+const ABOUT: &str = "Time kernel functions with eBPF while a workload sweeps N, and show which \
+kernel loop grows with N.";
+
+const LONG_ABOUT: &str = "\
+Time kernel functions with eBPF while a workload sweeps a size N (children, VMAs, SysV \
+segments, pages), and show which kernel loop grows with N.
+
+Targets: do_wait, dup_mmap, sysvipc_find_ipc, get_task_policy. Each is resolved per kernel \
+(fentry -> kprobe -> out-of-line callers -> syscall tracepoints) and verified by a short \
+calibration; `tracer probes` shows what this kernel allows and why.
+
+Needs root, or CAP_BPF + CAP_PERFMON (5.8+) and a kernel with BTF for fentry. When the host \
+kernel forbids function probes (no kprobes, fentry refused), run inside a VM: \
+`cargo xtask vm --kernel 6.1 -- tracer ...`.";
+
+#[derive(Parser)]
+#[command(name = "tracer", version, about = ABOUT, long_about = LONG_ABOUT, after_help = EXIT_CODES_HELP)]
+struct Cli {
+    /// Show the probes' own log messages and debug output.
+    #[arg(short, long, global = true)]
+    verbose: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Trace while a command (or processes) runs, then write the run data to a directory.
+    #[command(after_help = RECORD_HELP)]
+    Record(RecordArgs),
+    /// Show how each target is measured on this kernel, and why better plans were rejected.
+    Probes(ProbesArgs),
+}
+
+const RECORD_HELP: &str = "\
+Output (read later without root by `tracer report`):
+  run.json                       metadata, attach plans, counters, per-(target, case, N) spans
+                                 with log-linear histograms, workload phases
+  spans.csv                      the span aggregates as a flat table
+  stacks/<kind>/<target>/<case>/n<N>.folded
+                                 folded stacks; kind = oncpu (sampled inside the target),
+                                 offcpu (where it blocked), callers (who called it)
+The directory appears only when complete; a run cut short by a signal says
+\"status\": \"partial\" in run.json.
+
+Examples:
+  sudo tracer record -- ./my-benchmark --size 1000
+  sudo tracer record --pid 4242 --duration 30s -o bench-run
+  sudo tracer record --targets do_wait --plan do_wait=kprobe -- workloads waitpid --n 1,100,1000";
+
+#[derive(Args, Clone)]
+struct TargetArgs {
+    /// Targets to trace (comma-separated; default: all).
+    #[arg(long, value_delimiter = ',', value_name = "TARGET")]
+    targets: Vec<String>,
+    /// Force a plan for a target, e.g. dup_mmap=kprobe (see `tracer probes` for plan names).
+    #[arg(long, value_parser = cli::parse_plan, value_name = "TARGET=PLAN")]
+    plan: Vec<(String, String)>,
+}
+
+#[derive(Args)]
+struct RecordArgs {
+    /// Follow this process and its descendants (repeatable).
+    #[arg(long, value_name = "PID")]
+    pid: Vec<u32>,
+    /// Trace tasks with this command name.
+    #[arg(long, value_name = "NAME")]
+    comm: Option<String>,
+    /// Trace tasks in this cgroup v2 directory.
+    #[arg(long, value_name = "PATH")]
+    cgroup: Option<PathBuf>,
+    /// Trace every task on the system.
+    #[arg(long)]
+    system: bool,
+    /// Stop after this long (e.g. 30s, 5m).
+    #[arg(long, value_parser = cli::parse_duration)]
+    duration: Option<std::time::Duration>,
+    /// Output directory (default: tracer-run-<UTC time>).
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+    /// Replace the output directory if it exists.
+    #[arg(long)]
+    force: bool,
+    #[command(flatten)]
+    targets: TargetArgs,
+    /// Skip the calibration that checks each plan sees the calls it should.
+    #[arg(long)]
+    no_verify: bool,
+    /// On-CPU stack sampling frequency in Hz.
+    #[arg(long, default_value = "999", value_parser = cli::parse_freq)]
+    freq: u64,
+    /// Do not sample on-CPU stacks.
+    #[arg(long)]
+    no_samples: bool,
+    /// Do not record caller stacks at each call (cheaper probes).
+    #[arg(long)]
+    no_callers: bool,
+    /// Do not record where calls block off-CPU.
+    #[arg(long)]
+    no_offcpu: bool,
+    /// Also write every call to events.csv through a ring buffer of this size (e.g. 16M);
+    /// drops are counted in run.json.
+    #[arg(long, value_parser = cli::parse_size, value_name = "BYTES")]
+    raw_events: Option<u32>,
+    /// Embed this JSON file (e.g. the command's own benchmark report) in run.json.
+    #[arg(long, value_name = "FILE")]
+    attach_json: Option<PathBuf>,
+    /// The command to run and trace (with its process tree).
+    #[arg(last = true, value_name = "COMMAND")]
+    command: Vec<String>,
+}
+
+#[derive(Args)]
+struct ProbesArgs {
+    #[command(flatten)]
+    targets: TargetArgs,
+    /// Calibrate each plan: run a known workload and check the count.
+    #[arg(long)]
+    verify: bool,
+    /// Machine-readable output.
+    #[arg(long)]
+    json: bool,
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    // Hidden helpers that this binary re-executes itself as; not part of the CLI.
+    match args.get(1).map(String::as_str) {
+        Some(calibrate::CHILD_SUBCOMMAND) => return code(calibrate::child_main(&args[2..])),
+        Some(record::EXEC_HELD) => return code(record::exec_held_main(&args[2..])),
+        _ => {}
+    }
+    let cli = Cli::parse();
+    let level = if cli.verbose { "debug" } else { "warn" };
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(level))
+        .format_timestamp(None)
+        .init();
+    let result = match cli.command {
+        Command::Record(a) => run_record(a, cli.verbose),
+        Command::Probes(a) => run_probes(a, cli.verbose),
+    };
+    match result {
+        Ok(c) => code(c),
+        Err(e) => {
+            eprintln!("tracer: {e}");
+            code(e.exit_code())
+        }
+    }
+}
+
+fn code(c: i32) -> ExitCode {
+    ExitCode::from(c.clamp(0, 255) as u8)
+}
+
+fn resolve_opts(t: &TargetArgs, verify: bool) -> ResolveOptions {
+    ResolveOptions { verify, forced: t.plan.iter().cloned().collect() }
+}
+
+fn run_record(a: RecordArgs, verbose: bool) -> Result<i32, TracerError> {
+    let out = a.output.clone().unwrap_or_else(|| PathBuf::from(cli::default_run_name("tracer-run")));
+    let opts = record::RecordOptions {
+        command: a.command,
+        pids: a.pid,
+        comm: a.comm,
+        cgroup: a.cgroup,
+        system: a.system,
+        duration: a.duration,
+        out,
+        force: a.force,
+        targets: a.targets.targets.clone(),
+        resolve: resolve_opts(&a.targets, !a.no_verify),
+        engine: EngineOptions {
+            sample_freq_hz: if a.no_samples { 0 } else { a.freq },
+            caller_stacks: !a.no_callers,
+            offcpu_stacks: !a.no_offcpu,
+            raw_events_bytes: a.raw_events.unwrap_or(0),
+            bpf_log: verbose,
+        },
+        progress: true,
+        attach_json: a.attach_json,
+        marker_binaries: Vec::new(),
+    };
+    let outcome = record::record(opts)?;
+    print_record_summary(&outcome);
+    Ok(outcome.exit_code)
+}
+
+fn print_record_summary(o: &record::RecordOutcome) {
+    let run = &o.run;
+    for t in &run.targets {
+        let rows: Vec<_> = run.spans.iter().filter(|r| r.target == t.name).collect();
+        let calls: u64 = rows.iter().map(|r| r.calls).sum();
+        let timed: u64 = rows.iter().map(|r| r.calls - r.untimed).sum();
+        let wall: u64 = rows.iter().map(|r| r.wall.sum_ns).sum();
+        let oncpu: u64 = rows.iter().map(|r| r.oncpu.sum_ns).sum();
+        match &t.plan {
+            Some(p) if timed > 0 => println!(
+                "{:<18} {:>10} calls  mean {:>10.0} ns wall  {:>10.0} ns on-CPU   [{} via {}]",
+                t.name,
+                calls,
+                wall as f64 / timed as f64,
+                oncpu as f64 / timed as f64,
+                p.plan,
+                p.attach_points.join(",")
+            ),
+            Some(p) => println!("{:<18} {:>10} calls  [{} via {}]", t.name, calls, p.plan, p.attach_points.join(",")),
+            None => println!("{:<18} not measurable on this kernel", t.name),
+        }
+    }
+    for (k, v) in &run.counters {
+        let bad = matches!(
+            k.as_str(),
+            "ringbuf_drops" | "aggregate_map_full" | "thread_map_full" | "depth_overflow"
+        );
+        if bad && *v > 0 {
+            eprintln!("tracer: warning: {k} = {v}");
+        }
+    }
+    if let Some(r) = &run.partial_reason {
+        eprintln!("tracer: partial run ({r})");
+    }
+    println!("run written to {}", o.dir.display());
+}
+
+fn run_probes(a: ProbesArgs, verbose: bool) -> Result<i32, TracerError> {
+    let ropts = resolve_opts(&a.targets, a.verify);
+    let (resolved, engine) = record::resolve_only(&a.targets.targets, &ropts, verbose)?;
+    let kernel = tracer::kernel::kernel_info();
+    let reports: Vec<_> = resolved.iter().map(|r| r.report()).collect();
+    let facts = serde_json::json!({
+        "btf": tracer::kernel::has_vmlinux_btf(),
+        "btf_error": engine.btf_error(),
+        "kprobe_pmu": tracer::kernel::has_kprobe_pmu(),
+        "lockdown": tracer::kernel::privileges::lockdown(),
+        "tracefs": engine.tracefs_root(),
+    });
+    drop(engine);
+    if a.json {
+        let doc = serde_json::json!({ "kernel": kernel, "facts": facts, "targets": reports });
+        println!("{}", serde_json::to_string_pretty(&doc).expect("json"));
+    } else {
+        println!(
+            "kernel {} ({}): BTF {}, kprobe PMU {}, lockdown {}",
+            kernel.release,
+            kernel.machine,
+            if tracer::kernel::has_vmlinux_btf() { "yes" } else { "no" },
+            if tracer::kernel::has_kprobe_pmu() { "yes" } else { "no" },
+            tracer::kernel::privileges::lockdown().unwrap_or_else(|| "n/a".into())
+        );
+        for r in &reports {
+            println!();
+            match &r.plan {
+                Some(p) => println!(
+                    "{}: {} ({}) at {}{}",
+                    r.name,
+                    p.plan,
+                    p.mechanism,
+                    p.attach_points.join(", "),
+                    if p.timed { "" } else { " [count only]" }
+                ),
+                None => println!("{}: NOT MEASURABLE on this kernel", r.name),
+            }
+            if let Some(p) = &r.plan {
+                println!("  measures: {}", p.note);
+            }
+            if let Some(v) = &r.verification {
+                println!(
+                    "  verified: {} -> {} calls (expected {}) {}",
+                    v.workload,
+                    v.observed,
+                    v.expected,
+                    if v.passed { "ok" } else { "FAILED" }
+                );
+            }
+            for rej in &r.rejected {
+                println!("  rejected {}: {}", rej.plan, rej.reason);
+            }
+            let why = plan::target_by_name(&r.name).map(|(_, t)| t.why).unwrap_or("");
+            println!("  why traced: {why}");
+        }
+    }
+    Ok(if reports.iter().all(|r| r.plan.is_some()) { exit::OK } else { exit::UNSUPPORTED })
 }

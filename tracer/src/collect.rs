@@ -1,0 +1,232 @@
+//! Collection: turn the raw kernel aggregates (a `Snapshot`) into run data: span rows with
+//! histograms, phase rows, and symbolized folded stacks.
+use std::collections::BTreeMap;
+
+use tracer_ebpf::{
+    AggKey, HIST_ONCPU, HIST_WALL, STACK_CALLER, STACK_OFFCPU, STACK_ONCPU, counter,
+};
+
+use crate::engine::Snapshot;
+use crate::kernel::kallsyms::Kallsyms;
+use crate::rundata::{Dist, PhaseRow, SpanRow, StackFile, StackKind, stack_file_path};
+use crate::symbols::UserSymbolizer;
+
+/// Names of the kernel-side counters, index = `tracer_ebpf::counter` constant.
+pub const COUNTER_NAMES: [&str; counter::COUNT as usize] = [
+    "ringbuf_drops",
+    "depth_overflow",
+    "unpaired_exits",
+    "thread_map_full",
+    "aggregate_map_full",
+    "stack_errors",
+    "samples_in_target",
+    "samples_total",
+    "abandoned_frames",
+    "phase_markers",
+    "floor_hits",
+];
+
+pub fn counters(snap: &Snapshot) -> BTreeMap<String, u64> {
+    COUNTER_NAMES.iter().zip(snap.counters.iter()).map(|(n, v)| (n.to_string(), *v)).collect()
+}
+
+/// Span rows for every (target, case, N) seen. `target_names[i]` names kernel target id i.
+pub fn span_rows(snap: &Snapshot, target_names: &[String]) -> Vec<SpanRow> {
+    let mut rows = Vec::new();
+    for (key, s) in &snap.spans {
+        let Some(name) = target_names.get(key.target as usize) else { continue };
+        let dist = |kind: u32, sum, min, max| Dist {
+            sum_ns: sum,
+            min_ns: min,
+            max_ns: max,
+            hist: snap
+                .hist
+                .get(&(*key, kind))
+                .map(|h| h.iter().map(|(b, c)| (*b, *c)).collect())
+                .unwrap_or_default(),
+        };
+        rows.push(SpanRow {
+            target: name.clone(),
+            case: key.case,
+            case_name: workloads::cases::case_name(key.case),
+            n: key.n,
+            calls: s.calls,
+            untimed: s.untimed,
+            wall: dist(HIST_WALL, s.wall_sum, s.wall_min, s.wall_max),
+            oncpu: dist(HIST_ONCPU, s.oncpu_sum, s.oncpu_min, s.oncpu_max),
+        });
+    }
+    rows.sort_by(|a, b| (&a.target, a.case, a.n).cmp(&(&b.target, b.case, b.n)));
+    rows
+}
+
+pub fn phase_rows(snap: &Snapshot) -> Vec<PhaseRow> {
+    let mut rows: Vec<PhaseRow> = snap
+        .phases
+        .iter()
+        .map(|(k, v)| PhaseRow {
+            case: k.case,
+            case_name: workloads::cases::case_name(k.case),
+            n: k.n,
+            phases: v.phases,
+            ops: v.ops,
+            wall_ns: v.wall_ns,
+        })
+        .collect();
+    rows.sort_by_key(|r| (r.case, r.n));
+    rows
+}
+
+/// Frames the probes themselves add on top of kernel stacks (fentry trampolines, the BPF
+/// program, the tracepoint and kprobe machinery): not part of what the user traced.
+fn is_probe_frame(name: &str) -> bool {
+    const PREFIXES: [&str; 12] = [
+        "bpf_prog_",
+        "bpf_trampoline_",
+        "__bpf_prog_",
+        "bpf_trace_run",
+        "trace_call_bpf",
+        "perf_trace_",
+        "perf_syscall_",
+        "kprobe_",
+        "kretprobe_",
+        "__kretprobe_",
+        "ftrace_",
+        "bpf_get_stack",
+    ];
+    PREFIXES.iter().any(|p| name.starts_with(p))
+        || matches!(name, "syscall_trace_enter" | "syscall_exit_work" | "trace_syscall_exit")
+        || name.starts_with("arch_ftrace_")
+        || name.starts_with("rethook_")
+}
+
+/// Kernel frames root-first.
+fn kernel_frames(snap: &Snapshot, id: i32, ksyms: &Kallsyms) -> Vec<String> {
+    if id < 0 {
+        return vec!["[no kernel stack]".into()];
+    }
+    let Some(ips) = snap.traces.get(&id) else { return vec!["[lost kernel stack]".into()] };
+    let mut names: Vec<String> = ips.iter().map(|&ip| ksyms.frame_name(ip)).collect();
+    // ips are innermost first; strip the probe's own frames from the inner end only: the
+    // same names deeper in a stack would be real work.
+    let keep = names.iter().position(|n| !is_probe_frame(n)).unwrap_or(names.len());
+    names.drain(..keep);
+    names.reverse();
+    names
+}
+
+fn user_frames(snap: &Snapshot, id: i32, tgid: u32, usyms: &mut UserSymbolizer) -> Vec<String> {
+    if id < 0 {
+        return Vec::new();
+    }
+    let Some(ips) = snap.traces.get(&id) else { return vec!["[lost user stack]".into()] };
+    let mut names: Vec<String> = ips.iter().map(|&ip| usyms.frame_name(tgid, ip)).collect();
+    names.reverse();
+    names
+}
+
+/// Folded stack files: (metadata, file content). Identical stacks are merged.
+pub fn stack_files(
+    snap: &Snapshot,
+    target_names: &[String],
+    ksyms: &Kallsyms,
+    usyms: &mut UserSymbolizer,
+) -> Vec<(StackFile, String)> {
+    // (kind, target, case, n) -> stack string -> (weight, count)
+    type Group = BTreeMap<String, (u64, u64)>;
+    let mut groups: BTreeMap<(StackKind, u32, u32, u64), Group> = BTreeMap::new();
+    for (key, val) in &snap.stacks {
+        let kind = match key.kind {
+            STACK_ONCPU => StackKind::Oncpu,
+            STACK_OFFCPU => StackKind::Offcpu,
+            STACK_CALLER => StackKind::Callers,
+            _ => continue,
+        };
+        let mut frames = Vec::new();
+        if kind == StackKind::Callers {
+            frames.extend(user_frames(snap, key.ustack, key.tgid, usyms));
+        }
+        frames.extend(kernel_frames(snap, key.kstack, ksyms));
+        // ';' separates frames and ' ' the weight in folded format: keep names clean.
+        let line = frames
+            .iter()
+            .map(|f| f.replace([';', ' '], "_"))
+            .collect::<Vec<_>>()
+            .join(";");
+        let AggKey { target, case, n } = key.agg;
+        let e = groups.entry((kind, target, case, n)).or_default().entry(line).or_default();
+        e.0 += val.ns;
+        e.1 += val.count;
+    }
+    let mut out = Vec::new();
+    for ((kind, target, case, n), lines) in groups {
+        let Some(tname) = target_names.get(target as usize) else { continue };
+        let case_name = workloads::cases::case_name(case);
+        let mut content = String::new();
+        let (mut total_ns, mut count) = (0u64, 0u64);
+        for (stack, (ns, c)) in &lines {
+            if *ns == 0 {
+                continue;
+            }
+            content.push_str(&format!("{stack} {ns}\n"));
+            total_ns += ns;
+            count += c;
+        }
+        if content.is_empty() {
+            continue;
+        }
+        let path = stack_file_path(kind, tname, &case_name, n);
+        out.push((
+            StackFile { kind, target: tname.clone(), case, case_name, n, path, total_ns, count },
+            content,
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tracer_ebpf::{SpanStats, StackKey, StackVal};
+
+    fn snap() -> Snapshot {
+        let mut s = Snapshot::default();
+        let k = AggKey { target: 0, case: 1, n: 100 };
+        s.spans.insert(k, SpanStats { calls: 3, wall_sum: 30, wall_min: 5, wall_max: 20, ..Default::default() });
+        s.hist.insert((k, HIST_WALL), [(5u32, 2u64), (9, 1)].into_iter().collect());
+        s.traces.insert(7, vec![0x2010, 0x1010, 0x3000]);
+        s.stacks.push((
+            StackKey { agg: k, kind: STACK_ONCPU, kstack: 7, ustack: -1, tgid: 0 },
+            StackVal { count: 2, ns: 2000 },
+        ));
+        s.stacks.push((
+            StackKey { agg: k, kind: STACK_ONCPU, kstack: 99, ustack: -1, tgid: 0 },
+            StackVal { count: 1, ns: 1000 },
+        ));
+        s
+    }
+
+    #[test]
+    fn rows_carry_histograms_and_case_names() {
+        let rows = span_rows(&snap(), &["do_wait".to_string()]);
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].case_name, "waitpid-pid");
+        assert_eq!(rows[0].wall.hist, vec![(5, 2), (9, 1)]);
+        assert!(rows[0].oncpu.hist.is_empty());
+    }
+
+    #[test]
+    fn stacks_are_symbolized_root_first_without_probe_frames() {
+        let ksyms = Kallsyms::parse(
+            "0000000000001000 T do_wait\n0000000000002000 t bpf_prog_abc_sampler\n0000000000003000 T entry_SYSCALL_64\n",
+        );
+        let mut usyms = UserSymbolizer::default();
+        let files = stack_files(&snap(), &["do_wait".to_string()], &ksyms, &mut usyms);
+        assert_eq!(files.len(), 1);
+        let (meta, content) = &files[0];
+        assert_eq!(meta.path, "stacks/oncpu/do_wait/waitpid-pid/n100.folded");
+        assert_eq!(meta.total_ns, 3000);
+        assert!(content.contains("entry_SYSCALL_64;do_wait 2000\n"), "{content}");
+        assert!(content.contains("[lost kernel stack] 1000\n"), "{content}");
+    }
+}

@@ -1,0 +1,898 @@
+//! The probe engine: loads the eBPF object, configures it, attaches attach-slots to kernel
+//! functions and tracepoints, and reads the in-kernel aggregates back.
+//!
+//! Everything attached belongs to the `Ebpf` object held here: dropping the engine (normal
+//! exit, error, or unwinding) detaches every link and unloads every program, so nothing is
+//! left attached. Attach order matters for pairing: exits are attached before entries and
+//! detached after them, so a call in flight at either moment yields at most an unpaired exit
+//! (counted and ignored), never an entry without an exit that would leave a thread "inside"
+//! a target forever.
+use std::collections::{BTreeMap, HashMap as StdHashMap};
+use std::path::{Path, PathBuf};
+
+use aya::maps::{Array, HashMap, MapData, PerCpuArray, PerCpuHashMap, StackTraceMap};
+use aya::programs::perf_event::{PerfEventConfig, PerfEventScope, SamplePolicy, SoftwareEvent};
+use aya::programs::{
+    FEntry, FExit, KProbe, PerfEvent, ProgramError, TracePoint, UProbe, uprobe::UProbeScope,
+};
+use aya::{Btf, Ebpf, EbpfLoader};
+use tracer_ebpf::*;
+
+use crate::kernel::tracefs::{self, EventFormat, TracefsError};
+use crate::plan::FnMech;
+
+/// The eBPF object, built by build.rs and embedded.
+static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/tracer-ebpf"));
+
+#[derive(Clone, Debug)]
+pub struct EngineOptions {
+    /// cpu-clock sampling frequency for on-CPU stacks (0 = off).
+    pub sample_freq_hz: u64,
+    pub caller_stacks: bool,
+    pub offcpu_stacks: bool,
+    /// Ring-buffer bytes for raw per-call events (0 = raw events off).
+    pub raw_events_bytes: u32,
+    /// Forward aya-log messages from the probes to the `log` crate.
+    pub bpf_log: bool,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions {
+            sample_freq_hz: 999,
+            caller_stacks: true,
+            offcpu_stacks: true,
+            raw_events_bytes: 0,
+            bpf_log: false,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("loading the eBPF object failed: {0}")]
+    Load(#[source] aya::EbpfError),
+    #[error(transparent)]
+    Tracefs(#[from] TracefsError),
+    #[error("{what}: {source}")]
+    Program { what: String, source: ProgramError },
+    #[error("map {name}: {source}")]
+    Map { name: &'static str, source: aya::maps::MapError },
+    #[error("listing online CPUs: {0}")]
+    Cpus(std::io::Error),
+    #[error("no free {kind} attach slot (at most {max} attach points of this kind per run)")]
+    NoSlot { kind: &'static str, max: usize },
+}
+
+/// Why one attach point could not be used, classified for the plan report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AttachFailure {
+    /// The kernel refused to load or attach (EPERM/EACCES): lockdown, restricted BPF,
+    /// missing capability.
+    Refused(String),
+    /// The function is not in vmlinux BTF (inlined, not built, or no BTF at all).
+    NotInBtf(String),
+    /// Anything else (EINVAL on attach, a blacklisted function, ...).
+    Failed(String),
+}
+
+impl AttachFailure {
+    pub fn message(&self) -> &str {
+        match self {
+            AttachFailure::Refused(m) | AttachFailure::NotInBtf(m) | AttachFailure::Failed(m) => m,
+        }
+    }
+}
+
+/// One attach slot in use.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Slot {
+    /// fentry_i/fexit_i pair.
+    Fentry(usize),
+    /// kprobe_i/kretprobe_i pair.
+    Kprobe(usize),
+    /// tp_i.
+    Tracepoint(usize),
+}
+
+/// What to do at a tracepoint slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TpRole {
+    Enter,
+    Exit,
+    Point,
+}
+
+/// The traced set of tasks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Filter {
+    /// Every task on the system.
+    System,
+    /// These processes and everything they fork from now on.
+    Follow(Vec<u32>),
+    /// Tasks whose comm (first 15 bytes of the name) is this.
+    Comm(String),
+    /// Tasks in this cgroup v2 (by id = inode number of its directory).
+    Cgroup { path: PathBuf, id: u64 },
+}
+
+impl Filter {
+    pub fn describe(&self) -> String {
+        match self {
+            Filter::System => "system-wide".into(),
+            Filter::Follow(pids) => format!(
+                "process tree of pid {}",
+                pids.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+            ),
+            Filter::Comm(c) => format!("tasks named {c:?}"),
+            Filter::Cgroup { path, id } => format!("cgroup {} (id {id})", path.display()),
+        }
+    }
+}
+
+/// Raw aggregates read from the kernel maps.
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    pub spans: BTreeMap<AggKey, SpanStats>,
+    /// (agg, kind) -> bucket -> count
+    pub hist: BTreeMap<(AggKey, u32), BTreeMap<u32, u64>>,
+    pub stacks: Vec<(StackKey, StackVal)>,
+    pub phases: Vec<(PhaseKey, PhaseStats)>,
+    pub counters: [u64; counter::COUNT as usize],
+    /// Stack id -> instruction pointers (innermost first).
+    pub traces: StdHashMap<i32, Vec<u64>>,
+}
+
+pub struct Engine {
+    bpf: Ebpf,
+    btf: Option<Btf>,
+    btf_error: Option<String>,
+    tracefs: PathBuf,
+    pub mounted_tracefs: bool,
+    config: Config,
+    fentry_used: [bool; FN_SLOTS],
+    kprobe_used: [bool; FN_SLOTS],
+    tp_used: [bool; TP_SLOTS],
+    fd_tracking: bool,
+    logger: Option<aya_log::EbpfLogger<&'static dyn log::Log>>,
+    pub options: EngineOptions,
+    pub sample_period_ns: u64,
+    /// Tracepoint slot -> "category:name" for reporting.
+    tp_points: [Option<String>; TP_SLOTS],
+}
+
+impl Engine {
+    /// Load the programs and attach the always-on ones (scheduler, optional sampler).
+    pub fn load(options: EngineOptions) -> Result<Engine, EngineError> {
+        let (tracefs_root, mounted_tracefs) = tracefs::ensure_mounted()?;
+        let (btf, btf_error) = match Btf::from_sys_fs() {
+            Ok(b) => (Some(b), None),
+            Err(e) => (None, Some(e.to_string())),
+        };
+        let ringbuf = if options.raw_events_bytes > 0 {
+            options.raw_events_bytes.next_power_of_two().max(4096)
+        } else {
+            4096
+        };
+        let log_level: u8 = if options.bpf_log { 0xff } else { 0 };
+        let mut loader = EbpfLoader::new();
+        loader.btf(btf.as_ref());
+        loader.map_max_entries("EVENTS", ringbuf);
+        loader.override_global("AYA_LOG_LEVEL", &log_level, false);
+        let mut bpf = loader.load(OBJECT).map_err(EngineError::Load)?;
+
+        let logger = if options.bpf_log {
+            match aya_log::EbpfLogger::init_with_logger(&mut bpf, log::logger()) {
+                Ok(l) => Some(l),
+                Err(e) => {
+                    log::warn!("probe log messages unavailable: {e}");
+                    None
+                }
+            }
+        } else {
+            None
+        };
+
+        let sample_period_ns =
+            if options.sample_freq_hz > 0 { 1_000_000_000 / options.sample_freq_hz } else { 0 };
+        let mut engine = Engine {
+            bpf,
+            btf,
+            btf_error,
+            tracefs: tracefs_root,
+            mounted_tracefs,
+            config: Config::default(),
+            fentry_used: [false; FN_SLOTS],
+            kprobe_used: [false; FN_SLOTS],
+            tp_used: [false; TP_SLOTS],
+            fd_tracking: false,
+            logger,
+            options,
+            sample_period_ns,
+            tp_points: Default::default(),
+        };
+        engine.init_config()?;
+        engine.attach_scheduler()?;
+        if engine.options.sample_freq_hz > 0 {
+            engine.attach_sampler()?;
+        }
+        Ok(engine)
+    }
+
+    pub fn tracefs_root(&self) -> &Path {
+        &self.tracefs
+    }
+
+    pub fn btf(&self) -> Option<&Btf> {
+        self.btf.as_ref()
+    }
+
+    pub fn btf_error(&self) -> Option<&str> {
+        self.btf_error.as_deref()
+    }
+
+    fn init_config(&mut self) -> Result<(), EngineError> {
+        let sw = EventFormat::load(&self.tracefs, "sched", "sched_switch")?;
+        let fork = EventFormat::load(&self.tracefs, "sched", "sched_process_fork")?;
+        let mut c = Config {
+            filter: FILTER_FOLLOW,
+            switch_next_pid_off: sw.offset("next_pid")?,
+            fork_child_pid_off: fork.offset("child_pid")?,
+            sample_period_ns: self.sample_period_ns,
+            ..Config::default()
+        };
+        if self.options.caller_stacks {
+            c.flags |= FLAG_CALLER_STACKS;
+        }
+        if self.options.offcpu_stacks {
+            c.flags |= FLAG_OFFCPU_STACKS;
+        }
+        if self.options.sample_freq_hz > 0 {
+            c.flags |= FLAG_ONCPU_SAMPLES;
+        }
+        if self.options.raw_events_bytes > 0 {
+            c.flags |= FLAG_RAW_EVENTS;
+        }
+        // Syscall tracepoint layouts are stable, but read them anyway when present.
+        if let Ok(f) = EventFormat::load(&self.tracefs, "syscalls", "sys_enter_openat") {
+            c.openat_filename_off = f.offset("filename").unwrap_or(24);
+        }
+        if let Ok(f) = EventFormat::load(&self.tracefs, "syscalls", "sys_exit_openat") {
+            c.openat_ret_off = f.offset("ret").unwrap_or(16);
+        }
+        if let Ok(f) = EventFormat::load(&self.tracefs, "syscalls", "sys_enter_close") {
+            c.close_fd_off = f.offset("fd").unwrap_or(16);
+        }
+        self.config = c;
+        self.write_config()
+    }
+
+    fn write_config(&mut self) -> Result<(), EngineError> {
+        let map = self.bpf.map_mut("CONFIG").expect("CONFIG map");
+        let mut arr: Array<&mut MapData, Config> =
+            Array::try_from(map).map_err(|source| EngineError::Map { name: "CONFIG", source })?;
+        arr.set(0, self.config, 0).map_err(|source| EngineError::Map { name: "CONFIG", source })
+    }
+
+    fn tracepoint(&mut self, prog: &str, category: &str, name: &str) -> Result<(), EngineError> {
+        let what = format!("attaching {prog} to {category}:{name}");
+        let p: &mut TracePoint = self
+            .bpf
+            .program_mut(prog)
+            .expect("program exists")
+            .try_into()
+            .map_err(|source| EngineError::Program { what: what.clone(), source })?;
+        p.load().map_err(|source| EngineError::Program { what: what.clone(), source })?;
+        p.attach(category, name).map_err(|source| EngineError::Program { what, source })?;
+        Ok(())
+    }
+
+    fn attach_scheduler(&mut self) -> Result<(), EngineError> {
+        self.tracepoint("sched_switch", "sched", "sched_switch")?;
+        self.tracepoint("sched_fork", "sched", "sched_process_fork")?;
+        self.tracepoint("sched_exit", "sched", "sched_process_exit")?;
+        Ok(())
+    }
+
+    fn attach_sampler(&mut self) -> Result<(), EngineError> {
+        let cpus = aya::util::online_cpus().map_err(|(_, e)| EngineError::Cpus(e))?;
+        let period = self.sample_period_ns;
+        let p: &mut PerfEvent = self
+            .bpf
+            .program_mut("sampler")
+            .expect("sampler")
+            .try_into()
+            .map_err(|source| EngineError::Program { what: "sampler".into(), source })?;
+        p.load().map_err(|source| EngineError::Program { what: "loading sampler".into(), source })?;
+        for cpu in cpus {
+            p.attach(
+                PerfEventConfig::Software(SoftwareEvent::CpuClock),
+                PerfEventScope::AllProcessesOneCpu { cpu },
+                SamplePolicy::Period(period),
+                false,
+            )
+            .map_err(|source| EngineError::Program {
+                what: format!("opening the cpu-clock sampler on CPU {cpu}"),
+                source,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Set which tasks are traced.
+    pub fn set_filter(&mut self, filter: &Filter) -> Result<(), EngineError> {
+        self.config.filter = match filter {
+            Filter::System => FILTER_ALL,
+            Filter::Follow(pids) => {
+                for &pid in pids {
+                    self.follow(pid)?;
+                }
+                FILTER_FOLLOW
+            }
+            Filter::Comm(c) => {
+                let mut comm = [0u8; 16];
+                for (d, s) in comm.iter_mut().zip(c.bytes().take(15)) {
+                    *d = s;
+                }
+                self.config.comm = comm;
+                FILTER_COMM
+            }
+            Filter::Cgroup { id, .. } => {
+                self.config.cgroup_id = *id;
+                FILTER_CGROUP
+            }
+        };
+        self.write_config()
+    }
+
+    /// Add a process (and, through sched_process_fork, its future children) to the traced set.
+    pub fn follow(&mut self, pid: u32) -> Result<(), EngineError> {
+        let map = self.bpf.map_mut("FOLLOW").expect("FOLLOW map");
+        let mut m: HashMap<&mut MapData, u32, u8> =
+            HashMap::try_from(map).map_err(|source| EngineError::Map { name: "FOLLOW", source })?;
+        m.insert(pid, 1, 0).map_err(|source| EngineError::Map { name: "FOLLOW", source })
+    }
+
+    pub fn unfollow(&mut self, pid: u32) {
+        if let Some(map) = self.bpf.map_mut("FOLLOW") {
+            if let Ok(mut m) = HashMap::<&mut MapData, u32, u8>::try_from(map) {
+                let _ = m.remove(&pid);
+            }
+        }
+    }
+
+    /// Pids currently followed (the traced process tree).
+    pub fn followed(&self) -> Vec<u32> {
+        let Some(map) = self.bpf.map("FOLLOW") else { return Vec::new() };
+        let Ok(m) = HashMap::<&MapData, u32, u8>::try_from(map) else { return Vec::new() };
+        m.keys().filter_map(Result::ok).collect()
+    }
+
+    fn set_slot(&mut self, index: u32, conf: SlotConf) -> Result<(), EngineError> {
+        let map = self.bpf.map_mut("SLOTS").expect("SLOTS map");
+        let mut arr: Array<&mut MapData, SlotConf> =
+            Array::try_from(map).map_err(|source| EngineError::Map { name: "SLOTS", source })?;
+        arr.set(index, conf, 0).map_err(|source| EngineError::Map { name: "SLOTS", source })
+    }
+
+    /// Time calls of kernel function `symbol` as target `target`.
+    pub fn attach_function(
+        &mut self,
+        target: u32,
+        mech: FnMech,
+        symbol: &str,
+    ) -> Result<Result<Slot, AttachFailure>, EngineError> {
+        match mech {
+            FnMech::Fentry => self.attach_fentry(target, symbol),
+            FnMech::Kprobe => self.attach_kprobe(target, symbol),
+        }
+    }
+
+    fn attach_fentry(
+        &mut self,
+        target: u32,
+        symbol: &str,
+    ) -> Result<Result<Slot, AttachFailure>, EngineError> {
+        let Some(btf) = self.btf.as_ref() else {
+            return Ok(Err(AttachFailure::NotInBtf(format!(
+                "no kernel BTF ({})",
+                self.btf_error.as_deref().unwrap_or("/sys/kernel/btf/vmlinux missing")
+            ))));
+        };
+        if btf.id_by_type_name_kind(symbol, aya_obj_btf_func_kind()).is_err() {
+            return Ok(Err(AttachFailure::NotInBtf(format!(
+                "{symbol} is not in the kernel's BTF (inlined or not built)"
+            ))));
+        }
+        let Some(i) = self.fentry_used.iter().position(|u| !u) else {
+            return Err(EngineError::NoSlot { kind: "fentry", max: FN_SLOTS });
+        };
+        self.set_slot(i as u32, SlotConf { target, role: ROLE_ENTER, flags: 0, arg_off: 0 })?;
+        let btf = self.btf.as_ref().expect("checked above");
+        let exit_name = format!("fexit_{i}");
+        let entry_name = format!("fentry_{i}");
+        // Exit first: see the module comment.
+        let res = (|| -> Result<(), ProgramError> {
+            let p: &mut FExit = self.bpf.program_mut(&exit_name).expect("fexit slot").try_into()?;
+            p.load(symbol, btf)?;
+            p.attach()?;
+            let p: &mut FEntry =
+                self.bpf.program_mut(&entry_name).expect("fentry slot").try_into()?;
+            p.load(symbol, btf)?;
+            p.attach()?;
+            Ok(())
+        })();
+        match res {
+            Ok(()) => {
+                self.fentry_used[i] = true;
+                Ok(Ok(Slot::Fentry(i)))
+            }
+            Err(e) => {
+                self.unload_prog(&entry_name);
+                self.unload_prog(&exit_name);
+                self.set_slot(i as u32, SlotConf::default())?;
+                Ok(Err(classify(&format!("fentry/fexit on {symbol}"), &e)))
+            }
+        }
+    }
+
+    fn attach_kprobe(
+        &mut self,
+        target: u32,
+        symbol: &str,
+    ) -> Result<Result<Slot, AttachFailure>, EngineError> {
+        let Some(i) = self.kprobe_used.iter().position(|u| !u) else {
+            return Err(EngineError::NoSlot { kind: "kprobe", max: FN_SLOTS });
+        };
+        self.set_slot(
+            (FN_SLOTS + i) as u32,
+            SlotConf { target, role: ROLE_ENTER, flags: 0, arg_off: 0 },
+        )?;
+        let exit_name = format!("kretprobe_{i}");
+        let entry_name = format!("kprobe_{i}");
+        let res = (|| -> Result<(), ProgramError> {
+            let p: &mut KProbe = self.bpf.program_mut(&exit_name).expect("kretprobe").try_into()?;
+            p.load()?;
+            p.attach(symbol, 0)?;
+            let p: &mut KProbe = self.bpf.program_mut(&entry_name).expect("kprobe").try_into()?;
+            p.load()?;
+            p.attach(symbol, 0)?;
+            Ok(())
+        })();
+        match res {
+            Ok(()) => {
+                self.kprobe_used[i] = true;
+                Ok(Ok(Slot::Kprobe(i)))
+            }
+            Err(e) => {
+                self.unload_prog(&entry_name);
+                self.unload_prog(&exit_name);
+                self.set_slot((FN_SLOTS + i) as u32, SlotConf::default())?;
+                Ok(Err(classify(&format!("kprobe/kretprobe on {symbol}"), &e)))
+            }
+        }
+    }
+
+    /// Use tracepoint `category:name` as `role` of target `target`. With `tracked_fd_off`,
+    /// enters only when the fd at that record offset was opened from the configured prefix.
+    pub fn attach_tracepoint(
+        &mut self,
+        target: u32,
+        role: TpRole,
+        category: &str,
+        name: &str,
+        tracked_fd_off: Option<u32>,
+    ) -> Result<Result<Slot, AttachFailure>, EngineError> {
+        if !tracefs::event_exists(&self.tracefs, category, name) {
+            return Ok(Err(AttachFailure::Failed(format!(
+                "tracepoint {category}:{name} does not exist on this kernel"
+            ))));
+        }
+        let Some(j) = self.tp_used.iter().position(|u| !u) else {
+            return Err(EngineError::NoSlot { kind: "tracepoint", max: TP_SLOTS });
+        };
+        let (flags, arg_off) = match tracked_fd_off {
+            Some(off) => (SLOT_FLAG_TRACKED_FD, off),
+            None => (0, 0),
+        };
+        let role = match role {
+            TpRole::Enter => ROLE_ENTER,
+            TpRole::Exit => ROLE_EXIT,
+            TpRole::Point => ROLE_POINT,
+        };
+        self.set_slot((2 * FN_SLOTS + j) as u32, SlotConf { target, role, flags, arg_off })?;
+        let prog = format!("tp_{j}");
+        let res = (|| -> Result<(), ProgramError> {
+            let p: &mut TracePoint = self.bpf.program_mut(&prog).expect("tp slot").try_into()?;
+            p.load()?;
+            p.attach(category, name)?;
+            Ok(())
+        })();
+        match res {
+            Ok(()) => {
+                self.tp_used[j] = true;
+                self.tp_points[j] = Some(format!("{category}:{name}"));
+                Ok(Ok(Slot::Tracepoint(j)))
+            }
+            Err(e) => {
+                self.unload_prog(&prog);
+                self.set_slot((2 * FN_SLOTS + j) as u32, SlotConf::default())?;
+                Ok(Err(classify(&format!("tracepoint {category}:{name}"), &e)))
+            }
+        }
+    }
+
+    /// Track fds of files opened under `prefix` (for fd-filtered syscall brackets).
+    pub fn enable_fd_tracking(&mut self, prefix: &str) -> Result<Result<(), AttachFailure>, EngineError> {
+        if prefix.len() > 32 || prefix.is_empty() {
+            return Ok(Err(AttachFailure::Failed(format!(
+                "path prefix {prefix:?} must be 1..=32 bytes"
+            ))));
+        }
+        let mut p = [0u8; 32];
+        p[..prefix.len()].copy_from_slice(prefix.as_bytes());
+        self.config.path_prefix = p;
+        self.config.path_prefix_len = prefix.len() as u32;
+        self.write_config()?;
+        if self.fd_tracking {
+            return Ok(Ok(()));
+        }
+        for (prog, name) in [
+            ("openat_exit", "sys_exit_openat"),
+            ("openat_enter", "sys_enter_openat"),
+            ("close_enter", "sys_enter_close"),
+        ] {
+            if !tracefs::event_exists(&self.tracefs, "syscalls", name) {
+                return Ok(Err(AttachFailure::Failed(format!(
+                    "tracepoint syscalls:{name} does not exist on this kernel"
+                ))));
+            }
+            if let Err(e) = self.tracepoint(prog, "syscalls", name) {
+                return Ok(Err(AttachFailure::Failed(e.to_string())));
+            }
+        }
+        self.fd_tracking = true;
+        Ok(Ok(()))
+    }
+
+    /// Detach and free a slot. Entries are detached before exits (see the module comment).
+    pub fn release(&mut self, slot: &Slot) {
+        let (progs, index): (Vec<String>, usize) = match *slot {
+            Slot::Fentry(i) => {
+                self.fentry_used[i] = false;
+                (vec![format!("fentry_{i}"), format!("fexit_{i}")], i)
+            }
+            Slot::Kprobe(i) => {
+                self.kprobe_used[i] = false;
+                (vec![format!("kprobe_{i}"), format!("kretprobe_{i}")], FN_SLOTS + i)
+            }
+            Slot::Tracepoint(j) => {
+                self.tp_used[j] = false;
+                self.tp_points[j] = None;
+                (vec![format!("tp_{j}")], 2 * FN_SLOTS + j)
+            }
+        };
+        for p in &progs {
+            self.unload_prog(p);
+        }
+        let _ = self.set_slot(index as u32, SlotConf::default());
+    }
+
+    fn unload_prog(&mut self, name: &str) {
+        use aya::programs::Program;
+        // NotLoaded is fine: the slot may have failed before loading.
+        let _ = match self.bpf.program_mut(name) {
+            Some(Program::KProbe(p)) => p.unload(),
+            Some(Program::FEntry(p)) => p.unload(),
+            Some(Program::FExit(p)) => p.unload(),
+            Some(Program::TracePoint(p)) => p.unload(),
+            Some(Program::UProbe(p)) => p.unload(),
+            Some(Program::PerfEvent(p)) => p.unload(),
+            _ => Ok(()),
+        };
+    }
+
+    /// Attach the phase-marker uprobes to `binary` if it exports the marker symbols.
+    /// Returns false (and attaches nothing) when the binary does not speak the protocol.
+    pub fn attach_phase_markers(&mut self, binary: &Path) -> Result<bool, EngineError> {
+        if !crate::symbols::elf_has_symbols(
+            binary,
+            &[workloads::marker::BEGIN_SYMBOL, workloads::marker::END_SYMBOL],
+        ) {
+            return Ok(false);
+        }
+        for (prog, sym) in [
+            ("phase_begin", workloads::marker::BEGIN_SYMBOL),
+            ("phase_end", workloads::marker::END_SYMBOL),
+        ] {
+            let what = format!("uprobe {prog} on {}:{sym}", binary.display());
+            let p: &mut UProbe = self
+                .bpf
+                .program_mut(prog)
+                .expect("uprobe program")
+                .try_into()
+                .map_err(|source| EngineError::Program { what: what.clone(), source })?;
+            if p.fd().is_err() {
+                p.load().map_err(|source| EngineError::Program { what: what.clone(), source })?;
+            }
+            p.attach(sym, binary, UProbeScope::AllProcesses)
+                .map_err(|source| EngineError::Program { what, source })?;
+        }
+        Ok(true)
+    }
+
+    /// Forward queued probe log messages (with -v).
+    pub fn flush_logs(&mut self) {
+        if let Some(l) = self.logger.as_mut() {
+            l.flush();
+        }
+    }
+
+    /// Detach and unload every program. Maps stay readable.
+    pub fn detach_all(&mut self) {
+        // Entry-side programs first, so in-flight calls can still exit.
+        let mut names: Vec<String> = self.bpf.programs().map(|(n, _)| n.to_string()).collect();
+        names.sort_by_key(|n| {
+            (n.starts_with("fexit_") || n.starts_with("kretprobe_") || n.starts_with("sched_")) as u8
+        });
+        for n in names {
+            self.unload_prog(&n);
+        }
+        self.fentry_used = [false; FN_SLOTS];
+        self.kprobe_used = [false; FN_SLOTS];
+        self.tp_used = [false; TP_SLOTS];
+        self.fd_tracking = false;
+    }
+
+    /// Sum of calls per target over all phases (for progress and calibration).
+    pub fn calls_per_target(&self) -> Result<[u64; MAX_TARGETS], EngineError> {
+        let mut out = [0u64; MAX_TARGETS];
+        let map = self.bpf.map("SPANS").expect("SPANS");
+        let m: PerCpuHashMap<&MapData, AggKey, SpanStats> =
+            PerCpuHashMap::try_from(map).map_err(|source| EngineError::Map { name: "SPANS", source })?;
+        for item in m.iter() {
+            let (k, v) = item.map_err(|source| EngineError::Map { name: "SPANS", source })?;
+            if let Some(slot) = out.get_mut(k.target as usize) {
+                *slot += v.iter().map(|s| s.calls).sum::<u64>();
+            }
+        }
+        Ok(out)
+    }
+
+    /// Read every aggregate.
+    pub fn snapshot(&self) -> Result<Snapshot, EngineError> {
+        let mut snap = Snapshot::default();
+
+        let m: PerCpuHashMap<&MapData, AggKey, SpanStats> =
+            PerCpuHashMap::try_from(self.bpf.map("SPANS").expect("SPANS"))
+                .map_err(|source| EngineError::Map { name: "SPANS", source })?;
+        for item in m.iter() {
+            let (k, per_cpu) = item.map_err(|source| EngineError::Map { name: "SPANS", source })?;
+            snap.spans.insert(k, merge_stats(per_cpu.iter()));
+        }
+
+        let m: PerCpuHashMap<&MapData, HistKey, u64> =
+            PerCpuHashMap::try_from(self.bpf.map("HIST").expect("HIST"))
+                .map_err(|source| EngineError::Map { name: "HIST", source })?;
+        for item in m.iter() {
+            let (k, per_cpu) = item.map_err(|source| EngineError::Map { name: "HIST", source })?;
+            let total: u64 = per_cpu.iter().sum();
+            if total > 0 {
+                *snap.hist.entry((k.agg, k.kind)).or_default().entry(k.bucket).or_default() += total;
+            }
+        }
+
+        let m: HashMap<&MapData, StackKey, StackVal> =
+            HashMap::try_from(self.bpf.map("STACKS").expect("STACKS"))
+                .map_err(|source| EngineError::Map { name: "STACKS", source })?;
+        for item in m.iter() {
+            snap.stacks.push(item.map_err(|source| EngineError::Map { name: "STACKS", source })?);
+        }
+
+        let m: HashMap<&MapData, PhaseKey, PhaseStats> =
+            HashMap::try_from(self.bpf.map("PHASE_STATS").expect("PHASE_STATS"))
+                .map_err(|source| EngineError::Map { name: "PHASE_STATS", source })?;
+        for item in m.iter() {
+            snap.phases
+                .push(item.map_err(|source| EngineError::Map { name: "PHASE_STATS", source })?);
+        }
+
+        let m: PerCpuArray<&MapData, u64> =
+            PerCpuArray::try_from(self.bpf.map("COUNTERS").expect("COUNTERS"))
+                .map_err(|source| EngineError::Map { name: "COUNTERS", source })?;
+        for (i, c) in snap.counters.iter_mut().enumerate() {
+            let v = m.get(&(i as u32), 0).map_err(|source| EngineError::Map { name: "COUNTERS", source })?;
+            *c = v.iter().sum();
+        }
+
+        let traces: StackTraceMap<&MapData> =
+            StackTraceMap::try_from(self.bpf.map("STACK_TRACES").expect("STACK_TRACES"))
+                .map_err(|source| EngineError::Map { name: "STACK_TRACES", source })?;
+        let mut wanted: Vec<i32> = Vec::new();
+        for (k, _) in &snap.stacks {
+            wanted.extend([k.kstack, k.ustack].into_iter().filter(|&id| id >= 0));
+        }
+        wanted.sort_unstable();
+        wanted.dedup();
+        for id in wanted {
+            // A stack id can be missing if the stack map evicted it; the frame renders as
+            // [lost stack] rather than failing the run.
+            if let Ok(t) = traces.get(&(id as u32), 0) {
+                snap.traces.insert(id, t.frames().iter().map(|f| f.ip).collect());
+            }
+        }
+        Ok(snap)
+    }
+
+    /// Forget all aggregates (after calibration, before the real run).
+    pub fn clear(&mut self) -> Result<(), EngineError> {
+        fn clear_hash<K: aya::Pod, V: aya::Pod>(
+            bpf: &mut Ebpf,
+            name: &'static str,
+        ) -> Result<(), EngineError> {
+            let mut m: HashMap<&mut MapData, K, V> =
+                HashMap::try_from(bpf.map_mut(name).expect("map"))
+                    .map_err(|source| EngineError::Map { name, source })?;
+            let keys: Vec<K> = m.keys().filter_map(Result::ok).collect();
+            for k in keys {
+                let _ = m.remove(&k);
+            }
+            Ok(())
+        }
+        fn clear_percpu<K: aya::Pod, V: aya::Pod>(
+            bpf: &mut Ebpf,
+            name: &'static str,
+        ) -> Result<(), EngineError> {
+            let mut m: PerCpuHashMap<&mut MapData, K, V> =
+                PerCpuHashMap::try_from(bpf.map_mut(name).expect("map"))
+                    .map_err(|source| EngineError::Map { name, source })?;
+            let keys: Vec<K> = m.keys().filter_map(Result::ok).collect();
+            for k in keys {
+                let _ = m.remove(&k);
+            }
+            Ok(())
+        }
+        clear_percpu::<AggKey, SpanStats>(&mut self.bpf, "SPANS")?;
+        clear_percpu::<HistKey, u64>(&mut self.bpf, "HIST")?;
+        clear_hash::<StackKey, StackVal>(&mut self.bpf, "STACKS")?;
+        clear_hash::<PhaseKey, PhaseStats>(&mut self.bpf, "PHASE_STATS")?;
+        clear_hash::<u32, CurrentPhase>(&mut self.bpf, "CURRENT_PHASE")?;
+        {
+            let mut m: StackTraceMap<&mut MapData> =
+                StackTraceMap::try_from(self.bpf.map_mut("STACK_TRACES").expect("STACK_TRACES"))
+                    .map_err(|source| EngineError::Map { name: "STACK_TRACES", source })?;
+            let ids: Vec<u32> = m.stack_ids().filter_map(Result::ok).collect();
+            for id in ids {
+                let _ = m.remove(&id);
+            }
+        }
+        let ncpu = aya::util::nr_cpus().map_err(|(_, e)| EngineError::Cpus(e))?;
+        let mut m: PerCpuArray<&mut MapData, u64> =
+            PerCpuArray::try_from(self.bpf.map_mut("COUNTERS").expect("COUNTERS"))
+                .map_err(|source| EngineError::Map { name: "COUNTERS", source })?;
+        for i in 0..counter::COUNT {
+            let zeros =
+                aya::maps::PerCpuValues::try_from(vec![0u64; ncpu]).map_err(EngineError::Cpus)?;
+            m.set(i, zeros, 0).map_err(|source| EngineError::Map { name: "COUNTERS", source })?;
+        }
+        Ok(())
+    }
+
+    /// Names of attach points currently used by tracepoint slots.
+    pub fn tracepoint_points(&self) -> Vec<String> {
+        self.tp_points.iter().flatten().cloned().collect()
+    }
+}
+
+/// Merge per-CPU span statistics. CPUs that only counted untimed calls (or none) carry no
+/// meaningful min.
+pub fn merge_stats<'a>(per_cpu: impl Iterator<Item = &'a SpanStats>) -> SpanStats {
+    let mut out = SpanStats::default();
+    let mut have_timed = false;
+    for s in per_cpu {
+        out.calls += s.calls;
+        out.untimed += s.untimed;
+        if s.calls > s.untimed {
+            out.wall_sum += s.wall_sum;
+            out.oncpu_sum += s.oncpu_sum;
+            out.wall_max = out.wall_max.max(s.wall_max);
+            out.oncpu_max = out.oncpu_max.max(s.oncpu_max);
+            if !have_timed {
+                out.wall_min = s.wall_min;
+                out.oncpu_min = s.oncpu_min;
+                have_timed = true;
+            } else {
+                out.wall_min = out.wall_min.min(s.wall_min);
+                out.oncpu_min = out.oncpu_min.min(s.oncpu_min);
+            }
+        }
+    }
+    out
+}
+
+fn aya_obj_btf_func_kind() -> aya_obj::btf::BtfKind {
+    aya_obj::btf::BtfKind::Func
+}
+
+/// Turn a load/attach error into the reason shown in plan reports.
+fn classify(what: &str, e: &ProgramError) -> AttachFailure {
+    let text = error_chain(e);
+    let lower = text.to_lowercase();
+    if lower.contains("operation not permitted")
+        || lower.contains("permission denied")
+        || lower.contains("eperm")
+    {
+        let errno = if lower.contains("permission denied") { "EACCES" } else { "EPERM" };
+        let stage = if lower.contains("bpf_prog_load") { "loading" } else { "attaching" };
+        AttachFailure::Refused(format!("{what}: the kernel refused {stage} it ({errno})"))
+    } else {
+        AttachFailure::Failed(format!("{what}: {text}"))
+    }
+}
+
+/// Flatten an error and its sources, dropping multi-kilobyte verifier logs to their last line.
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut parts = vec![shorten(&e.to_string())];
+    let mut cur = e.source();
+    while let Some(s) = cur {
+        let t = shorten(&s.to_string());
+        if !parts.iter().any(|p| p.contains(&t)) {
+            parts.push(t);
+        }
+        cur = s.source();
+    }
+    parts.join(": ")
+}
+
+fn shorten(s: &str) -> String {
+    if let Some(idx) = s.find("Verifier output:") {
+        let (head, log) = s.split_at(idx);
+        let last = log
+            .lines()
+            .map(str::trim)
+            .rev()
+            .find(|l| !l.is_empty() && !l.starts_with("Verifier output:"))
+            .unwrap_or("");
+        if last.is_empty() {
+            return head.trim_end_matches([' ', '.']).to_string();
+        }
+        return format!("{head}verifier: {last}");
+    }
+    s.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merging_ignores_cpus_without_timed_calls() {
+        let a = SpanStats {
+            calls: 2,
+            untimed: 0,
+            wall_sum: 30,
+            wall_min: 10,
+            wall_max: 20,
+            oncpu_sum: 6,
+            oncpu_min: 2,
+            oncpu_max: 4,
+        };
+        let empty = SpanStats::default();
+        let untimed = SpanStats { calls: 3, untimed: 3, ..SpanStats::default() };
+        let b = SpanStats { calls: 1, wall_sum: 5, wall_min: 5, wall_max: 5, ..SpanStats::default() };
+        let m = merge_stats([empty, a, untimed, b].iter());
+        assert_eq!(m.calls, 6);
+        assert_eq!(m.untimed, 3);
+        assert_eq!(m.wall_sum, 35);
+        assert_eq!(m.wall_min, 5);
+        assert_eq!(m.wall_max, 20);
+        assert_eq!(m.oncpu_min, 0);
+        assert_eq!(m.oncpu_max, 4);
+    }
+
+    #[test]
+    fn verifier_logs_are_shortened() {
+        let s = shorten("BPF_PROG_LOAD failed. Verifier output: 0: r1 = 0\n1: exit\ninvalid mem access\n");
+        assert!(s.ends_with("verifier: invalid mem access"), "{s}");
+    }
+}

@@ -1,0 +1,104 @@
+//! Top-level errors and the exit codes they map to (documented in `tracer --help`).
+use crate::engine::EngineError;
+use crate::output::OutputError;
+use crate::resolve::ResolveError;
+
+/// Process exit codes. Stable: scripts depend on them.
+pub mod exit {
+    pub const OK: i32 = 0;
+    /// Unexpected failure (a bug or an unclassified system error).
+    pub const FAILURE: i32 = 1;
+    /// Bad command line (clap's own code).
+    pub const USAGE: i32 = 2;
+    /// Not enough privilege to load eBPF / open perf events.
+    pub const PRIVILEGES: i32 = 3;
+    /// The kernel cannot measure what was asked (no usable plan, no tracefs, no BTF ...).
+    pub const UNSUPPORTED: i32 = 4;
+    /// The output could not be written (exists, unwritable, disk full).
+    pub const OUTPUT: i32 = 5;
+    /// An input run directory is missing, corrupt or of another format.
+    pub const INPUT: i32 = 6;
+    /// Interrupted (SIGINT/SIGTERM/SIGHUP): partial data was written and marked partial.
+    pub const INTERRUPTED: i32 = 7;
+    /// The traced command failed (non-zero exit or killed); the run data is complete.
+    pub const COMMAND_FAILED: i32 = 8;
+}
+
+pub const EXIT_CODES_HELP: &str = "\
+Exit status:
+  0  success
+  1  unexpected failure
+  2  bad command line
+  3  insufficient privileges (run with sudo, or grant CAP_BPF and CAP_PERFMON)
+  4  the kernel cannot measure what was asked (see `tracer probes`)
+  5  output could not be written (exists, unwritable, disk full)
+  6  input run directory missing, corrupt or of another format
+  7  interrupted by a signal; partial data written and marked partial
+  8  the traced command failed; the run data is complete";
+
+#[derive(Debug, thiserror::Error)]
+pub enum TracerError {
+    #[error("insufficient privileges: {0}\n  run with sudo, or grant CAP_BPF and CAP_PERFMON (kernel 5.8+)")]
+    Privileges(String),
+    #[error("{0}")]
+    Unsupported(String),
+    #[error(transparent)]
+    Output(#[from] OutputError),
+    #[error("{0}")]
+    Input(String),
+    #[error("{0}")]
+    Usage(String),
+    #[error(transparent)]
+    Engine(EngineError),
+    #[error(transparent)]
+    Resolve(ResolveError),
+    #[error("{0}")]
+    Other(String),
+}
+
+impl From<EngineError> for TracerError {
+    fn from(e: EngineError) -> Self {
+        classify_engine(e)
+    }
+}
+
+impl From<ResolveError> for TracerError {
+    fn from(e: ResolveError) -> Self {
+        match e {
+            ResolveError::Engine(e) => classify_engine(e),
+            ResolveError::UnknownPlan { .. } => TracerError::Usage(e.to_string()),
+            other => TracerError::Resolve(other),
+        }
+    }
+}
+
+/// EPERM while loading is a privilege problem (or lockdown), not a bug: say so.
+fn classify_engine(e: EngineError) -> TracerError {
+    let text = crate::engine::error_chain(&e);
+    let lower = text.to_lowercase();
+    if lower.contains("operation not permitted") || lower.contains("permission denied") {
+        let lockdown = crate::kernel::privileges::lockdown();
+        let hint = match lockdown.as_deref() {
+            Some(mode) if mode != "none" => format!(" (kernel lockdown is {mode:?})"),
+            _ => String::new(),
+        };
+        return TracerError::Privileges(format!("{text}{hint}"));
+    }
+    if matches!(e, EngineError::Tracefs(_)) {
+        return TracerError::Unsupported(text);
+    }
+    TracerError::Engine(e)
+}
+
+impl TracerError {
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            TracerError::Privileges(_) => exit::PRIVILEGES,
+            TracerError::Unsupported(_) => exit::UNSUPPORTED,
+            TracerError::Output(_) => exit::OUTPUT,
+            TracerError::Input(_) => exit::INPUT,
+            TracerError::Usage(_) => exit::USAGE,
+            TracerError::Engine(_) | TracerError::Resolve(_) | TracerError::Other(_) => exit::FAILURE,
+        }
+    }
+}

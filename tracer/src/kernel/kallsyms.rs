@@ -1,0 +1,152 @@
+//! /proc/kallsyms: which functions exist out of line on this kernel, and symbolization of
+//! kernel stack addresses.
+use std::collections::HashMap;
+use std::io;
+use std::path::Path;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Symbol {
+    pub addr: u64,
+    pub name: String,
+    /// Loadable module the symbol belongs to, if any.
+    pub module: Option<String>,
+    /// 't'/'T' text symbols only are kept; true for global ('T').
+    pub global: bool,
+}
+
+/// Text symbols of the running kernel, sorted by address.
+#[derive(Clone, Debug, Default)]
+pub struct Kallsyms {
+    syms: Vec<Symbol>,
+    /// name -> indices into `syms` (a static name can appear several times).
+    by_name: HashMap<String, Vec<usize>>,
+}
+
+impl Kallsyms {
+    pub fn load() -> io::Result<Kallsyms> {
+        Kallsyms::load_from(Path::new("/proc/kallsyms"))
+    }
+
+    pub fn load_from(path: &Path) -> io::Result<Kallsyms> {
+        let text = std::fs::read_to_string(path)?;
+        Ok(Kallsyms::parse(&text))
+    }
+
+    /// Parse kallsyms text. Unreadable lines are skipped: the file is the kernel's, and one
+    /// odd line must not cost the whole symbol table.
+    pub fn parse(text: &str) -> Kallsyms {
+        let mut syms = Vec::new();
+        for line in text.lines() {
+            let mut it = line.split_whitespace();
+            let (Some(addr), Some(kind), Some(name)) = (it.next(), it.next(), it.next()) else {
+                continue;
+            };
+            if !matches!(kind, "t" | "T") {
+                continue;
+            }
+            let Ok(addr) = u64::from_str_radix(addr, 16) else { continue };
+            let module = it.next().map(|m| m.trim_matches(|c| c == '[' || c == ']').to_string());
+            syms.push(Symbol { addr, name: name.to_string(), module, global: kind == "T" });
+        }
+        syms.sort_by_key(|s| s.addr);
+        let mut by_name: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, s) in syms.iter().enumerate() {
+            by_name.entry(s.name.clone()).or_default().push(i);
+        }
+        Kallsyms { syms, by_name }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.syms.is_empty()
+    }
+
+    /// Addresses are all zero when kptr_restrict hides them from this user.
+    pub fn addresses_hidden(&self) -> bool {
+        !self.syms.is_empty() && self.syms.iter().all(|s| s.addr == 0)
+    }
+
+    /// How many out-of-line copies of `name` exist (0 = absent: inlined or not built).
+    pub fn count(&self, name: &str) -> usize {
+        self.by_name.get(name).map_or(0, Vec::len)
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.count(name) > 0
+    }
+
+    /// Compiler clones of `name` (`name.isra.0`, `name.constprop.0`, `name.part.0`), which a
+    /// kprobe can attach to when the plain name is gone. `.cold` parts are excluded: they are
+    /// not entry points.
+    pub fn clones(&self, name: &str) -> Vec<String> {
+        let prefix = format!("{name}.");
+        let mut out: Vec<String> = self
+            .by_name
+            .keys()
+            .filter(|k| k.starts_with(&prefix) && !k.ends_with(".cold") && !k.contains(".cold."))
+            .cloned()
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// Symbolize an address to the function containing it.
+    pub fn resolve(&self, addr: u64) -> Option<&Symbol> {
+        let i = self.syms.partition_point(|s| s.addr <= addr);
+        if i == 0 {
+            return None;
+        }
+        Some(&self.syms[i - 1])
+    }
+
+    /// Frame name for a stack address: `func` or `[unknown]`.
+    pub fn frame_name(&self, addr: u64) -> String {
+        match self.resolve(addr) {
+            Some(s) => s.name.clone(),
+            None => "[unknown]".to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = "\
+ffffffff81000000 T _stext
+ffffffff8135e380 T __do_wait
+ffffffff8135e5f0 t do_wait
+ffffffff815f3470 T dup_mmap
+ffffffff815f4000 t dup_mmap.constprop.0
+ffffffff815f4100 t dup_mmap.cold
+ffffffff815f5000 d some_data
+ffffffffc0001000 t xfs_foo\t[xfs]
+ffffffff8135e700 t do_wait
+";
+
+    #[test]
+    fn parses_text_symbols_only() {
+        let k = Kallsyms::parse(SAMPLE);
+        assert!(k.contains("do_wait"));
+        assert_eq!(k.count("do_wait"), 2);
+        assert!(!k.contains("some_data"));
+        assert_eq!(k.clones("dup_mmap"), vec!["dup_mmap.constprop.0"]);
+        let xfs = k.resolve(0xffffffffc0001010).unwrap();
+        assert_eq!(xfs.module.as_deref(), Some("xfs"));
+    }
+
+    #[test]
+    fn resolves_addresses_to_containing_function() {
+        let k = Kallsyms::parse(SAMPLE);
+        assert_eq!(k.frame_name(0xffffffff8135e5f0), "do_wait");
+        assert_eq!(k.frame_name(0xffffffff8135e600), "do_wait");
+        assert_eq!(k.frame_name(0xffffffff8135e390), "__do_wait");
+        assert_eq!(k.frame_name(0x10), "[unknown]");
+    }
+
+    #[test]
+    fn detects_hidden_addresses() {
+        let k = Kallsyms::parse("0000000000000000 T a\n0000000000000000 t b\n");
+        assert!(k.addresses_hidden());
+        assert!(!Kallsyms::parse(SAMPLE).addresses_hidden());
+    }
+}

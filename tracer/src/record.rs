@@ -1,0 +1,556 @@
+//! `tracer record`: resolve and attach the plans, run or follow the traced processes, stop on
+//! the command's exit, a signal or the duration, detach everything, and write the run.
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+use tokio::signal::unix::{SignalKind, signal};
+
+use crate::collect;
+use crate::engine::{Engine, EngineOptions, Filter};
+use crate::error::TracerError;
+use crate::kernel::{self, kallsyms::Kallsyms, privileges::Privileges};
+use crate::output::DirWriter;
+use crate::plan::{self, Target};
+use crate::resolve::{self, ResolveOptions, Resolved};
+use crate::rundata::{self, Run, RunStatus};
+use crate::symbols::UserSymbolizer;
+
+/// Hidden subcommand that holds a command until the tracer is ready, then execs it.
+pub const EXEC_HELD: &str = "__exec-held";
+
+#[derive(Clone, Debug)]
+pub struct RecordOptions {
+    pub command: Vec<String>,
+    pub pids: Vec<u32>,
+    pub comm: Option<String>,
+    pub cgroup: Option<PathBuf>,
+    pub system: bool,
+    pub duration: Option<Duration>,
+    pub out: PathBuf,
+    pub force: bool,
+    /// Target names; empty = all built-in targets.
+    pub targets: Vec<String>,
+    pub resolve: ResolveOptions,
+    pub engine: EngineOptions,
+    /// Show a live status line on stderr (when it is a terminal).
+    pub progress: bool,
+    /// A JSON file the command writes (its own report), embedded in run.json when it exists.
+    pub attach_json: Option<PathBuf>,
+    /// Extra binaries whose phase markers to attach (besides the command's own binary).
+    pub marker_binaries: Vec<PathBuf>,
+}
+
+#[derive(Debug)]
+pub struct RecordOutcome {
+    pub dir: PathBuf,
+    pub run: Run,
+    /// Exit code the CLI should return.
+    pub exit_code: i32,
+}
+
+/// Why recording stopped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Stop {
+    CommandExited,
+    Signal(&'static str),
+    Duration,
+    TracedProcessesGone,
+}
+
+pub fn check_privileges() -> Result<(), TracerError> {
+    let p = Privileges::current();
+    if p.sufficient() {
+        Ok(())
+    } else {
+        Err(TracerError::Privileges(p.missing()))
+    }
+}
+
+/// Pick targets by name (all when empty), with their kernel-side ids.
+pub fn select_targets(names: &[String]) -> Result<Vec<(u32, &'static Target)>, TracerError> {
+    if names.is_empty() {
+        return Ok(plan::TARGETS.iter().enumerate().map(|(i, t)| (i as u32, t)).collect());
+    }
+    let mut out = Vec::new();
+    for n in names {
+        match plan::target_by_name(n) {
+            Some((i, t)) => {
+                if !out.iter().any(|(j, _)| *j == i as u32) {
+                    out.push((i as u32, t));
+                }
+            }
+            None => {
+                return Err(TracerError::Usage(format!(
+                    "unknown target {n:?} (known: {})",
+                    plan::TARGETS.iter().map(|t| t.name).collect::<Vec<_>>().join(", ")
+                )));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Find an executable the way execvp would.
+pub fn find_executable(name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let is_exec = |p: &Path| {
+        p.is_file() && p.metadata().map(|m| m.permissions().mode() & 0o111 != 0).unwrap_or(false)
+    };
+    if name.contains('/') {
+        let p = PathBuf::from(name);
+        return is_exec(&p).then(|| p.canonicalize().unwrap_or(p));
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+    std::env::split_paths(&path).map(|d| d.join(name)).find(|p| is_exec(p))
+}
+
+fn unix_now() -> f64 {
+    SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+}
+
+/// Status line shown while recording.
+struct Progress {
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl Progress {
+    fn new(enabled: bool) -> Progress {
+        if !enabled || !std::io::stderr().is_terminal() {
+            return Progress { bar: None };
+        }
+        let bar = indicatif::ProgressBar::new_spinner();
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} {elapsed:>4} {msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+        );
+        bar.enable_steady_tick(Duration::from_millis(200));
+        Progress { bar: Some(bar) }
+    }
+
+    fn set(&self, msg: String) {
+        if let Some(b) = &self.bar {
+            b.set_message(msg);
+        }
+    }
+
+    fn println(&self, msg: &str) {
+        match &self.bar {
+            Some(b) => b.println(msg),
+            None => eprintln!("{msg}"),
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
+}
+
+/// Load, resolve and report how each target would be measured (for `tracer probes`).
+pub fn resolve_only(
+    targets: &[String],
+    ropts: &ResolveOptions,
+    verbose: bool,
+) -> Result<(Vec<Resolved>, Engine), TracerError> {
+    check_privileges()?;
+    let targets = select_targets(targets)?;
+    let engine_opts = EngineOptions {
+        sample_freq_hz: 0,
+        caller_stacks: false,
+        offcpu_stacks: false,
+        raw_events_bytes: 0,
+        bpf_log: verbose,
+    };
+    let mut engine = Engine::load(engine_opts)?;
+    let ksyms = Kallsyms::load().map_err(|e| TracerError::Other(format!("/proc/kallsyms: {e}")))?;
+    let progress = Progress::new(true);
+    let resolved = resolve::resolve(&mut engine, &ksyms, &targets, ropts, |m| progress.set(m.to_string()))?;
+    progress.finish();
+    Ok((resolved, engine))
+}
+
+pub fn record(opts: RecordOptions) -> Result<RecordOutcome, TracerError> {
+    let filter_count = usize::from(!opts.pids.is_empty())
+        + usize::from(opts.comm.is_some())
+        + usize::from(opts.cgroup.is_some())
+        + usize::from(opts.system);
+    if filter_count > 1 {
+        return Err(TracerError::Usage(
+            "choose one of --pid, --comm, --cgroup and --system".into(),
+        ));
+    }
+    if opts.command.is_empty() && filter_count == 0 {
+        return Err(TracerError::Usage(
+            "say what to trace: -- COMMAND..., --pid PID, --comm NAME, --cgroup PATH or --system".into(),
+        ));
+    }
+    let exe = match opts.command.first() {
+        Some(c) => Some(find_executable(c).ok_or_else(|| {
+            TracerError::Usage(format!("command not found or not executable: {c}"))
+        })?),
+        None => None,
+    };
+    for pid in &opts.pids {
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            return Err(TracerError::Usage(format!("no process with pid {pid}")));
+        }
+    }
+    let cgroup = match &opts.cgroup {
+        Some(p) => {
+            use std::os::unix::fs::MetadataExt;
+            let md = std::fs::metadata(p)
+                .map_err(|e| TracerError::Usage(format!("cgroup {}: {e}", p.display())))?;
+            Some((p.clone(), md.ino()))
+        }
+        None => None,
+    };
+    let targets = select_targets(&opts.targets)?;
+    check_privileges()?;
+    // Fail on an unusable output before attaching anything or running a long benchmark.
+    let writer = DirWriter::prepare(&opts.out, opts.force)?;
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| TracerError::Other(format!("starting the runtime: {e}")))?;
+    runtime.block_on(record_async(opts, exe, cgroup, targets, writer))
+}
+
+async fn record_async(
+    opts: RecordOptions,
+    exe: Option<PathBuf>,
+    cgroup: Option<(PathBuf, u64)>,
+    targets: Vec<(u32, &'static Target)>,
+    writer: DirWriter,
+) -> Result<RecordOutcome, TracerError> {
+    // Signals are caught from here on, so a Ctrl-C during attach still ends in an orderly
+    // detach (the engine's Drop) instead of killing us with probes half-attached.
+    let mut sigint = signal(SignalKind::interrupt()).map_err(|e| TracerError::Other(e.to_string()))?;
+    let mut sigterm = signal(SignalKind::terminate()).map_err(|e| TracerError::Other(e.to_string()))?;
+    let mut sighup = signal(SignalKind::hangup()).map_err(|e| TracerError::Other(e.to_string()))?;
+
+    let progress = Progress::new(opts.progress);
+    let started = Instant::now();
+    let started_unix = unix_now();
+    let mut engine = Engine::load(opts.engine.clone())?;
+    if engine.mounted_tracefs {
+        progress.println("tracer: tracefs was not mounted; mounted it at /sys/kernel/tracing");
+    }
+    let ksyms = Kallsyms::load().map_err(|e| TracerError::Other(format!("/proc/kallsyms: {e}")))?;
+    let resolved = resolve::resolve(&mut engine, &ksyms, &targets, &opts.resolve, |m| {
+        progress.set(m.to_string())
+    })?;
+    if resolved.iter().all(|r| r.active.is_none()) {
+        let mut msg = String::from("no target can be measured on this kernel:");
+        for r in &resolved {
+            msg.push_str(&format!("\n  {}:", r.target.name));
+            for rej in &r.rejected {
+                msg.push_str(&format!("\n    {}: {}", rej.plan, rej.reason));
+            }
+        }
+        msg.push_str("\n  run the function probes inside a VM instead: cargo xtask vm --kernel 6.1 -- tracer ...");
+        return Err(TracerError::Unsupported(msg));
+    }
+    for r in &resolved {
+        if r.active.is_none() {
+            progress.println(&format!("tracer: {} cannot be measured here (see `tracer probes`)", r.target.name));
+        }
+    }
+    engine.clear()?;
+    if let Ok(Some(sig)) = pending_signal(&mut sigint, &mut sigterm, &mut sighup) {
+        return Err(TracerError::Other(format!("interrupted by {sig} while attaching; nothing recorded")));
+    }
+
+    // The traced set.
+    let mut markers = Vec::new();
+    for b in opts.marker_binaries.iter().chain(exe.iter()) {
+        if engine.attach_phase_markers(b)? {
+            markers.push(b.clone());
+        }
+    }
+    let mut child = None;
+    let mut release: Option<OwnedFd> = None;
+    if !opts.command.is_empty() {
+        let (c, w) = spawn_held(&opts.command)?;
+        child = Some(c);
+        release = Some(w);
+    }
+    let filter = if opts.system {
+        Filter::System
+    } else if let Some(c) = &opts.comm {
+        Filter::Comm(c.clone())
+    } else if let Some((path, id)) = &cgroup {
+        Filter::Cgroup { path: path.clone(), id: *id }
+    } else {
+        let mut pids = opts.pids.clone();
+        pids.extend(opts.pids.iter().flat_map(|p| descendants(*p)));
+        if let Some(c) = &child {
+            pids.push(c.id().unwrap_or(0));
+        }
+        Filter::Follow(pids)
+    };
+    engine.set_filter(&filter)?;
+    let child_pid = child.as_ref().and_then(|c| c.id());
+    if let Some(w) = release.take() {
+        // Let the command exec now that everything is attached.
+        let _ = nix::unistd::write(&w, b"g");
+    }
+
+    let mut usyms = UserSymbolizer::default();
+    let deadline = opts.duration.map(|d| tokio::time::Instant::now() + d);
+    let mut tick = tokio::time::interval(Duration::from_millis(200));
+    let mut command_status: Option<std::process::ExitStatus> = None;
+    let stop = loop {
+        tokio::select! {
+            st = async { child.as_mut().expect("guarded").wait().await }, if child.is_some() && command_status.is_none() => {
+                command_status = st.ok();
+                break Stop::CommandExited;
+            }
+            _ = sigint.recv() => break Stop::Signal("SIGINT"),
+            _ = sigterm.recv() => break Stop::Signal("SIGTERM"),
+            _ = sighup.recv() => break Stop::Signal("SIGHUP"),
+            _ = async { tokio::time::sleep_until(deadline.expect("guarded")).await }, if deadline.is_some() => break Stop::Duration,
+            _ = tick.tick() => {
+                engine.flush_logs();
+                // Bounded: a workload may follow thousands of idle children.
+                for pid in engine.followed().into_iter().take(256) {
+                    usyms.remember(pid);
+                }
+                if let Some(p) = child_pid {
+                    usyms.remember(p);
+                }
+                if let Ok(calls) = engine.calls_per_target() {
+                    let parts: Vec<String> = resolved
+                        .iter()
+                        .filter(|r| r.active.is_some())
+                        .map(|r| format!("{} {}", r.target.name, calls[r.index as usize]))
+                        .collect();
+                    progress.set(parts.join("  "));
+                }
+                if child.is_none() && matches!(filter, Filter::Follow(_)) && engine.followed().is_empty() {
+                    break Stop::TracedProcessesGone;
+                }
+            }
+        }
+    };
+
+    // Wind the command down when we stop for another reason than its exit.
+    if let (Some(c), None) = (child.as_mut(), command_status) {
+        let sig = match &stop {
+            Stop::Signal("SIGTERM") => nix::sys::signal::Signal::SIGTERM,
+            Stop::Signal("SIGHUP") => nix::sys::signal::Signal::SIGHUP,
+            Stop::Signal(_) => nix::sys::signal::Signal::SIGINT,
+            _ => nix::sys::signal::Signal::SIGTERM,
+        };
+        if let Some(pid) = c.id() {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), sig);
+        }
+        progress.set("waiting for the command to exit (up to 5 s; Ctrl-C again to stop now)".into());
+        let grace = tokio::time::sleep(Duration::from_secs(5));
+        tokio::pin!(grace);
+        tokio::select! {
+            st = c.wait() => command_status = st.ok(),
+            _ = &mut grace => {}
+            _ = sigint.recv() => {}
+            _ = sigterm.recv() => {}
+        }
+        if command_status.is_none() {
+            let _ = c.start_kill();
+            command_status = c.wait().await.ok();
+        }
+    }
+    progress.finish();
+
+    // Detach before reading so the numbers are final and nothing stays attached whatever
+    // happens while writing.
+    engine.detach_all();
+    let snap = engine.snapshot()?;
+    for (k, _) in &snap.stacks {
+        if k.tgid != 0 {
+            usyms.remember(k.tgid);
+        }
+    }
+
+    let target_names: Vec<String> = plan::TARGETS.iter().map(|t| t.name.to_string()).collect();
+    let reports: Vec<_> = resolved.iter().map(Resolved::report).collect();
+    let spans = collect::span_rows(&snap, &target_names);
+    let phases = collect::phase_rows(&snap);
+    let stacks = collect::stack_files(&snap, &target_names, &ksyms, &mut usyms);
+    let mut cases: BTreeMap<u32, String> = BTreeMap::new();
+    for r in &spans {
+        cases.insert(r.case, r.case_name.clone());
+    }
+    for p in &phases {
+        cases.insert(p.case, p.case_name.clone());
+    }
+    let command_exit = command_status.map(|s| {
+        use std::os::unix::process::ExitStatusExt;
+        s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0))
+    });
+    let workload = opts.attach_json.as_ref().and_then(|p| {
+        std::fs::read_to_string(p).ok().and_then(|t| serde_json::from_str(&t).ok())
+    });
+    let (status, partial_reason) = match &stop {
+        Stop::Signal(s) => (RunStatus::Partial, Some(format!("interrupted by {s}"))),
+        _ => (RunStatus::Complete, None),
+    };
+    let mut counters = collect::counters(&snap);
+    counters.insert("phase_marker_binaries".into(), markers.len() as u64);
+    let run = Run {
+        format: rundata::FORMAT.into(),
+        status,
+        partial_reason,
+        tracer_version: env!("CARGO_PKG_VERSION").into(),
+        kernel: kernel::kernel_info(),
+        hostname: kernel::hostname(),
+        started_unix,
+        duration_s: started.elapsed().as_secs_f64(),
+        command: opts.command.clone(),
+        command_exit,
+        filter: filter.describe(),
+        sample_freq_hz: opts.engine.sample_freq_hz,
+        targets: reports,
+        counters,
+        cases,
+        spans,
+        phases,
+        stack_files: stacks.iter().map(|(m, _)| m.clone()).collect(),
+        workload,
+    };
+    run.validate().map_err(|e| TracerError::Other(format!("internal: inconsistent run data: {e}")))?;
+    writer.write(rundata::RUN_FILE, run.to_json().as_bytes())?;
+    writer.write(rundata::SPANS_CSV, run.spans_csv().as_bytes())?;
+    for (meta, content) in &stacks {
+        writer.write(&meta.path, content.as_bytes())?;
+    }
+    let dir = writer.commit()?;
+    drop(engine);
+
+    let exit_code = match (&stop, command_exit) {
+        (Stop::Signal(_), _) => crate::error::exit::INTERRUPTED,
+        (Stop::CommandExited, Some(c)) if c != 0 => crate::error::exit::COMMAND_FAILED,
+        _ => crate::error::exit::OK,
+    };
+    Ok(RecordOutcome { dir, run, exit_code })
+}
+
+/// A signal that arrived while we were busy (attach and calibration can take seconds).
+fn pending_signal(
+    a: &mut tokio::signal::unix::Signal,
+    b: &mut tokio::signal::unix::Signal,
+    c: &mut tokio::signal::unix::Signal,
+) -> Result<Option<&'static str>, ()> {
+    use std::task::{Context, Poll};
+    let waker = std::task::Waker::noop();
+    let mut cx = Context::from_waker(waker);
+    for (s, name) in [(a, "SIGINT"), (b, "SIGTERM"), (c, "SIGHUP")] {
+        if let Poll::Ready(Some(())) = s.poll_recv(&mut cx) {
+            return Ok(Some(name));
+        }
+    }
+    Ok(None)
+}
+
+/// Start `command` held before exec: the child is this binary waiting on a pipe; writing a
+/// byte to the returned fd lets it exec the command (same pid, so it is already followed).
+/// If the tracer dies first, the pipe closes and the command never runs untraced.
+fn spawn_held(command: &[String]) -> Result<(tokio::process::Child, OwnedFd), TracerError> {
+    let (r, w) = nix::unistd::pipe().map_err(|e| TracerError::Other(format!("pipe: {e}")))?;
+    // Only the read end may be inherited.
+    nix::fcntl::fcntl(&w, nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC))
+        .map_err(|e| TracerError::Other(format!("fcntl: {e}")))?;
+    let me = std::env::current_exe().map_err(|e| TracerError::Other(e.to_string()))?;
+    let child = tokio::process::Command::new(me)
+        .arg(EXEC_HELD)
+        .arg(r.as_raw_fd().to_string())
+        .arg("--")
+        .args(command)
+        .spawn()
+        .map_err(|e| TracerError::Other(format!("starting {}: {e}", command[0])))?;
+    drop(r);
+    Ok((child, w))
+}
+
+/// Child side of `spawn_held`. Never returns on success.
+pub fn exec_held_main(args: &[String]) -> i32 {
+    use std::os::unix::process::CommandExt;
+    let (Some(fd), Some(sep)) = (args.first(), args.get(1)) else { return 125 };
+    if sep != "--" || args.len() < 3 {
+        return 125;
+    }
+    let Ok(fd) = fd.parse::<i32>() else { return 125 };
+    let mut byte = [0u8; 1];
+    // SAFETY: the fd was inherited for exactly this purpose.
+    let n = unsafe { libc::read(fd, byte.as_mut_ptr().cast(), 1) };
+    unsafe { libc::close(fd) };
+    if n != 1 {
+        // The tracer went away before releasing us: do not run untraced.
+        return 125;
+    }
+    let err = std::process::Command::new(&args[2]).args(&args[3..]).exec();
+    eprintln!("tracer: cannot run {}: {err}", args[2]);
+    127
+}
+
+/// All descendants of `pid` now (children of children ...), from /proc.
+pub fn descendants(pid: u32) -> Vec<u32> {
+    let mut parent_of: Vec<(u32, u32)> = Vec::new();
+    if let Ok(rd) = std::fs::read_dir("/proc") {
+        for e in rd.flatten() {
+            let Some(p) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
+            if let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) {
+                // The comm field may contain spaces and parens: parse after the last ')'.
+                if let Some(rest) = stat.rsplit_once(')').map(|x| x.1) {
+                    if let Some(ppid) = rest.split_whitespace().nth(1).and_then(|s| s.parse().ok()) {
+                        parent_of.push((p, ppid));
+                    }
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let mut frontier = vec![pid];
+    while let Some(p) = frontier.pop() {
+        for &(c, pp) in &parent_of {
+            if pp == p && !out.contains(&c) {
+                out.push(c);
+                frontier.push(c);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn target_selection() {
+        assert_eq!(select_targets(&[]).unwrap().len(), plan::TARGETS.len());
+        let t = select_targets(&["dup_mmap".into(), "dup_mmap".into()]).unwrap();
+        assert_eq!(t.len(), 1);
+        assert_eq!(t[0].0, 1);
+        assert!(select_targets(&["nope".into()]).unwrap_err().to_string().contains("unknown target"));
+    }
+
+    #[test]
+    fn finds_executables_like_execvp() {
+        assert!(find_executable("sh").is_some());
+        assert!(find_executable("/definitely/not/here").is_none());
+        assert!(find_executable("no-such-command-xyz").is_none());
+    }
+
+    #[test]
+    fn descendants_include_our_children() {
+        let mut c = std::process::Command::new("sleep").arg("5").spawn().unwrap();
+        let d = descendants(std::process::id());
+        let _ = c.kill();
+        let _ = c.wait();
+        assert!(d.contains(&c.id()), "{d:?}");
+    }
+}

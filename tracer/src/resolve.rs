@@ -1,0 +1,303 @@
+//! Resolution: walk each target's plan list, attach the first plan this kernel allows, verify
+//! it by calibration when asked, and keep the reason every better plan was rejected.
+use std::collections::BTreeMap;
+
+use crate::calibrate::{self, CalibrateError};
+use crate::engine::{AttachFailure, Engine, EngineError, Slot, TpRole};
+use crate::kernel::{self, kallsyms::Kallsyms};
+use crate::plan::{FnMech, Method, Plan, Target};
+use crate::rundata::{PlanUsed, Rejection, TargetReport, Verification};
+
+#[derive(Clone, Debug, Default)]
+pub struct ResolveOptions {
+    /// Run each accepted plan's calibration and move on when the count is wrong.
+    pub verify: bool,
+    /// Force a plan by name for a target (`--plan dup_mmap=kprobe`).
+    pub forced: BTreeMap<String, String>,
+}
+
+/// A plan attached for a target.
+#[derive(Clone, Debug)]
+pub struct ActivePlan {
+    pub plan: &'static Plan,
+    pub slots: Vec<Slot>,
+    pub attach_points: Vec<String>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Resolved {
+    pub target: &'static Target,
+    pub index: u32,
+    pub active: Option<ActivePlan>,
+    pub rejected: Vec<Rejection>,
+    pub verification: Option<Verification>,
+}
+
+impl Resolved {
+    pub fn report(&self) -> TargetReport {
+        TargetReport {
+            name: self.target.name.to_string(),
+            plan: self.active.as_ref().map(|a| PlanUsed {
+                plan: a.plan.name.to_string(),
+                mechanism: mechanism_label(&a.plan.method).to_string(),
+                attach_points: a.attach_points.clone(),
+                timed: !matches!(a.plan.method, Method::Count { .. }),
+                note: a.plan.note.to_string(),
+            }),
+            rejected: self.rejected.clone(),
+            verification: self.verification.clone(),
+        }
+    }
+}
+
+pub fn mechanism_label(m: &Method) -> &'static str {
+    match m {
+        Method::Functions { mech, .. } => mech.label(),
+        Method::Syscalls { .. } => "tracepoint (syscall enter/exit)",
+        Method::Count { .. } => "tracepoint (count only)",
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveError {
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error(transparent)]
+    Calibrate(#[from] CalibrateError),
+    #[error("unknown plan {plan:?} for {target} (its plans: {known})")]
+    UnknownPlan { target: String, plan: String, known: String },
+}
+
+/// Facts learned while resolving that apply to every target.
+#[derive(Default)]
+struct Learned {
+    /// The first fentry refusal (EPERM): later fentry plans fail the same way.
+    fentry_refused: Option<String>,
+    kprobe_refused: Option<String>,
+}
+
+/// Resolve `targets` (indices into `plan::TARGETS`, which is also the kernel-side target id).
+pub fn resolve(
+    engine: &mut Engine,
+    ksyms: &Kallsyms,
+    targets: &[(u32, &'static Target)],
+    opts: &ResolveOptions,
+    mut progress: impl FnMut(&str),
+) -> Result<Vec<Resolved>, ResolveError> {
+    for (target, plan) in &opts.forced {
+        if let Some((_, t)) = targets.iter().find(|(_, t)| t.name == target) {
+            if !t.plans.iter().any(|p| p.name == plan) {
+                return Err(ResolveError::UnknownPlan {
+                    target: target.clone(),
+                    plan: plan.clone(),
+                    known: t.plans.iter().map(|p| p.name).collect::<Vec<_>>().join(", "),
+                });
+            }
+        }
+    }
+    let mut learned = Learned::default();
+    let kprobes_possible = kernel::has_kprobe_pmu()
+        || engine.tracefs_root().join("kprobe_events").exists();
+    let mut out = Vec::new();
+    for &(index, target) in targets {
+        let forced = opts.forced.get(target.name);
+        let mut r = Resolved { target, index, active: None, rejected: Vec::new(), verification: None };
+        for plan in target.plans {
+            if let Some(f) = forced {
+                if f != plan.name {
+                    continue;
+                }
+            }
+            progress(&format!("{}: trying {}", target.name, plan.name));
+            let attached = match try_plan(engine, ksyms, index, plan, &mut learned, kprobes_possible)? {
+                Ok(a) => a,
+                Err(reason) => {
+                    r.rejected.push(Rejection { plan: plan.name.into(), reason });
+                    continue;
+                }
+            };
+            if opts.verify {
+                progress(&format!("{}: calibrating {}", target.name, plan.name));
+                let counts = calibrate::run(engine, target.calibration)?;
+                let observed = counts.get(index as usize).copied().unwrap_or(0);
+                let expect = (target.expect)(plan, target.calibration);
+                let passed = expect.check(observed);
+                let v = Verification {
+                    workload: target.calibration.describe(),
+                    expected: expect.describe(),
+                    observed,
+                    passed,
+                };
+                if !passed {
+                    for s in &attached.slots {
+                        engine.release(s);
+                    }
+                    let why = if observed == 0 {
+                        "the probe never fired: the calls it should see go through inlined copies"
+                    } else if expect.too_low(observed) {
+                        "fewer calls than operations: some call sites are inlined copies"
+                    } else {
+                        "more calls than operations: the probe is not specific to the target"
+                    };
+                    r.rejected.push(Rejection {
+                        plan: plan.name.into(),
+                        reason: format!(
+                            "attached to {}, but calibration ({}) counted {observed} calls, expected {}: {why}",
+                            attached.attach_points.join(", "),
+                            v.workload,
+                            v.expected
+                        ),
+                    });
+                    continue;
+                }
+                r.verification = Some(v);
+            }
+            r.active = Some(attached);
+            break;
+        }
+        out.push(r);
+    }
+    Ok(out)
+}
+
+/// Attach one plan; Ok(Err(reason)) when this kernel does not allow it.
+fn try_plan(
+    engine: &mut Engine,
+    ksyms: &Kallsyms,
+    target: u32,
+    plan: &'static Plan,
+    learned: &mut Learned,
+    kprobes_possible: bool,
+) -> Result<Result<ActivePlan, String>, EngineError> {
+    match plan.method {
+        Method::Functions { mech, symbols } => {
+            match mech {
+                FnMech::Fentry => {
+                    if let Some(r) = &learned.fentry_refused {
+                        return Ok(Err(format!("fentry is refused on this kernel (first refusal: {r})")));
+                    }
+                    if !kernel::has_vmlinux_btf() {
+                        return Ok(Err("no kernel BTF (/sys/kernel/btf/vmlinux): fentry needs \
+                                       CONFIG_DEBUG_INFO_BTF"
+                            .into()));
+                    }
+                }
+                FnMech::Kprobe => {
+                    if let Some(r) = &learned.kprobe_refused {
+                        return Ok(Err(format!("kprobes are refused on this kernel (first refusal: {r})")));
+                    }
+                    if !kprobes_possible {
+                        return Ok(Err("no kprobe support (no kprobe PMU and no kprobe_events: \
+                                       CONFIG_KPROBES is off)"
+                            .into()));
+                    }
+                }
+            }
+            // Presence in kallsyms first: a name absent there has no out-of-line copy to probe.
+            let mut present: Vec<String> = Vec::new();
+            let mut absent: Vec<&str> = Vec::new();
+            for &s in symbols {
+                if ksyms.contains(s) {
+                    present.push(s.to_string());
+                } else if mech == FnMech::Kprobe {
+                    // A compiler clone (.isra/.constprop) is still an entry point for kprobes.
+                    match ksyms.clones(s).into_iter().next() {
+                        Some(c) => present.push(c),
+                        None => absent.push(s),
+                    }
+                } else {
+                    absent.push(s);
+                }
+            }
+            if present.is_empty() {
+                return Ok(Err(format!(
+                    "{} not in kallsyms: inlined (or not built) on this kernel",
+                    symbols.join(", ")
+                )));
+            }
+            let mut slots = Vec::new();
+            for s in &present {
+                match engine.attach_function(target, mech, s)? {
+                    Ok(slot) => slots.push(slot),
+                    Err(f) => {
+                        for slot in &slots {
+                            engine.release(slot);
+                        }
+                        if let AttachFailure::Refused(m) = &f {
+                            match mech {
+                                FnMech::Fentry => learned.fentry_refused = Some(m.clone()),
+                                FnMech::Kprobe => learned.kprobe_refused = Some(m.clone()),
+                            }
+                        }
+                        return Ok(Err(f.message().to_string()));
+                    }
+                }
+            }
+            let mut points = present;
+            if !absent.is_empty() {
+                points.push(format!("(absent: {})", absent.join(", ")));
+            }
+            Ok(Ok(ActivePlan { plan, slots, attach_points: points }))
+        }
+        Method::Syscalls { syscalls, fd_prefix } => {
+            let root = engine.tracefs_root().to_path_buf();
+            let mut slots = Vec::new();
+            let mut points = Vec::new();
+            if let Some(prefix) = fd_prefix {
+                if let Err(f) = engine.enable_fd_tracking(prefix)? {
+                    return Ok(Err(f.message().to_string()));
+                }
+            }
+            for sc in syscalls {
+                let enter = format!("sys_enter_{sc}");
+                let exit = format!("sys_exit_{sc}");
+                if !crate::kernel::tracefs::event_exists(&root, "syscalls", &enter)
+                    || !crate::kernel::tracefs::event_exists(&root, "syscalls", &exit)
+                {
+                    continue;
+                }
+                let fd_off = match fd_prefix {
+                    Some(_) => {
+                        let fmt = crate::kernel::tracefs::EventFormat::load(&root, "syscalls", &enter)
+                            .map_err(EngineError::Tracefs)?;
+                        Some(fmt.offset("fd").map_err(EngineError::Tracefs)?)
+                    }
+                    None => None,
+                };
+                for (role, name, off) in
+                    [(TpRole::Exit, &exit, None), (TpRole::Enter, &enter, fd_off)]
+                {
+                    match engine.attach_tracepoint(target, role, "syscalls", name, off)? {
+                        Ok(slot) => {
+                            slots.push(slot);
+                            points.push(format!("syscalls:{name}"));
+                        }
+                        Err(f) => {
+                            for s in &slots {
+                                engine.release(s);
+                            }
+                            return Ok(Err(f.message().to_string()));
+                        }
+                    }
+                }
+            }
+            if slots.is_empty() {
+                return Ok(Err(format!(
+                    "no syscalls:sys_enter/exit tracepoints for {} (CONFIG_FTRACE_SYSCALLS off?)",
+                    syscalls.join(", ")
+                )));
+            }
+            Ok(Ok(ActivePlan { plan, slots, attach_points: points }))
+        }
+        Method::Count { category, event } => {
+            match engine.attach_tracepoint(target, TpRole::Point, category, event, None)? {
+                Ok(slot) => Ok(Ok(ActivePlan {
+                    plan,
+                    slots: vec![slot],
+                    attach_points: vec![format!("{category}:{event}")],
+                })),
+                Err(f) => Ok(Err(f.message().to_string())),
+            }
+        }
+    }
+}
