@@ -15,6 +15,14 @@ pub const MAX_NEST: usize = 16;
 pub const FN_SLOTS: usize = 12;
 /// Tracepoint slots. A slot's role (enter / exit / point) is configured at run time.
 pub const TP_SLOTS: usize = 16;
+/// uprobe/uretprobe slot pairs, for user-space functions as targets.
+pub const UPROBE_SLOTS: usize = 4;
+/// Index of the first slot of each kind in the `SLOTS` array.
+pub const SLOT_BASE_FENTRY: u32 = 0;
+pub const SLOT_BASE_KPROBE: u32 = FN_SLOTS as u32;
+pub const SLOT_BASE_TP: u32 = 2 * FN_SLOTS as u32;
+pub const SLOT_BASE_UPROBE: u32 = (2 * FN_SLOTS + TP_SLOTS) as u32;
+pub const SLOT_COUNT: u32 = SLOT_BASE_UPROBE + UPROBE_SLOTS as u32;
 
 /// Phase "case" of spans that happened outside any announced phase.
 pub const CASE_UNPHASED: u32 = 0;

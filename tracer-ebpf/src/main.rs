@@ -19,7 +19,7 @@ use aya_ebpf::{
     bindings::{BPF_F_NO_PREALLOC, BPF_F_USER_STACK, BPF_NOEXIST},
     helpers::{bpf_get_current_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid,
               bpf_ktime_get_ns, bpf_probe_read_user_str_bytes},
-    macros::{fentry, fexit, kprobe, kretprobe, map, perf_event, tracepoint, uprobe},
+    macros::{fentry, fexit, kprobe, kretprobe, map, perf_event, tracepoint, uprobe, uretprobe},
     maps::{Array, HashMap, PerCpuArray, PerCpuHashMap, RingBuf, StackTrace},
     programs::{
         FEntryContext, FExitContext, PerfEventContext, ProbeContext, RetProbeContext,
@@ -61,15 +61,15 @@ struct ThreadState {
     frames: [Frame; MAX_TARGETS * MAX_DEPTH],
 }
 
-const FN_SLOT_BASE_FENTRY: u32 = 0;
-const FN_SLOT_BASE_KPROBE: u32 = FN_SLOTS as u32;
-const TP_SLOT_BASE: u32 = 2 * FN_SLOTS as u32;
+const FN_SLOT_BASE_FENTRY: u32 = SLOT_BASE_FENTRY;
+const FN_SLOT_BASE_KPROBE: u32 = SLOT_BASE_KPROBE;
+const TP_SLOT_BASE: u32 = SLOT_BASE_TP;
 
 #[map]
 static CONFIG: Array<Config> = Array::with_max_entries(1, 0);
 
 #[map]
-static SLOTS: Array<SlotConf> = Array::with_max_entries((2 * FN_SLOTS + TP_SLOTS) as u32, 0);
+static SLOTS: Array<SlotConf> = Array::with_max_entries(SLOT_COUNT, 0);
 
 #[map]
 static FOLLOW: HashMap<u32, u8> = HashMap::with_max_entries(65536, 0);
@@ -492,6 +492,29 @@ fn_slot!(8, fentry_8, fexit_8, kprobe_8, kretprobe_8);
 fn_slot!(9, fentry_9, fexit_9, kprobe_9, kretprobe_9);
 fn_slot!(10, fentry_10, fexit_10, kprobe_10, kretprobe_10);
 fn_slot!(11, fentry_11, fexit_11, kprobe_11, kretprobe_11);
+
+// ---------------------------------------------------------------------------------------------
+// User-function slots: uprobe/uretprobe pairs (user-space targets, and the pairing tests).
+
+macro_rules! uprobe_slot {
+    ($i:literal, $entry:ident, $exit:ident) => {
+        #[uprobe]
+        pub fn $entry(ctx: ProbeContext) -> u32 {
+            on_enter(&ctx, SLOT_BASE_UPROBE + $i);
+            0
+        }
+        #[uretprobe]
+        pub fn $exit(ctx: RetProbeContext) -> u32 {
+            on_exit(&ctx, SLOT_BASE_UPROBE + $i, true);
+            0
+        }
+    };
+}
+
+uprobe_slot!(0, uprobe_0, uretprobe_0);
+uprobe_slot!(1, uprobe_1, uretprobe_1);
+uprobe_slot!(2, uprobe_2, uretprobe_2);
+uprobe_slot!(3, uprobe_3, uretprobe_3);
 
 // ---------------------------------------------------------------------------------------------
 // Tracepoint slots: role configured per slot (enter, exit or point).

@@ -103,9 +103,9 @@ fn is_probe_frame(name: &str) -> bool {
 /// Kernel frames root-first.
 fn kernel_frames(snap: &Snapshot, id: i32, ksyms: &Kallsyms) -> Vec<String> {
     if id < 0 {
-        return vec!["[no kernel stack]".into()];
+        return vec!["[no-kernel-stack]".into()];
     }
-    let Some(ips) = snap.traces.get(&id) else { return vec!["[lost kernel stack]".into()] };
+    let Some(ips) = snap.traces.get(&id) else { return vec!["[lost-kernel-stack]".into()] };
     let mut names: Vec<String> = ips.iter().map(|&ip| ksyms.frame_name(ip)).collect();
     // ips are innermost first; strip the probe's own frames from the inner end only: the
     // same names deeper in a stack would be real work.
@@ -119,7 +119,7 @@ fn user_frames(snap: &Snapshot, id: i32, tgid: u32, usyms: &mut UserSymbolizer) 
     if id < 0 {
         return Vec::new();
     }
-    let Some(ips) = snap.traces.get(&id) else { return vec!["[lost user stack]".into()] };
+    let Some(ips) = snap.traces.get(&id) else { return vec!["[lost-user-stack]".into()] };
     let mut names: Vec<String> = ips.iter().map(|&ip| usyms.frame_name(tgid, ip)).collect();
     names.reverse();
     names
@@ -227,6 +227,6 @@ mod tests {
         assert_eq!(meta.path, "stacks/oncpu/do_wait/waitpid-pid/n100.folded");
         assert_eq!(meta.total_ns, 3000);
         assert!(content.contains("entry_SYSCALL_64;do_wait 2000\n"), "{content}");
-        assert!(content.contains("[lost kernel stack] 1000\n"), "{content}");
+        assert!(content.contains("[lost-kernel-stack] 1000\n"), "{content}");
     }
 }

@@ -93,6 +93,8 @@ pub enum Slot {
     Kprobe(usize),
     /// tp_i.
     Tracepoint(usize),
+    /// uprobe_i/uretprobe_i pair.
+    Uprobe(usize),
 }
 
 /// What to do at a tracepoint slot.
@@ -153,6 +155,7 @@ pub struct Engine {
     fentry_used: [bool; FN_SLOTS],
     kprobe_used: [bool; FN_SLOTS],
     tp_used: [bool; TP_SLOTS],
+    uprobe_used: [bool; UPROBE_SLOTS],
     fd_tracking: bool,
     logger: Option<aya_log::EbpfLogger<&'static dyn log::Log>>,
     pub options: EngineOptions,
@@ -205,6 +208,7 @@ impl Engine {
             fentry_used: [false; FN_SLOTS],
             kprobe_used: [false; FN_SLOTS],
             tp_used: [false; TP_SLOTS],
+            uprobe_used: [false; UPROBE_SLOTS],
             fd_tracking: false,
             logger,
             options,
@@ -500,7 +504,7 @@ impl Engine {
             TpRole::Exit => ROLE_EXIT,
             TpRole::Point => ROLE_POINT,
         };
-        self.set_slot((2 * FN_SLOTS + j) as u32, SlotConf { target, role, flags, arg_off })?;
+        self.set_slot(SLOT_BASE_TP + j as u32, SlotConf { target, role, flags, arg_off })?;
         let prog = format!("tp_{j}");
         let res = (|| -> Result<(), ProgramError> {
             let p: &mut TracePoint = self.bpf.program_mut(&prog).expect("tp slot").try_into()?;
@@ -516,8 +520,46 @@ impl Engine {
             }
             Err(e) => {
                 self.unload_prog(&prog);
-                self.set_slot((2 * FN_SLOTS + j) as u32, SlotConf::default())?;
+                self.set_slot(SLOT_BASE_TP + j as u32, SlotConf::default())?;
                 Ok(Err(classify(&format!("tracepoint {category}:{name}"), &e)))
+            }
+        }
+    }
+
+    /// Time calls of the user-space function `symbol` in `binary` as target `target`.
+    pub fn attach_user_function(
+        &mut self,
+        target: u32,
+        binary: &Path,
+        symbol: &str,
+    ) -> Result<Result<Slot, AttachFailure>, EngineError> {
+        let Some(i) = self.uprobe_used.iter().position(|u| !u) else {
+            return Err(EngineError::NoSlot { kind: "uprobe", max: UPROBE_SLOTS });
+        };
+        self.set_slot(
+            SLOT_BASE_UPROBE + i as u32,
+            SlotConf { target, role: ROLE_ENTER, flags: 0, arg_off: 0 },
+        )?;
+        let exit_name = format!("uretprobe_{i}");
+        let entry_name = format!("uprobe_{i}");
+        let res = (|| -> Result<(), ProgramError> {
+            for name in [&exit_name, &entry_name] {
+                let p: &mut UProbe = self.bpf.program_mut(name).expect("uprobe slot").try_into()?;
+                p.load()?;
+                p.attach(symbol, binary, UProbeScope::AllProcesses)?;
+            }
+            Ok(())
+        })();
+        match res {
+            Ok(()) => {
+                self.uprobe_used[i] = true;
+                Ok(Ok(Slot::Uprobe(i)))
+            }
+            Err(e) => {
+                self.unload_prog(&entry_name);
+                self.unload_prog(&exit_name);
+                self.set_slot(SLOT_BASE_UPROBE + i as u32, SlotConf::default())?;
+                Ok(Err(classify(&format!("uprobe on {}:{symbol}", binary.display()), &e)))
             }
         }
     }
@@ -569,7 +611,11 @@ impl Engine {
             Slot::Tracepoint(j) => {
                 self.tp_used[j] = false;
                 self.tp_points[j] = None;
-                (vec![format!("tp_{j}")], 2 * FN_SLOTS + j)
+                (vec![format!("tp_{j}")], SLOT_BASE_TP as usize + j)
+            }
+            Slot::Uprobe(i) => {
+                self.uprobe_used[i] = false;
+                (vec![format!("uprobe_{i}"), format!("uretprobe_{i}")], SLOT_BASE_UPROBE as usize + i)
             }
         };
         for p in &progs {
@@ -633,7 +679,10 @@ impl Engine {
         // Entry-side programs first, so in-flight calls can still exit.
         let mut names: Vec<String> = self.bpf.programs().map(|(n, _)| n.to_string()).collect();
         names.sort_by_key(|n| {
-            (n.starts_with("fexit_") || n.starts_with("kretprobe_") || n.starts_with("sched_")) as u8
+            (n.starts_with("fexit_")
+                || n.starts_with("kretprobe_")
+                || n.starts_with("uretprobe_")
+                || n.starts_with("sched_")) as u8
         });
         for n in names {
             self.unload_prog(&n);
@@ -641,6 +690,7 @@ impl Engine {
         self.fentry_used = [false; FN_SLOTS];
         self.kprobe_used = [false; FN_SLOTS];
         self.tp_used = [false; TP_SLOTS];
+        self.uprobe_used = [false; UPROBE_SLOTS];
         self.fd_tracking = false;
     }
 

@@ -134,7 +134,7 @@ impl UserSymbolizer {
         let Some(m) =
             self.maps.get(&pid).and_then(|(_, ms)| ms.iter().find(|m| ip >= m.start && ip < m.end))
         else {
-            return format!("[unknown {ip:#x}]");
+            return format!("[unknown-{ip:#x}]");
         };
         let off = ip - m.start + m.offset;
         let path = m.path.clone();
@@ -178,7 +178,6 @@ mod tests {
         let ip = symbolizes_our_own_code as *const () as u64;
         let name = s.frame_name(pid, ip);
         assert!(name.contains("symbolizes_our_own_code"), "got {name}");
-        assert!(name.starts_with("[unknown") || !name.is_empty());
         assert!(s.frame_name(pid, 8).starts_with("[unknown"));
     }
 

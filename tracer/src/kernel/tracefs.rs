@@ -105,9 +105,24 @@ pub fn parse_fields(text: &str) -> Vec<Field> {
             }
         }
         let (Some(decl), Some(offset), Some(size)) = (decl, offset, size) else { continue };
-        // The name is the last identifier of the declaration, before any array suffix.
-        let base = decl.split('[').next().unwrap_or(&decl).trim_end();
-        let name = base.rsplit(|c: char| c == ' ' || c == '*').next().unwrap_or("").to_string();
+        // The name is the last identifier once array brackets are removed: both
+        // `char comm[16]` and `__data_loc char[] comm` name `comm`.
+        let mut base = String::new();
+        let mut depth = 0;
+        for c in decl.chars() {
+            match c {
+                '[' => depth += 1,
+                ']' => depth -= 1,
+                _ if depth == 0 => base.push(c),
+                _ => {}
+            }
+        }
+        let name = base
+            .trim_end()
+            .rsplit(|c: char| c == ' ' || c == '*')
+            .next()
+            .unwrap_or("")
+            .to_string();
         out.push(Field { decl, name, offset, size });
     }
     out

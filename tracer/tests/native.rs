@@ -1,0 +1,388 @@
+//! Native integration tests: real eBPF on this machine's kernel (tracepoints, uprobes,
+//! perf_event). They need root; run them through `cargo xtask test` (CI runs as root).
+//! Tests in this file load programs and count what is loaded, so they run one at a time.
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tracer::engine::{Engine, EngineOptions, Filter};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "native eBPF tests need root (run them with sudo or through `cargo xtask test`)"
+    );
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn tracer() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_tracer"))
+}
+
+/// Names of every program in our eBPF object, as the kernel truncates them (15 bytes).
+fn our_program_names() -> Vec<String> {
+    let mut names: Vec<String> = vec![
+        "sched_switch", "sched_fork", "sched_exit", "openat_enter", "openat_exit", "close_enter",
+        "sampler", "phase_begin", "phase_end", "floor_kprobe", "floor_fentry", "floor_tp",
+    ]
+    .into_iter()
+    .map(String::from)
+    .collect();
+    for i in 0..tracer_ebpf::FN_SLOTS {
+        for k in ["fentry", "fexit", "kprobe", "kretprobe"] {
+            names.push(format!("{k}_{i}"));
+        }
+    }
+    for j in 0..tracer_ebpf::TP_SLOTS {
+        names.push(format!("tp_{j}"));
+    }
+    for i in 0..tracer_ebpf::UPROBE_SLOTS {
+        names.push(format!("uprobe_{i}"));
+        names.push(format!("uretprobe_{i}"));
+    }
+    names
+}
+
+/// Loaded programs that are ours.
+fn loaded_tracer_programs() -> Vec<String> {
+    let ours = our_program_names();
+    aya::programs::loaded_programs()
+        .filter_map(Result::ok)
+        .filter_map(|p| p.name_as_str().map(str::to_string))
+        .filter(|n| ours.contains(n))
+        .collect()
+}
+
+fn read_run(dir: &Path) -> Value {
+    let text = std::fs::read_to_string(dir.join("run.json"))
+        .unwrap_or_else(|e| panic!("{}/run.json: {e}", dir.display()));
+    serde_json::from_str(&text).expect("run.json parses")
+}
+
+fn target_calls(run: &Value, target: &str) -> (u64, u64, u64, u64, u64) {
+    let mut calls = 0;
+    let mut untimed = 0;
+    let mut wall = 0;
+    let mut oncpu = 0;
+    let mut wall_max = 0;
+    for r in run["spans"].as_array().unwrap() {
+        if r["target"] == target {
+            calls += r["calls"].as_u64().unwrap();
+            untimed += r["untimed"].as_u64().unwrap();
+            wall += r["wall"]["sum_ns"].as_u64().unwrap();
+            oncpu += r["oncpu"]["sum_ns"].as_u64().unwrap();
+            wall_max = wall_max.max(r["wall"]["max_ns"].as_u64().unwrap());
+        }
+    }
+    (calls, untimed, wall, oncpu, wall_max)
+}
+
+fn tmpdir() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
+}
+
+#[test]
+fn counts_wait4_calls_exactly() {
+    let _g = serial();
+    let tmp = tmpdir();
+    let out = tmp.path().join("run");
+    // The tracer's calibration child does exactly K fork+waitpid pairs when stdin is closed.
+    let k = 37;
+    let st = tracer()
+        .args(["record", "--targets", "do_wait", "--no-samples", "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg(env!("CARGO_BIN_EXE_tracer"))
+        .args(["__calibrate", "fork-wait", &k.to_string()])
+        .stdin(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success(), "tracer record failed: {st}");
+    let run = read_run(&out);
+    let (calls, untimed, wall, _, _) = target_calls(&run, "do_wait");
+    assert_eq!(calls, k, "do_wait calls (plan {})", run["targets"][0]["plan"]);
+    assert_eq!(untimed, 0);
+    assert!(wall > 0, "durations must be measured");
+    for r in run["spans"].as_array().unwrap() {
+        assert!(r["wall"]["min_ns"].as_u64().unwrap() > 0, "{r}");
+    }
+    assert!(loaded_tracer_programs().is_empty(), "programs left loaded: {:?}", loaded_tracer_programs());
+}
+
+// Functions the uprobe pairing test attaches to in this very test binary.
+#[unsafe(no_mangle)]
+#[inline(never)]
+pub extern "C" fn tracer_test_recurse(depth: u32) -> u64 {
+    if depth <= 1 {
+        return tracer_test_leaf(depth);
+    }
+    std::hint::black_box(tracer_test_recurse(depth - 1)) + 1
+}
+
+#[unsafe(no_mangle)]
+#[inline(never)]
+pub extern "C" fn tracer_test_leaf(x: u32) -> u64 {
+    std::hint::black_box(x as u64 * 3)
+}
+
+#[test]
+fn pairs_nested_and_recursive_calls_exactly() {
+    let _g = serial();
+    let opts = EngineOptions { sample_freq_hz: 0, caller_stacks: false, offcpu_stacks: true, ..Default::default() };
+    let mut engine = Engine::load(opts).expect("load");
+    let me = std::env::current_exe().unwrap();
+    engine.set_filter(&Filter::Follow(vec![std::process::id()])).unwrap();
+    engine.attach_user_function(0, &me, "tracer_test_recurse").unwrap().expect("uprobe recurse");
+    engine.attach_user_function(1, &me, "tracer_test_leaf").unwrap().expect("uprobe leaf");
+
+    // 10 recursions 5 deep: 50 recurse spans and 10 leaf spans nested inside them.
+    for _ in 0..10 {
+        assert_eq!(tracer_test_recurse(5), 7);
+    }
+    // 3 recursions 12 deep: deeper than the frame stack (8) -> 4 untimed calls each.
+    for _ in 0..3 {
+        tracer_test_recurse(12);
+    }
+    engine.detach_all();
+    let snap = engine.snapshot().unwrap();
+    let recurse = snap.spans.iter().filter(|(k, _)| k.target == 0).map(|(_, v)| *v).fold(
+        tracer_ebpf::SpanStats::default(),
+        |mut a, v| {
+            a.calls += v.calls;
+            a.untimed += v.untimed;
+            a.wall_sum += v.wall_sum;
+            a
+        },
+    );
+    let leaf_calls: u64 = snap.spans.iter().filter(|(k, _)| k.target == 1).map(|(_, v)| v.calls).sum();
+    assert_eq!(recurse.calls, 50 + 36, "every recursive call is counted");
+    assert_eq!(recurse.untimed, 3 * 4, "calls beyond the frame stack are counted untimed");
+    assert_eq!(leaf_calls, 13, "nested target counted once per call");
+    let c = &snap.counters;
+    assert_eq!(c[tracer_ebpf::counter::UNPAIRED_EXIT as usize], 0, "every exit found its entry");
+    assert_eq!(c[tracer_ebpf::counter::DEPTH_OVERFLOW as usize], 12);
+    // Exact pairing: the 5-deep recursion's outermost span contains the other four, so the
+    // largest recurse span is at least as long as the largest leaf span.
+    let max_recurse = snap.spans.iter().filter(|(k, _)| k.target == 0).map(|(_, v)| v.wall_max).max();
+    let max_leaf = snap.spans.iter().filter(|(k, _)| k.target == 1).map(|(_, v)| v.wall_max).max();
+    assert!(max_recurse >= max_leaf, "{max_recurse:?} < {max_leaf:?}");
+    // Histogram holds exactly the timed calls.
+    let hist_total: u64 = snap
+        .hist
+        .iter()
+        .filter(|((k, kind), _)| k.target == 0 && *kind == tracer_ebpf::HIST_WALL)
+        .flat_map(|(_, b)| b.values())
+        .sum();
+    assert_eq!(hist_total, recurse.calls - recurse.untimed);
+    drop(engine);
+    assert!(loaded_tracer_programs().is_empty());
+}
+
+#[test]
+fn blocking_wait_reports_its_wall_time_as_off_cpu() {
+    let _g = serial();
+    let tmp = tmpdir();
+    let out = tmp.path().join("run");
+    let st = tracer()
+        .args(["record", "--targets", "do_wait", "-o"])
+        .arg(&out)
+        // xargs blocks in waitpid() for its child (a shell would sigsuspend instead).
+        .args(["--", "sh", "-c", "echo 0.4 | xargs sleep"])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let run = read_run(&out);
+    let (calls, _, wall, oncpu, wall_max) = target_calls(&run, "do_wait");
+    assert!(calls >= 1);
+    assert!(wall_max >= 350_000_000, "the wait lasted ~0.4 s, longest span {wall_max} ns");
+    assert!(
+        (oncpu as f64) < 0.05 * wall as f64,
+        "blocked time must be off-CPU: on-CPU {oncpu} of {wall} ns"
+    );
+    // And where it blocked is recorded.
+    let files = run["stack_files"].as_array().unwrap();
+    let off = files.iter().find(|f| f["kind"] == "offcpu" && f["target"] == "do_wait");
+    let off = off.expect("an off-CPU stack file for do_wait");
+    let text = std::fs::read_to_string(out.join(off["path"].as_str().unwrap())).unwrap();
+    assert!(text.contains("schedule"), "off-CPU stacks end in the scheduler: {text}");
+}
+
+/// Start `tracer record` on a long command and wait until its probes are attached.
+fn start_recording(out: &Path, extra: &[&str]) -> std::process::Child {
+    let child = tracer()
+        .arg("record")
+        .args(extra)
+        .args(["--no-verify", "-o"])
+        .arg(out)
+        .args(["--", "sleep", "30"])
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while loaded_tracer_programs().iter().filter(|n| n.starts_with("tp_") || n.starts_with("sched_")).count() < 4 {
+        assert!(Instant::now() < deadline, "tracer never attached");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The command is released right after attaching.
+    std::thread::sleep(Duration::from_millis(300));
+    child
+}
+
+fn wait_exit(mut child: std::process::Child, within: Duration) -> i32 {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            return st.code().unwrap_or(-1);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("tracer did not exit within {within:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn no_sleep_30_left() -> bool {
+    // Our recorded command must not outlive a stopped recording.
+    !std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+        std::fs::read_to_string(e.path().join("cmdline")).is_ok_and(|c| c == "sleep\x0030\x00")
+    })
+}
+
+#[test]
+fn every_way_of_ending_a_recording_detaches_everything() {
+    let _g = serial();
+    let tmp = tmpdir();
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+
+    for (sig, name) in [(Signal::SIGINT, "SIGINT"), (Signal::SIGTERM, "SIGTERM"), (Signal::SIGHUP, "SIGHUP")] {
+        let out = tmp.path().join(format!("sig-{name}"));
+        let child = start_recording(&out, &[]);
+        kill(Pid::from_raw(child.id() as i32), sig).unwrap();
+        let code = wait_exit(child, Duration::from_secs(20));
+        assert_eq!(code, 7, "{name}: interrupted runs exit 7");
+        let run = read_run(&out);
+        assert_eq!(run["status"], "partial", "{name}");
+        assert!(run["partial_reason"].as_str().unwrap().contains(name));
+        assert!(loaded_tracer_programs().is_empty(), "{name}: {:?}", loaded_tracer_programs());
+        assert!(no_sleep_30_left(), "{name}: the traced command survived");
+    }
+
+    // Duration: complete run, exit 0, the command is stopped.
+    let out = tmp.path().join("duration");
+    let child = start_recording(&out, &["--duration", "1s"]);
+    assert_eq!(wait_exit(child, Duration::from_secs(20)), 0);
+    assert_eq!(read_run(&out)["status"], "complete");
+    assert!(loaded_tracer_programs().is_empty());
+    assert!(no_sleep_30_left());
+
+    // The command failing: data complete, exit 8, its status recorded.
+    let out = tmp.path().join("fails");
+    let st = tracer()
+        .args(["record", "--no-verify", "-o"])
+        .arg(&out)
+        .args(["--", "sh", "-c", "exit 3"])
+        .status()
+        .unwrap();
+    assert_eq!(st.code(), Some(8));
+    let run = read_run(&out);
+    assert_eq!(run["command_exit"], 3);
+    assert_eq!(run["status"], "complete");
+    assert!(loaded_tracer_programs().is_empty());
+
+    // A signal during attach/calibration: nothing written, nothing left.
+    let out = tmp.path().join("early");
+    let child = tracer()
+        .args(["record", "-o"])
+        .arg(&out)
+        .args(["--", "sleep", "30"])
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(150));
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
+    let code = wait_exit(child, Duration::from_secs(30));
+    assert_ne!(code, 0);
+    assert!(loaded_tracer_programs().is_empty(), "{:?}", loaded_tracer_programs());
+    assert!(no_sleep_30_left());
+    if out.exists() {
+        // Only acceptable if the signal arrived after attaching: then it is a partial run.
+        assert_eq!(read_run(&out)["status"], "partial");
+    }
+    let leftovers: Vec<PathBuf> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().contains(".partial-"))
+        .collect();
+    assert!(leftovers.is_empty(), "temporary output left behind: {leftovers:?}");
+}
+
+#[test]
+fn probes_explains_every_target_on_this_kernel() {
+    let _g = serial();
+    let out = tracer().args(["probes", "--json"]).output().unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("probes --json output");
+    let facts = &doc["facts"];
+    let targets = doc["targets"].as_array().unwrap();
+    assert_eq!(targets.len(), 4);
+    for t in targets {
+        let name = t["name"].as_str().unwrap();
+        let plan = &t["plan"];
+        let rejected = t["rejected"].as_array().unwrap();
+        assert!(!plan.is_null() || !rejected.is_empty(), "{name}: neither a plan nor a reason");
+        for r in rejected {
+            assert!(!r["reason"].as_str().unwrap().is_empty());
+        }
+        if facts["kprobe_pmu"] == false {
+            let kp = rejected.iter().find(|r| r["plan"] == "kprobe").expect("kprobe rejected");
+            assert!(kp["reason"].as_str().unwrap().contains("CONFIG_KPROBES"), "{kp}");
+        }
+        if plan["plan"] == "syscall-bracket" || plan["plan"] == "page-alloc-count" {
+            // Tracepoint fallbacks are only chosen after the function plans were rejected.
+            assert!(rejected.iter().any(|r| r["plan"] == "fentry"), "{name}");
+        }
+    }
+    assert!(out.status.code() == Some(0) || out.status.code() == Some(4));
+    assert!(loaded_tracer_programs().is_empty());
+}
+
+#[test]
+fn records_syscall_bracket_spans_and_stacks_with_sampling() {
+    let _g = serial();
+    let tmp = tmpdir();
+    let out = tmp.path().join("run");
+    // A busy child that forks and reads /proc/sysvipc while being sampled.
+    let script = "i=0; while [ $i -lt 40 ]; do /bin/true; cat /proc/sysvipc/shm > /dev/null; i=$((i+1)); done";
+    let st = tracer()
+        .args(["record", "--freq", "4999", "-o"])
+        .arg(&out)
+        .args(["--", "sh", "-c", script])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let run = read_run(&out);
+    let (forks, ..) = target_calls(&run, "dup_mmap");
+    assert_eq!(forks, 80, "40 /bin/true + 40 cat = 80 forks by the shell");
+    let (reads, ..) = target_calls(&run, "sysvipc_find_ipc");
+    assert!(reads >= 80, "each cat reads /proc/sysvipc/shm at least twice: {reads}");
+    let (pages, untimed, ..) = target_calls(&run, "get_task_policy");
+    assert!(pages > 0 && (untimed == pages || run["targets"][3]["plan"]["timed"] == true));
+    let kinds: Vec<&str> =
+        run["stack_files"].as_array().unwrap().iter().map(|f| f["kind"].as_str().unwrap()).collect();
+    assert!(kinds.contains(&"callers"), "{kinds:?}");
+    for f in run["stack_files"].as_array().unwrap() {
+        let text = std::fs::read_to_string(out.join(f["path"].as_str().unwrap())).unwrap();
+        let parsed = tracer::rundata::parse_folded(&text).expect("folded stacks parse");
+        let total: u64 = parsed.iter().map(|l| l.weight).sum();
+        assert_eq!(total, f["total_ns"].as_u64().unwrap());
+    }
+    assert_eq!(run["counters"]["aggregate_map_full"], 0);
+    let csv = std::fs::read_to_string(out.join("spans.csv")).unwrap();
+    assert_eq!(csv.lines().count(), run["spans"].as_array().unwrap().len() + 1);
+}
