@@ -365,6 +365,13 @@ impl Engine {
         }
     }
 
+    /// The phase process `pid` is in, if any.
+    pub fn current_phase(&self, pid: u32) -> Option<CurrentPhase> {
+        let map = self.bpf.map("CURRENT_PHASE")?;
+        let m = HashMap::<&MapData, u32, CurrentPhase>::try_from(map).ok()?;
+        m.get(&pid, 0).ok()
+    }
+
     /// Pids currently followed (the traced process tree).
     pub fn followed(&self) -> Vec<u32> {
         let Some(map) = self.bpf.map("FOLLOW") else { return Vec::new() };

@@ -48,6 +48,9 @@ pub enum TracerError {
     Input(String),
     #[error("{0}")]
     Usage(String),
+    /// Stopped by a signal before anything was recorded.
+    #[error("{0}")]
+    Interrupted(String),
     #[error(transparent)]
     Engine(EngineError),
     #[error(transparent)]
@@ -98,6 +101,7 @@ impl TracerError {
             TracerError::Output(_) => exit::OUTPUT,
             TracerError::Input(_) => exit::INPUT,
             TracerError::Usage(_) => exit::USAGE,
+            TracerError::Interrupted(_) => exit::INTERRUPTED,
             TracerError::Engine(_) | TracerError::Resolve(_) | TracerError::Other(_) => exit::FAILURE,
         }
     }

@@ -38,9 +38,28 @@ enum Command {
     /// Trace while a command (or processes) runs, then write the run data to a directory.
     #[command(after_help = RECORD_HELP)]
     Record(RecordArgs),
+    /// Run workloads over their N lists under tracing; one run directory per workload.
+    #[command(after_help = SWEEP_HELP)]
+    Sweep(SweepArgs),
     /// Show how each target is measured on this kernel, and why better plans were rejected.
     Probes(ProbesArgs),
 }
+
+const SWEEP_HELP: &str = "\
+Workloads (from the `workloads` binary next to tracer, or --workloads-bin):
+  waitpid    do_wait: fork+wait with N idle children          (default N 1,10,100,1000,5000,8000)
+  spawn      dup_mmap: fork+exit+wait with N extra VMAs        (default N 1,10,100,1000,4000,16000)
+  sysvipc    sysvipc_find_ipc: read /proc/sysvipc/* with N segments (default N 1,10,100,1000,4000)
+  mempolicy  get_task_policy: touch N fresh pages (aim9 page)  (default N 1,10,100,1000,10000)
+  getpid     calibration: N getpid() calls                     (default N 1000,10000,100000)
+
+N lists: 1,10,100 or ranges 1..8000*4 (geometric) and 1k..4k+1k (linear).
+Ctrl-C keeps the runs finished so far and marks the sweep partial.
+
+Examples:
+  sudo tracer sweep waitpid --n 1,10,100,1000,5000,8000
+  sudo tracer sweep --all -o sweep-6.1
+  sudo tracer sweep spawn -- --variant spawn,spawn-wipeonfork --iterations 50";
 
 const RECORD_HELP: &str = "\
 Output (read later without root by `tracer report`):
@@ -121,6 +140,42 @@ struct RecordArgs {
 }
 
 #[derive(Args)]
+struct SweepArgs {
+    /// Workloads to sweep.
+    #[arg(value_name = "WORKLOAD")]
+    workloads: Vec<String>,
+    /// Sweep every workload.
+    #[arg(long, conflicts_with = "workloads")]
+    all: bool,
+    /// N list for every workload (default: each workload's own list).
+    #[arg(long, value_name = "LIST")]
+    n: Option<String>,
+    /// Output directory (default: tracer-sweep-<UTC time>).
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+    /// Replace the output directory if it exists.
+    #[arg(long)]
+    force: bool,
+    /// The workloads binary (default: next to tracer, else on PATH).
+    #[arg(long, value_name = "PATH")]
+    workloads_bin: Option<PathBuf>,
+    #[command(flatten)]
+    targets: TargetArgs,
+    /// Skip the calibration that checks each plan sees the calls it should.
+    #[arg(long)]
+    no_verify: bool,
+    /// On-CPU stack sampling frequency in Hz.
+    #[arg(long, default_value = "999", value_parser = cli::parse_freq)]
+    freq: u64,
+    /// Do not sample on-CPU stacks.
+    #[arg(long)]
+    no_samples: bool,
+    /// Extra arguments passed to every workload, e.g. -- --iterations 50.
+    #[arg(last = true, value_name = "WORKLOAD ARGS")]
+    extra: Vec<String>,
+}
+
+#[derive(Args)]
 struct ProbesArgs {
     #[command(flatten)]
     targets: TargetArgs,
@@ -147,6 +202,7 @@ fn main() -> ExitCode {
         .init();
     let result = match cli.command {
         Command::Record(a) => run_record(a, cli.verbose),
+        Command::Sweep(a) => run_sweep(a, cli.verbose),
         Command::Probes(a) => run_probes(a, cli.verbose),
     };
     match result {
@@ -192,6 +248,42 @@ fn run_record(a: RecordArgs, verbose: bool) -> Result<i32, TracerError> {
     };
     let outcome = record::record(opts)?;
     print_record_summary(&outcome);
+    Ok(outcome.exit_code)
+}
+
+fn run_sweep(a: SweepArgs, verbose: bool) -> Result<i32, TracerError> {
+    let workloads = if a.all {
+        tracer::sweep::WORKLOADS.iter().map(|w| w.0.to_string()).collect()
+    } else {
+        a.workloads
+    };
+    let out = a.output.unwrap_or_else(|| PathBuf::from(cli::default_run_name("tracer-sweep")));
+    let opts = tracer::sweep::SweepOptions {
+        workloads,
+        n: a.n,
+        extra_args: a.extra,
+        out,
+        force: a.force,
+        workloads_bin: a.workloads_bin,
+        targets: a.targets.targets.clone(),
+        resolve: resolve_opts(&a.targets, !a.no_verify),
+        engine: EngineOptions {
+            sample_freq_hz: if a.no_samples { 0 } else { a.freq },
+            caller_stacks: true,
+            offcpu_stacks: true,
+            raw_events_bytes: 0,
+            bpf_log: verbose,
+        },
+        progress: true,
+    };
+    let outcome = tracer::sweep::sweep(opts)?;
+    for r in &outcome.sweep.runs {
+        println!("{:<10} {}", r.workload, outcome.dir.join(&r.dir).display());
+    }
+    if let Some(p) = &outcome.sweep.partial_reason {
+        eprintln!("tracer: partial sweep ({p})");
+    }
+    println!("sweep written to {}", outcome.dir.display());
     Ok(outcome.exit_code)
 }
 

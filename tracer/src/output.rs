@@ -51,6 +51,11 @@ impl DirWriter {
         &self.dest
     }
 
+    /// The temporary directory being filled (for writers of nested outputs).
+    pub fn path(&self) -> &Path {
+        &self.tmp
+    }
+
     /// Write `rel` (a relative path inside the run) with `bytes`.
     pub fn write(&self, rel: &str, bytes: &[u8]) -> Result<(), OutputError> {
         let path = self.tmp.join(rel);

@@ -10,9 +10,9 @@ use tokio::signal::unix::{SignalKind, signal};
 
 use crate::collect;
 use crate::engine::{Engine, EngineOptions, Filter};
+use crate::output::DirWriter;
 use crate::error::TracerError;
 use crate::kernel::{self, kallsyms::Kallsyms, privileges::Privileges};
-use crate::output::DirWriter;
 use crate::plan::{self, Target};
 use crate::resolve::{self, ResolveOptions, Resolved};
 use crate::rundata::{self, Run, RunStatus};
@@ -173,7 +173,33 @@ pub fn resolve_only(
     Ok((resolved, engine))
 }
 
-pub fn record(opts: RecordOptions) -> Result<RecordOutcome, TracerError> {
+/// What one traced run consists of (one command, or one set of processes).
+#[derive(Clone, Debug)]
+pub struct RunSpec {
+    pub command: Vec<String>,
+    /// The command's executable, resolved through PATH.
+    pub exe: Option<PathBuf>,
+    pub filter: FilterSpec,
+    pub duration: Option<Duration>,
+    pub attach_json: Option<PathBuf>,
+    pub marker_binaries: Vec<PathBuf>,
+    /// Label for progress messages (e.g. the workload name).
+    pub label: String,
+    /// The N values the command will sweep, when known (for the progress display).
+    pub n_values: Vec<u64>,
+}
+
+#[derive(Clone, Debug)]
+pub enum FilterSpec {
+    /// The command's process tree plus these pids' trees.
+    Follow(Vec<u32>),
+    Comm(String),
+    Cgroup(PathBuf, u64),
+    System,
+}
+
+/// Validate the user's choice of what to trace and build the run spec.
+pub fn run_spec(opts: &RecordOptions) -> Result<RunSpec, TracerError> {
     let filter_count = usize::from(!opts.pids.is_empty())
         + usize::from(opts.comm.is_some())
         + usize::from(opts.cgroup.is_some())
@@ -199,243 +225,383 @@ pub fn record(opts: RecordOptions) -> Result<RecordOutcome, TracerError> {
             return Err(TracerError::Usage(format!("no process with pid {pid}")));
         }
     }
-    let cgroup = match &opts.cgroup {
-        Some(p) => {
-            use std::os::unix::fs::MetadataExt;
-            let md = std::fs::metadata(p)
-                .map_err(|e| TracerError::Usage(format!("cgroup {}: {e}", p.display())))?;
-            Some((p.clone(), md.ino()))
+    let filter = if opts.system {
+        FilterSpec::System
+    } else if let Some(c) = &opts.comm {
+        if c.is_empty() || c.len() > 15 {
+            return Err(TracerError::Usage(format!(
+                "--comm {c:?}: a task name is 1 to 15 bytes (the kernel truncates longer names)"
+            )));
         }
-        None => None,
+        FilterSpec::Comm(c.clone())
+    } else if let Some(p) = &opts.cgroup {
+        use std::os::unix::fs::MetadataExt;
+        let md = std::fs::metadata(p)
+            .map_err(|e| TracerError::Usage(format!("cgroup {}: {e}", p.display())))?;
+        if !md.is_dir() {
+            return Err(TracerError::Usage(format!("cgroup {}: not a directory", p.display())));
+        }
+        FilterSpec::Cgroup(p.clone(), md.ino())
+    } else {
+        FilterSpec::Follow(opts.pids.clone())
     };
+    Ok(RunSpec {
+        command: opts.command.clone(),
+        exe,
+        filter,
+        duration: opts.duration,
+        attach_json: opts.attach_json.clone(),
+        marker_binaries: opts.marker_binaries.clone(),
+        label: String::new(),
+        n_values: Vec::new(),
+    })
+}
+
+pub fn record(opts: RecordOptions) -> Result<RecordOutcome, TracerError> {
+    let spec = run_spec(&opts)?;
     let targets = select_targets(&opts.targets)?;
     check_privileges()?;
     // Fail on an unusable output before attaching anything or running a long benchmark.
     let writer = DirWriter::prepare(&opts.out, opts.force)?;
-
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| TracerError::Other(format!("starting the runtime: {e}")))?;
-    runtime.block_on(record_async(opts, exe, cgroup, targets, writer))
+    runtime.block_on(async {
+        let mut session =
+            Session::attach(opts.engine.clone(), &targets, &opts.resolve, opts.progress).await?;
+        session.run(&spec, writer, true).await
+    })
 }
 
-async fn record_async(
-    opts: RecordOptions,
-    exe: Option<PathBuf>,
-    cgroup: Option<(PathBuf, u64)>,
-    targets: Vec<(u32, &'static Target)>,
-    writer: DirWriter,
-) -> Result<RecordOutcome, TracerError> {
-    // Signals are caught from here on, so a Ctrl-C during attach still ends in an orderly
-    // detach (the engine's Drop) instead of killing us with probes half-attached.
-    let mut sigint = signal(SignalKind::interrupt()).map_err(|e| TracerError::Other(e.to_string()))?;
-    let mut sigterm = signal(SignalKind::terminate()).map_err(|e| TracerError::Other(e.to_string()))?;
-    let mut sighup = signal(SignalKind::hangup()).map_err(|e| TracerError::Other(e.to_string()))?;
+/// Signals we stop on.
+pub struct Signals {
+    int: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
+}
 
-    let progress = Progress::new(opts.progress);
-    let started = Instant::now();
-    let started_unix = unix_now();
-    let mut engine = Engine::load(opts.engine.clone())?;
-    if engine.mounted_tracefs {
-        progress.println("tracer: tracefs was not mounted; mounted it at /sys/kernel/tracing");
+impl Signals {
+    pub fn install() -> Result<Signals, TracerError> {
+        let mk = |k| signal(k).map_err(|e| TracerError::Other(format!("installing signal handlers: {e}")));
+        Ok(Signals {
+            int: mk(SignalKind::interrupt())?,
+            term: mk(SignalKind::terminate())?,
+            hup: mk(SignalKind::hangup())?,
+        })
     }
-    let ksyms = Kallsyms::load().map_err(|e| TracerError::Other(format!("/proc/kallsyms: {e}")))?;
-    let resolved = resolve::resolve(&mut engine, &ksyms, &targets, &opts.resolve, |m| {
-        progress.set(m.to_string())
-    })?;
-    if resolved.iter().all(|r| r.active.is_none()) {
-        let mut msg = String::from("no target can be measured on this kernel:");
+
+    pub async fn recv(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.int.recv() => "SIGINT",
+            _ = self.term.recv() => "SIGTERM",
+            _ = self.hup.recv() => "SIGHUP",
+        }
+    }
+
+    /// A signal that arrived while we were busy (attach and calibration take seconds).
+    pub fn pending(&mut self) -> Option<&'static str> {
+        pending_signal(&mut self.int, &mut self.term, &mut self.hup).ok().flatten()
+    }
+}
+
+/// Loaded and attached probes, reusable for several runs (a sweep traces each workload in
+/// turn with one resolution).
+pub struct Session {
+    engine: Engine,
+    ksyms: Kallsyms,
+    resolved: Vec<Resolved>,
+    signals: Signals,
+    progress: Progress,
+    markers_attached: Vec<PathBuf>,
+    engine_opts: EngineOptions,
+    /// Set once a run was stopped by a signal: the session must not start another.
+    pub interrupted: Option<&'static str>,
+}
+
+impl Session {
+    pub async fn attach(
+        engine_opts: EngineOptions,
+        targets: &[(u32, &'static Target)],
+        ropts: &ResolveOptions,
+        show_progress: bool,
+    ) -> Result<Session, TracerError> {
+        // Signals are caught from here on, so a Ctrl-C during attach still ends in an orderly
+        // detach (the engine's Drop) instead of killing us with probes half-attached.
+        let mut signals = Signals::install()?;
+        let progress = Progress::new(show_progress);
+        let mut engine = Engine::load(engine_opts.clone())?;
+        if engine.mounted_tracefs {
+            progress.println("tracer: tracefs was not mounted; mounted it at /sys/kernel/tracing");
+        }
+        let ksyms =
+            Kallsyms::load().map_err(|e| TracerError::Other(format!("/proc/kallsyms: {e}")))?;
+        let resolved = resolve::resolve(&mut engine, &ksyms, targets, ropts, |m| {
+            progress.set(m.to_string())
+        })?;
+        if resolved.iter().all(|r| r.active.is_none()) {
+            let mut msg = String::from("no target can be measured on this kernel:");
+            for r in &resolved {
+                msg.push_str(&format!("\n  {}:", r.target.name));
+                for rej in &r.rejected {
+                    msg.push_str(&format!("\n    {}: {}", rej.plan, rej.reason));
+                }
+            }
+            msg.push_str(
+                "\n  run the function probes inside a VM instead: cargo xtask vm --kernel 6.1 -- tracer ...",
+            );
+            return Err(TracerError::Unsupported(msg));
+        }
         for r in &resolved {
-            msg.push_str(&format!("\n  {}:", r.target.name));
-            for rej in &r.rejected {
-                msg.push_str(&format!("\n    {}: {}", rej.plan, rej.reason));
+            if r.active.is_none() {
+                progress.println(&format!(
+                    "tracer: {} cannot be measured here (see `tracer probes`)",
+                    r.target.name
+                ));
             }
         }
-        msg.push_str("\n  run the function probes inside a VM instead: cargo xtask vm --kernel 6.1 -- tracer ...");
-        return Err(TracerError::Unsupported(msg));
-    }
-    for r in &resolved {
-        if r.active.is_none() {
-            progress.println(&format!("tracer: {} cannot be measured here (see `tracer probes`)", r.target.name));
+        engine.clear()?;
+        if let Some(sig) = signals.pending() {
+            return Err(TracerError::Interrupted(format!(
+                "interrupted by {sig} while attaching; nothing recorded"
+            )));
         }
-    }
-    engine.clear()?;
-    if let Ok(Some(sig)) = pending_signal(&mut sigint, &mut sigterm, &mut sighup) {
-        return Err(TracerError::Other(format!("interrupted by {sig} while attaching; nothing recorded")));
+        Ok(Session {
+            engine,
+            ksyms,
+            resolved,
+            signals,
+            progress,
+            markers_attached: Vec::new(),
+            engine_opts,
+            interrupted: None,
+        })
     }
 
-    // The traced set.
-    let mut markers = Vec::new();
-    for b in opts.marker_binaries.iter().chain(exe.iter()) {
-        if engine.attach_phase_markers(b)? {
-            markers.push(b.clone());
-        }
-    }
-    let mut child = None;
-    let mut release: Option<OwnedFd> = None;
-    if !opts.command.is_empty() {
-        let (c, w) = spawn_held(&opts.command)?;
-        child = Some(c);
-        release = Some(w);
-    }
-    let filter = if opts.system {
-        Filter::System
-    } else if let Some(c) = &opts.comm {
-        Filter::Comm(c.clone())
-    } else if let Some((path, id)) = &cgroup {
-        Filter::Cgroup { path: path.clone(), id: *id }
-    } else {
-        let mut pids = opts.pids.clone();
-        pids.extend(opts.pids.iter().flat_map(|p| descendants(*p)));
-        if let Some(c) = &child {
-            pids.push(c.id().unwrap_or(0));
-        }
-        Filter::Follow(pids)
-    };
-    engine.set_filter(&filter)?;
-    let child_pid = child.as_ref().and_then(|c| c.id());
-    if let Some(w) = release.take() {
-        // Let the command exec now that everything is attached.
-        let _ = nix::unistd::write(&w, b"g");
+    pub fn resolved(&self) -> &[Resolved] {
+        &self.resolved
     }
 
-    let mut usyms = UserSymbolizer::default();
-    let deadline = opts.duration.map(|d| tokio::time::Instant::now() + d);
-    let mut tick = tokio::time::interval(Duration::from_millis(200));
-    let mut command_status: Option<std::process::ExitStatus> = None;
-    let stop = loop {
-        tokio::select! {
-            st = async { child.as_mut().expect("guarded").wait().await }, if child.is_some() && command_status.is_none() => {
-                command_status = st.ok();
-                break Stop::CommandExited;
+    pub fn println(&self, msg: &str) {
+        self.progress.println(msg);
+    }
+
+    /// Trace one run and write it with `writer`. With `detach`, every probe is detached before
+    /// the maps are read (the end of a one-run session); otherwise the probes stay attached
+    /// for the next run and the maps are cleared after reading.
+    pub async fn run(
+        &mut self,
+        spec: &RunSpec,
+        writer: DirWriter,
+        detach: bool,
+    ) -> Result<RecordOutcome, TracerError> {
+        let started = Instant::now();
+        let started_unix = unix_now();
+        let engine = &mut self.engine;
+        engine.clear()?;
+
+        let mut markers = 0u64;
+        for b in spec.marker_binaries.iter().chain(spec.exe.iter()) {
+            if self.markers_attached.contains(b) {
+                markers += 1;
+                continue;
             }
-            _ = sigint.recv() => break Stop::Signal("SIGINT"),
-            _ = sigterm.recv() => break Stop::Signal("SIGTERM"),
-            _ = sighup.recv() => break Stop::Signal("SIGHUP"),
-            _ = async { tokio::time::sleep_until(deadline.expect("guarded")).await }, if deadline.is_some() => break Stop::Duration,
-            _ = tick.tick() => {
-                engine.flush_logs();
-                // Bounded: a workload may follow thousands of idle children.
-                for pid in engine.followed().into_iter().take(256) {
-                    usyms.remember(pid);
-                }
-                if let Some(p) = child_pid {
-                    usyms.remember(p);
-                }
-                if let Ok(calls) = engine.calls_per_target() {
-                    let parts: Vec<String> = resolved
-                        .iter()
-                        .filter(|r| r.active.is_some())
-                        .map(|r| format!("{} {}", r.target.name, calls[r.index as usize]))
-                        .collect();
-                    progress.set(parts.join("  "));
-                }
-                if child.is_none() && matches!(filter, Filter::Follow(_)) && engine.followed().is_empty() {
-                    break Stop::TracedProcessesGone;
-                }
+            if engine.attach_phase_markers(b)? {
+                self.markers_attached.push(b.clone());
+                markers += 1;
             }
         }
-    };
-
-    // Wind the command down when we stop for another reason than its exit.
-    if let (Some(c), None) = (child.as_mut(), command_status) {
-        let sig = match &stop {
-            Stop::Signal("SIGTERM") => nix::sys::signal::Signal::SIGTERM,
-            Stop::Signal("SIGHUP") => nix::sys::signal::Signal::SIGHUP,
-            Stop::Signal(_) => nix::sys::signal::Signal::SIGINT,
-            _ => nix::sys::signal::Signal::SIGTERM,
+        let mut child = None;
+        let mut release: Option<OwnedFd> = None;
+        if !spec.command.is_empty() {
+            let (c, w) = spawn_held(&spec.command)?;
+            child = Some(c);
+            release = Some(w);
+        }
+        let child_pid = child.as_ref().and_then(|c| c.id());
+        let filter = match &spec.filter {
+            FilterSpec::System => Filter::System,
+            FilterSpec::Comm(c) => Filter::Comm(c.clone()),
+            FilterSpec::Cgroup(path, id) => Filter::Cgroup { path: path.clone(), id: *id },
+            FilterSpec::Follow(pids) => {
+                let mut all = pids.clone();
+                all.extend(pids.iter().flat_map(|p| descendants(*p)));
+                all.extend(child_pid);
+                Filter::Follow(all)
+            }
         };
-        if let Some(pid) = c.id() {
-            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), sig);
+        engine.set_filter(&filter)?;
+        if let Some(w) = release.take() {
+            // Let the command exec now that everything is attached.
+            let _ = nix::unistd::write(&w, b"g");
         }
-        progress.set("waiting for the command to exit (up to 5 s; Ctrl-C again to stop now)".into());
-        let grace = tokio::time::sleep(Duration::from_secs(5));
-        tokio::pin!(grace);
-        tokio::select! {
-            st = c.wait() => command_status = st.ok(),
-            _ = &mut grace => {}
-            _ = sigint.recv() => {}
-            _ = sigterm.recv() => {}
-        }
-        if command_status.is_none() {
-            let _ = c.start_kill();
-            command_status = c.wait().await.ok();
-        }
-    }
-    progress.finish();
 
-    // Detach before reading so the numbers are final and nothing stays attached whatever
-    // happens while writing.
-    engine.detach_all();
-    let snap = engine.snapshot()?;
-    for (k, _) in &snap.stacks {
-        if k.tgid != 0 {
-            usyms.remember(k.tgid);
+        let mut usyms = UserSymbolizer::default();
+        let deadline = spec.duration.map(|d| tokio::time::Instant::now() + d);
+        let mut tick = tokio::time::interval(Duration::from_millis(200));
+        let mut command_status: Option<std::process::ExitStatus> = None;
+        let signals = &mut self.signals;
+        let progress = &self.progress;
+        let resolved = &self.resolved;
+        let stop = loop {
+            tokio::select! {
+                st = async { child.as_mut().expect("guarded").wait().await }, if child.is_some() && command_status.is_none() => {
+                    command_status = st.ok();
+                    break Stop::CommandExited;
+                }
+                sig = signals.recv() => break Stop::Signal(sig),
+                _ = async { tokio::time::sleep_until(deadline.expect("guarded")).await }, if deadline.is_some() => break Stop::Duration,
+                _ = tick.tick() => {
+                    engine.flush_logs();
+                    // Bounded: a workload may follow thousands of idle children.
+                    for pid in engine.followed().into_iter().take(256) {
+                        usyms.remember(pid);
+                    }
+                    if let Some(p) = child_pid {
+                        usyms.remember(p);
+                    }
+                    progress.set(status_line(engine, resolved, spec, child_pid));
+                    if child.is_none() && matches!(filter, Filter::Follow(_)) && engine.followed().is_empty() {
+                        break Stop::TracedProcessesGone;
+                    }
+                }
+            }
+        };
+
+        // Wind the command down when we stop for another reason than its exit.
+        if let (Some(c), None) = (child.as_mut(), command_status) {
+            let sig = match &stop {
+                Stop::Signal("SIGTERM") => nix::sys::signal::Signal::SIGTERM,
+                Stop::Signal("SIGHUP") => nix::sys::signal::Signal::SIGHUP,
+                Stop::Signal(_) => nix::sys::signal::Signal::SIGINT,
+                _ => nix::sys::signal::Signal::SIGTERM,
+            };
+            if let Some(pid) = c.id() {
+                let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), sig);
+            }
+            progress.set("waiting for the command to exit (up to 5 s; Ctrl-C again to stop now)".into());
+            let grace = tokio::time::sleep(Duration::from_secs(5));
+            tokio::pin!(grace);
+            tokio::select! {
+                st = c.wait() => command_status = st.ok(),
+                _ = &mut grace => {}
+                _ = signals.recv() => {}
+            }
+            if command_status.is_none() {
+                let _ = c.start_kill();
+                command_status = c.wait().await.ok();
+            }
+        }
+        if let Stop::Signal(s) = stop {
+            self.interrupted = Some(s);
+        }
+        progress.set(String::new());
+
+        // Detach before reading so the numbers are final and nothing stays attached whatever
+        // happens while writing. In a multi-run session the traced tree is gone by now (or
+        // was filtered by name/cgroup and keeps adding a few events, which only blurs the
+        // edges of this run).
+        if detach {
+            engine.detach_all();
+        }
+        let snap = engine.snapshot()?;
+        for (k, _) in &snap.stacks {
+            if k.tgid != 0 {
+                usyms.remember(k.tgid);
+            }
+        }
+
+        let target_names: Vec<String> = plan::TARGETS.iter().map(|t| t.name.to_string()).collect();
+        let reports: Vec<_> = resolved.iter().map(Resolved::report).collect();
+        let spans = collect::span_rows(&snap, &target_names);
+        let phases = collect::phase_rows(&snap);
+        let stacks = collect::stack_files(&snap, &target_names, &self.ksyms, &mut usyms);
+        let mut cases: BTreeMap<u32, String> = BTreeMap::new();
+        for r in &spans {
+            cases.insert(r.case, r.case_name.clone());
+        }
+        for p in &phases {
+            cases.insert(p.case, p.case_name.clone());
+        }
+        let command_exit = command_status.map(|s| {
+            use std::os::unix::process::ExitStatusExt;
+            s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0))
+        });
+        let workload = spec.attach_json.as_ref().and_then(|p| {
+            std::fs::read_to_string(p).ok().and_then(|t| serde_json::from_str(&t).ok())
+        });
+        let (status, partial_reason) = match &stop {
+            Stop::Signal(s) => (RunStatus::Partial, Some(format!("interrupted by {s}"))),
+            _ => (RunStatus::Complete, None),
+        };
+        let mut counters = collect::counters(&snap);
+        counters.insert("phase_marker_binaries".into(), markers);
+        let run = Run {
+            format: rundata::FORMAT.into(),
+            status,
+            partial_reason,
+            tracer_version: env!("CARGO_PKG_VERSION").into(),
+            kernel: kernel::kernel_info(),
+            hostname: kernel::hostname(),
+            started_unix,
+            duration_s: started.elapsed().as_secs_f64(),
+            command: spec.command.clone(),
+            command_exit,
+            filter: filter.describe(),
+            sample_freq_hz: self.engine_opts.sample_freq_hz,
+            targets: reports,
+            counters,
+            cases,
+            spans,
+            phases,
+            stack_files: stacks.iter().map(|(m, _)| m.clone()).collect(),
+            workload,
+        };
+        run.validate()
+            .map_err(|e| TracerError::Other(format!("internal: inconsistent run data: {e}")))?;
+        writer.write(rundata::RUN_FILE, run.to_json().as_bytes())?;
+        writer.write(rundata::SPANS_CSV, run.spans_csv().as_bytes())?;
+        for (meta, content) in &stacks {
+            writer.write(&meta.path, content.as_bytes())?;
+        }
+        let dir = writer.commit()?;
+        if !detach {
+            self.engine.clear()?;
+        }
+
+        let exit_code = match (&stop, command_exit) {
+            (Stop::Signal(_), _) => crate::error::exit::INTERRUPTED,
+            (Stop::CommandExited, Some(c)) if c != 0 => crate::error::exit::COMMAND_FAILED,
+            _ => crate::error::exit::OK,
+        };
+        Ok(RecordOutcome { dir, run, exit_code })
+    }
+
+    pub fn finish(self) {
+        self.progress.finish();
+    }
+}
+
+/// "waitpid: waitpid-pid N=1000 [3/6]  do_wait 1234  dup_mmap 56"
+fn status_line(engine: &Engine, resolved: &[Resolved], spec: &RunSpec, root: Option<u32>) -> String {
+    let mut parts = Vec::new();
+    if !spec.label.is_empty() {
+        parts.push(format!("{}:", spec.label));
+    }
+    if let Some(p) = root.and_then(|pid| engine.current_phase(pid)) {
+        let pos = spec.n_values.iter().position(|&n| n == p.n);
+        let of = match pos {
+            Some(i) => format!(" [{}/{}]", i + 1, spec.n_values.len()),
+            None => String::new(),
+        };
+        parts.push(format!("{} N={}{of}", workloads::cases::case_name(p.case), p.n));
+    }
+    if let Ok(calls) = engine.calls_per_target() {
+        for r in resolved.iter().filter(|r| r.active.is_some()) {
+            parts.push(format!("{} {}", r.target.name, calls[r.index as usize]));
         }
     }
-
-    let target_names: Vec<String> = plan::TARGETS.iter().map(|t| t.name.to_string()).collect();
-    let reports: Vec<_> = resolved.iter().map(Resolved::report).collect();
-    let spans = collect::span_rows(&snap, &target_names);
-    let phases = collect::phase_rows(&snap);
-    let stacks = collect::stack_files(&snap, &target_names, &ksyms, &mut usyms);
-    let mut cases: BTreeMap<u32, String> = BTreeMap::new();
-    for r in &spans {
-        cases.insert(r.case, r.case_name.clone());
-    }
-    for p in &phases {
-        cases.insert(p.case, p.case_name.clone());
-    }
-    let command_exit = command_status.map(|s| {
-        use std::os::unix::process::ExitStatusExt;
-        s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0))
-    });
-    let workload = opts.attach_json.as_ref().and_then(|p| {
-        std::fs::read_to_string(p).ok().and_then(|t| serde_json::from_str(&t).ok())
-    });
-    let (status, partial_reason) = match &stop {
-        Stop::Signal(s) => (RunStatus::Partial, Some(format!("interrupted by {s}"))),
-        _ => (RunStatus::Complete, None),
-    };
-    let mut counters = collect::counters(&snap);
-    counters.insert("phase_marker_binaries".into(), markers.len() as u64);
-    let run = Run {
-        format: rundata::FORMAT.into(),
-        status,
-        partial_reason,
-        tracer_version: env!("CARGO_PKG_VERSION").into(),
-        kernel: kernel::kernel_info(),
-        hostname: kernel::hostname(),
-        started_unix,
-        duration_s: started.elapsed().as_secs_f64(),
-        command: opts.command.clone(),
-        command_exit,
-        filter: filter.describe(),
-        sample_freq_hz: opts.engine.sample_freq_hz,
-        targets: reports,
-        counters,
-        cases,
-        spans,
-        phases,
-        stack_files: stacks.iter().map(|(m, _)| m.clone()).collect(),
-        workload,
-    };
-    run.validate().map_err(|e| TracerError::Other(format!("internal: inconsistent run data: {e}")))?;
-    writer.write(rundata::RUN_FILE, run.to_json().as_bytes())?;
-    writer.write(rundata::SPANS_CSV, run.spans_csv().as_bytes())?;
-    for (meta, content) in &stacks {
-        writer.write(&meta.path, content.as_bytes())?;
-    }
-    let dir = writer.commit()?;
-    drop(engine);
-
-    let exit_code = match (&stop, command_exit) {
-        (Stop::Signal(_), _) => crate::error::exit::INTERRUPTED,
-        (Stop::CommandExited, Some(c)) if c != 0 => crate::error::exit::COMMAND_FAILED,
-        _ => crate::error::exit::OK,
-    };
-    Ok(RecordOutcome { dir, run, exit_code })
+    parts.join("  ")
 }
 
 /// A signal that arrived while we were busy (attach and calibration can take seconds).

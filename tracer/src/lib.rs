@@ -1,0 +1,15 @@
+pub mod rundata;
+pub mod analysis;
+pub mod render;
+pub mod calibrate;
+pub mod cli;
+pub mod collect;
+pub mod engine;
+pub mod error;
+pub mod kernel;
+pub mod output;
+pub mod plan;
+pub mod record;
+pub mod resolve;
+pub mod symbols;
+pub mod sweep;

@@ -1,0 +1,255 @@
+//! `tracer sweep`: run workloads over their N lists under one tracing session and collect one
+//! run directory per workload in a sweep directory, ready for `tracer report`.
+//!
+//! ```text
+//! OUT/
+//!   sweep.json        what was swept, on which kernel, and whether it completed
+//!   <workload>/       one run directory per workload (see rundata.rs)
+//! ```
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::EngineOptions;
+use crate::error::{TracerError, exit};
+use crate::kernel;
+use crate::output::DirWriter;
+use crate::record::{self, FilterSpec, RunSpec, Session};
+use crate::resolve::ResolveOptions;
+use crate::rundata::{KernelInfo, RunStatus};
+
+pub const SWEEP_FILE: &str = "sweep.json";
+pub const SWEEP_FORMAT: &str = "tracer-sweep/1";
+
+/// The workloads a sweep knows, with the N list used when none is given.
+pub const WORKLOADS: &[(&str, &str)] = &[
+    ("waitpid", "1,10,100,1000,5000,8000"),
+    ("spawn", "1,10,100,1000,4000,16000"),
+    ("sysvipc", "1,10,100,1000,4000"),
+    ("mempolicy", "1,10,100,1000,10000"),
+    ("getpid", "1000,10000,100000"),
+];
+
+#[derive(Clone, Debug)]
+pub struct SweepOptions {
+    pub workloads: Vec<String>,
+    /// N list for every workload (default: per-workload lists above).
+    pub n: Option<String>,
+    /// Extra arguments for every workload (after its subcommand), e.g. `--iterations 50`.
+    pub extra_args: Vec<String>,
+    pub out: PathBuf,
+    pub force: bool,
+    pub workloads_bin: Option<PathBuf>,
+    pub targets: Vec<String>,
+    pub resolve: ResolveOptions,
+    pub engine: EngineOptions,
+    pub progress: bool,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Sweep {
+    pub format: String,
+    pub status: RunStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partial_reason: Option<String>,
+    pub kernel: KernelInfo,
+    pub hostname: String,
+    pub duration_s: f64,
+    pub runs: Vec<SweepRun>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct SweepRun {
+    pub workload: String,
+    /// Run directory, relative to the sweep directory.
+    pub dir: String,
+    pub n: Vec<u64>,
+    pub command: Vec<String>,
+    pub command_exit: Option<i32>,
+    pub status: RunStatus,
+}
+
+impl Sweep {
+    pub fn read(dir: &Path) -> Result<Sweep, String> {
+        let path = dir.join(SWEEP_FILE);
+        let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let s: Sweep = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        if s.format != SWEEP_FORMAT {
+            return Err(format!("{}: unsupported sweep format {:?}", path.display(), s.format));
+        }
+        Ok(s)
+    }
+}
+
+/// Find the workloads binary: next to this executable (an install or a cargo target dir),
+/// else on PATH.
+pub fn find_workloads_bin(explicit: Option<&Path>) -> Result<PathBuf, TracerError> {
+    if let Some(p) = explicit {
+        return record::find_executable(&p.to_string_lossy())
+            .ok_or_else(|| TracerError::Usage(format!("--workloads-bin {}: not an executable", p.display())));
+    }
+    if let Ok(me) = std::env::current_exe() {
+        if let Some(dir) = me.parent() {
+            let sibling = dir.join("workloads");
+            if let Some(p) = record::find_executable(&sibling.to_string_lossy()) {
+                return Ok(p);
+            }
+        }
+    }
+    record::find_executable("workloads").ok_or_else(|| {
+        TracerError::Usage(
+            "the workloads binary was not found next to tracer or on PATH \
+             (build it with `cargo build -p workloads`, or pass --workloads-bin)"
+                .into(),
+        )
+    })
+}
+
+pub struct SweepOutcome {
+    pub dir: PathBuf,
+    pub sweep: Sweep,
+    pub exit_code: i32,
+}
+
+pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
+    if opts.workloads.is_empty() {
+        return Err(TracerError::Usage(format!(
+            "name the workloads to sweep, or --all (known: {})",
+            WORKLOADS.iter().map(|w| w.0).collect::<Vec<_>>().join(", ")
+        )));
+    }
+    let mut plan: Vec<(String, Vec<u64>, String)> = Vec::new();
+    for w in &opts.workloads {
+        let Some((_, default_n)) = WORKLOADS.iter().find(|(n, _)| n == w) else {
+            return Err(TracerError::Usage(format!(
+                "unknown workload {w:?} (known: {})",
+                WORKLOADS.iter().map(|w| w.0).collect::<Vec<_>>().join(", ")
+            )));
+        };
+        let list = opts.n.clone().unwrap_or_else(|| default_n.to_string());
+        let values = workloads::nlist::parse(&list)
+            .map_err(|e| TracerError::Usage(format!("--n {list:?}: {e}")))?;
+        plan.push((w.clone(), values, list));
+    }
+    let bin = find_workloads_bin(opts.workloads_bin.as_deref())?;
+    let targets = record::select_targets(&opts.targets)?;
+    record::check_privileges()?;
+    let writer = DirWriter::prepare(&opts.out, opts.force)?;
+    let tmp_root = writer.path().to_path_buf();
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| TracerError::Other(format!("starting the runtime: {e}")))?;
+    let started = Instant::now();
+    let (runs, interrupted) = runtime.block_on(async {
+        let mut session =
+            Session::attach(opts.engine.clone(), &targets, &opts.resolve, opts.progress).await?;
+        let mut runs = Vec::new();
+        for (i, (name, values, list)) in plan.iter().enumerate() {
+            let json = tmp_root.join(format!(".{name}.workload.json"));
+            let mut command = vec![bin.to_string_lossy().into_owned(), name.clone(), "--n".into(), list.clone()];
+            command.push("--json".into());
+            command.push(json.to_string_lossy().into_owned());
+            command.extend(opts.extra_args.iter().cloned());
+            let spec = RunSpec {
+                command: command.clone(),
+                exe: Some(bin.clone()),
+                filter: FilterSpec::Follow(Vec::new()),
+                duration: None,
+                attach_json: Some(json.clone()),
+                marker_binaries: Vec::new(),
+                label: format!("{name} ({}/{})", i + 1, plan.len()),
+                n_values: values.clone(),
+            };
+            let run_writer = DirWriter::prepare(&tmp_root.join(name), false)?;
+            let outcome = session.run(&spec, run_writer, false).await?;
+            let _ = std::fs::remove_file(&json);
+            session.println(&format!(
+                "{name}: {} ({} N values){}",
+                if outcome.run.status == RunStatus::Complete { "done" } else { "partial" },
+                values.len(),
+                match outcome.run.command_exit {
+                    Some(0) | None => String::new(),
+                    Some(c) => format!(", workload exited {c}"),
+                }
+            ));
+            runs.push(SweepRun {
+                workload: name.clone(),
+                dir: name.clone(),
+                n: values.clone(),
+                command,
+                command_exit: outcome.run.command_exit,
+                status: outcome.run.status,
+            });
+            if session.interrupted.is_some() {
+                break;
+            }
+        }
+        let interrupted = session.interrupted;
+        session.finish();
+        Ok::<_, TracerError>((runs, interrupted))
+    })?;
+
+    let complete = interrupted.is_none() && runs.len() == plan.len();
+    let sweep = Sweep {
+        format: SWEEP_FORMAT.into(),
+        status: if complete { RunStatus::Complete } else { RunStatus::Partial },
+        partial_reason: interrupted.map(|s| format!("interrupted by {s}")),
+        kernel: kernel::kernel_info(),
+        hostname: kernel::hostname(),
+        duration_s: started.elapsed().as_secs_f64(),
+        runs,
+    };
+    writer.write(
+        SWEEP_FILE,
+        serde_json::to_string_pretty(&sweep).expect("sweep serializes").as_bytes(),
+    )?;
+    let dir = writer.commit()?;
+    let exit_code = if interrupted.is_some() {
+        exit::INTERRUPTED
+    } else if sweep.runs.iter().any(|r| r.command_exit.is_some_and(|c| c != 0)) {
+        exit::COMMAND_FAILED
+    } else {
+        exit::OK
+    };
+    Ok(SweepOutcome { dir, sweep, exit_code })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_lists_parse_and_ascend() {
+        for (name, list) in WORKLOADS {
+            let v = workloads::nlist::parse(list).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(v.windows(2).all(|w| w[0] < w[1]), "{name}");
+        }
+    }
+
+    #[test]
+    fn unknown_workloads_and_bad_lists_are_usage_errors() {
+        let base = SweepOptions {
+            workloads: vec!["nope".into()],
+            n: None,
+            extra_args: vec![],
+            out: PathBuf::from("/nonexistent/x"),
+            force: false,
+            workloads_bin: None,
+            targets: vec![],
+            resolve: ResolveOptions::default(),
+            engine: EngineOptions::default(),
+            progress: false,
+        };
+        let e = sweep(base.clone()).err().unwrap();
+        assert!(matches!(e, TracerError::Usage(_)), "{e}");
+        let e = sweep(SweepOptions { workloads: vec!["waitpid".into()], n: Some("1,,2".into()), ..base.clone() })
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("--n"), "{e}");
+        let e = sweep(SweepOptions { workloads: vec![], ..base }).err().unwrap();
+        assert!(e.to_string().contains("--all"), "{e}");
+    }
+}
