@@ -34,6 +34,7 @@ pub fn child_args(cal: Calibration) -> Vec<String> {
             vec!["sysvipc-read".into(), segments.to_string(), reads.to_string()]
         }
         Calibration::TouchPages { pages } => vec!["touch-pages".into(), pages.to_string()],
+        Calibration::Getpid { count } => vec!["getpid".into(), count.to_string()],
     }
 }
 
@@ -48,6 +49,7 @@ pub fn parse_child_args(args: &[String]) -> Result<Calibration, String> {
         Some("fork-wait") => Ok(Calibration::ForkWait { count: num(1)? }),
         Some("sysvipc-read") => Ok(Calibration::SysvipcRead { segments: num(1)?, reads: num(2)? }),
         Some("touch-pages") => Ok(Calibration::TouchPages { pages: num(1)? }),
+        Some("getpid") => Ok(Calibration::Getpid { count: num(1)? }),
         other => Err(format!("unknown calibration {other:?}")),
     }
 }
@@ -186,6 +188,18 @@ fn child_work(cal: Calibration) -> Result<(), String> {
             }
             res
         }
+        Calibration::Getpid { count } => {
+            say("ready").map_err(|e| e.to_string())?;
+            wait_for_go().map_err(|e| e.to_string())?;
+            for _ in 0..count {
+                // The raw syscall: libc may cache getpid.
+                // SAFETY: getpid has no arguments and cannot fail.
+                unsafe { libc::syscall(libc::SYS_getpid) };
+            }
+            say("done").map_err(|e| e.to_string())?;
+            wait_for_eof();
+            Ok(())
+        }
         Calibration::TouchPages { pages } => {
             let page = 4096usize;
             let len = pages as usize * page;
@@ -246,6 +260,7 @@ mod tests {
             Calibration::ForkWait { count: 3 },
             Calibration::SysvipcRead { segments: 2, reads: 5 },
             Calibration::TouchPages { pages: 9 },
+            Calibration::Getpid { count: 4 },
         ] {
             assert_eq!(parse_child_args(&child_args(cal)).unwrap(), cal);
         }

@@ -26,6 +26,24 @@ pub const COUNTER_NAMES: [&str; counter::COUNT as usize] = [
     "floor_hits",
 ];
 
+/// Header of `events.csv`, one row per call (raw-events mode).
+pub const EVENTS_HEADER: &str = "end_ns,tid,tgid,target,case,n,wall_ns,oncpu_ns\n";
+
+/// One `events.csv` row from a ring-buffer record; None if the record is malformed.
+pub fn event_row(bytes: &[u8], target_names: &[String]) -> Option<String> {
+    if bytes.len() < std::mem::size_of::<tracer_ebpf::SpanEvent>() {
+        return None;
+    }
+    // SAFETY: length checked; SpanEvent is plain integers, read unaligned.
+    let ev: tracer_ebpf::SpanEvent =
+        unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast::<tracer_ebpf::SpanEvent>()) };
+    let target = target_names.get(ev.target as usize)?;
+    Some(format!(
+        "{},{},{},{},{},{},{},{}\n",
+        ev.end_ns, ev.tid, ev.tgid, target, ev.case, ev.n, ev.wall_ns, ev.oncpu_ns
+    ))
+}
+
 pub fn counters(snap: &Snapshot) -> BTreeMap<String, u64> {
     COUNTER_NAMES.iter().zip(snap.counters.iter()).map(|(n, v)| (n.to_string(), *v)).collect()
 }
@@ -204,6 +222,31 @@ mod tests {
             StackVal { count: 1, ns: 1000 },
         ));
         s
+    }
+
+    #[test]
+    fn event_rows_decode_ring_buffer_records() {
+        let ev = tracer_ebpf::SpanEvent {
+            end_ns: 5,
+            wall_ns: 7,
+            oncpu_ns: 3,
+            n: 100,
+            case: 1,
+            target: 0,
+            tid: 11,
+            tgid: 10,
+        };
+        // SAFETY: viewing a plain struct as bytes.
+        let bytes = unsafe {
+            std::slice::from_raw_parts(
+                (&ev as *const tracer_ebpf::SpanEvent).cast::<u8>(),
+                std::mem::size_of_val(&ev),
+            )
+        };
+        let names = ["do_wait".to_string()];
+        assert_eq!(event_row(bytes, &names).unwrap(), "5,11,10,do_wait,1,100,7,3\n");
+        assert!(event_row(&bytes[..10], &names).is_none());
+        assert_eq!(EVENTS_HEADER.split(',').count(), 8);
     }
 
     #[test]

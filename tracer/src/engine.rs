@@ -674,6 +674,16 @@ impl Engine {
         Ok(true)
     }
 
+    /// The raw-event ring buffer (only when raw events were requested), taken out of the
+    /// object so it can be polled while the rest of the engine is borrowed.
+    pub fn take_events(&mut self) -> Option<aya::maps::RingBuf<MapData>> {
+        if self.options.raw_events_bytes == 0 {
+            return None;
+        }
+        let map = self.bpf.take_map("EVENTS")?;
+        aya::maps::RingBuf::try_from(map).ok()
+    }
+
     /// Forward queued probe log messages (with -v).
     pub fn flush_logs(&mut self) {
         if let Some(l) = self.logger.as_mut() {

@@ -64,6 +64,8 @@ pub enum Calibration {
     SysvipcRead { segments: u32, reads: u32 },
     /// Touch `pages` fresh anonymous pages.
     TouchPages { pages: u32 },
+    /// Call the raw getpid syscall `count` times.
+    Getpid { count: u32 },
 }
 
 impl Calibration {
@@ -74,6 +76,7 @@ impl Calibration {
                 format!("{reads} full reads of /proc/sysvipc/shm with {segments} segments")
             }
             Calibration::TouchPages { pages } => format!("write to {pages} fresh anonymous pages"),
+            Calibration::Getpid { count } => format!("{count} raw getpid() syscalls"),
         }
     }
 }
@@ -118,9 +121,10 @@ pub struct Target {
     pub why: &'static str,
     pub plans: &'static [Plan],
     pub calibration: Calibration,
-    /// Expected count for each plan during calibration, by plan name; plans not listed use
-    /// `default_expect`.
+    /// How many calls each plan must count during the calibration.
     pub expect: fn(plan: &Plan, cal: Calibration) -> Expect,
+    /// Traced when no targets are named (calibration-only targets are opt-in).
+    pub default: bool,
 }
 
 const fn f(
@@ -159,6 +163,7 @@ pub const DO_WAIT: Target = Target {
     ],
     calibration: Calibration::ForkWait { count: 16 },
     expect: expect_fork_wait,
+    default: true,
 };
 
 pub const DUP_MMAP: Target = Target {
@@ -193,6 +198,7 @@ pub const DUP_MMAP: Target = Target {
     ],
     calibration: Calibration::ForkWait { count: 16 },
     expect: expect_fork_wait,
+    default: true,
 };
 
 pub const SYSVIPC_FIND_IPC: Target = Target {
@@ -222,6 +228,7 @@ pub const SYSVIPC_FIND_IPC: Target = Target {
     ],
     calibration: Calibration::SysvipcRead { segments: 8, reads: 4 },
     expect: expect_sysvipc,
+    default: true,
 };
 
 pub const GET_TASK_POLICY: Target = Target {
@@ -276,10 +283,37 @@ pub const GET_TASK_POLICY: Target = Target {
     ],
     calibration: Calibration::TouchPages { pages: 256 },
     expect: expect_pages,
+    default: true,
 };
 
-/// The built-in targets, in target-index order.
-pub const TARGETS: &[Target] = &[DO_WAIT, DUP_MMAP, SYSVIPC_FIND_IPC, GET_TASK_POLICY];
+/// Not a mission target: the cheapest syscall, used to measure what a probe costs per call
+/// (`--targets getpid` with `workloads getpid`). Also shows what adding a target takes.
+pub const GETPID: Target = Target {
+    name: "getpid",
+    why: "calibration: the cheapest syscall, to measure the tracer's own cost per call",
+    plans: &[
+        f("fentry", FnMech::Fentry, &["__x64_sys_getpid", "__arm64_sys_getpid"], "the getpid syscall body"),
+        f("kprobe", FnMech::Kprobe, &["__x64_sys_getpid", "__arm64_sys_getpid"], "the getpid syscall body"),
+        Plan {
+            name: "syscall-bracket",
+            method: Method::Syscalls { syscalls: &["getpid"], fd_prefix: None },
+            note: "the getpid syscall at its tracepoints",
+        },
+    ],
+    calibration: Calibration::Getpid { count: 1000 },
+    expect: expect_getpid,
+    default: false,
+};
+
+/// The built-in targets, in target-index order (the index is the kernel-side target id).
+pub const TARGETS: &[Target] = &[DO_WAIT, DUP_MMAP, SYSVIPC_FIND_IPC, GET_TASK_POLICY, GETPID];
+
+fn expect_getpid(_plan: &Plan, cal: Calibration) -> Expect {
+    match cal {
+        Calibration::Getpid { count } => Expect::Exactly(count as u64),
+        _ => Expect::Between { min: 1, max: u64::MAX },
+    }
+}
 
 pub fn target_by_name(name: &str) -> Option<(usize, &'static Target)> {
     TARGETS.iter().enumerate().find(|(_, t)| t.name == name)

@@ -72,7 +72,12 @@ pub fn check_privileges() -> Result<(), TracerError> {
 /// Pick targets by name (all when empty), with their kernel-side ids.
 pub fn select_targets(names: &[String]) -> Result<Vec<(u32, &'static Target)>, TracerError> {
     if names.is_empty() {
-        return Ok(plan::TARGETS.iter().enumerate().map(|(i, t)| (i as u32, t)).collect());
+        return Ok(plan::TARGETS
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.default)
+            .map(|(i, t)| (i as u32, t))
+            .collect());
     }
     let mut out = Vec::new();
     for n in names {
@@ -315,6 +320,8 @@ pub struct Session {
     progress: Progress,
     markers_attached: Vec<PathBuf>,
     engine_opts: EngineOptions,
+    /// Raw per-call events (with --raw-events), polled as they arrive.
+    events: Option<tokio::io::unix::AsyncFd<aya::maps::RingBuf<aya::maps::MapData>>>,
     /// Set once a run was stopped by a signal: the session must not start another.
     pub interrupted: Option<&'static str>,
 }
@@ -361,6 +368,14 @@ impl Session {
             }
         }
         engine.clear()?;
+        let events = match engine.take_events() {
+            // SAFETY: the ring buffer owns its fd for as long as the AsyncFd lives; nothing
+            // else closes it.
+            Some(rb) => Some(unsafe { tokio::io::unix::AsyncFd::register(rb) }.map_err(|e| {
+                TracerError::Other(format!("polling the event ring buffer: {}", e.into_parts().1))
+            })?),
+            None => None,
+        };
         if let Some(sig) = signals.pending() {
             return Err(TracerError::Interrupted(format!(
                 "interrupted by {sig} while attaching; nothing recorded"
@@ -374,6 +389,7 @@ impl Session {
             progress,
             markers_attached: Vec::new(),
             engine_opts,
+            events,
             interrupted: None,
         })
     }
@@ -436,6 +452,26 @@ impl Session {
             let _ = nix::unistd::write(&w, b"g");
         }
 
+        let target_names: Vec<String> = plan::TARGETS.iter().map(|t| t.name.to_string()).collect();
+        let mut events_out = match self.events {
+            Some(_) => {
+                let path = writer.path().join(rundata::EVENTS_CSV);
+                let f = std::fs::File::create(&path).map_err(|source| {
+                    crate::output::OutputError::Write { path: path.clone(), source }
+                })?;
+                let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+                use std::io::Write;
+                w.write_all(collect::EVENTS_HEADER.as_bytes()).map_err(|source| {
+                    crate::output::OutputError::Write { path: path.clone(), source }
+                })?;
+                Some(EventSink { w, path, rows: 0, error: None })
+            }
+            None => None,
+        };
+        // Events from calibration or an earlier run of this session are not this run's.
+        if let Some(fd) = self.events.as_mut() {
+            while fd.get_mut().next().is_some() {}
+        }
         let mut usyms = UserSymbolizer::default();
         let deadline = spec.duration.map(|d| tokio::time::Instant::now() + d);
         let mut tick = tokio::time::interval(Duration::from_millis(200));
@@ -443,8 +479,15 @@ impl Session {
         let signals = &mut self.signals;
         let progress = &self.progress;
         let resolved = &self.resolved;
+        let events = &mut self.events;
         let stop = loop {
             tokio::select! {
+                guard = async { events.as_mut().expect("guarded").readable_mut().await }, if events.is_some() => {
+                    if let (Ok(mut g), Some(sink)) = (guard, events_out.as_mut()) {
+                        drain_events(g.get_inner_mut(), sink, &target_names);
+                        g.clear_ready();
+                    }
+                }
                 st = async { child.as_mut().expect("guarded").wait().await }, if child.is_some() && command_status.is_none() => {
                     command_status = st.ok();
                     break Stop::CommandExited;
@@ -504,6 +547,9 @@ impl Session {
         if detach {
             engine.detach_all();
         }
+        if let (Some(fd), Some(sink)) = (events.as_mut(), events_out.as_mut()) {
+            drain_events(fd.get_mut(), sink, &target_names);
+        }
         let snap = engine.snapshot()?;
         for (k, _) in &snap.stacks {
             if k.tgid != 0 {
@@ -511,7 +557,6 @@ impl Session {
             }
         }
 
-        let target_names: Vec<String> = plan::TARGETS.iter().map(|t| t.name.to_string()).collect();
         let reports: Vec<_> = resolved.iter().map(Resolved::report).collect();
         let spans = collect::span_rows(&snap, &target_names);
         let phases = collect::phase_rows(&snap);
@@ -536,6 +581,18 @@ impl Session {
         };
         let mut counters = collect::counters(&snap);
         counters.insert("phase_marker_binaries".into(), markers);
+        if let Some(mut sink) = events_out.take() {
+            use std::io::Write;
+            if sink.error.is_none() {
+                if let Err(e) = sink.w.flush() {
+                    sink.error = Some(e);
+                }
+            }
+            if let Some(source) = sink.error {
+                return Err(crate::output::OutputError::Write { path: sink.path, source }.into());
+            }
+            counters.insert("raw_events_written".into(), sink.rows);
+        }
         let run = Run {
             format: rundata::FORMAT.into(),
             status,
@@ -579,6 +636,33 @@ impl Session {
 
     pub fn finish(self) {
         self.progress.finish();
+    }
+}
+
+struct EventSink {
+    w: std::io::BufWriter<std::fs::File>,
+    path: PathBuf,
+    rows: u64,
+    /// The first write error; reported when the run is written.
+    error: Option<std::io::Error>,
+}
+
+fn drain_events(
+    rb: &mut aya::maps::RingBuf<aya::maps::MapData>,
+    sink: &mut EventSink,
+    target_names: &[String],
+) {
+    use std::io::Write;
+    while let Some(item) = rb.next() {
+        if sink.error.is_some() {
+            continue; // keep draining so the kernel side does not count drops for our failure
+        }
+        if let Some(row) = collect::event_row(&item, target_names) {
+            match sink.w.write_all(row.as_bytes()) {
+                Ok(()) => sink.rows += 1,
+                Err(e) => sink.error = Some(e),
+            }
+        }
     }
 }
 
@@ -697,7 +781,10 @@ mod tests {
 
     #[test]
     fn target_selection() {
-        assert_eq!(select_targets(&[]).unwrap().len(), plan::TARGETS.len());
+        let all = select_targets(&[]).unwrap();
+        assert_eq!(all.len(), 4, "the four mission targets by default");
+        assert!(all.iter().all(|(_, t)| t.name != "getpid"));
+        assert_eq!(select_targets(&["getpid".into()]).unwrap()[0].0, 4);
         let t = select_targets(&["dup_mmap".into(), "dup_mmap".into()]).unwrap();
         assert_eq!(t.len(), 1);
         assert_eq!(t[0].0, 1);
