@@ -3,21 +3,65 @@
 
 /// (id, name, what it measures)
 pub const CASES: &[(u32, &str, &str)] = &[
-    (1, "waitpid-pid", "fork a child and waitpid() it, with N idle children alive"),
-    (2, "waitpid-any", "fork a child and waitpid(-1), with N idle children alive"),
-    (3, "waitid-pidfd", "fork a child and waitid(P_PIDFD), with N idle children alive"),
-    (4, "waitpid-wnohang", "waitpid(-1, WNOHANG) with nothing to reap, N idle children alive"),
+    (
+        1,
+        "waitpid-pid",
+        "fork a child and waitpid() it, with N idle children alive",
+    ),
+    (
+        2,
+        "waitpid-any",
+        "fork a child and waitpid(-1), with N idle children alive",
+    ),
+    (
+        3,
+        "waitid-pidfd",
+        "fork a child and waitid(P_PIDFD), with N idle children alive",
+    ),
+    (
+        4,
+        "waitpid-wnohang",
+        "waitpid(-1, WNOHANG) with nothing to reap, N idle children alive",
+    ),
     (10, "spawn", "fork+exit+wait with N extra VMAs mapped"),
-    (11, "spawn-wipeonfork", "fork+exit+wait with N extra MADV_WIPEONFORK VMAs mapped"),
-    (20, "sysvipc-shm", "read /proc/sysvipc/shm with N shm segments"),
-    (21, "sysvipc-msg", "read /proc/sysvipc/msg with N message queues"),
-    (22, "sysvipc-shm-sparse", "read /proc/sysvipc/shm with N shm segments at sparse ids"),
+    (
+        11,
+        "spawn-wipeonfork",
+        "fork+exit+wait with N extra MADV_WIPEONFORK VMAs mapped",
+    ),
+    (
+        20,
+        "sysvipc-shm",
+        "read /proc/sysvipc/shm with N shm segments",
+    ),
+    (
+        21,
+        "sysvipc-msg",
+        "read /proc/sysvipc/msg with N message queues",
+    ),
+    (
+        22,
+        "sysvipc-shm-sparse",
+        "read /proc/sysvipc/shm with N shm segments at sparse ids",
+    ),
     (30, "mempolicy-page", "touch N fresh anonymous pages"),
     (31, "mempolicy-brk", "grow and shrink the heap by N pages"),
-    (32, "mempolicy-fork", "fork+exit+wait after touching N pages"),
-    (33, "mempolicy-exec", "fork+exec+wait after touching N pages"),
+    (
+        32,
+        "mempolicy-fork",
+        "fork+exit+wait after touching N pages",
+    ),
+    (
+        33,
+        "mempolicy-exec",
+        "fork+exec+wait after touching N pages",
+    ),
     (40, "getpid-syscall", "N raw getpid() syscalls"),
-    (41, "getpid-cached", "N getpid() from a MADV_WIPEONFORK cache"),
+    (
+        41,
+        "getpid-cached",
+        "N getpid() from a MADV_WIPEONFORK cache",
+    ),
     (90, "calibration", "the tracer's own calibration workload"),
 ];
 
@@ -35,7 +79,10 @@ pub fn case_name(id: u32) -> String {
 
 /// Id of a case name.
 pub fn case_id(name: &str) -> Option<u32> {
-    CASES.iter().find(|(_, n, _)| *n == name).map(|(i, _, _)| *i)
+    CASES
+        .iter()
+        .find(|(_, n, _)| *n == name)
+        .map(|(i, _, _)| *i)
 }
 
 #[cfg(test)]

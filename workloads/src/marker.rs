@@ -29,7 +29,10 @@ pub extern "C" fn tracer_phase_begin(case: u32, n: u64) {
 #[unsafe(no_mangle)]
 #[inline(never)]
 pub extern "C" fn tracer_phase_end(case: u32, n: u64, ops: u64) {
-    LAST_END.store((u64::from(case) << 48) ^ n ^ ops.rotate_left(17), Ordering::Relaxed);
+    LAST_END.store(
+        (u64::from(case) << 48) ^ n ^ ops.rotate_left(17),
+        Ordering::Relaxed,
+    );
     std::hint::black_box((case, n, ops));
 }
 

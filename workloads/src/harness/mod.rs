@@ -1,0 +1,9 @@
+//! What every workload needs: options, limits, signals, children, timing, table and report.
+pub mod children;
+pub mod error;
+pub mod limits;
+pub mod options;
+pub mod session;
+pub mod signals;
+pub mod sys;
+pub mod table;
