@@ -33,7 +33,7 @@ pub const CASE_UNPHASED: u32 = 0;
 pub const HIST_SUB_BITS: u32 = 4;
 pub const HIST_SUB: u64 = 1 << HIST_SUB_BITS;
 /// Number of distinct buckets (exponents 0..=63).
-pub const HIST_BUCKETS: u32 = ((64 - HIST_SUB_BITS + 1) as u32) << HIST_SUB_BITS;
+pub const HIST_BUCKETS: u32 = (64 - HIST_SUB_BITS + 1) << HIST_SUB_BITS;
 
 /// Index of the highest set bit (v > 0). Written as a branchy binary search because the BPF
 /// instruction set has no count-leading-zeros and the verifier likes straight-line code.

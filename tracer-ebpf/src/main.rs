@@ -17,15 +17,17 @@
 use aya_ebpf::{
     EbpfContext,
     bindings::{BPF_F_NO_PREALLOC, BPF_F_USER_STACK, BPF_NOEXIST},
-    helpers::{bpf_get_current_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid,
-              bpf_ktime_get_ns, bpf_probe_read_user_str_bytes},
+    helpers::{
+        bpf_get_current_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid,
+        bpf_ktime_get_ns, bpf_probe_read_user_str_bytes,
+    },
     macros::{fentry, fexit, kprobe, kretprobe, map, perf_event, tracepoint, uprobe, uretprobe},
     maps::{Array, HashMap, PerCpuArray, PerCpuHashMap, RingBuf, StackTrace},
+    programs::tracing::StackIdContext,
     programs::{
         FEntryContext, FExitContext, PerfEventContext, ProbeContext, RetProbeContext,
         TracePointContext,
     },
-    programs::tracing::StackIdContext,
 };
 use tracer_ebpf::*;
 
@@ -207,7 +209,9 @@ fn thread_state(tid: u32) -> Option<*mut ThreadState> {
 
 #[inline(always)]
 fn on_enter<C: StackIdContext>(ctx: &C, slot: u32) {
-    let Some(target) = slot_target(slot) else { return };
+    let Some(target) = slot_target(slot) else {
+        return;
+    };
     let Some(cfg) = config() else { return };
     if !filter_pass(cfg) {
         return;
@@ -264,7 +268,9 @@ fn stack_id<C: StackIdContext>(ctx: &C, flags: u64) -> i32 {
 
 #[inline(always)]
 fn on_exit<C: EbpfContext>(_ctx: &C, slot: u32, count_unpaired: bool) {
-    let Some(target) = slot_target(slot) else { return };
+    let Some(target) = slot_target(slot) else {
+        return;
+    };
     let ts = now();
     let pid_tgid = bpf_get_current_pid_tgid();
     let tid = pid_tgid as u32;
@@ -310,13 +316,16 @@ fn on_exit<C: EbpfContext>(_ctx: &C, slot: u32, count_unpaired: bool) {
 
     let Some(cfg) = config() else { return };
     if cfg.flags & FLAG_CALLER_STACKS != 0 && (f.kstack >= 0 || f.ustack >= 0) {
-        add_stack(&StackKey {
-            agg: key,
-            kind: STACK_CALLER,
-            kstack: f.kstack,
-            ustack: f.ustack,
-            tgid,
-        }, wall);
+        add_stack(
+            &StackKey {
+                agg: key,
+                kind: STACK_CALLER,
+                kstack: f.kstack,
+                ustack: f.ustack,
+                tgid,
+            },
+            wall,
+        );
     }
     if cfg.flags & FLAG_RAW_EVENTS != 0 {
         let ev = SpanEvent {
@@ -344,7 +353,11 @@ fn record_untimed(key: &AggKey) {
         s.untimed += 1;
         return;
     }
-    let s = SpanStats { calls: 1, untimed: 1, ..SpanStats::default() };
+    let s = SpanStats {
+        calls: 1,
+        untimed: 1,
+        ..SpanStats::default()
+    };
     if SPANS.insert(key, &s, BPF_NOEXIST as u64).is_err() {
         if let Some(s) = SPANS.get_ptr_mut(key) {
             let s = unsafe { &mut *s };
@@ -406,7 +419,11 @@ fn update_stats(s: &mut SpanStats, wall: u64, oncpu: u64) {
 
 #[inline(always)]
 fn hist_add(key: &AggKey, kind: u32, v: u64) {
-    let hk = HistKey { agg: *key, kind, bucket: hist_bucket(v) };
+    let hk = HistKey {
+        agg: *key,
+        kind,
+        bucket: hist_bucket(v),
+    };
     if let Some(c) = HIST.get_ptr_mut(&hk) {
         unsafe { *c += 1 };
         return;
@@ -442,7 +459,9 @@ fn add_stack(key: &StackKey, ns: u64) {
 
 #[inline(always)]
 fn on_point(slot: u32) {
-    let Some(target) = slot_target(slot) else { return };
+    let Some(target) = slot_target(slot) else {
+        return;
+    };
     let Some(cfg) = config() else { return };
     if !filter_pass(cfg) {
         return;
@@ -609,7 +628,11 @@ pub fn sched_switch(ctx: TracePointContext) -> u32 {
                 st.off_since_ns = 0;
                 if cfg.flags & FLAG_OFFCPU_STACKS != 0 && st.off_kstack >= 0 {
                     let key = StackKey {
-                        agg: AggKey { target: st.off_target, case: st.off_case, n: st.off_n },
+                        agg: AggKey {
+                            target: st.off_target,
+                            case: st.off_case,
+                            n: st.off_n,
+                        },
                         kind: STACK_OFFCPU,
                         kstack: st.off_kstack,
                         ustack: -1,
@@ -731,7 +754,9 @@ pub fn openat_exit(ctx: TracePointContext) -> u32 {
 #[tracepoint]
 pub fn close_enter(ctx: TracePointContext) -> u32 {
     let Some(cfg) = config() else { return 0 };
-    let Ok(fd) = (unsafe { ctx.read_at::<u64>(cfg.close_fd_off as usize) }) else { return 0 };
+    let Ok(fd) = (unsafe { ctx.read_at::<u64>(cfg.close_fd_off as usize) }) else {
+        return 0;
+    };
     let key = (bpf_get_current_pid_tgid() & 0xffff_ffff_0000_0000) | (fd & 0xffff_ffff);
     let _ = TRACKED_FD.remove(&key);
     0
@@ -748,7 +773,9 @@ pub fn sampler(ctx: PerfEventContext) -> u32 {
     if tid == 0 {
         return 0;
     }
-    let Some(st) = (unsafe { THREADS.get(&tid) }) else { return 0 };
+    let Some(st) = (unsafe { THREADS.get(&tid) }) else {
+        return 0;
+    };
     if st.active == 0 {
         return 0;
     }
@@ -785,21 +812,38 @@ pub fn phase_begin(ctx: ProbeContext) -> u32 {
     let case: u64 = ctx.arg(0).unwrap_or(0);
     let n: u64 = ctx.arg(1).unwrap_or(0);
     let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
-    let p = CurrentPhase { case: case as u32, _pad: 0, n, begin_ns: now() };
+    let p = CurrentPhase {
+        case: case as u32,
+        _pad: 0,
+        n,
+        begin_ns: now(),
+    };
     let _ = CURRENT_PHASE.insert(&tgid, &p, 0);
     bump(counter::PHASE_MARKERS);
-    aya_log_ebpf::debug!(&ctx, "phase begin: pid {} case {} n {}", tgid, case as u32, n);
+    aya_log_ebpf::debug!(
+        &ctx,
+        "phase begin: pid {} case {} n {}",
+        tgid,
+        case as u32,
+        n
+    );
     0
 }
 
 #[uprobe]
 pub fn phase_end(ctx: ProbeContext) -> u32 {
     let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
-    let Some(p) = (unsafe { CURRENT_PHASE.get(&tgid) }) else { return 0 };
+    let Some(p) = (unsafe { CURRENT_PHASE.get(&tgid) }) else {
+        return 0;
+    };
     let p = *p;
     let ops: u64 = ctx.arg(2).unwrap_or(0);
     let wall = now().saturating_sub(p.begin_ns);
-    let key = PhaseKey { case: p.case, _pad: 0, n: p.n };
+    let key = PhaseKey {
+        case: p.case,
+        _pad: 0,
+        n: p.n,
+    };
     let added = match PHASE_STATS.get_ptr_mut(&key) {
         Some(s) => {
             let s = s as *mut u64;
@@ -809,7 +853,15 @@ pub fn phase_end(ctx: ProbeContext) -> u32 {
             true
         }
         None => PHASE_STATS
-            .insert(&key, &PhaseStats { phases: 1, ops, wall_ns: wall }, BPF_NOEXIST as u64)
+            .insert(
+                &key,
+                &PhaseStats {
+                    phases: 1,
+                    ops,
+                    wall_ns: wall,
+                },
+                BPF_NOEXIST as u64,
+            )
             .is_ok(),
     };
     if !added {
@@ -817,7 +869,14 @@ pub fn phase_end(ctx: ProbeContext) -> u32 {
     }
     let _ = CURRENT_PHASE.remove(&tgid);
     bump(counter::PHASE_MARKERS);
-    aya_log_ebpf::debug!(&ctx, "phase end: pid {} case {} n {} ops {}", tgid, p.case, p.n, ops);
+    aya_log_ebpf::debug!(
+        &ctx,
+        "phase end: pid {} case {} n {} ops {}",
+        tgid,
+        p.case,
+        p.n,
+        ops
+    );
     0
 }
 

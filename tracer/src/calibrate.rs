@@ -31,7 +31,11 @@ pub fn child_args(cal: Calibration) -> Vec<String> {
     match cal {
         Calibration::ForkWait { count } => vec!["fork-wait".into(), count.to_string()],
         Calibration::SysvipcRead { segments, reads } => {
-            vec!["sysvipc-read".into(), segments.to_string(), reads.to_string()]
+            vec![
+                "sysvipc-read".into(),
+                segments.to_string(),
+                reads.to_string(),
+            ]
         }
         Calibration::TouchPages { pages } => vec!["touch-pages".into(), pages.to_string()],
         Calibration::Getpid { count } => vec!["getpid".into(), count.to_string()],
@@ -47,7 +51,10 @@ pub fn parse_child_args(args: &[String]) -> Result<Calibration, String> {
     };
     match args.first().map(String::as_str) {
         Some("fork-wait") => Ok(Calibration::ForkWait { count: num(1)? }),
-        Some("sysvipc-read") => Ok(Calibration::SysvipcRead { segments: num(1)?, reads: num(2)? }),
+        Some("sysvipc-read") => Ok(Calibration::SysvipcRead {
+            segments: num(1)?,
+            reads: num(2)?,
+        }),
         Some("touch-pages") => Ok(Calibration::TouchPages { pages: num(1)? }),
         Some("getpid") => Ok(Calibration::Getpid { count: num(1)? }),
         other => Err(format!("unknown calibration {other:?}")),
@@ -99,12 +106,19 @@ pub fn run(engine: &mut Engine, cal: Calibration) -> Result<[u64; MAX_TARGETS], 
 
 fn expect_line(r: &mut impl BufRead, want: &str) -> Result<(), CalibrateError> {
     let mut line = String::new();
-    let n = r.read_line(&mut line).map_err(|e| CalibrateError::Child(e.to_string()))?;
+    let n = r
+        .read_line(&mut line)
+        .map_err(|e| CalibrateError::Child(e.to_string()))?;
     if n == 0 {
-        return Err(CalibrateError::Child(format!("exited before saying {want:?}")));
+        return Err(CalibrateError::Child(format!(
+            "exited before saying {want:?}"
+        )));
     }
     if line.trim() != want {
-        return Err(CalibrateError::Child(format!("said {:?}, expected {want:?}", line.trim())));
+        return Err(CalibrateError::Child(format!(
+            "said {:?}, expected {want:?}",
+            line.trim()
+        )));
     }
     Ok(())
 }
@@ -154,7 +168,8 @@ fn child_work(cal: Calibration) -> Result<(), String> {
                 match unsafe { nix::unistd::fork() }.map_err(|e| format!("fork: {e}"))? {
                     nix::unistd::ForkResult::Child => unsafe { libc::_exit(0) },
                     nix::unistd::ForkResult::Parent { child } => {
-                        nix::sys::wait::waitpid(child, None).map_err(|e| format!("waitpid: {e}"))?;
+                        nix::sys::wait::waitpid(child, None)
+                            .map_err(|e| format!("waitpid: {e}"))?;
                     }
                 }
             }
@@ -167,7 +182,8 @@ fn child_work(cal: Calibration) -> Result<(), String> {
             let res = (|| -> Result<(), String> {
                 for _ in 0..segments {
                     // SAFETY: plain syscall wrapper.
-                    let id = unsafe { libc::shmget(libc::IPC_PRIVATE, 4096, libc::IPC_CREAT | 0o600) };
+                    let id =
+                        unsafe { libc::shmget(libc::IPC_PRIVATE, 4096, libc::IPC_CREAT | 0o600) };
                     if id < 0 {
                         return Err(format!("shmget: {}", std::io::Error::last_os_error()));
                     }
@@ -258,7 +274,10 @@ mod tests {
     fn child_args_round_trip() {
         for cal in [
             Calibration::ForkWait { count: 3 },
-            Calibration::SysvipcRead { segments: 2, reads: 5 },
+            Calibration::SysvipcRead {
+                segments: 2,
+                reads: 5,
+            },
             Calibration::TouchPages { pages: 9 },
             Calibration::Getpid { count: 4 },
         ] {

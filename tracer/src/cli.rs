@@ -8,13 +8,19 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         Some(i) => s.split_at(i),
         None => (s, "s"),
     };
-    let v: f64 = num.parse().map_err(|_| format!("{s:?} is not a duration (try 30s, 5m, 250ms)"))?;
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration (try 30s, 5m, 250ms)"))?;
     let secs = match unit {
         "ms" => v / 1000.0,
         "s" => v,
         "m" | "min" => v * 60.0,
         "h" => v * 3600.0,
-        other => return Err(format!("unknown duration unit {other:?} in {s:?} (use ms, s, m or h)")),
+        other => {
+            return Err(format!(
+                "unknown duration unit {other:?} in {s:?} (use ms, s, m or h)"
+            ));
+        }
     };
     if !secs.is_finite() || secs <= 0.0 {
         return Err(format!("duration {s:?} must be positive"));
@@ -35,7 +41,9 @@ pub fn parse_plan(s: &str) -> Result<(String, String), String> {
 
 /// Sampling frequency in Hz, 1..=20000 (higher perturbs the workload more than it tells).
 pub fn parse_freq(s: &str) -> Result<u64, String> {
-    let v: u64 = s.parse().map_err(|_| format!("{s:?} is not a frequency in Hz"))?;
+    let v: u64 = s
+        .parse()
+        .map_err(|_| format!("{s:?} is not a frequency in Hz"))?;
     if !(1..=20_000).contains(&v) {
         return Err(format!("frequency {v} Hz out of range 1..=20000"));
     }
@@ -51,8 +59,12 @@ pub fn parse_size(s: &str) -> Result<u32, String> {
         Some('G' | 'g') => (&s[..s.len() - 1], 1 << 30),
         _ => (s, 1),
     };
-    let v: u64 = num.parse().map_err(|_| format!("{s:?} is not a size (try 4M)"))?;
-    let bytes = v.checked_mul(mult).ok_or_else(|| format!("{s:?} is too large"))?;
+    let v: u64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a size (try 4M)"))?;
+    let bytes = v
+        .checked_mul(mult)
+        .ok_or_else(|| format!("{s:?} is too large"))?;
     if !(4096..=(1 << 30)).contains(&bytes) {
         return Err(format!("size {s:?} out of range 4K..=1G"));
     }
@@ -83,7 +95,14 @@ pub fn civil_from_unix(secs: u64) -> (i64, u32, u32, u32, u32, u32) {
     let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
     let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
     let y = if m <= 2 { y + 1 } else { y };
-    (y, m, d, (rem / 3600) as u32, ((rem % 3600) / 60) as u32, (rem % 60) as u32)
+    (
+        y,
+        m,
+        d,
+        (rem / 3600) as u32,
+        ((rem % 3600) / 60) as u32,
+        (rem % 60) as u32,
+    )
 }
 
 #[cfg(test)]
@@ -104,7 +123,10 @@ mod tests {
 
     #[test]
     fn plans_freqs_sizes() {
-        assert_eq!(parse_plan("dup_mmap=kprobe").unwrap(), ("dup_mmap".into(), "kprobe".into()));
+        assert_eq!(
+            parse_plan("dup_mmap=kprobe").unwrap(),
+            ("dup_mmap".into(), "kprobe".into())
+        );
         assert!(parse_plan("dup_mmap").is_err());
         assert!(parse_plan("=x").is_err());
         assert_eq!(parse_freq("999").unwrap(), 999);

@@ -45,14 +45,20 @@ pub fn event_row(bytes: &[u8], target_names: &[String]) -> Option<String> {
 }
 
 pub fn counters(snap: &Snapshot) -> BTreeMap<String, u64> {
-    COUNTER_NAMES.iter().zip(snap.counters.iter()).map(|(n, v)| (n.to_string(), *v)).collect()
+    COUNTER_NAMES
+        .iter()
+        .zip(snap.counters.iter())
+        .map(|(n, v)| (n.to_string(), *v))
+        .collect()
 }
 
 /// Span rows for every (target, case, N) seen. `target_names[i]` names kernel target id i.
 pub fn span_rows(snap: &Snapshot, target_names: &[String]) -> Vec<SpanRow> {
     let mut rows = Vec::new();
     for (key, s) in &snap.spans {
-        let Some(name) = target_names.get(key.target as usize) else { continue };
+        let Some(name) = target_names.get(key.target as usize) else {
+            continue;
+        };
         let dist = |kind: u32, sum, min, max| Dist {
             sum_ns: sum,
             min_ns: min,
@@ -113,7 +119,10 @@ fn is_probe_frame(name: &str) -> bool {
         "bpf_get_stack",
     ];
     PREFIXES.iter().any(|p| name.starts_with(p))
-        || matches!(name, "syscall_trace_enter" | "syscall_exit_work" | "trace_syscall_exit")
+        || matches!(
+            name,
+            "syscall_trace_enter" | "syscall_exit_work" | "trace_syscall_exit"
+        )
         || name.starts_with("arch_ftrace_")
         || name.starts_with("rethook_")
 }
@@ -123,11 +132,16 @@ fn kernel_frames(snap: &Snapshot, id: i32, ksyms: &Kallsyms) -> Vec<String> {
     if id < 0 {
         return vec!["[no-kernel-stack]".into()];
     }
-    let Some(ips) = snap.traces.get(&id) else { return vec!["[lost-kernel-stack]".into()] };
+    let Some(ips) = snap.traces.get(&id) else {
+        return vec!["[lost-kernel-stack]".into()];
+    };
     let mut names: Vec<String> = ips.iter().map(|&ip| ksyms.frame_name(ip)).collect();
     // ips are innermost first; strip the probe's own frames from the inner end only: the
     // same names deeper in a stack would be real work.
-    let keep = names.iter().position(|n| !is_probe_frame(n)).unwrap_or(names.len());
+    let keep = names
+        .iter()
+        .position(|n| !is_probe_frame(n))
+        .unwrap_or(names.len());
     names.drain(..keep);
     names.reverse();
     names
@@ -137,7 +151,9 @@ fn user_frames(snap: &Snapshot, id: i32, tgid: u32, usyms: &mut UserSymbolizer) 
     if id < 0 {
         return Vec::new();
     }
-    let Some(ips) = snap.traces.get(&id) else { return vec!["[lost-user-stack]".into()] };
+    let Some(ips) = snap.traces.get(&id) else {
+        return vec!["[lost-user-stack]".into()];
+    };
     let mut names: Vec<String> = ips.iter().map(|&ip| usyms.frame_name(tgid, ip)).collect();
     names.reverse();
     names
@@ -172,13 +188,19 @@ pub fn stack_files(
             .collect::<Vec<_>>()
             .join(";");
         let AggKey { target, case, n } = key.agg;
-        let e = groups.entry((kind, target, case, n)).or_default().entry(line).or_default();
+        let e = groups
+            .entry((kind, target, case, n))
+            .or_default()
+            .entry(line)
+            .or_default();
         e.0 += val.ns;
         e.1 += val.count;
     }
     let mut out = Vec::new();
     for ((kind, target, case, n), lines) in groups {
-        let Some(tname) = target_names.get(target as usize) else { continue };
+        let Some(tname) = target_names.get(target as usize) else {
+            continue;
+        };
         let case_name = workloads::cases::case_name(case);
         let mut content = String::new();
         let (mut total_ns, mut count) = (0u64, 0u64);
@@ -195,7 +217,16 @@ pub fn stack_files(
         }
         let path = stack_file_path(kind, tname, &case_name, n);
         out.push((
-            StackFile { kind, target: tname.clone(), case, case_name, n, path, total_ns, count },
+            StackFile {
+                kind,
+                target: tname.clone(),
+                case,
+                case_name,
+                n,
+                path,
+                total_ns,
+                count,
+            },
             content,
         ));
     }
@@ -209,16 +240,42 @@ mod tests {
 
     fn snap() -> Snapshot {
         let mut s = Snapshot::default();
-        let k = AggKey { target: 0, case: 1, n: 100 };
-        s.spans.insert(k, SpanStats { calls: 3, wall_sum: 30, wall_min: 5, wall_max: 20, ..Default::default() });
-        s.hist.insert((k, HIST_WALL), [(5u32, 2u64), (9, 1)].into_iter().collect());
+        let k = AggKey {
+            target: 0,
+            case: 1,
+            n: 100,
+        };
+        s.spans.insert(
+            k,
+            SpanStats {
+                calls: 3,
+                wall_sum: 30,
+                wall_min: 5,
+                wall_max: 20,
+                ..Default::default()
+            },
+        );
+        s.hist
+            .insert((k, HIST_WALL), [(5u32, 2u64), (9, 1)].into_iter().collect());
         s.traces.insert(7, vec![0x2010, 0x1010, 0x3000]);
         s.stacks.push((
-            StackKey { agg: k, kind: STACK_ONCPU, kstack: 7, ustack: -1, tgid: 0 },
+            StackKey {
+                agg: k,
+                kind: STACK_ONCPU,
+                kstack: 7,
+                ustack: -1,
+                tgid: 0,
+            },
             StackVal { count: 2, ns: 2000 },
         ));
         s.stacks.push((
-            StackKey { agg: k, kind: STACK_ONCPU, kstack: 99, ustack: -1, tgid: 0 },
+            StackKey {
+                agg: k,
+                kind: STACK_ONCPU,
+                kstack: 99,
+                ustack: -1,
+                tgid: 0,
+            },
             StackVal { count: 1, ns: 1000 },
         ));
         s
@@ -244,7 +301,10 @@ mod tests {
             )
         };
         let names = ["do_wait".to_string()];
-        assert_eq!(event_row(bytes, &names).unwrap(), "5,11,10,do_wait,1,100,7,3\n");
+        assert_eq!(
+            event_row(bytes, &names).unwrap(),
+            "5,11,10,do_wait,1,100,7,3\n"
+        );
         assert!(event_row(&bytes[..10], &names).is_none());
         assert_eq!(EVENTS_HEADER.split(',').count(), 8);
     }
@@ -269,7 +329,10 @@ mod tests {
         let (meta, content) = &files[0];
         assert_eq!(meta.path, "stacks/oncpu/do_wait/waitpid-pid/n100.folded");
         assert_eq!(meta.total_ns, 3000);
-        assert!(content.contains("entry_SYSCALL_64;do_wait 2000\n"), "{content}");
+        assert!(
+            content.contains("entry_SYSCALL_64;do_wait 2000\n"),
+            "{content}"
+        );
         assert!(content.contains("[lost-kernel-stack] 1000\n"), "{content}");
     }
 }

@@ -57,7 +57,10 @@ pub enum EngineError {
     #[error("{what}: {source}")]
     Program { what: String, source: ProgramError },
     #[error("map {name}: {source}")]
-    Map { name: &'static str, source: aya::maps::MapError },
+    Map {
+        name: &'static str,
+        source: aya::maps::MapError,
+    },
     #[error("listing online CPUs: {0}")]
     Cpus(std::io::Error),
     #[error("no free {kind} attach slot (at most {max} attach points of this kind per run)")]
@@ -124,7 +127,10 @@ impl Filter {
             Filter::System => "system-wide".into(),
             Filter::Follow(pids) => format!(
                 "process tree of pid {}",
-                pids.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+                pids.iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",")
             ),
             Filter::Comm(c) => format!("tasks named {c:?}"),
             Filter::Cgroup { path, id } => format!("cgroup {} (id {id})", path.display()),
@@ -196,8 +202,9 @@ impl Engine {
             None
         };
 
-        let sample_period_ns =
-            if options.sample_freq_hz > 0 { 1_000_000_000 / options.sample_freq_hz } else { 0 };
+        let sample_period_ns = 1_000_000_000u64
+            .checked_div(options.sample_freq_hz)
+            .unwrap_or(0);
         let mut engine = Engine {
             bpf,
             btf,
@@ -274,8 +281,15 @@ impl Engine {
     fn write_config(&mut self) -> Result<(), EngineError> {
         let map = self.bpf.map_mut("CONFIG").expect("CONFIG map");
         let mut arr: Array<&mut MapData, Config> =
-            Array::try_from(map).map_err(|source| EngineError::Map { name: "CONFIG", source })?;
-        arr.set(0, self.config, 0).map_err(|source| EngineError::Map { name: "CONFIG", source })
+            Array::try_from(map).map_err(|source| EngineError::Map {
+                name: "CONFIG",
+                source,
+            })?;
+        arr.set(0, self.config, 0)
+            .map_err(|source| EngineError::Map {
+                name: "CONFIG",
+                source,
+            })
     }
 
     fn tracepoint(&mut self, prog: &str, category: &str, name: &str) -> Result<(), EngineError> {
@@ -285,9 +299,16 @@ impl Engine {
             .program_mut(prog)
             .expect("program exists")
             .try_into()
-            .map_err(|source| EngineError::Program { what: what.clone(), source })?;
-        p.load().map_err(|source| EngineError::Program { what: what.clone(), source })?;
-        p.attach(category, name).map_err(|source| EngineError::Program { what, source })?;
+            .map_err(|source| EngineError::Program {
+                what: what.clone(),
+                source,
+            })?;
+        p.load().map_err(|source| EngineError::Program {
+            what: what.clone(),
+            source,
+        })?;
+        p.attach(category, name)
+            .map_err(|source| EngineError::Program { what, source })?;
         Ok(())
     }
 
@@ -306,8 +327,14 @@ impl Engine {
             .program_mut("sampler")
             .expect("sampler")
             .try_into()
-            .map_err(|source| EngineError::Program { what: "sampler".into(), source })?;
-        p.load().map_err(|source| EngineError::Program { what: "loading sampler".into(), source })?;
+            .map_err(|source| EngineError::Program {
+                what: "sampler".into(),
+                source,
+            })?;
+        p.load().map_err(|source| EngineError::Program {
+            what: "loading sampler".into(),
+            source,
+        })?;
         for cpu in cpus {
             p.attach(
                 PerfEventConfig::Software(SoftwareEvent::CpuClock),
@@ -353,15 +380,21 @@ impl Engine {
     pub fn follow(&mut self, pid: u32) -> Result<(), EngineError> {
         let map = self.bpf.map_mut("FOLLOW").expect("FOLLOW map");
         let mut m: HashMap<&mut MapData, u32, u8> =
-            HashMap::try_from(map).map_err(|source| EngineError::Map { name: "FOLLOW", source })?;
-        m.insert(pid, 1, 0).map_err(|source| EngineError::Map { name: "FOLLOW", source })
+            HashMap::try_from(map).map_err(|source| EngineError::Map {
+                name: "FOLLOW",
+                source,
+            })?;
+        m.insert(pid, 1, 0).map_err(|source| EngineError::Map {
+            name: "FOLLOW",
+            source,
+        })
     }
 
     pub fn unfollow(&mut self, pid: u32) {
-        if let Some(map) = self.bpf.map_mut("FOLLOW") {
-            if let Ok(mut m) = HashMap::<&mut MapData, u32, u8>::try_from(map) {
-                let _ = m.remove(&pid);
-            }
+        if let Some(map) = self.bpf.map_mut("FOLLOW")
+            && let Ok(mut m) = HashMap::<&mut MapData, u32, u8>::try_from(map)
+        {
+            let _ = m.remove(&pid);
         }
     }
 
@@ -374,16 +407,26 @@ impl Engine {
 
     /// Pids currently followed (the traced process tree).
     pub fn followed(&self) -> Vec<u32> {
-        let Some(map) = self.bpf.map("FOLLOW") else { return Vec::new() };
-        let Ok(m) = HashMap::<&MapData, u32, u8>::try_from(map) else { return Vec::new() };
+        let Some(map) = self.bpf.map("FOLLOW") else {
+            return Vec::new();
+        };
+        let Ok(m) = HashMap::<&MapData, u32, u8>::try_from(map) else {
+            return Vec::new();
+        };
         m.keys().filter_map(Result::ok).collect()
     }
 
     fn set_slot(&mut self, index: u32, conf: SlotConf) -> Result<(), EngineError> {
         let map = self.bpf.map_mut("SLOTS").expect("SLOTS map");
         let mut arr: Array<&mut MapData, SlotConf> =
-            Array::try_from(map).map_err(|source| EngineError::Map { name: "SLOTS", source })?;
-        arr.set(index, conf, 0).map_err(|source| EngineError::Map { name: "SLOTS", source })
+            Array::try_from(map).map_err(|source| EngineError::Map {
+                name: "SLOTS",
+                source,
+            })?;
+        arr.set(index, conf, 0).map_err(|source| EngineError::Map {
+            name: "SLOTS",
+            source,
+        })
     }
 
     /// Time calls of kernel function `symbol` as target `target`.
@@ -407,28 +450,51 @@ impl Engine {
         let Some(btf) = self.btf.as_ref() else {
             return Ok(Err(AttachFailure::NotInBtf(format!(
                 "no kernel BTF ({})",
-                self.btf_error.as_deref().unwrap_or("/sys/kernel/btf/vmlinux missing")
+                self.btf_error
+                    .as_deref()
+                    .unwrap_or("/sys/kernel/btf/vmlinux missing")
             ))));
         };
-        if btf.id_by_type_name_kind(symbol, aya_obj_btf_func_kind()).is_err() {
+        if btf
+            .id_by_type_name_kind(symbol, aya_obj_btf_func_kind())
+            .is_err()
+        {
             return Ok(Err(AttachFailure::NotInBtf(format!(
                 "{symbol} is not in the kernel's BTF (inlined or not built)"
             ))));
         }
         let Some(i) = self.fentry_used.iter().position(|u| !u) else {
-            return Err(EngineError::NoSlot { kind: "fentry", max: FN_SLOTS });
+            return Err(EngineError::NoSlot {
+                kind: "fentry",
+                max: FN_SLOTS,
+            });
         };
-        self.set_slot(i as u32, SlotConf { target, role: ROLE_ENTER, flags: 0, arg_off: 0 })?;
+        self.set_slot(
+            i as u32,
+            SlotConf {
+                target,
+                role: ROLE_ENTER,
+                flags: 0,
+                arg_off: 0,
+            },
+        )?;
         let btf = self.btf.as_ref().expect("checked above");
         let exit_name = format!("fexit_{i}");
         let entry_name = format!("fentry_{i}");
         // Exit first: see the module comment.
         let res = (|| -> Result<(), ProgramError> {
-            let p: &mut FExit = self.bpf.program_mut(&exit_name).expect("fexit slot").try_into()?;
+            let p: &mut FExit = self
+                .bpf
+                .program_mut(&exit_name)
+                .expect("fexit slot")
+                .try_into()?;
             p.load(symbol, btf)?;
             p.attach()?;
-            let p: &mut FEntry =
-                self.bpf.program_mut(&entry_name).expect("fentry slot").try_into()?;
+            let p: &mut FEntry = self
+                .bpf
+                .program_mut(&entry_name)
+                .expect("fentry slot")
+                .try_into()?;
             p.load(symbol, btf)?;
             p.attach()?;
             Ok(())
@@ -453,19 +519,35 @@ impl Engine {
         symbol: &str,
     ) -> Result<Result<Slot, AttachFailure>, EngineError> {
         let Some(i) = self.kprobe_used.iter().position(|u| !u) else {
-            return Err(EngineError::NoSlot { kind: "kprobe", max: FN_SLOTS });
+            return Err(EngineError::NoSlot {
+                kind: "kprobe",
+                max: FN_SLOTS,
+            });
         };
         self.set_slot(
             (FN_SLOTS + i) as u32,
-            SlotConf { target, role: ROLE_ENTER, flags: 0, arg_off: 0 },
+            SlotConf {
+                target,
+                role: ROLE_ENTER,
+                flags: 0,
+                arg_off: 0,
+            },
         )?;
         let exit_name = format!("kretprobe_{i}");
         let entry_name = format!("kprobe_{i}");
         let res = (|| -> Result<(), ProgramError> {
-            let p: &mut KProbe = self.bpf.program_mut(&exit_name).expect("kretprobe").try_into()?;
+            let p: &mut KProbe = self
+                .bpf
+                .program_mut(&exit_name)
+                .expect("kretprobe")
+                .try_into()?;
             p.load()?;
             p.attach(symbol, 0)?;
-            let p: &mut KProbe = self.bpf.program_mut(&entry_name).expect("kprobe").try_into()?;
+            let p: &mut KProbe = self
+                .bpf
+                .program_mut(&entry_name)
+                .expect("kprobe")
+                .try_into()?;
             p.load()?;
             p.attach(symbol, 0)?;
             Ok(())
@@ -500,7 +582,10 @@ impl Engine {
             ))));
         }
         let Some(j) = self.tp_used.iter().position(|u| !u) else {
-            return Err(EngineError::NoSlot { kind: "tracepoint", max: TP_SLOTS });
+            return Err(EngineError::NoSlot {
+                kind: "tracepoint",
+                max: TP_SLOTS,
+            });
         };
         let (flags, arg_off) = match tracked_fd_off {
             Some(off) => (SLOT_FLAG_TRACKED_FD, off),
@@ -511,7 +596,15 @@ impl Engine {
             TpRole::Exit => ROLE_EXIT,
             TpRole::Point => ROLE_POINT,
         };
-        self.set_slot(SLOT_BASE_TP + j as u32, SlotConf { target, role, flags, arg_off })?;
+        self.set_slot(
+            SLOT_BASE_TP + j as u32,
+            SlotConf {
+                target,
+                role,
+                flags,
+                arg_off,
+            },
+        )?;
         let prog = format!("tp_{j}");
         let res = (|| -> Result<(), ProgramError> {
             let p: &mut TracePoint = self.bpf.program_mut(&prog).expect("tp slot").try_into()?;
@@ -541,17 +634,29 @@ impl Engine {
         symbol: &str,
     ) -> Result<Result<Slot, AttachFailure>, EngineError> {
         let Some(i) = self.uprobe_used.iter().position(|u| !u) else {
-            return Err(EngineError::NoSlot { kind: "uprobe", max: UPROBE_SLOTS });
+            return Err(EngineError::NoSlot {
+                kind: "uprobe",
+                max: UPROBE_SLOTS,
+            });
         };
         self.set_slot(
             SLOT_BASE_UPROBE + i as u32,
-            SlotConf { target, role: ROLE_ENTER, flags: 0, arg_off: 0 },
+            SlotConf {
+                target,
+                role: ROLE_ENTER,
+                flags: 0,
+                arg_off: 0,
+            },
         )?;
         let exit_name = format!("uretprobe_{i}");
         let entry_name = format!("uprobe_{i}");
         let res = (|| -> Result<(), ProgramError> {
             for name in [&exit_name, &entry_name] {
-                let p: &mut UProbe = self.bpf.program_mut(name).expect("uprobe slot").try_into()?;
+                let p: &mut UProbe = self
+                    .bpf
+                    .program_mut(name)
+                    .expect("uprobe slot")
+                    .try_into()?;
                 p.load()?;
                 p.attach(symbol, binary, UProbeScope::AllProcesses)?;
             }
@@ -566,13 +671,19 @@ impl Engine {
                 self.unload_prog(&entry_name);
                 self.unload_prog(&exit_name);
                 self.set_slot(SLOT_BASE_UPROBE + i as u32, SlotConf::default())?;
-                Ok(Err(classify(&format!("uprobe on {}:{symbol}", binary.display()), &e)))
+                Ok(Err(classify(
+                    &format!("uprobe on {}:{symbol}", binary.display()),
+                    &e,
+                )))
             }
         }
     }
 
     /// Track fds of files opened under `prefix` (for fd-filtered syscall brackets).
-    pub fn enable_fd_tracking(&mut self, prefix: &str) -> Result<Result<(), AttachFailure>, EngineError> {
+    pub fn enable_fd_tracking(
+        &mut self,
+        prefix: &str,
+    ) -> Result<Result<(), AttachFailure>, EngineError> {
         if prefix.len() > 32 || prefix.is_empty() {
             return Ok(Err(AttachFailure::Failed(format!(
                 "path prefix {prefix:?} must be 1..=32 bytes"
@@ -613,7 +724,10 @@ impl Engine {
             }
             Slot::Kprobe(i) => {
                 self.kprobe_used[i] = false;
-                (vec![format!("kprobe_{i}"), format!("kretprobe_{i}")], FN_SLOTS + i)
+                (
+                    vec![format!("kprobe_{i}"), format!("kretprobe_{i}")],
+                    FN_SLOTS + i,
+                )
             }
             Slot::Tracepoint(j) => {
                 self.tp_used[j] = false;
@@ -622,7 +736,10 @@ impl Engine {
             }
             Slot::Uprobe(i) => {
                 self.uprobe_used[i] = false;
-                (vec![format!("uprobe_{i}"), format!("uretprobe_{i}")], SLOT_BASE_UPROBE as usize + i)
+                (
+                    vec![format!("uprobe_{i}"), format!("uretprobe_{i}")],
+                    SLOT_BASE_UPROBE as usize + i,
+                )
             }
         };
         for p in &progs {
@@ -650,7 +767,10 @@ impl Engine {
     pub fn attach_phase_markers(&mut self, binary: &Path) -> Result<bool, EngineError> {
         if !crate::symbols::elf_has_symbols(
             binary,
-            &[workloads::marker::BEGIN_SYMBOL, workloads::marker::END_SYMBOL],
+            &[
+                workloads::marker::BEGIN_SYMBOL,
+                workloads::marker::END_SYMBOL,
+            ],
         ) {
             return Ok(false);
         }
@@ -664,9 +784,15 @@ impl Engine {
                 .program_mut(prog)
                 .expect("uprobe program")
                 .try_into()
-                .map_err(|source| EngineError::Program { what: what.clone(), source })?;
+                .map_err(|source| EngineError::Program {
+                    what: what.clone(),
+                    source,
+                })?;
             if p.fd().is_err() {
-                p.load().map_err(|source| EngineError::Program { what: what.clone(), source })?;
+                p.load().map_err(|source| EngineError::Program {
+                    what: what.clone(),
+                    source,
+                })?;
             }
             p.attach(sym, binary, UProbeScope::AllProcesses)
                 .map_err(|source| EngineError::Program { what, source })?;
@@ -716,9 +842,15 @@ impl Engine {
         let mut out = [0u64; MAX_TARGETS];
         let map = self.bpf.map("SPANS").expect("SPANS");
         let m: PerCpuHashMap<&MapData, AggKey, SpanStats> =
-            PerCpuHashMap::try_from(map).map_err(|source| EngineError::Map { name: "SPANS", source })?;
+            PerCpuHashMap::try_from(map).map_err(|source| EngineError::Map {
+                name: "SPANS",
+                source,
+            })?;
         for item in m.iter() {
-            let (k, v) = item.map_err(|source| EngineError::Map { name: "SPANS", source })?;
+            let (k, v) = item.map_err(|source| EngineError::Map {
+                name: "SPANS",
+                source,
+            })?;
             if let Some(slot) = out.get_mut(k.target as usize) {
                 *slot += v.iter().map(|s| s.calls).sum::<u64>();
             }
@@ -731,50 +863,93 @@ impl Engine {
         let mut snap = Snapshot::default();
 
         let m: PerCpuHashMap<&MapData, AggKey, SpanStats> =
-            PerCpuHashMap::try_from(self.bpf.map("SPANS").expect("SPANS"))
-                .map_err(|source| EngineError::Map { name: "SPANS", source })?;
+            PerCpuHashMap::try_from(self.bpf.map("SPANS").expect("SPANS")).map_err(|source| {
+                EngineError::Map {
+                    name: "SPANS",
+                    source,
+                }
+            })?;
         for item in m.iter() {
-            let (k, per_cpu) = item.map_err(|source| EngineError::Map { name: "SPANS", source })?;
+            let (k, per_cpu) = item.map_err(|source| EngineError::Map {
+                name: "SPANS",
+                source,
+            })?;
             snap.spans.insert(k, merge_stats(per_cpu.iter()));
         }
 
         let m: PerCpuHashMap<&MapData, HistKey, u64> =
-            PerCpuHashMap::try_from(self.bpf.map("HIST").expect("HIST"))
-                .map_err(|source| EngineError::Map { name: "HIST", source })?;
+            PerCpuHashMap::try_from(self.bpf.map("HIST").expect("HIST")).map_err(|source| {
+                EngineError::Map {
+                    name: "HIST",
+                    source,
+                }
+            })?;
         for item in m.iter() {
-            let (k, per_cpu) = item.map_err(|source| EngineError::Map { name: "HIST", source })?;
+            let (k, per_cpu) = item.map_err(|source| EngineError::Map {
+                name: "HIST",
+                source,
+            })?;
             let total: u64 = per_cpu.iter().sum();
             if total > 0 {
-                *snap.hist.entry((k.agg, k.kind)).or_default().entry(k.bucket).or_default() += total;
+                *snap
+                    .hist
+                    .entry((k.agg, k.kind))
+                    .or_default()
+                    .entry(k.bucket)
+                    .or_default() += total;
             }
         }
 
         let m: HashMap<&MapData, StackKey, StackVal> =
-            HashMap::try_from(self.bpf.map("STACKS").expect("STACKS"))
-                .map_err(|source| EngineError::Map { name: "STACKS", source })?;
+            HashMap::try_from(self.bpf.map("STACKS").expect("STACKS")).map_err(|source| {
+                EngineError::Map {
+                    name: "STACKS",
+                    source,
+                }
+            })?;
         for item in m.iter() {
-            snap.stacks.push(item.map_err(|source| EngineError::Map { name: "STACKS", source })?);
+            snap.stacks.push(item.map_err(|source| EngineError::Map {
+                name: "STACKS",
+                source,
+            })?);
         }
 
-        let m: HashMap<&MapData, PhaseKey, PhaseStats> =
-            HashMap::try_from(self.bpf.map("PHASE_STATS").expect("PHASE_STATS"))
-                .map_err(|source| EngineError::Map { name: "PHASE_STATS", source })?;
+        let m: HashMap<&MapData, PhaseKey, PhaseStats> = HashMap::try_from(
+            self.bpf.map("PHASE_STATS").expect("PHASE_STATS"),
+        )
+        .map_err(|source| EngineError::Map {
+            name: "PHASE_STATS",
+            source,
+        })?;
         for item in m.iter() {
-            snap.phases
-                .push(item.map_err(|source| EngineError::Map { name: "PHASE_STATS", source })?);
+            snap.phases.push(item.map_err(|source| EngineError::Map {
+                name: "PHASE_STATS",
+                source,
+            })?);
         }
 
-        let m: PerCpuArray<&MapData, u64> =
-            PerCpuArray::try_from(self.bpf.map("COUNTERS").expect("COUNTERS"))
-                .map_err(|source| EngineError::Map { name: "COUNTERS", source })?;
+        let m: PerCpuArray<&MapData, u64> = PerCpuArray::try_from(
+            self.bpf.map("COUNTERS").expect("COUNTERS"),
+        )
+        .map_err(|source| EngineError::Map {
+            name: "COUNTERS",
+            source,
+        })?;
         for (i, c) in snap.counters.iter_mut().enumerate() {
-            let v = m.get(&(i as u32), 0).map_err(|source| EngineError::Map { name: "COUNTERS", source })?;
+            let v = m.get(&(i as u32), 0).map_err(|source| EngineError::Map {
+                name: "COUNTERS",
+                source,
+            })?;
             *c = v.iter().sum();
         }
 
-        let traces: StackTraceMap<&MapData> =
-            StackTraceMap::try_from(self.bpf.map("STACK_TRACES").expect("STACK_TRACES"))
-                .map_err(|source| EngineError::Map { name: "STACK_TRACES", source })?;
+        let traces: StackTraceMap<&MapData> = StackTraceMap::try_from(
+            self.bpf.map("STACK_TRACES").expect("STACK_TRACES"),
+        )
+        .map_err(|source| EngineError::Map {
+            name: "STACK_TRACES",
+            source,
+        })?;
         let mut wanted: Vec<i32> = Vec::new();
         for (k, _) in &snap.stacks {
             wanted.extend([k.kstack, k.ustack].into_iter().filter(|&id| id >= 0));
@@ -785,7 +960,8 @@ impl Engine {
             // A stack id can be missing if the stack map evicted it; the frame renders as
             // [lost stack] rather than failing the run.
             if let Ok(t) = traces.get(&(id as u32), 0) {
-                snap.traces.insert(id, t.frames().iter().map(|f| f.ip).collect());
+                snap.traces
+                    .insert(id, t.frames().iter().map(|f| f.ip).collect());
             }
         }
         Ok(snap)
@@ -827,20 +1003,30 @@ impl Engine {
         {
             let mut m: StackTraceMap<&mut MapData> =
                 StackTraceMap::try_from(self.bpf.map_mut("STACK_TRACES").expect("STACK_TRACES"))
-                    .map_err(|source| EngineError::Map { name: "STACK_TRACES", source })?;
+                    .map_err(|source| EngineError::Map {
+                        name: "STACK_TRACES",
+                        source,
+                    })?;
             let ids: Vec<u32> = m.stack_ids().filter_map(Result::ok).collect();
             for id in ids {
                 let _ = m.remove(&id);
             }
         }
         let ncpu = aya::util::nr_cpus().map_err(|(_, e)| EngineError::Cpus(e))?;
-        let mut m: PerCpuArray<&mut MapData, u64> =
-            PerCpuArray::try_from(self.bpf.map_mut("COUNTERS").expect("COUNTERS"))
-                .map_err(|source| EngineError::Map { name: "COUNTERS", source })?;
+        let mut m: PerCpuArray<&mut MapData, u64> = PerCpuArray::try_from(
+            self.bpf.map_mut("COUNTERS").expect("COUNTERS"),
+        )
+        .map_err(|source| EngineError::Map {
+            name: "COUNTERS",
+            source,
+        })?;
         for i in 0..counter::COUNT {
             let zeros =
                 aya::maps::PerCpuValues::try_from(vec![0u64; ncpu]).map_err(EngineError::Cpus)?;
-            m.set(i, zeros, 0).map_err(|source| EngineError::Map { name: "COUNTERS", source })?;
+            m.set(i, zeros, 0).map_err(|source| EngineError::Map {
+                name: "COUNTERS",
+                source,
+            })?;
         }
         Ok(())
     }
@@ -889,8 +1075,16 @@ fn classify(what: &str, e: &ProgramError) -> AttachFailure {
         || lower.contains("permission denied")
         || lower.contains("eperm")
     {
-        let errno = if lower.contains("permission denied") { "EACCES" } else { "EPERM" };
-        let stage = if lower.contains("bpf_prog_load") { "loading" } else { "attaching" };
+        let errno = if lower.contains("permission denied") {
+            "EACCES"
+        } else {
+            "EPERM"
+        };
+        let stage = if lower.contains("bpf_prog_load") {
+            "loading"
+        } else {
+            "attaching"
+        };
         AttachFailure::Refused(format!("{what}: the kernel refused {stage} it ({errno})"))
     } else {
         AttachFailure::Failed(format!("{what}: {text}"))
@@ -945,8 +1139,18 @@ mod tests {
             oncpu_max: 4,
         };
         let empty = SpanStats::default();
-        let untimed = SpanStats { calls: 3, untimed: 3, ..SpanStats::default() };
-        let b = SpanStats { calls: 1, wall_sum: 5, wall_min: 5, wall_max: 5, ..SpanStats::default() };
+        let untimed = SpanStats {
+            calls: 3,
+            untimed: 3,
+            ..SpanStats::default()
+        };
+        let b = SpanStats {
+            calls: 1,
+            wall_sum: 5,
+            wall_min: 5,
+            wall_max: 5,
+            ..SpanStats::default()
+        };
         let m = merge_stats([empty, a, untimed, b].iter());
         assert_eq!(m.calls, 6);
         assert_eq!(m.untimed, 3);
@@ -959,7 +1163,9 @@ mod tests {
 
     #[test]
     fn verifier_logs_are_shortened() {
-        let s = shorten("BPF_PROG_LOAD failed. Verifier output: 0: r1 = 0\n1: exit\ninvalid mem access\n");
+        let s = shorten(
+            "BPF_PROG_LOAD failed. Verifier output: 0: r1 = 0\n1: exit\ninvalid mem access\n",
+        );
         assert!(s.ends_with("verifier: invalid mem access"), "{s}");
     }
 }

@@ -38,7 +38,9 @@ Exit status:
 
 #[derive(Debug, thiserror::Error)]
 pub enum TracerError {
-    #[error("insufficient privileges: {0}\n  run with sudo, or grant CAP_BPF and CAP_PERFMON (kernel 5.8+)")]
+    #[error(
+        "insufficient privileges: {0}\n  run with sudo, or grant CAP_BPF and CAP_PERFMON (kernel 5.8+)"
+    )]
     Privileges(String),
     #[error("{0}")]
     Unsupported(String),
@@ -57,6 +59,15 @@ pub enum TracerError {
     Resolve(ResolveError),
     #[error("{0}")]
     Other(String),
+}
+
+impl From<crate::render::ReportError> for TracerError {
+    fn from(e: crate::render::ReportError) -> Self {
+        match e {
+            crate::render::ReportError::Load(_) => TracerError::Input(e.to_string()),
+            _ => TracerError::Other(e.to_string()),
+        }
+    }
 }
 
 impl From<EngineError> for TracerError {
@@ -102,7 +113,9 @@ impl TracerError {
             TracerError::Input(_) => exit::INPUT,
             TracerError::Usage(_) => exit::USAGE,
             TracerError::Interrupted(_) => exit::INTERRUPTED,
-            TracerError::Engine(_) | TracerError::Resolve(_) | TracerError::Other(_) => exit::FAILURE,
+            TracerError::Engine(_) | TracerError::Resolve(_) | TracerError::Other(_) => {
+                exit::FAILURE
+            }
         }
     }
 }

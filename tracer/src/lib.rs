@@ -1,6 +1,4 @@
-pub mod rundata;
 pub mod analysis;
-pub mod render;
 pub mod calibrate;
 pub mod cli;
 pub mod collect;
@@ -10,6 +8,8 @@ pub mod kernel;
 pub mod output;
 pub mod plan;
 pub mod record;
+pub mod render;
 pub mod resolve;
-pub mod symbols;
+pub mod rundata;
 pub mod sweep;
+pub mod symbols;

@@ -43,6 +43,76 @@ enum Command {
     Sweep(SweepArgs),
     /// Show how each target is measured on this kernel, and why better plans were rejected.
     Probes(ProbesArgs),
+    /// Render tables, scaling verdicts, root causes, plots and flamegraphs from a run or
+    /// sweep directory (no root needed).
+    #[command(after_help = REPORT_HELP)]
+    Report(ReportArgs),
+    /// Compare two runs or sweeps (e.g. two kernels) per target, case and N.
+    Compare(CompareArgs),
+}
+
+const REPORT_HELP: &str = "\
+Writes index.html and README.md (verdicts and root causes first), report.txt, summary.json,
+tables/<target>.{md,csv,json}, plots/<target>.svg and flamegraphs/.../n<N>.svg with a
+differential flamegraph between the smallest and largest N.
+
+Verdict: a complexity class chosen by comparing fits of t = a + b*f(N) (O(1), O(log n),
+O(n), O(n log n), O(n^2)), the log-log slope of the growth with its 95% interval, and the N
+from which growth is visible. Root cause: the callee frame under the target whose share of
+the target's time grows most with N.";
+
+#[derive(Args)]
+struct RenderArgs {
+    /// Per-call time to fit: auto (on-CPU when measured), oncpu or wall.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "oncpu", "wall"])]
+    metric: String,
+    /// Also report spans outside the workload's measured phases.
+    #[arg(long)]
+    include_unphased: bool,
+    /// Skip flamegraph SVGs (much faster).
+    #[arg(long)]
+    no_flamegraphs: bool,
+}
+
+impl RenderArgs {
+    fn options(&self) -> tracer::render::ReportOptions {
+        use tracer::analysis::table::Metric;
+        tracer::render::ReportOptions {
+            metric: match self.metric.as_str() {
+                "oncpu" => Metric::OncpuMean,
+                "wall" => Metric::WallMean,
+                _ => Metric::Auto,
+            },
+            include_unphased: self.include_unphased,
+            flamegraphs: !self.no_flamegraphs,
+            differential: !self.no_flamegraphs,
+            flame_width: None,
+        }
+    }
+}
+
+#[derive(Args)]
+struct ReportArgs {
+    /// A run directory (from `tracer record`) or a sweep directory (from `tracer sweep`).
+    dir: PathBuf,
+    /// Where to write the report (default: DIR/report).
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+    #[command(flatten)]
+    render: RenderArgs,
+}
+
+#[derive(Args)]
+struct CompareArgs {
+    /// Baseline run or sweep directory.
+    a: PathBuf,
+    /// Run or sweep directory to compare with the baseline.
+    b: PathBuf,
+    /// Where to write the comparison (default: compare-<A>-vs-<B>).
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+    #[command(flatten)]
+    render: RenderArgs,
 }
 
 const SWEEP_HELP: &str = "\
@@ -170,6 +240,9 @@ struct SweepArgs {
     /// Do not sample on-CPU stacks.
     #[arg(long)]
     no_samples: bool,
+    /// Skip flamegraph SVGs in the report rendered after the sweep.
+    #[arg(long)]
+    no_flamegraphs: bool,
     /// Extra arguments passed to every workload, e.g. -- --iterations 50.
     #[arg(last = true, value_name = "WORKLOAD ARGS")]
     extra: Vec<String>,
@@ -204,6 +277,8 @@ fn main() -> ExitCode {
         Command::Record(a) => run_record(a, cli.verbose),
         Command::Sweep(a) => run_sweep(a, cli.verbose),
         Command::Probes(a) => run_probes(a, cli.verbose),
+        Command::Report(a) => run_report(a),
+        Command::Compare(a) => run_compare(a),
     };
     match result {
         Ok(c) => code(c),
@@ -219,11 +294,17 @@ fn code(c: i32) -> ExitCode {
 }
 
 fn resolve_opts(t: &TargetArgs, verify: bool) -> ResolveOptions {
-    ResolveOptions { verify, forced: t.plan.iter().cloned().collect() }
+    ResolveOptions {
+        verify,
+        forced: t.plan.iter().cloned().collect(),
+    }
 }
 
 fn run_record(a: RecordArgs, verbose: bool) -> Result<i32, TracerError> {
-    let out = a.output.clone().unwrap_or_else(|| PathBuf::from(cli::default_run_name("tracer-run")));
+    let out = a
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(cli::default_run_name("tracer-run")));
     let opts = record::RecordOptions {
         command: a.command,
         pids: a.pid,
@@ -252,12 +333,18 @@ fn run_record(a: RecordArgs, verbose: bool) -> Result<i32, TracerError> {
 }
 
 fn run_sweep(a: SweepArgs, verbose: bool) -> Result<i32, TracerError> {
+    let a_no_flame = a.no_flamegraphs;
     let workloads = if a.all {
-        tracer::sweep::WORKLOADS.iter().map(|w| w.0.to_string()).collect()
+        tracer::sweep::WORKLOADS
+            .iter()
+            .map(|w| w.0.to_string())
+            .collect()
     } else {
         a.workloads
     };
-    let out = a.output.unwrap_or_else(|| PathBuf::from(cli::default_run_name("tracer-sweep")));
+    let out = a
+        .output
+        .unwrap_or_else(|| PathBuf::from(cli::default_run_name("tracer-sweep")));
     let opts = tracer::sweep::SweepOptions {
         workloads,
         n: a.n,
@@ -277,14 +364,66 @@ fn run_sweep(a: SweepArgs, verbose: bool) -> Result<i32, TracerError> {
         progress: true,
     };
     let outcome = tracer::sweep::sweep(opts)?;
-    for r in &outcome.sweep.runs {
-        println!("{:<10} {}", r.workload, outcome.dir.join(&r.dir).display());
-    }
     if let Some(p) = &outcome.sweep.partial_reason {
         eprintln!("tracer: partial sweep ({p})");
     }
     println!("sweep written to {}", outcome.dir.display());
+    if !outcome.sweep.runs.is_empty() {
+        let ropts = tracer::render::ReportOptions {
+            flamegraphs: !a_no_flame,
+            ..Default::default()
+        };
+        let summary = tracer::render::report(&outcome.dir, &outcome.dir.join("report"), &ropts)?;
+        print_summary(&summary);
+    }
     Ok(outcome.exit_code)
+}
+
+fn run_report(a: ReportArgs) -> Result<i32, TracerError> {
+    if !a.dir.is_dir() {
+        return Err(TracerError::Input(format!(
+            "{}: no such run or sweep directory",
+            a.dir.display()
+        )));
+    }
+    let out = a.output.unwrap_or_else(|| a.dir.join("report"));
+    let summary = tracer::render::report(&a.dir, &out, &a.render.options())?;
+    print_summary(&summary);
+    Ok(exit::OK)
+}
+
+fn run_compare(a: CompareArgs) -> Result<i32, TracerError> {
+    for d in [&a.a, &a.b] {
+        if !d.is_dir() {
+            return Err(TracerError::Input(format!(
+                "{}: no such run or sweep directory",
+                d.display()
+            )));
+        }
+    }
+    let name = |p: &std::path::Path| {
+        p.canonicalize()
+            .ok()
+            .and_then(|c| c.file_name().map(|f| f.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| "run".into())
+    };
+    let out = a
+        .output
+        .unwrap_or_else(|| PathBuf::from(format!("compare-{}-vs-{}", name(&a.a), name(&a.b))));
+    let summary = tracer::render::compare_report(&a.a, &a.b, &out, &a.render.options())?;
+    print_summary(&summary);
+    Ok(exit::OK)
+}
+
+fn print_summary(s: &tracer::render::ReportSummary) {
+    print!("{}", s.terminal);
+    if !s.terminal.ends_with('\n') {
+        println!();
+    }
+    for w in &s.warnings {
+        eprintln!("tracer: warning: {w}");
+    }
+    println!("report: {}", s.out_dir.join("index.html").display());
 }
 
 fn print_record_summary(o: &record::RecordOutcome) {
@@ -305,7 +444,13 @@ fn print_record_summary(o: &record::RecordOutcome) {
                 p.plan,
                 p.attach_points.join(",")
             ),
-            Some(p) => println!("{:<18} {:>10} calls  [{} via {}]", t.name, calls, p.plan, p.attach_points.join(",")),
+            Some(p) => println!(
+                "{:<18} {:>10} calls  [{} via {}]",
+                t.name,
+                calls,
+                p.plan,
+                p.attach_points.join(",")
+            ),
             None => println!("{:<18} not measurable on this kernel", t.name),
         }
     }
@@ -345,8 +490,16 @@ fn run_probes(a: ProbesArgs, verbose: bool) -> Result<i32, TracerError> {
             "kernel {} ({}): BTF {}, kprobe PMU {}, lockdown {}",
             kernel.release,
             kernel.machine,
-            if tracer::kernel::has_vmlinux_btf() { "yes" } else { "no" },
-            if tracer::kernel::has_kprobe_pmu() { "yes" } else { "no" },
+            if tracer::kernel::has_vmlinux_btf() {
+                "yes"
+            } else {
+                "no"
+            },
+            if tracer::kernel::has_kprobe_pmu() {
+                "yes"
+            } else {
+                "no"
+            },
             tracer::kernel::privileges::lockdown().unwrap_or_else(|| "n/a".into())
         );
         for r in &reports {
@@ -377,9 +530,15 @@ fn run_probes(a: ProbesArgs, verbose: bool) -> Result<i32, TracerError> {
             for rej in &r.rejected {
                 println!("  rejected {}: {}", rej.plan, rej.reason);
             }
-            let why = plan::target_by_name(&r.name).map(|(_, t)| t.why).unwrap_or("");
+            let why = plan::target_by_name(&r.name)
+                .map(|(_, t)| t.why)
+                .unwrap_or("");
             println!("  why traced: {why}");
         }
     }
-    Ok(if reports.iter().all(|r| r.plan.is_some()) { exit::OK } else { exit::UNSUPPORTED })
+    Ok(if reports.iter().all(|r| r.plan.is_some()) {
+        exit::OK
+    } else {
+        exit::UNSUPPORTED
+    })
 }

@@ -11,11 +11,20 @@ pub enum OutputError {
     #[error("{0} already exists (choose another -o, or pass --force to replace it)")]
     Exists(PathBuf),
     #[error("cannot write to {dir}: {source}")]
-    NotWritable { dir: PathBuf, source: std::io::Error },
+    NotWritable {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
     #[error("writing {path}: {source}")]
-    Write { path: PathBuf, source: std::io::Error },
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("moving the finished run into place at {path}: {source}")]
-    Commit { path: PathBuf, source: std::io::Error },
+    Commit {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 }
 
 pub struct DirWriter {
@@ -36,15 +45,28 @@ impl DirWriter {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        fs::create_dir_all(&parent)
-            .map_err(|source| OutputError::NotWritable { dir: parent.clone(), source })?;
-        let name = dest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        fs::create_dir_all(&parent).map_err(|source| OutputError::NotWritable {
+            dir: parent.clone(),
+            source,
+        })?;
+        let name = dest
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let tmp = parent.join(format!(".{name}.partial-{}", std::process::id()));
         if tmp.exists() {
             let _ = fs::remove_dir_all(&tmp);
         }
-        fs::create_dir(&tmp).map_err(|source| OutputError::NotWritable { dir: parent, source })?;
-        Ok(DirWriter { dest: dest.to_path_buf(), tmp, replace, committed: false })
+        fs::create_dir(&tmp).map_err(|source| OutputError::NotWritable {
+            dir: parent,
+            source,
+        })?;
+        Ok(DirWriter {
+            dest: dest.to_path_buf(),
+            tmp,
+            replace,
+            committed: false,
+        })
     }
 
     pub fn dest(&self) -> &Path {
@@ -60,12 +82,22 @@ impl DirWriter {
     pub fn write(&self, rel: &str, bytes: &[u8]) -> Result<(), OutputError> {
         let path = self.tmp.join(rel);
         if let Some(dir) = path.parent() {
-            fs::create_dir_all(dir).map_err(|source| OutputError::Write { path: path.clone(), source })?;
+            fs::create_dir_all(dir).map_err(|source| OutputError::Write {
+                path: path.clone(),
+                source,
+            })?;
         }
-        let mut f = fs::File::create(&path).map_err(|source| OutputError::Write { path: path.clone(), source })?;
-        f.write_all(bytes).map_err(|source| OutputError::Write { path: path.clone(), source })?;
+        let mut f = fs::File::create(&path).map_err(|source| OutputError::Write {
+            path: path.clone(),
+            source,
+        })?;
+        f.write_all(bytes).map_err(|source| OutputError::Write {
+            path: path.clone(),
+            source,
+        })?;
         // Errors like ENOSPC can surface only at flush/sync time on some filesystems.
-        f.sync_all().map_err(|source| OutputError::Write { path, source })?;
+        f.sync_all()
+            .map_err(|source| OutputError::Write { path, source })?;
         Ok(())
     }
 
@@ -77,16 +109,23 @@ impl DirWriter {
             }
             // Replace: move the old one aside first so a failure leaves one complete copy.
             let old = self.tmp.with_extension("old");
-            fs::rename(&self.dest, &old)
-                .map_err(|source| OutputError::Commit { path: self.dest.clone(), source })?;
+            fs::rename(&self.dest, &old).map_err(|source| OutputError::Commit {
+                path: self.dest.clone(),
+                source,
+            })?;
             if let Err(source) = fs::rename(&self.tmp, &self.dest) {
                 let _ = fs::rename(&old, &self.dest);
-                return Err(OutputError::Commit { path: self.dest.clone(), source });
+                return Err(OutputError::Commit {
+                    path: self.dest.clone(),
+                    source,
+                });
             }
             let _ = fs::remove_dir_all(&old);
         } else {
-            fs::rename(&self.tmp, &self.dest)
-                .map_err(|source| OutputError::Commit { path: self.dest.clone(), source })?;
+            fs::rename(&self.tmp, &self.dest).map_err(|source| OutputError::Commit {
+                path: self.dest.clone(),
+                source,
+            })?;
         }
         self.committed = true;
         Ok(self.dest.clone())
@@ -115,22 +154,36 @@ mod tests {
             // dropped without commit
         }
         assert!(!dest.exists());
-        assert_eq!(fs::read_dir(root.path()).unwrap().count(), 0, "temporary dir left behind");
+        assert_eq!(
+            fs::read_dir(root.path()).unwrap().count(),
+            0,
+            "temporary dir left behind"
+        );
         let w = DirWriter::prepare(&dest, false).unwrap();
         w.write("a/b.txt", b"x").unwrap();
         w.commit().unwrap();
         assert_eq!(fs::read(dest.join("a/b.txt")).unwrap(), b"x");
-        assert!(matches!(DirWriter::prepare(&dest, false), Err(OutputError::Exists(_))));
+        assert!(matches!(
+            DirWriter::prepare(&dest, false),
+            Err(OutputError::Exists(_))
+        ));
         let w = DirWriter::prepare(&dest, true).unwrap();
         w.write("c.txt", b"y").unwrap();
         w.commit().unwrap();
         assert!(dest.join("c.txt").exists());
-        assert!(!dest.join("a/b.txt").exists(), "replaced run must not mix with the old one");
+        assert!(
+            !dest.join("a/b.txt").exists(),
+            "replaced run must not mix with the old one"
+        );
     }
 
     #[test]
     fn unwritable_parent_fails_early() {
         let err = DirWriter::prepare(Path::new("/proc/definitely/not/here"), false);
-        assert!(matches!(err, Err(OutputError::NotWritable { .. })), "{:?}", err.err());
+        assert!(
+            matches!(err, Err(OutputError::NotWritable { .. })),
+            "{:?}",
+            err.err()
+        );
     }
 }

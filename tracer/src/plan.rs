@@ -37,13 +37,22 @@ impl FnMech {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Method {
     /// Time calls of every present function in `symbols` (at least one must be present).
-    Functions { mech: FnMech, symbols: &'static [&'static str] },
+    Functions {
+        mech: FnMech,
+        symbols: &'static [&'static str],
+    },
     /// Time syscalls: enter/exit tracepoints of every syscall in `syscalls` that exists.
     /// With `fd_prefix`, only calls on file descriptors opened from a path with that prefix
     /// (the first argument of the syscall must be the fd).
-    Syscalls { syscalls: &'static [&'static str], fd_prefix: Option<&'static str> },
+    Syscalls {
+        syscalls: &'static [&'static str],
+        fd_prefix: Option<&'static str>,
+    },
     /// Count one tracepoint for the traced processes (no durations).
-    Count { category: &'static str, event: &'static str },
+    Count {
+        category: &'static str,
+        event: &'static str,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -133,7 +142,11 @@ const fn f(
     symbols: &'static [&'static str],
     note: &'static str,
 ) -> Plan {
-    Plan { name, method: Method::Functions { mech, symbols }, note }
+    Plan {
+        name,
+        method: Method::Functions { mech, symbols },
+        note,
+    }
 }
 
 pub const DO_WAIT: Target = Target {
@@ -157,7 +170,10 @@ pub const DO_WAIT: Target = Target {
         ),
         Plan {
             name: "syscall-bracket",
-            method: Method::Syscalls { syscalls: &["wait4", "waitid"], fd_prefix: None },
+            method: Method::Syscalls {
+                syscalls: &["wait4", "waitid"],
+                fd_prefix: None,
+            },
             note: "the whole wait4/waitid syscall around do_wait",
         },
     ],
@@ -173,8 +189,18 @@ pub const DUP_MMAP: Target = Target {
     plans: &[
         f("fentry", FnMech::Fentry, &["dup_mmap"], "dup_mmap itself"),
         f("kprobe", FnMech::Kprobe, &["dup_mmap"], "dup_mmap itself"),
-        f("caller-dup_mm-fentry", FnMech::Fentry, &["dup_mm"], "dup_mm: dup_mmap plus mm allocation"),
-        f("caller-dup_mm-kprobe", FnMech::Kprobe, &["dup_mm"], "dup_mm: dup_mmap plus mm allocation"),
+        f(
+            "caller-dup_mm-fentry",
+            FnMech::Fentry,
+            &["dup_mm"],
+            "dup_mm: dup_mmap plus mm allocation",
+        ),
+        f(
+            "caller-dup_mm-kprobe",
+            FnMech::Kprobe,
+            &["dup_mm"],
+            "dup_mm: dup_mmap plus mm allocation",
+        ),
         f(
             "caller-copy_process-fentry",
             FnMech::Fentry,
@@ -206,8 +232,18 @@ pub const SYSVIPC_FIND_IPC: Target = Target {
     why: "reading /proc/sysvipc/* with N segments was O(N^2) before 5.15, O(N + highest id) \
           until 6.1",
     plans: &[
-        f("fentry", FnMech::Fentry, &["sysvipc_find_ipc"], "sysvipc_find_ipc itself"),
-        f("kprobe", FnMech::Kprobe, &["sysvipc_find_ipc"], "sysvipc_find_ipc itself"),
+        f(
+            "fentry",
+            FnMech::Fentry,
+            &["sysvipc_find_ipc"],
+            "sysvipc_find_ipc itself",
+        ),
+        f(
+            "kprobe",
+            FnMech::Kprobe,
+            &["sysvipc_find_ipc"],
+            "sysvipc_find_ipc itself",
+        ),
         f(
             "callers-fentry",
             FnMech::Fentry,
@@ -222,11 +258,17 @@ pub const SYSVIPC_FIND_IPC: Target = Target {
         ),
         Plan {
             name: "syscall-bracket",
-            method: Method::Syscalls { syscalls: &["read"], fd_prefix: Some("/proc/sysvipc/") },
+            method: Method::Syscalls {
+                syscalls: &["read"],
+                fd_prefix: Some("/proc/sysvipc/"),
+            },
             note: "read() syscalls on files opened under /proc/sysvipc/",
         },
     ],
-    calibration: Calibration::SysvipcRead { segments: 8, reads: 4 },
+    calibration: Calibration::SysvipcRead {
+        segments: 8,
+        reads: 4,
+    },
     expect: expect_sysvipc,
     default: true,
 };
@@ -236,8 +278,18 @@ pub const GET_TASK_POLICY: Target = Target {
     why: "the mempolicy refcount change measured with aim9 page/brk/fork/exec tests, with and \
           without a /proc/PID/status reader",
     plans: &[
-        f("fentry", FnMech::Fentry, &["get_task_policy"], "get_task_policy itself"),
-        f("kprobe", FnMech::Kprobe, &["get_task_policy"], "get_task_policy itself"),
+        f(
+            "fentry",
+            FnMech::Fentry,
+            &["get_task_policy"],
+            "get_task_policy itself",
+        ),
+        f(
+            "kprobe",
+            FnMech::Kprobe,
+            &["get_task_policy"],
+            "get_task_policy itself",
+        ),
         f(
             "callers-6.10-fentry",
             FnMech::Fentry,
@@ -276,7 +328,10 @@ pub const GET_TASK_POLICY: Target = Target {
         ),
         Plan {
             name: "page-alloc-count",
-            method: Method::Count { category: "kmem", event: "mm_page_alloc" },
+            method: Method::Count {
+                category: "kmem",
+                event: "mm_page_alloc",
+            },
             note: "counts page allocations of the traced processes (each consults the task \
                    policy); no durations",
         },
@@ -292,11 +347,24 @@ pub const GETPID: Target = Target {
     name: "getpid",
     why: "calibration: the cheapest syscall, to measure the tracer's own cost per call",
     plans: &[
-        f("fentry", FnMech::Fentry, &["__x64_sys_getpid", "__arm64_sys_getpid"], "the getpid syscall body"),
-        f("kprobe", FnMech::Kprobe, &["__x64_sys_getpid", "__arm64_sys_getpid"], "the getpid syscall body"),
+        f(
+            "fentry",
+            FnMech::Fentry,
+            &["__x64_sys_getpid", "__arm64_sys_getpid"],
+            "the getpid syscall body",
+        ),
+        f(
+            "kprobe",
+            FnMech::Kprobe,
+            &["__x64_sys_getpid", "__arm64_sys_getpid"],
+            "the getpid syscall body",
+        ),
         Plan {
             name: "syscall-bracket",
-            method: Method::Syscalls { syscalls: &["getpid"], fd_prefix: None },
+            method: Method::Syscalls {
+                syscalls: &["getpid"],
+                fd_prefix: None,
+            },
             note: "the getpid syscall at its tracepoints",
         },
     ],
@@ -311,7 +379,10 @@ pub const TARGETS: &[Target] = &[DO_WAIT, DUP_MMAP, SYSVIPC_FIND_IPC, GET_TASK_P
 fn expect_getpid(_plan: &Plan, cal: Calibration) -> Expect {
     match cal {
         Calibration::Getpid { count } => Expect::Exactly(count as u64),
-        _ => Expect::Between { min: 1, max: u64::MAX },
+        _ => Expect::Between {
+            min: 1,
+            max: u64::MAX,
+        },
     }
 }
 
@@ -323,32 +394,50 @@ fn expect_fork_wait(_plan: &Plan, cal: Calibration) -> Expect {
     match cal {
         // One do_wait / one dup_mmap per fork+wait, whatever the plan.
         Calibration::ForkWait { count } => Expect::Exactly(count as u64),
-        _ => Expect::Between { min: 1, max: u64::MAX },
+        _ => Expect::Between {
+            min: 1,
+            max: u64::MAX,
+        },
     }
 }
 
 fn expect_sysvipc(plan: &Plan, cal: Calibration) -> Expect {
     let Calibration::SysvipcRead { segments, reads } = cal else {
-        return Expect::Between { min: 1, max: u64::MAX };
+        return Expect::Between {
+            min: 1,
+            max: u64::MAX,
+        };
     };
     let (segments, reads) = (segments as u64, reads as u64);
     match plan.method {
         // The id scan runs at least once per record read; start/next run per record too.
         // Other processes' segments may exist, hence no tight upper bound on records.
-        Method::Functions { .. } => Expect::Between { min: reads * segments, max: u64::MAX },
+        Method::Functions { .. } => Expect::Between {
+            min: reads * segments,
+            max: u64::MAX,
+        },
         // At least one read() returning data and one returning EOF per full read.
-        _ => Expect::Between { min: 2 * reads, max: reads * (segments + 64) },
+        _ => Expect::Between {
+            min: 2 * reads,
+            max: reads * (segments + 64),
+        },
     }
 }
 
 fn expect_pages(_plan: &Plan, cal: Calibration) -> Expect {
     let Calibration::TouchPages { pages } = cal else {
-        return Expect::Between { min: 1, max: u64::MAX };
+        return Expect::Between {
+            min: 1,
+            max: u64::MAX,
+        };
     };
     // One allocation per touched page, plus page tables and the process's own start-up; a
     // probe that fires far more often is not specific to the page path.
     let pages = pages as u64;
-    Expect::Between { min: pages, max: pages * 4 + 512 }
+    Expect::Between {
+        min: pages,
+        max: pages * 4 + 512,
+    }
 }
 
 #[cfg(test)]
@@ -359,7 +448,12 @@ mod tests {
     fn plan_names_are_unique_per_target_and_fallbacks_end_in_tracepoints() {
         for t in TARGETS {
             for (i, p) in t.plans.iter().enumerate() {
-                assert!(t.plans[i + 1..].iter().all(|q| q.name != p.name), "{} {}", t.name, p.name);
+                assert!(
+                    t.plans[i + 1..].iter().all(|q| q.name != p.name),
+                    "{} {}",
+                    t.name,
+                    p.name
+                );
             }
             let last = t.plans.last().unwrap();
             assert!(
@@ -369,7 +463,10 @@ mod tests {
             );
             assert!(matches!(
                 t.plans[0].method,
-                Method::Functions { mech: FnMech::Fentry, .. }
+                Method::Functions {
+                    mech: FnMech::Fentry,
+                    ..
+                }
             ));
         }
     }
@@ -381,7 +478,10 @@ mod tests {
         assert!(e.check(16) && !e.check(15) && !e.check(17));
         let cal = GET_TASK_POLICY.calibration;
         let e = (GET_TASK_POLICY.expect)(&GET_TASK_POLICY.plans[1], cal);
-        assert!(!e.check(0), "a probe that never fires must fail verification");
+        assert!(
+            !e.check(0),
+            "a probe that never fires must fail verification"
+        );
         assert!(e.check(256) && e.check(300));
         let cal = SYSVIPC_FIND_IPC.calibration;
         let e = (SYSVIPC_FIND_IPC.expect)(&SYSVIPC_FIND_IPC.plans[4], cal);

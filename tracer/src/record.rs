@@ -10,9 +10,9 @@ use tokio::signal::unix::{SignalKind, signal};
 
 use crate::collect;
 use crate::engine::{Engine, EngineOptions, Filter};
-use crate::output::DirWriter;
 use crate::error::TracerError;
 use crate::kernel::{self, kallsyms::Kallsyms, privileges::Privileges};
+use crate::output::DirWriter;
 use crate::plan::{self, Target};
 use crate::resolve::{self, ResolveOptions, Resolved};
 use crate::rundata::{self, Run, RunStatus};
@@ -90,7 +90,11 @@ pub fn select_targets(names: &[String]) -> Result<Vec<(u32, &'static Target)>, T
             None => {
                 return Err(TracerError::Usage(format!(
                     "unknown target {n:?} (known: {})",
-                    plan::TARGETS.iter().map(|t| t.name).collect::<Vec<_>>().join(", ")
+                    plan::TARGETS
+                        .iter()
+                        .map(|t| t.name)
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 )));
             }
         }
@@ -102,18 +106,26 @@ pub fn select_targets(names: &[String]) -> Result<Vec<(u32, &'static Target)>, T
 pub fn find_executable(name: &str) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     let is_exec = |p: &Path| {
-        p.is_file() && p.metadata().map(|m| m.permissions().mode() & 0o111 != 0).unwrap_or(false)
+        p.is_file()
+            && p.metadata()
+                .map(|m| m.permissions().mode() & 0o111 != 0)
+                .unwrap_or(false)
     };
     if name.contains('/') {
         let p = PathBuf::from(name);
         return is_exec(&p).then(|| p.canonicalize().unwrap_or(p));
     }
     let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
-    std::env::split_paths(&path).map(|d| d.join(name)).find(|p| is_exec(p))
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| is_exec(p))
 }
 
 fn unix_now() -> f64 {
-    SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
 }
 
 /// Status line shown while recording.
@@ -173,7 +185,9 @@ pub fn resolve_only(
     let mut engine = Engine::load(engine_opts)?;
     let ksyms = Kallsyms::load().map_err(|e| TracerError::Other(format!("/proc/kallsyms: {e}")))?;
     let progress = Progress::new(true);
-    let resolved = resolve::resolve(&mut engine, &ksyms, &targets, ropts, |m| progress.set(m.to_string()))?;
+    let resolved = resolve::resolve(&mut engine, &ksyms, &targets, ropts, |m| {
+        progress.set(m.to_string())
+    })?;
     progress.finish();
     Ok((resolved, engine))
 }
@@ -216,7 +230,8 @@ pub fn run_spec(opts: &RecordOptions) -> Result<RunSpec, TracerError> {
     }
     if opts.command.is_empty() && filter_count == 0 {
         return Err(TracerError::Usage(
-            "say what to trace: -- COMMAND..., --pid PID, --comm NAME, --cgroup PATH or --system".into(),
+            "say what to trace: -- COMMAND..., --pid PID, --comm NAME, --cgroup PATH or --system"
+                .into(),
         ));
     }
     let exe = match opts.command.first() {
@@ -244,7 +259,10 @@ pub fn run_spec(opts: &RecordOptions) -> Result<RunSpec, TracerError> {
         let md = std::fs::metadata(p)
             .map_err(|e| TracerError::Usage(format!("cgroup {}: {e}", p.display())))?;
         if !md.is_dir() {
-            return Err(TracerError::Usage(format!("cgroup {}: not a directory", p.display())));
+            return Err(TracerError::Usage(format!(
+                "cgroup {}: not a directory",
+                p.display()
+            )));
         }
         FilterSpec::Cgroup(p.clone(), md.ino())
     } else {
@@ -288,7 +306,9 @@ pub struct Signals {
 
 impl Signals {
     pub fn install() -> Result<Signals, TracerError> {
-        let mk = |k| signal(k).map_err(|e| TracerError::Other(format!("installing signal handlers: {e}")));
+        let mk = |k| {
+            signal(k).map_err(|e| TracerError::Other(format!("installing signal handlers: {e}")))
+        };
         Ok(Signals {
             int: mk(SignalKind::interrupt())?,
             term: mk(SignalKind::terminate())?,
@@ -306,7 +326,9 @@ impl Signals {
 
     /// A signal that arrived while we were busy (attach and calibration take seconds).
     pub fn pending(&mut self) -> Option<&'static str> {
-        pending_signal(&mut self.int, &mut self.term, &mut self.hup).ok().flatten()
+        pending_signal(&mut self.int, &mut self.term, &mut self.hup)
+            .ok()
+            .flatten()
     }
 }
 
@@ -371,9 +393,14 @@ impl Session {
         let events = match engine.take_events() {
             // SAFETY: the ring buffer owns its fd for as long as the AsyncFd lives; nothing
             // else closes it.
-            Some(rb) => Some(unsafe { tokio::io::unix::AsyncFd::register(rb) }.map_err(|e| {
-                TracerError::Other(format!("polling the event ring buffer: {}", e.into_parts().1))
-            })?),
+            Some(rb) => Some(
+                unsafe { tokio::io::unix::AsyncFd::register(rb) }.map_err(|e| {
+                    TracerError::Other(format!(
+                        "polling the event ring buffer: {}",
+                        e.into_parts().1
+                    ))
+                })?,
+            ),
             None => None,
         };
         if let Some(sig) = signals.pending() {
@@ -438,7 +465,10 @@ impl Session {
         let filter = match &spec.filter {
             FilterSpec::System => Filter::System,
             FilterSpec::Comm(c) => Filter::Comm(c.clone()),
-            FilterSpec::Cgroup(path, id) => Filter::Cgroup { path: path.clone(), id: *id },
+            FilterSpec::Cgroup(path, id) => Filter::Cgroup {
+                path: path.clone(),
+                id: *id,
+            },
             FilterSpec::Follow(pids) => {
                 let mut all = pids.clone();
                 all.extend(pids.iter().flat_map(|p| descendants(*p)));
@@ -457,14 +487,24 @@ impl Session {
             Some(_) => {
                 let path = writer.path().join(rundata::EVENTS_CSV);
                 let f = std::fs::File::create(&path).map_err(|source| {
-                    crate::output::OutputError::Write { path: path.clone(), source }
+                    crate::output::OutputError::Write {
+                        path: path.clone(),
+                        source,
+                    }
                 })?;
                 let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
                 use std::io::Write;
-                w.write_all(collect::EVENTS_HEADER.as_bytes()).map_err(|source| {
-                    crate::output::OutputError::Write { path: path.clone(), source }
-                })?;
-                Some(EventSink { w, path, rows: 0, error: None })
+                w.write_all(collect::EVENTS_HEADER.as_bytes())
+                    .map_err(|source| crate::output::OutputError::Write {
+                        path: path.clone(),
+                        source,
+                    })?;
+                Some(EventSink {
+                    w,
+                    path,
+                    rows: 0,
+                    error: None,
+                })
             }
             None => None,
         };
@@ -522,7 +562,9 @@ impl Session {
             if let Some(pid) = c.id() {
                 let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), sig);
             }
-            progress.set("waiting for the command to exit (up to 5 s; Ctrl-C again to stop now)".into());
+            progress.set(
+                "waiting for the command to exit (up to 5 s; Ctrl-C again to stop now)".into(),
+            );
             let grace = tokio::time::sleep(Duration::from_secs(5));
             tokio::pin!(grace);
             tokio::select! {
@@ -573,7 +615,9 @@ impl Session {
             s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0))
         });
         let workload = spec.attach_json.as_ref().and_then(|p| {
-            std::fs::read_to_string(p).ok().and_then(|t| serde_json::from_str(&t).ok())
+            std::fs::read_to_string(p)
+                .ok()
+                .and_then(|t| serde_json::from_str(&t).ok())
         });
         let (status, partial_reason) = match &stop {
             Stop::Signal(s) => (RunStatus::Partial, Some(format!("interrupted by {s}"))),
@@ -583,13 +627,17 @@ impl Session {
         counters.insert("phase_marker_binaries".into(), markers);
         if let Some(mut sink) = events_out.take() {
             use std::io::Write;
-            if sink.error.is_none() {
-                if let Err(e) = sink.w.flush() {
-                    sink.error = Some(e);
-                }
+            if sink.error.is_none()
+                && let Err(e) = sink.w.flush()
+            {
+                sink.error = Some(e);
             }
             if let Some(source) = sink.error {
-                return Err(crate::output::OutputError::Write { path: sink.path, source }.into());
+                return Err(crate::output::OutputError::Write {
+                    path: sink.path,
+                    source,
+                }
+                .into());
             }
             counters.insert("raw_events_written".into(), sink.rows);
         }
@@ -631,7 +679,11 @@ impl Session {
             (Stop::CommandExited, Some(c)) if c != 0 => crate::error::exit::COMMAND_FAILED,
             _ => crate::error::exit::OK,
         };
-        Ok(RecordOutcome { dir, run, exit_code })
+        Ok(RecordOutcome {
+            dir,
+            run,
+            exit_code,
+        })
     }
 
     pub fn finish(self) {
@@ -667,7 +719,12 @@ fn drain_events(
 }
 
 /// "waitpid: waitpid-pid N=1000 [3/6]  do_wait 1234  dup_mmap 56"
-fn status_line(engine: &Engine, resolved: &[Resolved], spec: &RunSpec, root: Option<u32>) -> String {
+fn status_line(
+    engine: &Engine,
+    resolved: &[Resolved],
+    spec: &RunSpec,
+    root: Option<u32>,
+) -> String {
     let mut parts = Vec::new();
     if !spec.label.is_empty() {
         parts.push(format!("{}:", spec.label));
@@ -678,7 +735,11 @@ fn status_line(engine: &Engine, resolved: &[Resolved], spec: &RunSpec, root: Opt
             Some(i) => format!(" [{}/{}]", i + 1, spec.n_values.len()),
             None => String::new(),
         };
-        parts.push(format!("{} N={}{of}", workloads::cases::case_name(p.case), p.n));
+        parts.push(format!(
+            "{} N={}{of}",
+            workloads::cases::case_name(p.case),
+            p.n
+        ));
     }
     if let Ok(calls) = engine.calls_per_target() {
         for r in resolved.iter().filter(|r| r.active.is_some()) {
@@ -711,8 +772,11 @@ fn pending_signal(
 fn spawn_held(command: &[String]) -> Result<(tokio::process::Child, OwnedFd), TracerError> {
     let (r, w) = nix::unistd::pipe().map_err(|e| TracerError::Other(format!("pipe: {e}")))?;
     // Only the read end may be inherited.
-    nix::fcntl::fcntl(&w, nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC))
-        .map_err(|e| TracerError::Other(format!("fcntl: {e}")))?;
+    nix::fcntl::fcntl(
+        &w,
+        nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
+    )
+    .map_err(|e| TracerError::Other(format!("fcntl: {e}")))?;
     let me = std::env::current_exe().map_err(|e| TracerError::Other(e.to_string()))?;
     let child = tokio::process::Command::new(me)
         .arg(EXEC_HELD)
@@ -728,11 +792,15 @@ fn spawn_held(command: &[String]) -> Result<(tokio::process::Child, OwnedFd), Tr
 /// Child side of `spawn_held`. Never returns on success.
 pub fn exec_held_main(args: &[String]) -> i32 {
     use std::os::unix::process::CommandExt;
-    let (Some(fd), Some(sep)) = (args.first(), args.get(1)) else { return 125 };
+    let (Some(fd), Some(sep)) = (args.first(), args.get(1)) else {
+        return 125;
+    };
     if sep != "--" || args.len() < 3 {
         return 125;
     }
-    let Ok(fd) = fd.parse::<i32>() else { return 125 };
+    let Ok(fd) = fd.parse::<i32>() else {
+        return 125;
+    };
     let mut byte = [0u8; 1];
     // SAFETY: the fd was inherited for exactly this purpose.
     let n = unsafe { libc::read(fd, byte.as_mut_ptr().cast(), 1) };
@@ -751,13 +819,15 @@ pub fn descendants(pid: u32) -> Vec<u32> {
     let mut parent_of: Vec<(u32, u32)> = Vec::new();
     if let Ok(rd) = std::fs::read_dir("/proc") {
         for e in rd.flatten() {
-            let Some(p) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
+            let Some(p) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                continue;
+            };
             if let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) {
                 // The comm field may contain spaces and parens: parse after the last ')'.
-                if let Some(rest) = stat.rsplit_once(')').map(|x| x.1) {
-                    if let Some(ppid) = rest.split_whitespace().nth(1).and_then(|s| s.parse().ok()) {
-                        parent_of.push((p, ppid));
-                    }
+                if let Some(rest) = stat.rsplit_once(')').map(|x| x.1)
+                    && let Some(ppid) = rest.split_whitespace().nth(1).and_then(|s| s.parse().ok())
+                {
+                    parent_of.push((p, ppid));
                 }
             }
         }
@@ -788,7 +858,12 @@ mod tests {
         let t = select_targets(&["dup_mmap".into(), "dup_mmap".into()]).unwrap();
         assert_eq!(t.len(), 1);
         assert_eq!(t[0].0, 1);
-        assert!(select_targets(&["nope".into()]).unwrap_err().to_string().contains("unknown target"));
+        assert!(
+            select_targets(&["nope".into()])
+                .unwrap_err()
+                .to_string()
+                .contains("unknown target")
+        );
     }
 
     #[test]
@@ -800,7 +875,10 @@ mod tests {
 
     #[test]
     fn descendants_include_our_children() {
-        let mut c = std::process::Command::new("sleep").arg("5").spawn().unwrap();
+        let mut c = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
         let d = descendants(std::process::id());
         let _ = c.kill();
         let _ = c.wait();

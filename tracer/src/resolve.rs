@@ -65,7 +65,11 @@ pub enum ResolveError {
     #[error(transparent)]
     Calibrate(#[from] CalibrateError),
     #[error("unknown plan {plan:?} for {target} (its plans: {known})")]
-    UnknownPlan { target: String, plan: String, known: String },
+    UnknownPlan {
+        target: String,
+        plan: String,
+        known: String,
+    },
 }
 
 /// Facts learned while resolving that apply to every target.
@@ -85,37 +89,52 @@ pub fn resolve(
     mut progress: impl FnMut(&str),
 ) -> Result<Vec<Resolved>, ResolveError> {
     for (target, plan) in &opts.forced {
-        if let Some((_, t)) = targets.iter().find(|(_, t)| t.name == target) {
-            if !t.plans.iter().any(|p| p.name == plan) {
-                return Err(ResolveError::UnknownPlan {
-                    target: target.clone(),
-                    plan: plan.clone(),
-                    known: t.plans.iter().map(|p| p.name).collect::<Vec<_>>().join(", "),
-                });
-            }
+        if let Some((_, t)) = targets.iter().find(|(_, t)| t.name == target)
+            && !t.plans.iter().any(|p| p.name == plan)
+        {
+            return Err(ResolveError::UnknownPlan {
+                target: target.clone(),
+                plan: plan.clone(),
+                known: t
+                    .plans
+                    .iter()
+                    .map(|p| p.name)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            });
         }
     }
     let mut learned = Learned::default();
-    let kprobes_possible = kernel::has_kprobe_pmu()
-        || engine.tracefs_root().join("kprobe_events").exists();
+    let kprobes_possible =
+        kernel::has_kprobe_pmu() || engine.tracefs_root().join("kprobe_events").exists();
     let mut out = Vec::new();
     for &(index, target) in targets {
         let forced = opts.forced.get(target.name);
-        let mut r = Resolved { target, index, active: None, rejected: Vec::new(), verification: None };
+        let mut r = Resolved {
+            target,
+            index,
+            active: None,
+            rejected: Vec::new(),
+            verification: None,
+        };
         for plan in target.plans {
-            if let Some(f) = forced {
-                if f != plan.name {
-                    continue;
-                }
+            if let Some(f) = forced
+                && f != plan.name
+            {
+                continue;
             }
             progress(&format!("{}: trying {}", target.name, plan.name));
-            let attached = match try_plan(engine, ksyms, index, plan, &mut learned, kprobes_possible)? {
-                Ok(a) => a,
-                Err(reason) => {
-                    r.rejected.push(Rejection { plan: plan.name.into(), reason });
-                    continue;
-                }
-            };
+            let attached =
+                match try_plan(engine, ksyms, index, plan, &mut learned, kprobes_possible)? {
+                    Ok(a) => a,
+                    Err(reason) => {
+                        r.rejected.push(Rejection {
+                            plan: plan.name.into(),
+                            reason,
+                        });
+                        continue;
+                    }
+                };
             if opts.verify {
                 progress(&format!("{}: calibrating {}", target.name, plan.name));
                 let counts = calibrate::run(engine, target.calibration)?;
@@ -174,22 +193,30 @@ fn try_plan(
             match mech {
                 FnMech::Fentry => {
                     if let Some(r) = &learned.fentry_refused {
-                        return Ok(Err(format!("fentry is refused on this kernel (first refusal: {r})")));
+                        return Ok(Err(format!(
+                            "fentry is refused on this kernel (first refusal: {r})"
+                        )));
                     }
                     if !kernel::has_vmlinux_btf() {
-                        return Ok(Err("no kernel BTF (/sys/kernel/btf/vmlinux): fentry needs \
+                        return Ok(Err(
+                            "no kernel BTF (/sys/kernel/btf/vmlinux): fentry needs \
                                        CONFIG_DEBUG_INFO_BTF"
-                            .into()));
+                                .into(),
+                        ));
                     }
                 }
                 FnMech::Kprobe => {
                     if let Some(r) = &learned.kprobe_refused {
-                        return Ok(Err(format!("kprobes are refused on this kernel (first refusal: {r})")));
+                        return Ok(Err(format!(
+                            "kprobes are refused on this kernel (first refusal: {r})"
+                        )));
                     }
                     if !kprobes_possible {
-                        return Ok(Err("no kprobe support (no kprobe PMU and no kprobe_events: \
+                        return Ok(Err(
+                            "no kprobe support (no kprobe PMU and no kprobe_events: \
                                        CONFIG_KPROBES is off)"
-                            .into()));
+                                .into(),
+                        ));
                     }
                 }
             }
@@ -237,16 +264,23 @@ fn try_plan(
             if !absent.is_empty() {
                 points.push(format!("(absent: {})", absent.join(", ")));
             }
-            Ok(Ok(ActivePlan { plan, slots, attach_points: points }))
+            Ok(Ok(ActivePlan {
+                plan,
+                slots,
+                attach_points: points,
+            }))
         }
-        Method::Syscalls { syscalls, fd_prefix } => {
+        Method::Syscalls {
+            syscalls,
+            fd_prefix,
+        } => {
             let root = engine.tracefs_root().to_path_buf();
             let mut slots = Vec::new();
             let mut points = Vec::new();
-            if let Some(prefix) = fd_prefix {
-                if let Err(f) = engine.enable_fd_tracking(prefix)? {
-                    return Ok(Err(f.message().to_string()));
-                }
+            if let Some(prefix) = fd_prefix
+                && let Err(f) = engine.enable_fd_tracking(prefix)?
+            {
+                return Ok(Err(f.message().to_string()));
             }
             for sc in syscalls {
                 let enter = format!("sys_enter_{sc}");
@@ -258,8 +292,9 @@ fn try_plan(
                 }
                 let fd_off = match fd_prefix {
                     Some(_) => {
-                        let fmt = crate::kernel::tracefs::EventFormat::load(&root, "syscalls", &enter)
-                            .map_err(EngineError::Tracefs)?;
+                        let fmt =
+                            crate::kernel::tracefs::EventFormat::load(&root, "syscalls", &enter)
+                                .map_err(EngineError::Tracefs)?;
                         Some(fmt.offset("fd").map_err(EngineError::Tracefs)?)
                     }
                     None => None,
@@ -287,7 +322,11 @@ fn try_plan(
                     syscalls.join(", ")
                 )));
             }
-            Ok(Ok(ActivePlan { plan, slots, attach_points: points }))
+            Ok(Ok(ActivePlan {
+                plan,
+                slots,
+                attach_points: points,
+            }))
         }
         Method::Count { category, event } => {
             match engine.attach_tracepoint(target, TpRole::Point, category, event, None)? {

@@ -214,9 +214,19 @@ pub fn stack_file_path(kind: StackKind, target: &str, case_name: &str, n: u64) -
 fn path_safe(s: &str) -> String {
     let cleaned: String = s
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
-    if cleaned.is_empty() || cleaned.starts_with('.') { format!("_{cleaned}") } else { cleaned }
+    if cleaned.is_empty() || cleaned.starts_with('.') {
+        format!("_{cleaned}")
+    } else {
+        cleaned
+    }
 }
 
 /// Errors reading a run directory.
@@ -225,7 +235,10 @@ pub enum ReadError {
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: io::Error },
     #[error("{path} is not a tracer run: {source}")]
-    Parse { path: PathBuf, source: serde_json::Error },
+    Parse {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
     #[error("{path}: unsupported run format {found:?} (this tracer reads {FORMAT:?})")]
     Format { path: PathBuf, found: String },
     #[error("{path}: {what}")]
@@ -236,22 +249,39 @@ impl Run {
     /// Read and validate `DIR/run.json`.
     pub fn read(dir: &Path) -> Result<Run, ReadError> {
         let path = dir.join(RUN_FILE);
-        let text =
-            std::fs::read_to_string(&path).map_err(|source| ReadError::Io { path: path.clone(), source })?;
+        let text = std::fs::read_to_string(&path).map_err(|source| ReadError::Io {
+            path: path.clone(),
+            source,
+        })?;
         Run::from_json(&text, &path)
     }
 
     pub fn from_json(text: &str, path: &Path) -> Result<Run, ReadError> {
         // Check the format tag before the full parse so an old or foreign file gets a precise error.
-        let probe: serde_json::Value = serde_json::from_str(text)
-            .map_err(|source| ReadError::Parse { path: path.to_path_buf(), source })?;
-        let found = probe.get("format").and_then(|f| f.as_str()).unwrap_or("").to_string();
+        let probe: serde_json::Value =
+            serde_json::from_str(text).map_err(|source| ReadError::Parse {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        let found = probe
+            .get("format")
+            .and_then(|f| f.as_str())
+            .unwrap_or("")
+            .to_string();
         if found != FORMAT {
-            return Err(ReadError::Format { path: path.to_path_buf(), found });
+            return Err(ReadError::Format {
+                path: path.to_path_buf(),
+                found,
+            });
         }
-        let run: Run = serde_json::from_value(probe)
-            .map_err(|source| ReadError::Parse { path: path.to_path_buf(), source })?;
-        run.validate().map_err(|what| ReadError::Invalid { path: path.to_path_buf(), what })?;
+        let run: Run = serde_json::from_value(probe).map_err(|source| ReadError::Parse {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        run.validate().map_err(|what| ReadError::Invalid {
+            path: path.to_path_buf(),
+            what,
+        })?;
         Ok(run)
     }
 
@@ -263,7 +293,10 @@ impl Run {
                 return Err(format!("span row for unknown target {:?}", row.target));
             }
             if row.untimed > row.calls {
-                return Err(format!("{} n={}: untimed calls exceed calls", row.target, row.n));
+                return Err(format!(
+                    "{} n={}: untimed calls exceed calls",
+                    row.target, row.n
+                ));
             }
             let hist_total: u64 = row.wall.hist.iter().map(|(_, c)| c).sum();
             if hist_total != row.calls - row.untimed {
@@ -277,7 +310,10 @@ impl Run {
         }
         for f in &self.stack_files {
             if f.path.contains("..") || f.path.starts_with('/') {
-                return Err(format!("stack file path {:?} escapes the run directory", f.path));
+                return Err(format!(
+                    "stack file path {:?} escapes the run directory",
+                    f.path
+                ));
             }
         }
         Ok(())
@@ -338,7 +374,10 @@ pub fn parse_folded(text: &str) -> Result<Vec<FoldedLine>, String> {
         if stack.is_empty() {
             return Err(format!("line {}: empty stack", i + 1));
         }
-        out.push(FoldedLine { frames: stack.split(';').map(str::to_string).collect(), weight });
+        out.push(FoldedLine {
+            frames: stack.split(';').map(str::to_string).collect(),
+            weight,
+        });
     }
     Ok(out)
 }

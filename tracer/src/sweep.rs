@@ -73,10 +73,16 @@ pub struct SweepRun {
 impl Sweep {
     pub fn read(dir: &Path) -> Result<Sweep, String> {
         let path = dir.join(SWEEP_FILE);
-        let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let s: Sweep = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let s: Sweep =
+            serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
         if s.format != SWEEP_FORMAT {
-            return Err(format!("{}: unsupported sweep format {:?}", path.display(), s.format));
+            return Err(format!(
+                "{}: unsupported sweep format {:?}",
+                path.display(),
+                s.format
+            ));
         }
         Ok(s)
     }
@@ -86,15 +92,19 @@ impl Sweep {
 /// else on PATH.
 pub fn find_workloads_bin(explicit: Option<&Path>) -> Result<PathBuf, TracerError> {
     if let Some(p) = explicit {
-        return record::find_executable(&p.to_string_lossy())
-            .ok_or_else(|| TracerError::Usage(format!("--workloads-bin {}: not an executable", p.display())));
+        return record::find_executable(&p.to_string_lossy()).ok_or_else(|| {
+            TracerError::Usage(format!(
+                "--workloads-bin {}: not an executable",
+                p.display()
+            ))
+        });
     }
-    if let Ok(me) = std::env::current_exe() {
-        if let Some(dir) = me.parent() {
-            let sibling = dir.join("workloads");
-            if let Some(p) = record::find_executable(&sibling.to_string_lossy()) {
-                return Ok(p);
-            }
+    if let Ok(me) = std::env::current_exe()
+        && let Some(dir) = me.parent()
+    {
+        let sibling = dir.join("workloads");
+        if let Some(p) = record::find_executable(&sibling.to_string_lossy()) {
+            return Ok(p);
         }
     }
     record::find_executable("workloads").ok_or_else(|| {
@@ -149,7 +159,12 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
         let mut runs = Vec::new();
         for (i, (name, values, list)) in plan.iter().enumerate() {
             let json = tmp_root.join(format!(".{name}.workload.json"));
-            let mut command = vec![bin.to_string_lossy().into_owned(), name.clone(), "--n".into(), list.clone()];
+            let mut command = vec![
+                bin.to_string_lossy().into_owned(),
+                name.clone(),
+                "--n".into(),
+                list.clone(),
+            ];
             command.push("--json".into());
             command.push(json.to_string_lossy().into_owned());
             command.extend(opts.extra_args.iter().cloned());
@@ -168,7 +183,11 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
             let _ = std::fs::remove_file(&json);
             session.println(&format!(
                 "{name}: {} ({} N values){}",
-                if outcome.run.status == RunStatus::Complete { "done" } else { "partial" },
+                if outcome.run.status == RunStatus::Complete {
+                    "done"
+                } else {
+                    "partial"
+                },
                 values.len(),
                 match outcome.run.command_exit {
                     Some(0) | None => String::new(),
@@ -195,7 +214,11 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
     let complete = interrupted.is_none() && runs.len() == plan.len();
     let sweep = Sweep {
         format: SWEEP_FORMAT.into(),
-        status: if complete { RunStatus::Complete } else { RunStatus::Partial },
+        status: if complete {
+            RunStatus::Complete
+        } else {
+            RunStatus::Partial
+        },
         partial_reason: interrupted.map(|s| format!("interrupted by {s}")),
         kernel: kernel::kernel_info(),
         hostname: kernel::hostname(),
@@ -204,17 +227,27 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
     };
     writer.write(
         SWEEP_FILE,
-        serde_json::to_string_pretty(&sweep).expect("sweep serializes").as_bytes(),
+        serde_json::to_string_pretty(&sweep)
+            .expect("sweep serializes")
+            .as_bytes(),
     )?;
     let dir = writer.commit()?;
     let exit_code = if interrupted.is_some() {
         exit::INTERRUPTED
-    } else if sweep.runs.iter().any(|r| r.command_exit.is_some_and(|c| c != 0)) {
+    } else if sweep
+        .runs
+        .iter()
+        .any(|r| r.command_exit.is_some_and(|c| c != 0))
+    {
         exit::COMMAND_FAILED
     } else {
         exit::OK
     };
-    Ok(SweepOutcome { dir, sweep, exit_code })
+    Ok(SweepOutcome {
+        dir,
+        sweep,
+        exit_code,
+    })
 }
 
 #[cfg(test)]
@@ -245,11 +278,20 @@ mod tests {
         };
         let e = sweep(base.clone()).err().unwrap();
         assert!(matches!(e, TracerError::Usage(_)), "{e}");
-        let e = sweep(SweepOptions { workloads: vec!["waitpid".into()], n: Some("1,,2".into()), ..base.clone() })
-            .err()
-            .unwrap();
+        let e = sweep(SweepOptions {
+            workloads: vec!["waitpid".into()],
+            n: Some("1,,2".into()),
+            ..base.clone()
+        })
+        .err()
+        .unwrap();
         assert!(e.to_string().contains("--n"), "{e}");
-        let e = sweep(SweepOptions { workloads: vec![], ..base }).err().unwrap();
+        let e = sweep(SweepOptions {
+            workloads: vec![],
+            ..base
+        })
+        .err()
+        .unwrap();
         assert!(e.to_string().contains("--all"), "{e}");
     }
 }

@@ -8,8 +8,12 @@ use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
 
 /// Does the ELF file define all of these (text) symbols?
 pub fn elf_has_symbols(path: &Path, names: &[&str]) -> bool {
-    let Ok(data) = std::fs::read(path) else { return false };
-    let Ok(file) = object::File::parse(&*data) else { return false };
+    let Ok(data) = std::fs::read(path) else {
+        return false;
+    };
+    let Ok(file) = object::File::parse(&*data) else {
+        return false;
+    };
     names.iter().all(|n| {
         file.symbols()
             .chain(file.dynamic_symbols())
@@ -36,7 +40,11 @@ impl ElfSymbols {
             .filter(|s| s.kind() == SymbolKind::Text && s.address() != 0)
             .filter_map(|s| {
                 let name = s.name().ok()?;
-                Some((s.address(), s.size(), format!("{:#}", rustc_demangle::demangle(name))))
+                Some((
+                    s.address(),
+                    s.size(),
+                    format!("{:#}", rustc_demangle::demangle(name)),
+                ))
             })
             .collect();
         syms.sort_by_key(|s| s.0);
@@ -53,8 +61,10 @@ impl ElfSymbols {
 
     /// Name of the function at file offset `off`.
     pub fn name_at_offset(&self, off: u64) -> Option<&str> {
-        let (seg_off, _, seg_addr) =
-            self.segments.iter().find(|(o, sz, _)| off >= *o && off < o + sz)?;
+        let (seg_off, _, seg_addr) = self
+            .segments
+            .iter()
+            .find(|(o, sz, _)| off >= *o && off < o + sz)?;
         self.name_at_vaddr(off - seg_off + seg_addr)
     }
 
@@ -62,7 +72,11 @@ impl ElfSymbols {
         let i = self.syms.partition_point(|s| s.0 <= addr);
         let (start, size, name) = self.syms.get(i.checked_sub(1)?)?;
         // Size 0 symbols (hand-written asm) cover up to the next symbol.
-        if *size == 0 || addr < start + size { Some(name) } else { None }
+        if *size == 0 || addr < start + size {
+            Some(name)
+        } else {
+            None
+        }
     }
 }
 
@@ -88,7 +102,9 @@ pub fn parse_maps(text: &str) -> Vec<Mapping> {
         if !perms.contains('x') || !path.starts_with('/') {
             continue;
         }
-        let Some((s, e)) = range.split_once('-') else { continue };
+        let Some((s, e)) = range.split_once('-') else {
+            continue;
+        };
         let (Ok(start), Ok(end), Ok(offset)) = (
             u64::from_str_radix(s, 16),
             u64::from_str_radix(e, 16),
@@ -96,7 +112,12 @@ pub fn parse_maps(text: &str) -> Vec<Mapping> {
         ) else {
             continue;
         };
-        out.push(Mapping { start, end, offset, path: PathBuf::from(path) });
+        out.push(Mapping {
+            start,
+            end,
+            offset,
+            path: PathBuf::from(path),
+        });
     }
     out
 }
@@ -113,7 +134,9 @@ impl UserSymbolizer {
     /// Cache the maps of a live process. Re-reads them when the process has exec'd since
     /// (a readlink per call, so calling this often is cheap).
     pub fn remember(&mut self, pid: u32) {
-        let Ok(exe) = std::fs::read_link(format!("/proc/{pid}/exe")) else { return };
+        let Ok(exe) = std::fs::read_link(format!("/proc/{pid}/exe")) else {
+            return;
+        };
         if self.maps.get(&pid).is_some_and(|(e, _)| *e == exe) {
             return;
         }
@@ -131,19 +154,26 @@ impl UserSymbolizer {
 
     /// Frame name for a user address of `pid`.
     pub fn frame_name(&mut self, pid: u32, ip: u64) -> String {
-        let Some(m) =
-            self.maps.get(&pid).and_then(|(_, ms)| ms.iter().find(|m| ip >= m.start && ip < m.end))
+        let Some(m) = self
+            .maps
+            .get(&pid)
+            .and_then(|(_, ms)| ms.iter().find(|m| ip >= m.start && ip < m.end))
         else {
             return format!("[unknown-{ip:#x}]");
         };
         let off = ip - m.start + m.offset;
         let path = m.path.clone();
-        let elf = self.elves.entry(path.clone()).or_insert_with(|| ElfSymbols::load(&path));
+        let elf = self
+            .elves
+            .entry(path.clone())
+            .or_insert_with(|| ElfSymbols::load(&path));
         match elf.as_ref().and_then(|e| e.name_at_offset(off)) {
             Some(name) => name.to_string(),
             None => format!(
                 "[{}+{off:#x}]",
-                path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default()
+                path.file_name()
+                    .map(|f| f.to_string_lossy().into_owned())
+                    .unwrap_or_default()
             ),
         }
     }

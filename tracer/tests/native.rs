@@ -26,8 +26,18 @@ fn tracer() -> Command {
 /// Names of every program in our eBPF object, as the kernel truncates them (15 bytes).
 fn our_program_names() -> Vec<String> {
     let mut names: Vec<String> = vec![
-        "sched_switch", "sched_fork", "sched_exit", "openat_enter", "openat_exit", "close_enter",
-        "sampler", "phase_begin", "phase_end", "floor_kprobe", "floor_fentry", "floor_tp",
+        "sched_switch",
+        "sched_fork",
+        "sched_exit",
+        "openat_enter",
+        "openat_exit",
+        "close_enter",
+        "sampler",
+        "phase_begin",
+        "phase_end",
+        "floor_kprobe",
+        "floor_fentry",
+        "floor_tp",
     ]
     .into_iter()
     .map(String::from)
@@ -104,13 +114,21 @@ fn counts_wait4_calls_exactly() {
     assert!(st.success(), "tracer record failed: {st}");
     let run = read_run(&out);
     let (calls, untimed, wall, _, _) = target_calls(&run, "do_wait");
-    assert_eq!(calls, k, "do_wait calls (plan {})", run["targets"][0]["plan"]);
+    assert_eq!(
+        calls, k,
+        "do_wait calls (plan {})",
+        run["targets"][0]["plan"]
+    );
     assert_eq!(untimed, 0);
     assert!(wall > 0, "durations must be measured");
     for r in run["spans"].as_array().unwrap() {
         assert!(r["wall"]["min_ns"].as_u64().unwrap() > 0, "{r}");
     }
-    assert!(loaded_tracer_programs().is_empty(), "programs left loaded: {:?}", loaded_tracer_programs());
+    assert!(
+        loaded_tracer_programs().is_empty(),
+        "programs left loaded: {:?}",
+        loaded_tracer_programs()
+    );
 }
 
 // Functions the uprobe pairing test attaches to in this very test binary.
@@ -132,12 +150,25 @@ pub extern "C" fn tracer_test_leaf(x: u32) -> u64 {
 #[test]
 fn pairs_nested_and_recursive_calls_exactly() {
     let _g = serial();
-    let opts = EngineOptions { sample_freq_hz: 0, caller_stacks: false, offcpu_stacks: true, ..Default::default() };
+    let opts = EngineOptions {
+        sample_freq_hz: 0,
+        caller_stacks: false,
+        offcpu_stacks: true,
+        ..Default::default()
+    };
     let mut engine = Engine::load(opts).expect("load");
     let me = std::env::current_exe().unwrap();
-    engine.set_filter(&Filter::Follow(vec![std::process::id()])).unwrap();
-    engine.attach_user_function(0, &me, "tracer_test_recurse").unwrap().expect("uprobe recurse");
-    engine.attach_user_function(1, &me, "tracer_test_leaf").unwrap().expect("uprobe leaf");
+    engine
+        .set_filter(&Filter::Follow(vec![std::process::id()]))
+        .unwrap();
+    engine
+        .attach_user_function(0, &me, "tracer_test_recurse")
+        .unwrap()
+        .expect("uprobe recurse");
+    engine
+        .attach_user_function(1, &me, "tracer_test_leaf")
+        .unwrap()
+        .expect("uprobe leaf");
 
     // 10 recursions 5 deep: 50 recurse spans and 10 leaf spans nested inside them.
     for _ in 0..10 {
@@ -149,26 +180,51 @@ fn pairs_nested_and_recursive_calls_exactly() {
     }
     engine.detach_all();
     let snap = engine.snapshot().unwrap();
-    let recurse = snap.spans.iter().filter(|(k, _)| k.target == 0).map(|(_, v)| *v).fold(
-        tracer_ebpf::SpanStats::default(),
-        |mut a, v| {
+    let recurse = snap
+        .spans
+        .iter()
+        .filter(|(k, _)| k.target == 0)
+        .map(|(_, v)| *v)
+        .fold(tracer_ebpf::SpanStats::default(), |mut a, v| {
             a.calls += v.calls;
             a.untimed += v.untimed;
             a.wall_sum += v.wall_sum;
             a
-        },
-    );
-    let leaf_calls: u64 = snap.spans.iter().filter(|(k, _)| k.target == 1).map(|(_, v)| v.calls).sum();
+        });
+    let leaf_calls: u64 = snap
+        .spans
+        .iter()
+        .filter(|(k, _)| k.target == 1)
+        .map(|(_, v)| v.calls)
+        .sum();
     assert_eq!(recurse.calls, 50 + 36, "every recursive call is counted");
-    assert_eq!(recurse.untimed, 3 * 4, "calls beyond the frame stack are counted untimed");
+    assert_eq!(
+        recurse.untimed,
+        3 * 4,
+        "calls beyond the frame stack are counted untimed"
+    );
     assert_eq!(leaf_calls, 13, "nested target counted once per call");
     let c = &snap.counters;
-    assert_eq!(c[tracer_ebpf::counter::UNPAIRED_EXIT as usize], 0, "every exit found its entry");
+    assert_eq!(
+        c[tracer_ebpf::counter::UNPAIRED_EXIT as usize],
+        0,
+        "every exit found its entry"
+    );
     assert_eq!(c[tracer_ebpf::counter::DEPTH_OVERFLOW as usize], 12);
     // Exact pairing: the 5-deep recursion's outermost span contains the other four, so the
     // largest recurse span is at least as long as the largest leaf span.
-    let max_recurse = snap.spans.iter().filter(|(k, _)| k.target == 0).map(|(_, v)| v.wall_max).max();
-    let max_leaf = snap.spans.iter().filter(|(k, _)| k.target == 1).map(|(_, v)| v.wall_max).max();
+    let max_recurse = snap
+        .spans
+        .iter()
+        .filter(|(k, _)| k.target == 0)
+        .map(|(_, v)| v.wall_max)
+        .max();
+    let max_leaf = snap
+        .spans
+        .iter()
+        .filter(|(k, _)| k.target == 1)
+        .map(|(_, v)| v.wall_max)
+        .max();
     assert!(max_recurse >= max_leaf, "{max_recurse:?} < {max_leaf:?}");
     // Histogram holds exactly the timed calls.
     let hist_total: u64 = snap
@@ -198,17 +254,25 @@ fn blocking_wait_reports_its_wall_time_as_off_cpu() {
     let run = read_run(&out);
     let (calls, _, wall, oncpu, wall_max) = target_calls(&run, "do_wait");
     assert!(calls >= 1);
-    assert!(wall_max >= 350_000_000, "the wait lasted ~0.4 s, longest span {wall_max} ns");
+    assert!(
+        wall_max >= 350_000_000,
+        "the wait lasted ~0.4 s, longest span {wall_max} ns"
+    );
     assert!(
         (oncpu as f64) < 0.05 * wall as f64,
         "blocked time must be off-CPU: on-CPU {oncpu} of {wall} ns"
     );
     // And where it blocked is recorded.
     let files = run["stack_files"].as_array().unwrap();
-    let off = files.iter().find(|f| f["kind"] == "offcpu" && f["target"] == "do_wait");
+    let off = files
+        .iter()
+        .find(|f| f["kind"] == "offcpu" && f["target"] == "do_wait");
     let off = off.expect("an off-CPU stack file for do_wait");
     let text = std::fs::read_to_string(out.join(off["path"].as_str().unwrap())).unwrap();
-    assert!(text.contains("schedule"), "off-CPU stacks end in the scheduler: {text}");
+    assert!(
+        text.contains("schedule"),
+        "off-CPU stacks end in the scheduler: {text}"
+    );
 }
 
 /// Start `tracer record` on a long command and wait until its probes are attached.
@@ -223,7 +287,12 @@ fn start_recording(out: &Path, extra: &[&str]) -> std::process::Child {
         .spawn()
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
-    while loaded_tracer_programs().iter().filter(|n| n.starts_with("tp_") || n.starts_with("sched_")).count() < 4 {
+    while loaded_tracer_programs()
+        .iter()
+        .filter(|n| n.starts_with("tp_") || n.starts_with("sched_"))
+        .count()
+        < 4
+    {
         assert!(Instant::now() < deadline, "tracer never attached");
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -260,7 +329,11 @@ fn every_way_of_ending_a_recording_detaches_everything() {
     use nix::sys::signal::{Signal, kill};
     use nix::unistd::Pid;
 
-    for (sig, name) in [(Signal::SIGINT, "SIGINT"), (Signal::SIGTERM, "SIGTERM"), (Signal::SIGHUP, "SIGHUP")] {
+    for (sig, name) in [
+        (Signal::SIGINT, "SIGINT"),
+        (Signal::SIGTERM, "SIGTERM"),
+        (Signal::SIGHUP, "SIGHUP"),
+    ] {
         let out = tmp.path().join(format!("sig-{name}"));
         let child = start_recording(&out, &[]);
         kill(Pid::from_raw(child.id() as i32), sig).unwrap();
@@ -269,7 +342,11 @@ fn every_way_of_ending_a_recording_detaches_everything() {
         let run = read_run(&out);
         assert_eq!(run["status"], "partial", "{name}");
         assert!(run["partial_reason"].as_str().unwrap().contains(name));
-        assert!(loaded_tracer_programs().is_empty(), "{name}: {:?}", loaded_tracer_programs());
+        assert!(
+            loaded_tracer_programs().is_empty(),
+            "{name}: {:?}",
+            loaded_tracer_programs()
+        );
         assert!(no_sleep_30_left(), "{name}: the traced command survived");
     }
 
@@ -308,7 +385,11 @@ fn every_way_of_ending_a_recording_detaches_everything() {
     kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
     let code = wait_exit(child, Duration::from_secs(30));
     assert_ne!(code, 0);
-    assert!(loaded_tracer_programs().is_empty(), "{:?}", loaded_tracer_programs());
+    assert!(
+        loaded_tracer_programs().is_empty(),
+        "{:?}",
+        loaded_tracer_programs()
+    );
     assert!(no_sleep_30_left());
     if out.exists() {
         // Only acceptable if the signal arrived after attaching: then it is a partial run.
@@ -318,9 +399,17 @@ fn every_way_of_ending_a_recording_detaches_everything() {
         .unwrap()
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p.file_name().unwrap().to_string_lossy().contains(".partial-"))
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .contains(".partial-")
+        })
         .collect();
-    assert!(leftovers.is_empty(), "temporary output left behind: {leftovers:?}");
+    assert!(
+        leftovers.is_empty(),
+        "temporary output left behind: {leftovers:?}"
+    );
 }
 
 #[test]
@@ -335,13 +424,22 @@ fn probes_explains_every_target_on_this_kernel() {
         let name = t["name"].as_str().unwrap();
         let plan = &t["plan"];
         let rejected = t["rejected"].as_array().unwrap();
-        assert!(!plan.is_null() || !rejected.is_empty(), "{name}: neither a plan nor a reason");
+        assert!(
+            !plan.is_null() || !rejected.is_empty(),
+            "{name}: neither a plan nor a reason"
+        );
         for r in rejected {
             assert!(!r["reason"].as_str().unwrap().is_empty());
         }
         if facts["kprobe_pmu"] == false {
-            let kp = rejected.iter().find(|r| r["plan"] == "kprobe").expect("kprobe rejected");
-            assert!(kp["reason"].as_str().unwrap().contains("CONFIG_KPROBES"), "{kp}");
+            let kp = rejected
+                .iter()
+                .find(|r| r["plan"] == "kprobe")
+                .expect("kprobe rejected");
+            assert!(
+                kp["reason"].as_str().unwrap().contains("CONFIG_KPROBES"),
+                "{kp}"
+            );
         }
         if plan["plan"] == "syscall-bracket" || plan["plan"] == "page-alloc-count" {
             // Tracepoint fallbacks are only chosen after the function plans were rejected.
@@ -370,11 +468,18 @@ fn records_syscall_bracket_spans_and_stacks_with_sampling() {
     let (forks, ..) = target_calls(&run, "dup_mmap");
     assert_eq!(forks, 80, "40 /bin/true + 40 cat = 80 forks by the shell");
     let (reads, ..) = target_calls(&run, "sysvipc_find_ipc");
-    assert!(reads >= 80, "each cat reads /proc/sysvipc/shm at least twice: {reads}");
+    assert!(
+        reads >= 80,
+        "each cat reads /proc/sysvipc/shm at least twice: {reads}"
+    );
     let (pages, untimed, ..) = target_calls(&run, "get_task_policy");
     assert!(pages > 0 && (untimed == pages || run["targets"][3]["plan"]["timed"] == true));
-    let kinds: Vec<&str> =
-        run["stack_files"].as_array().unwrap().iter().map(|f| f["kind"].as_str().unwrap()).collect();
+    let kinds: Vec<&str> = run["stack_files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["kind"].as_str().unwrap())
+        .collect();
     assert!(kinds.contains(&"callers"), "{kinds:?}");
     for f in run["stack_files"].as_array().unwrap() {
         let text = std::fs::read_to_string(out.join(f["path"].as_str().unwrap())).unwrap();
@@ -384,5 +489,8 @@ fn records_syscall_bracket_spans_and_stacks_with_sampling() {
     }
     assert_eq!(run["counters"]["aggregate_map_full"], 0);
     let csv = std::fs::read_to_string(out.join("spans.csv")).unwrap();
-    assert_eq!(csv.lines().count(), run["spans"].as_array().unwrap().len() + 1);
+    assert_eq!(
+        csv.lines().count(),
+        run["spans"].as_array().unwrap().len() + 1
+    );
 }

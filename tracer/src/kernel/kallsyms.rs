@@ -44,9 +44,18 @@ impl Kallsyms {
             if !matches!(kind, "t" | "T") {
                 continue;
             }
-            let Ok(addr) = u64::from_str_radix(addr, 16) else { continue };
-            let module = it.next().map(|m| m.trim_matches(|c| c == '[' || c == ']').to_string());
-            syms.push(Symbol { addr, name: name.to_string(), module, global: kind == "T" });
+            let Ok(addr) = u64::from_str_radix(addr, 16) else {
+                continue;
+            };
+            let module = it
+                .next()
+                .map(|m| m.trim_matches(|c| c == '[' || c == ']').to_string());
+            syms.push(Symbol {
+                addr,
+                name: name.to_string(),
+                module,
+                global: kind == "T",
+            });
         }
         syms.sort_by_key(|s| s.addr);
         let mut by_name: HashMap<String, Vec<usize>> = HashMap::new();

@@ -41,7 +41,11 @@ impl Privileges {
         if !self.has(CAP_PERFMON) {
             m.push("CAP_PERFMON");
         }
-        format!("euid {}, missing {} (and no CAP_SYS_ADMIN)", self.euid, m.join(" and "))
+        format!(
+            "euid {}, missing {} (and no CAP_SYS_ADMIN)",
+            self.euid,
+            m.join(" and ")
+        )
     }
 }
 
@@ -68,13 +72,22 @@ mod tests {
 
     #[test]
     fn cap_parsing_and_sufficiency() {
-        let root = Privileges { euid: 0, effective_caps: parse_cap_eff("CapEff:\t000001ffffffffff\n").unwrap() };
+        let root = Privileges {
+            euid: 0,
+            effective_caps: parse_cap_eff("CapEff:\t000001ffffffffff\n").unwrap(),
+        };
         assert!(root.sufficient());
-        let bpf_only = Privileges { euid: 1000, effective_caps: 1 << CAP_BPF };
+        let bpf_only = Privileges {
+            euid: 1000,
+            effective_caps: 1 << CAP_BPF,
+        };
         assert!(!bpf_only.sufficient());
         assert!(bpf_only.missing().contains("CAP_PERFMON"));
         assert!(!bpf_only.missing().contains("CAP_BPF "));
-        let both = Privileges { euid: 1000, effective_caps: (1 << CAP_BPF) | (1 << CAP_PERFMON) };
+        let both = Privileges {
+            euid: 1000,
+            effective_caps: (1 << CAP_BPF) | (1 << CAP_PERFMON),
+        };
         assert!(both.sufficient());
         assert_eq!(parse_cap_eff("Name: x\n"), None);
     }

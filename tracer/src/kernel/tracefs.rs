@@ -13,7 +13,10 @@ pub enum TracefsError {
     #[error("tracepoint {category}:{name} does not exist on this kernel")]
     NoEvent { category: String, name: String },
     #[error("reading {path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{path}: field {field:?} not found in the event format")]
     NoField { path: PathBuf, field: String },
 }
@@ -47,7 +50,11 @@ pub fn find_root() -> Option<PathBuf> {
 }
 
 pub fn event_exists(root: &Path, category: &str, name: &str) -> bool {
-    root.join("events").join(category).join(name).join("format").exists()
+    root.join("events")
+        .join(category)
+        .join(name)
+        .join("format")
+        .exists()
 }
 
 /// One field of an event record.
@@ -69,11 +76,19 @@ impl EventFormat {
     pub fn load(root: &Path, category: &str, name: &str) -> Result<EventFormat, TracefsError> {
         let path = root.join("events").join(category).join(name).join("format");
         if !path.exists() {
-            return Err(TracefsError::NoEvent { category: category.into(), name: name.into() });
+            return Err(TracefsError::NoEvent {
+                category: category.into(),
+                name: name.into(),
+            });
         }
-        let text = std::fs::read_to_string(&path)
-            .map_err(|source| TracefsError::Io { path: path.clone(), source })?;
-        Ok(EventFormat { fields: parse_fields(&text), path })
+        let text = std::fs::read_to_string(&path).map_err(|source| TracefsError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        Ok(EventFormat {
+            fields: parse_fields(&text),
+            path,
+        })
     }
 
     pub fn offset(&self, field: &str) -> Result<u32, TracefsError> {
@@ -81,7 +96,10 @@ impl EventFormat {
             .iter()
             .find(|f| f.name == field)
             .map(|f| f.offset)
-            .ok_or_else(|| TracefsError::NoField { path: self.path.clone(), field: field.into() })
+            .ok_or_else(|| TracefsError::NoField {
+                path: self.path.clone(),
+                field: field.into(),
+            })
     }
 }
 
@@ -90,7 +108,9 @@ pub fn parse_fields(text: &str) -> Vec<Field> {
     let mut out = Vec::new();
     for line in text.lines() {
         let line = line.trim();
-        let Some(rest) = line.strip_prefix("field:") else { continue };
+        let Some(rest) = line.strip_prefix("field:") else {
+            continue;
+        };
         let mut decl = None;
         let mut offset = None;
         let mut size = None;
@@ -104,7 +124,9 @@ pub fn parse_fields(text: &str) -> Vec<Field> {
                 size = v.parse().ok();
             }
         }
-        let (Some(decl), Some(offset), Some(size)) = (decl, offset, size) else { continue };
+        let (Some(decl), Some(offset), Some(size)) = (decl, offset, size) else {
+            continue;
+        };
         // The name is the last identifier once array brackets are removed: both
         // `char comm[16]` and `__data_loc char[] comm` name `comm`.
         let mut base = String::new();
@@ -119,11 +141,16 @@ pub fn parse_fields(text: &str) -> Vec<Field> {
         }
         let name = base
             .trim_end()
-            .rsplit(|c: char| c == ' ' || c == '*')
+            .rsplit([' ', '*'])
             .next()
             .unwrap_or("")
             .to_string();
-        out.push(Field { decl, name, offset, size });
+        out.push(Field {
+            decl,
+            name,
+            offset,
+            size,
+        });
     }
     out
 }
@@ -158,8 +185,14 @@ format:
         let f = new.iter().find(|f| f.name == "child_pid").unwrap();
         assert_eq!((f.offset, f.size), (20, 4));
         let old = parse_fields(FORK_510);
-        assert_eq!(old.iter().find(|f| f.name == "child_pid").unwrap().offset, 44);
-        assert_eq!(old.iter().find(|f| f.name == "child_comm").unwrap().size, 16);
+        assert_eq!(
+            old.iter().find(|f| f.name == "child_pid").unwrap().offset,
+            44
+        );
+        assert_eq!(
+            old.iter().find(|f| f.name == "child_comm").unwrap().size,
+            16
+        );
         assert!(new.iter().any(|f| f.name == "parent_comm"));
     }
 

@@ -1,0 +1,244 @@
+//! Percentiles and moments of the in-kernel log-linear histograms ([`Dist`]).
+//!
+//! A bucket only says "some value in `[low, high)`". Percentiles are estimated by spreading a
+//! bucket's `c` values evenly over its range (the `j`-th at `low + (j - ½)/c · width`), then
+//! clamping to the exact `min_ns`/`max_ns` the kernel also kept. The true nearest-rank value
+//! lies in the same bucket, so the error is at most one bucket width: 1/16 of the value above
+//! 16 ns (`HIST_SUB_BITS` = 4) and under 1 ns below.
+
+use tracer_ebpf::{hist_bucket_high, hist_bucket_low};
+
+use crate::rundata::Dist;
+
+/// Number of values in a histogram.
+pub fn count(d: &Dist) -> u64 {
+    d.hist.iter().map(|(_, c)| c).sum()
+}
+
+/// Mean from the exact sum, or None for an empty distribution.
+pub fn mean(d: &Dist) -> Option<f64> {
+    let n = count(d);
+    (n > 0).then(|| d.sum_ns as f64 / n as f64)
+}
+
+/// Buckets sorted by index with duplicates summed and empty ones dropped (the on-disk list is
+/// sparse and normally sorted already; this makes the math independent of that).
+fn normalized(d: &Dist) -> Vec<(u32, u64)> {
+    let mut v: Vec<(u32, u64)> = d.hist.iter().copied().filter(|(_, c)| *c > 0).collect();
+    v.sort_unstable_by_key(|(b, _)| *b);
+    let mut out: Vec<(u32, u64)> = Vec::with_capacity(v.len());
+    for (b, c) in v {
+        match out.last_mut() {
+            Some((lb, lc)) if *lb == b => *lc += c,
+            _ => out.push((b, c)),
+        }
+    }
+    out
+}
+
+/// Upper edge of a bucket as a float, kept finite for the last bucket.
+fn bucket_range(b: u32) -> (f64, f64) {
+    let lo = hist_bucket_low(b) as f64;
+    let hi = hist_bucket_high(b);
+    let hi = if hi == u64::MAX { lo * 2.0 } else { hi as f64 };
+    (lo, hi)
+}
+
+/// The `q`-quantile (0 ≤ q ≤ 1) by nearest rank, interpolated inside its bucket and clamped to
+/// the exact min/max. None for an empty distribution.
+pub fn quantile(d: &Dist, q: f64) -> Option<f64> {
+    let buckets = normalized(d);
+    let total: u64 = buckets.iter().map(|(_, c)| c).sum();
+    if total == 0 {
+        return None;
+    }
+    let q = q.clamp(0.0, 1.0);
+    // Nearest rank, 1-based.
+    let rank = ((q * total as f64).ceil() as u64).clamp(1, total);
+    // The smallest and largest values are known exactly.
+    if d.max_ns >= d.min_ns && d.max_ns > 0 {
+        if rank == 1 {
+            return Some(d.min_ns as f64);
+        }
+        if rank == total {
+            return Some(d.max_ns as f64);
+        }
+    }
+    let mut before = 0u64;
+    for (b, c) in &buckets {
+        if before + c >= rank {
+            let j = (rank - before) as f64;
+            let (lo, hi) = bucket_range(*b);
+            let v = lo + (j - 0.5) / *c as f64 * (hi - lo);
+            return Some(clamp_to(d, v));
+        }
+        before += c;
+    }
+    Some(d.max_ns as f64)
+}
+
+fn clamp_to(d: &Dist, v: f64) -> f64 {
+    let (lo, hi) = (d.min_ns as f64, d.max_ns as f64);
+    if hi >= lo && hi > 0.0 {
+        v.clamp(lo, hi)
+    } else {
+        v
+    }
+}
+
+/// Standard deviation estimated from bucket midpoints around the exact mean (population form).
+/// Good to a few percent of the spread; used for significance and error bars, not reported.
+pub fn std_dev(d: &Dist) -> Option<f64> {
+    let buckets = normalized(d);
+    let n: u64 = buckets.iter().map(|(_, c)| c).sum();
+    if n == 0 {
+        return None;
+    }
+    let m = d.sum_ns as f64 / n as f64;
+    let mut ss = 0.0;
+    for (b, c) in &buckets {
+        let (lo, hi) = bucket_range(*b);
+        let mid = clamp_to(d, (lo + hi) / 2.0);
+        ss += *c as f64 * (mid - m) * (mid - m);
+    }
+    Some((ss / n as f64).sqrt())
+}
+
+/// Sum of two distributions (the histograms of the union of their values).
+pub fn merge(a: &Dist, b: &Dist) -> Dist {
+    let (ca, cb) = (count(a), count(b));
+    let min_ns = match (ca > 0, cb > 0) {
+        (true, true) => a.min_ns.min(b.min_ns),
+        (true, false) => a.min_ns,
+        (false, true) => b.min_ns,
+        (false, false) => 0,
+    };
+    let mut hist = a.hist.clone();
+    hist.extend_from_slice(&b.hist);
+    let merged = Dist {
+        sum_ns: a.sum_ns + b.sum_ns,
+        min_ns,
+        max_ns: a.max_ns.max(b.max_ns),
+        hist,
+    };
+    Dist {
+        hist: normalized(&merged),
+        ..merged
+    }
+}
+
+/// Build a distribution from exact values (tests and synthetic fixtures).
+pub fn from_values(values: &[u64]) -> Dist {
+    let mut hist: Vec<(u32, u64)> = Vec::new();
+    for &v in values {
+        hist.push((tracer_ebpf::hist_bucket(v), 1));
+    }
+    let d = Dist {
+        sum_ns: values.iter().sum(),
+        min_ns: values.iter().copied().min().unwrap_or(0),
+        max_ns: values.iter().copied().max().unwrap_or(0),
+        hist,
+    };
+    Dist {
+        hist: normalized(&d),
+        ..d
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::testutil::Rng;
+
+    fn exact_quantile(sorted: &[u64], q: f64) -> f64 {
+        let n = sorted.len() as u64;
+        let rank = ((q * n as f64).ceil() as u64).clamp(1, n);
+        sorted[(rank - 1) as usize] as f64
+    }
+
+    /// Property: for many generated data sets of different shapes, every estimated percentile
+    /// is within one bucket width (1/16 relative, or 1 ns for tiny values) of the exact one.
+    #[test]
+    fn percentiles_are_within_bucket_resolution_of_exact() {
+        let mut worst: f64 = 0.0;
+        for seed in 0..60u64 {
+            let mut rng = Rng::new(seed);
+            let len = 1 + rng.below(3000) as usize;
+            let shape = seed % 5;
+            let mut values: Vec<u64> = (0..len)
+                .map(|_| match shape {
+                    0 => 1000 + rng.below(9000),
+                    1 => (rng.exp() * 20_000.0) as u64,
+                    2 => (rng.lognormal(9.0, 1.5)) as u64,
+                    3 => {
+                        if rng.below(10) < 7 {
+                            800 + rng.below(100)
+                        } else {
+                            50_000 + rng.below(5_000)
+                        }
+                    }
+                    _ => rng.below(40),
+                })
+                .collect();
+            let d = from_values(&values);
+            values.sort_unstable();
+            for q in [0.0, 0.01, 0.25, 0.5, 0.9, 0.99, 0.999, 1.0] {
+                let est = quantile(&d, q).unwrap();
+                let exact = exact_quantile(&values, q);
+                let tol = (exact / 16.0).max(1.0);
+                let err = (est - exact).abs();
+                assert!(
+                    err <= tol + 1e-9,
+                    "seed {seed} shape {shape} q={q}: est {est} exact {exact} (err {err} > {tol})"
+                );
+                if exact > 100.0 {
+                    worst = worst.max(err / exact);
+                }
+            }
+        }
+        // Interpolation should do much better than the worst case on smooth data.
+        assert!(worst < 0.0626, "worst relative error {worst}");
+    }
+
+    #[test]
+    fn extremes_are_exact_and_empty_is_none() {
+        let d = from_values(&[1234, 5678, 99_999]);
+        assert_eq!(quantile(&d, 0.0), Some(1234.0));
+        assert_eq!(quantile(&d, 1.0), Some(99_999.0));
+        assert_eq!(quantile(&Dist::default(), 0.5), None);
+        assert_eq!(mean(&Dist::default()), None);
+        assert!((mean(&d).unwrap() - (1234.0 + 5678.0 + 99_999.0) / 3.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn merge_equals_histogram_of_union() {
+        let mut rng = Rng::new(7);
+        let a: Vec<u64> = (0..500).map(|_| 100 + rng.below(10_000)).collect();
+        let b: Vec<u64> = (0..300).map(|_| 5_000 + rng.below(100_000)).collect();
+        let mut all = a.clone();
+        all.extend(&b);
+        let merged = merge(&from_values(&a), &from_values(&b));
+        assert_eq!(merged, from_values(&all));
+        assert_eq!(count(&merged), 800);
+        // Merging with an empty distribution keeps min.
+        let m2 = merge(&Dist::default(), &from_values(&b));
+        assert_eq!(m2.min_ns, *b.iter().min().unwrap());
+    }
+
+    #[test]
+    fn std_dev_tracks_spread() {
+        let mut rng = Rng::new(3);
+        let values: Vec<u64> = (0..20_000).map(|_| 10_000 + rng.below(20_000)).collect();
+        let exact = {
+            let m = values.iter().sum::<u64>() as f64 / values.len() as f64;
+            (values.iter().map(|&v| (v as f64 - m).powi(2)).sum::<f64>() / values.len() as f64)
+                .sqrt()
+        };
+        let est = std_dev(&from_values(&values)).unwrap();
+        assert!(
+            (est - exact).abs() / exact < 0.05,
+            "est {est} exact {exact}"
+        );
+        assert_eq!(std_dev(&from_values(&[500, 500, 500])).unwrap(), 0.0);
+    }
+}

@@ -1,0 +1,21 @@
+//! Analysis of saved run data: pure functions from [`crate::rundata::Run`] and folded stacks to
+//! tables, scaling verdicts, root causes and comparisons. Nothing here renders or needs root.
+
+pub mod analyze;
+pub mod compare;
+pub mod fit;
+pub mod hist;
+pub mod load;
+pub mod rootcause;
+pub mod stacks;
+pub mod stats;
+pub mod table;
+
+#[cfg(test)]
+pub(crate) mod testdata;
+#[cfg(test)]
+pub(crate) mod testutil;
+
+pub use analyze::{Analysis, AnalysisOptions, CaseRootCause, StackData, Verdict, analyze};
+pub use compare::{Comparison, compare};
+pub use load::{Dataset, LoadError, load};

@@ -1,0 +1,415 @@
+//! Per-N tables: one per traced target and workload case, one row per N.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::rundata::{Dist, PlanUsed, Run, SpanRow};
+
+use super::fit::Point;
+use super::hist;
+use super::stats::median;
+
+/// Which per-call time the scaling fit and plots use.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Metric {
+    /// On-CPU mean when the run measured on-CPU time, else wall mean.
+    #[default]
+    Auto,
+    /// Mean on-CPU time per call: the loop's cost, without time blocked.
+    OncpuMean,
+    /// Mean wall time per call (includes sleeping, e.g. do_wait waiting for the child).
+    WallMean,
+}
+
+impl Metric {
+    pub fn label(self) -> &'static str {
+        match self {
+            Metric::Auto | Metric::OncpuMean => "on-CPU time per call",
+            Metric::WallMean => "wall time per call",
+        }
+    }
+}
+
+/// One N of a [`CaseTable`]. Timing fields are None when not measured (count-only plans,
+/// no timed calls): "unavailable", never zero.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Row {
+    pub n: u64,
+    pub calls: u64,
+    pub untimed: u64,
+    /// Workload operations in the phases of this (case, N).
+    pub ops: Option<u64>,
+    pub calls_per_op: Option<f64>,
+    pub oncpu_mean_ns: Option<f64>,
+    pub oncpu_p50_ns: Option<f64>,
+    pub oncpu_p90_ns: Option<f64>,
+    pub oncpu_p99_ns: Option<f64>,
+    pub oncpu_max_ns: Option<f64>,
+    /// Wall minus on-CPU, per call: time blocked.
+    pub offcpu_mean_ns: Option<f64>,
+    pub wall_mean_ns: Option<f64>,
+    /// Wall time of all timed calls.
+    pub total_ns: Option<u64>,
+    /// The workload's own time per op (median over repeats), or phase wall / ops without a
+    /// workload report.
+    pub op_ns: Option<f64>,
+    /// "workload" or "phases": where `op_ns` came from.
+    pub op_source: Option<String>,
+    /// Per-repeat times per op from the workload report.
+    pub op_repeats_ns: Vec<f64>,
+    /// Target wall time per op (mean wall × calls per op).
+    pub target_ns_per_op: Option<f64>,
+    /// `target_ns_per_op / op_ns`.
+    pub share_of_op: Option<f64>,
+    /// The fitted metric per call, its estimated standard deviation per call (histogram), and
+    /// the number of timed calls behind it.
+    pub time_per_call_ns: Option<f64>,
+    pub time_per_call_sd_ns: Option<f64>,
+    pub timed_calls: u64,
+}
+
+impl Row {
+    /// Relative standard error of `time_per_call_ns`.
+    pub fn rel_se(&self) -> Option<f64> {
+        let (m, sd) = (self.time_per_call_ns?, self.time_per_call_sd_ns?);
+        (m > 0.0 && self.timed_calls > 0).then(|| sd / (self.timed_calls as f64).sqrt() / m)
+    }
+}
+
+/// The rows of one target and case in one run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CaseTable {
+    /// Run label (the run directory's name).
+    pub run: String,
+    pub kernel: String,
+    pub target: String,
+    pub case: u32,
+    pub case_name: String,
+    pub plan: Option<PlanUsed>,
+    /// False for count-only plans.
+    pub timed: bool,
+    /// The resolved metric (never `Auto`).
+    pub metric: Metric,
+    pub rows: Vec<Row>,
+}
+
+impl CaseTable {
+    /// Points for the scaling fit (N > 0 with a time).
+    pub fn points(&self) -> Vec<Point> {
+        self.rows
+            .iter()
+            .filter_map(|r| {
+                let t = r.time_per_call_ns?;
+                (r.n > 0 && t > 0.0).then(|| Point {
+                    n: r.n as f64,
+                    t,
+                    rel_se: r.rel_se(),
+                })
+            })
+            .collect()
+    }
+
+    /// `target [case]`, the name used in verdicts and file names.
+    pub fn key(&self) -> String {
+        format!("{} [{}]", self.target, self.case_name)
+    }
+
+    /// The plan measured something other than the target itself (a stand-in).
+    pub fn stand_in(&self) -> Option<String> {
+        let p = self.plan.as_ref()?;
+        (!p.attach_points.iter().any(|a| a == &self.target))
+            .then(|| format!("{} {}", p.plan, p.attach_points.join(",")))
+    }
+}
+
+/// The workload's own report (`--json`), parsed leniently: unknown fields are ignored and
+/// malformed results skipped.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkloadReport {
+    #[serde(default)]
+    pub workload: String,
+    #[serde(default)]
+    pub kernel: String,
+    #[serde(default)]
+    pub status: String,
+    #[serde(default)]
+    pub results: Vec<WorkloadResult>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkloadResult {
+    #[serde(default)]
+    pub case: String,
+    #[serde(default)]
+    pub case_id: Option<u32>,
+    pub n: u64,
+    #[serde(default)]
+    pub repeat: u32,
+    #[serde(default)]
+    pub iterations: u64,
+    #[serde(default)]
+    pub ops: u64,
+    #[serde(default)]
+    pub total_ns: u64,
+    pub time_ns_per_op: f64,
+    #[serde(default)]
+    pub cpu_ns_per_op: Option<f64>,
+}
+
+impl WorkloadReport {
+    /// Parse the `workload` value of a run; results that do not parse are counted in the
+    /// second value.
+    pub fn from_value(v: &serde_json::Value) -> (WorkloadReport, usize) {
+        let s = |k: &str| v.get(k).and_then(|x| x.as_str()).unwrap_or("").to_string();
+        let mut rep = WorkloadReport {
+            workload: s("workload"),
+            kernel: s("kernel"),
+            status: s("status"),
+            results: vec![],
+        };
+        let mut bad = 0;
+        for r in v
+            .get("results")
+            .and_then(|r| r.as_array())
+            .map(|a| a.as_slice())
+            .unwrap_or(&[])
+        {
+            match serde_json::from_value::<WorkloadResult>(r.clone()) {
+                Ok(r) => rep.results.push(r),
+                Err(_) => bad += 1,
+            }
+        }
+        (rep, bad)
+    }
+
+    /// Per-repeat times per op of one (case, N), in repeat order.
+    pub fn times(&self, case: u32, case_name: &str, n: u64) -> Vec<f64> {
+        let mut v: Vec<(u32, f64)> = self
+            .results
+            .iter()
+            .filter(|r| {
+                r.n == n
+                    && (r.case_id == Some(case) || (r.case_id.is_none() && r.case == case_name))
+            })
+            .filter(|r| r.time_ns_per_op.is_finite() && r.time_ns_per_op > 0.0)
+            .map(|r| (r.repeat, r.time_ns_per_op))
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+        v.into_iter().map(|(_, t)| t).collect()
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct TableOptions {
+    pub metric: Metric,
+    /// Include spans outside any workload phase (case 0).
+    pub include_unphased: bool,
+}
+
+/// Tables for every (target, case) with spans in `run`, in target order then case id.
+pub fn tables(run: &Run, label: &str, opts: &TableOptions) -> Vec<CaseTable> {
+    let workload = run
+        .workload
+        .as_ref()
+        .map(|v| WorkloadReport::from_value(v).0);
+    let mut groups: BTreeMap<(usize, u32), Vec<&SpanRow>> = BTreeMap::new();
+    for s in &run.spans {
+        if s.case == tracer_ebpf::CASE_UNPHASED && !opts.include_unphased {
+            continue;
+        }
+        let Some(ti) = run.targets.iter().position(|t| t.name == s.target) else {
+            continue;
+        };
+        groups.entry((ti, s.case)).or_default().push(s);
+    }
+    let mut out = Vec::new();
+    for ((ti, case), mut spans) in groups {
+        spans.sort_by_key(|s| s.n);
+        let target = &run.targets[ti];
+        let plan_timed = target.plan.as_ref().is_none_or(|p| p.timed);
+        let has_oncpu = spans.iter().any(|s| s.oncpu.sum_ns > 0);
+        let metric = match opts.metric {
+            Metric::Auto if has_oncpu => Metric::OncpuMean,
+            Metric::Auto => Metric::WallMean,
+            m => m,
+        };
+        let case_name = spans[0].case_name.clone();
+        let rows: Vec<Row> = spans
+            .iter()
+            .map(|s| row(run, s, plan_timed, has_oncpu, metric, workload.as_ref()))
+            .collect();
+        let timed = plan_timed && rows.iter().any(|r| r.timed_calls > 0);
+        out.push(CaseTable {
+            run: label.to_string(),
+            kernel: run.kernel.release.clone(),
+            target: target.name.clone(),
+            case,
+            case_name,
+            plan: target.plan.clone(),
+            timed,
+            metric,
+            rows,
+        });
+    }
+    out
+}
+
+fn row(
+    run: &Run,
+    s: &SpanRow,
+    plan_timed: bool,
+    has_oncpu: bool,
+    metric: Metric,
+    workload: Option<&WorkloadReport>,
+) -> Row {
+    let timed_calls = if plan_timed { hist::count(&s.wall) } else { 0 };
+    let timed = timed_calls > 0;
+    let phase = run.phases.iter().find(|p| p.case == s.case && p.n == s.n);
+    let ops = phase.map(|p| p.ops).filter(|o| *o > 0);
+    let calls_per_op = ops.map(|o| s.calls as f64 / o as f64);
+    let on =
+        |d: &Dist, f: &dyn Fn(&Dist) -> Option<f64>| if timed && has_oncpu { f(d) } else { None };
+    let oncpu_mean_ns = on(&s.oncpu, &|d| Some(d.sum_ns as f64 / timed_calls as f64));
+    let wall_mean_ns = timed.then(|| s.wall.sum_ns as f64 / timed_calls as f64);
+    let offcpu_mean_ns = match (wall_mean_ns, oncpu_mean_ns) {
+        (Some(w), Some(c)) => Some((w - c).max(0.0)),
+        _ => None,
+    };
+    let op_repeats_ns = workload
+        .map(|w| w.times(s.case, &s.case_name, s.n))
+        .unwrap_or_default();
+    let (op_ns, op_source) = match median(&op_repeats_ns) {
+        Some(m) => (Some(m), Some("workload".to_string())),
+        None => match (phase, ops) {
+            (Some(p), Some(o)) if p.wall_ns > 0 => (
+                Some(p.wall_ns as f64 / o as f64),
+                Some("phases".to_string()),
+            ),
+            _ => (None, None),
+        },
+    };
+    let target_ns_per_op = match (wall_mean_ns, calls_per_op) {
+        (Some(w), Some(c)) => Some(w * c),
+        _ => None,
+    };
+    let share_of_op = match (target_ns_per_op, op_ns) {
+        (Some(t), Some(o)) if o > 0.0 => Some(t / o),
+        _ => None,
+    };
+    let (time_per_call_ns, time_per_call_sd_ns) = match metric {
+        Metric::OncpuMean if has_oncpu => (oncpu_mean_ns, on(&s.oncpu, &hist::std_dev)),
+        _ => (
+            wall_mean_ns,
+            timed.then(|| hist::std_dev(&s.wall)).flatten(),
+        ),
+    };
+    Row {
+        n: s.n,
+        calls: s.calls,
+        untimed: s.untimed,
+        ops,
+        calls_per_op,
+        oncpu_mean_ns,
+        oncpu_p50_ns: on(&s.oncpu, &|d| hist::quantile(d, 0.5)),
+        oncpu_p90_ns: on(&s.oncpu, &|d| hist::quantile(d, 0.9)),
+        oncpu_p99_ns: on(&s.oncpu, &|d| hist::quantile(d, 0.99)),
+        oncpu_max_ns: on(&s.oncpu, &|d| Some(d.max_ns as f64)),
+        offcpu_mean_ns,
+        wall_mean_ns,
+        total_ns: timed.then_some(s.wall.sum_ns),
+        op_ns,
+        op_source,
+        op_repeats_ns,
+        target_ns_per_op,
+        share_of_op,
+        time_per_call_ns,
+        time_per_call_sd_ns,
+        timed_calls,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::testdata;
+
+    #[test]
+    fn rows_combine_spans_phases_and_workload() {
+        let run = testdata::waitpid_run(&[10, 100, 1000], |n| 1000 + 5 * n);
+        let t = tables(&run, "r", &TableOptions::default());
+        assert_eq!(t.len(), 1);
+        let t = &t[0];
+        assert_eq!(
+            (t.target.as_str(), t.case_name.as_str()),
+            ("do_wait", "waitpid-pid")
+        );
+        assert_eq!(t.metric, Metric::OncpuMean);
+        assert_eq!(
+            t.rows.iter().map(|r| r.n).collect::<Vec<_>>(),
+            vec![10, 100, 1000]
+        );
+        let r = &t.rows[1];
+        assert_eq!(r.calls, 200);
+        assert_eq!(r.calls_per_op, Some(1.0));
+        // On-CPU 1000 + 5N = 1500 ns exactly; wall adds 2000 ns blocked.
+        assert!((r.oncpu_mean_ns.unwrap() - 1500.0).abs() < 1e-9);
+        assert!((r.offcpu_mean_ns.unwrap() - 2000.0).abs() < 1e-9);
+        assert!((r.wall_mean_ns.unwrap() - 3500.0).abs() < 1e-9);
+        let p50 = r.oncpu_p50_ns.unwrap();
+        assert!((p50 - 1500.0).abs() <= 1500.0 / 16.0, "{p50}");
+        // Median of the repeats 9000, 10000, 11000 ns per op.
+        assert_eq!(r.op_ns, Some(10_000.0));
+        assert_eq!(r.op_source.as_deref(), Some("workload"));
+        assert!((r.share_of_op.unwrap() - 0.35).abs() < 1e-9);
+        assert_eq!(r.time_per_call_ns, r.oncpu_mean_ns);
+        assert_eq!(t.points().len(), 3);
+    }
+
+    #[test]
+    fn count_only_rows_have_no_timing() {
+        let mut run = testdata::waitpid_run(&[10, 100], |n| 1000 + n);
+        let plan = run.targets[0].plan.as_mut().unwrap();
+        plan.timed = false;
+        for s in &mut run.spans {
+            s.untimed = s.calls;
+            s.wall = Dist::default();
+            s.oncpu = Dist::default();
+        }
+        run.workload = None;
+        let t = &tables(&run, "r", &TableOptions::default())[0];
+        assert!(!t.timed);
+        let r = &t.rows[0];
+        assert_eq!(r.calls, 200);
+        assert_eq!(r.calls_per_op, Some(1.0));
+        for v in [
+            r.oncpu_mean_ns,
+            r.oncpu_p99_ns,
+            r.offcpu_mean_ns,
+            r.wall_mean_ns,
+            r.share_of_op,
+        ] {
+            assert_eq!(v, None);
+        }
+        assert_eq!(r.total_ns, None);
+        // Without a workload report the op time comes from the phases.
+        assert_eq!(r.op_source.as_deref(), Some("phases"));
+        assert!(t.points().is_empty());
+    }
+
+    #[test]
+    fn workload_report_is_parsed_leniently() {
+        let v = serde_json::json!({"workload":"waitpid","results":[
+            {"case":"waitpid-pid","case_id":1,"n":10,"repeat":1,"time_ns_per_op":20.0},
+            {"case":"waitpid-pid","case_id":1,"n":10,"repeat":0,"time_ns_per_op":10.0},
+            {"case":"waitpid-any","n":10,"repeat":0,"time_ns_per_op":30.0},
+            {"case":"broken"}
+        ]});
+        let (w, bad) = WorkloadReport::from_value(&v);
+        assert_eq!(bad, 1);
+        assert_eq!(w.times(1, "waitpid-pid", 10), vec![10.0, 20.0]);
+        assert_eq!(w.times(2, "waitpid-any", 10), vec![30.0]);
+        assert!(w.times(1, "waitpid-pid", 11).is_empty());
+    }
+}

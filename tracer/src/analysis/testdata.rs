@@ -1,0 +1,93 @@
+//! Synthetic runs for unit tests.
+
+use std::collections::BTreeMap;
+
+use crate::rundata::{
+    FORMAT, KernelInfo, PhaseRow, PlanUsed, Run, RunStatus, SpanRow, TargetReport,
+};
+
+use super::hist::from_values;
+
+pub fn plan(points: &[&str]) -> PlanUsed {
+    PlanUsed {
+        plan: "fentry".into(),
+        mechanism: "fentry/fexit".into(),
+        attach_points: points.iter().map(|s| s.to_string()).collect(),
+        timed: true,
+        note: "times the function itself".into(),
+    }
+}
+
+pub fn empty_run(kernel: &str, targets: &[&str]) -> Run {
+    Run {
+        format: FORMAT.into(),
+        status: RunStatus::Complete,
+        partial_reason: None,
+        tracer_version: "test".into(),
+        kernel: KernelInfo {
+            release: kernel.into(),
+            version: "#1".into(),
+            machine: "x86_64".into(),
+        },
+        hostname: "h".into(),
+        started_unix: 0.0,
+        duration_s: 1.0,
+        command: vec![],
+        command_exit: Some(0),
+        filter: "test".into(),
+        sample_freq_hz: 0,
+        targets: targets
+            .iter()
+            .map(|t| TargetReport {
+                name: t.to_string(),
+                plan: Some(plan(&[t])),
+                rejected: vec![],
+                verification: None,
+            })
+            .collect(),
+        counters: BTreeMap::new(),
+        cases: BTreeMap::new(),
+        spans: vec![],
+        phases: vec![],
+        stack_files: vec![],
+        workload: None,
+    }
+}
+
+/// do_wait under waitpid-pid: 200 calls per N, each exactly `oncpu(n)` ns on CPU and 2000 ns
+/// blocked; the workload reports 9000, 10000 and 11000 ns per op over three repeats.
+pub fn waitpid_run(ns: &[u64], oncpu: impl Fn(u64) -> u64) -> Run {
+    let mut run = empty_run("5.10.0-test", &["do_wait"]);
+    run.cases.insert(1, "waitpid-pid".into());
+    let mut results = Vec::new();
+    for &n in ns {
+        let on = oncpu(n);
+        run.spans.push(SpanRow {
+            target: "do_wait".into(),
+            case: 1,
+            case_name: "waitpid-pid".into(),
+            n,
+            calls: 200,
+            untimed: 0,
+            wall: from_values(&vec![on + 2000; 200]),
+            oncpu: from_values(&vec![on; 200]),
+        });
+        run.phases.push(PhaseRow {
+            case: 1,
+            case_name: "waitpid-pid".into(),
+            n,
+            phases: 1,
+            ops: 200,
+            wall_ns: 200 * 10_000,
+        });
+        for (rep, t) in [9000.0, 11000.0, 10000.0].iter().enumerate() {
+            results.push(serde_json::json!({"case":"waitpid-pid","case_id":1,"n":n,"repeat":rep,
+                "iterations":200,"ops":200,"total_ns":(*t as u64)*200,"time_ns_per_op":t,"cpu_ns_per_op":t}));
+        }
+    }
+    run.workload = Some(
+        serde_json::json!({"workload":"waitpid","kernel":"5.10.0-test","results":results,"status":"complete"}),
+    );
+    run.validate().expect("valid synthetic run");
+    run
+}

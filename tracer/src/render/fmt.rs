@@ -1,0 +1,98 @@
+//! Number formatting shared by the renderers.
+
+/// Nanoseconds with a unit and three significant digits: `850ns`, `1.23µs`, `45.6ms`, `2.00s`.
+pub fn ns(v: f64) -> String {
+    let a = v.abs();
+    let (x, unit) = if a < 1e3 {
+        (v, "ns")
+    } else if a < 1e6 {
+        (v / 1e3, "µs")
+    } else if a < 1e9 {
+        (v / 1e6, "ms")
+    } else {
+        (v / 1e9, "s")
+    };
+    format!("{}{unit}", sig3(x))
+}
+
+/// 10^d nanoseconds as an axis label: `1ns`, `10ns`, `100ns`, `1µs`, ... `100s`.
+pub fn ns_decade(d: i32) -> String {
+    const UNITS: [&str; 4] = ["ns", "µs", "ms", "s"];
+    if d < 0 {
+        return format!("{}ns", 10f64.powi(d));
+    }
+    let unit = ((d / 3) as usize).min(UNITS.len() - 1);
+    let mantissa = 10u64.pow((d - 3 * unit as i32) as u32);
+    format!("{mantissa}{}", UNITS[unit])
+}
+
+/// Three significant digits without exponent notation.
+pub fn sig3(x: f64) -> String {
+    let a = x.abs();
+    if a == 0.0 {
+        "0".to_string()
+    } else if a >= 100.0 {
+        format!("{x:.0}")
+    } else if a >= 10.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+/// A share as a percentage.
+pub fn pct(s: f64) -> String {
+    let p = s * 100.0;
+    if p != 0.0 && p.abs() < 1.0 {
+        format!("{p:.2}%")
+    } else {
+        format!("{p:.1}%")
+    }
+}
+
+/// An optional value through `f`, or `n/a`.
+pub fn opt<T: Copy>(v: Option<T>, f: impl Fn(T) -> String) -> String {
+    v.map_or_else(|| "n/a".to_string(), f)
+}
+
+/// N as an axis label: 1, 10, 100, 1k, 10k, 100k, 1M.
+pub fn count_short(v: f64) -> String {
+    let a = v.abs();
+    let (x, suffix) = if a >= 1e9 {
+        (v / 1e9, "G")
+    } else if a >= 1e6 {
+        (v / 1e6, "M")
+    } else if a >= 1e3 {
+        (v / 1e3, "k")
+    } else {
+        (v, "")
+    };
+    let s = if x.fract() == 0.0 {
+        format!("{x:.0}")
+    } else {
+        sig3(x)
+    };
+    format!("{s}{suffix}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats() {
+        assert_eq!(ns(850.0), "850ns");
+        assert_eq!(ns(1234.0), "1.23µs");
+        assert_eq!(ns(45_600_000.0), "45.6ms");
+        assert_eq!(ns(2e9), "2.00s");
+        assert_eq!(pct(0.953), "95.3%");
+        assert_eq!(pct(0.0012), "0.12%");
+        assert_eq!(count_short(10_000.0), "10k");
+        assert_eq!(count_short(1.0), "1");
+        assert_eq!(opt(None::<f64>, ns), "n/a");
+        assert_eq!(ns_decade(0), "1ns");
+        assert_eq!(ns_decade(4), "10µs");
+        assert_eq!(ns_decade(9), "1s");
+        assert_eq!(ns_decade(11), "100s");
+    }
+}

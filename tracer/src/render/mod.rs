@@ -1,0 +1,561 @@
+//! Rendering of analysed run data: tables (Markdown, CSV, JSON, terminal), flamegraph SVGs
+//! (inferno), log-log scaling plots, and an index linking everything.
+//!
+//! Entry points: [`report`] renders one run or sweep directory, [`compare_report`] two of them
+//! side by side. Both only read saved data (no root, no live kernel) and write every file
+//! atomically into the output directory, the index last.
+//!
+//! Output layout of [`report`]:
+//!
+//! | file | content |
+//! | --- | --- |
+//! | `index.html`, `README.md` | verdicts and root causes first, then links to everything below |
+//! | `report.txt` | the compact terminal rendering (also in [`ReportSummary::terminal`]) |
+//! | `summary.json` | runs, verdicts (with fits), root causes (with rankings), warnings |
+//! | `tables/<target>.{md,csv,json}` | per-N tables of every case of the target |
+//! | `plots/<target>.svg` | log-log time per call vs N, one line per case, fitted model dotted |
+//! | `flamegraphs/[<run>/]<kind>/<target>/<case>/n<N>.svg` | stacks of one N (`<run>/` in sweeps) |
+//! | `flamegraphs/[<run>/]<kind>/<target>/<case>/diff-n<A>-n<B>.svg` | differential, smallest → largest N |
+
+pub mod flame;
+pub mod fmt;
+mod index;
+pub mod out;
+pub mod plot;
+pub mod tables;
+pub mod xml;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::analysis::table::Metric;
+use crate::analysis::{Analysis, AnalysisOptions, LoadError, analyze, compare, load};
+use crate::rundata::StackKind;
+
+pub use out::OutDir;
+pub use xml::check_well_formed;
+
+/// Errors of [`report`] and [`compare_report`]; each names the path involved.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    #[error("{path}: cannot write: {source}")]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: flamegraph failed: {source}")]
+    Flamegraph {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: rendered SVG is not well-formed XML ({what}); nothing was written")]
+    Malformed { path: PathBuf, what: String },
+}
+
+#[derive(Clone, Debug)]
+pub struct ReportOptions {
+    /// Per-call time to fit and plot (default: on-CPU mean when measured).
+    pub metric: Metric,
+    /// Include spans outside the workload's phases (case 0) as their own case.
+    pub include_unphased: bool,
+    /// Render flamegraph SVGs (the slow part of a report).
+    pub flamegraphs: bool,
+    /// Render the differential flamegraphs (smallest vs largest N).
+    pub differential: bool,
+    /// Flamegraph width in pixels; inferno's 1200 by default.
+    pub flame_width: Option<usize>,
+}
+
+impl Default for ReportOptions {
+    fn default() -> Self {
+        ReportOptions {
+            metric: Metric::Auto,
+            include_unphased: false,
+            flamegraphs: true,
+            differential: true,
+            flame_width: None,
+        }
+    }
+}
+
+impl ReportOptions {
+    fn analysis(&self) -> AnalysisOptions {
+        AnalysisOptions {
+            metric: self.metric,
+            include_unphased: self.include_unphased,
+        }
+    }
+}
+
+/// What a report found and wrote.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ReportSummary {
+    pub out_dir: PathBuf,
+    /// One scaling verdict per target and case, e.g.
+    /// `do_wait [waitpid-pid]: O(n), slope 0.98 [0.91, 1.05] (R² 0.99), visible from N≈100`.
+    pub verdicts: Vec<String>,
+    /// One root-cause line per target and case with stacks.
+    pub root_causes: Vec<String>,
+    pub warnings: Vec<String>,
+    /// Every file written, under `out_dir`.
+    pub files: Vec<PathBuf>,
+    /// The compact terminal rendering, for the CLI to print.
+    pub terminal: String,
+}
+
+/// How to read a report: the rules behind the numbers, in one line each.
+const METHOD: &[&str] = &[
+    "Time per call: the target's mean on-CPU time per call when on-CPU time was measured (wall time otherwise); off-CPU = wall − on-CPU, the time blocked.",
+    "Class: once growth is visible, the model t = a + b·f(N), f ∈ {log n, n, n log n, n²}, with the smallest RMS of relative residuals (Google Benchmark style, with an intercept for the fixed cost); O(1) when no growth is visible.",
+    "Slope: least-squares exponent of log(t − t at the smallest N) against log N over the sizes where growth is visible (plain log-log over all sizes for O(1)), with its 95% confidence interval and R².",
+    "Visible from: the first N from which every time per call exceeds the smallest-N time by max(20%, 3 combined standard errors from the histograms).",
+    "Root cause: the frame under the target whose share of the target's sampled time grows most with log N (fitted per frame; \"(self)\" is time in the frame itself); its slope is the log-log exponent of that frame's time per call.",
+    "Flamegraphs: widths in ns; differentials compare the smallest and largest N after normalising totals, red = larger share at the largest N.",
+];
+
+const COMPARE_METHOD: &str = "Comparison: Amean/Hmean per side and (B − A)/A. * = significant at 95% (Welch's t-test: over the workload's repeats for op time and ops/s; over the per-call histogram spread for ns/call, which must also differ by at least 5%), ? = too few repeats to tell.";
+
+/// Links the index shows for one target.
+#[derive(Default)]
+struct TargetLinks {
+    plot: Option<String>,
+    tables: Vec<(String, String)>,
+    /// (section title, [(link text, path)])
+    flames: Vec<(String, Vec<(String, String)>)>,
+}
+
+/// Render the run or sweep at `data_dir` into `out_dir`.
+pub fn report(
+    data_dir: &Path,
+    out_dir: &Path,
+    opts: &ReportOptions,
+) -> Result<ReportSummary, ReportError> {
+    let ds = load(data_dir)?;
+    let a = analyze(&ds, &opts.analysis())?;
+    let mut out = OutDir::create(out_dir)?;
+    render_analysis(&a, &mut out, opts)?;
+    Ok(ReportSummary {
+        out_dir: out_dir.to_path_buf(),
+        verdicts: a.verdicts.iter().map(|v| v.line.clone()).collect(),
+        root_causes: a.root_causes.iter().map(|r| r.cause.line.clone()).collect(),
+        warnings: a.warnings.clone(),
+        files: out.written().iter().map(|f| out_dir.join(f)).collect(),
+        terminal: tables::terminal(&a),
+    })
+}
+
+/// Targets in order of first appearance, with the indices of their tables.
+fn targets(a: &Analysis) -> Vec<(String, Vec<usize>)> {
+    let mut v: Vec<(String, Vec<usize>)> = Vec::new();
+    for (i, t) in a.tables.iter().enumerate() {
+        match v.iter_mut().find(|(n, _)| *n == t.target) {
+            Some((_, idx)) => idx.push(i),
+            None => v.push((t.target.clone(), vec![i])),
+        }
+    }
+    // Targets traced but without any table still get a section (their plan and stacks).
+    for r in &a.runs {
+        for t in &r.targets {
+            if !v.iter().any(|(n, _)| *n == t.name) {
+                v.push((t.name.clone(), vec![]));
+            }
+        }
+    }
+    v
+}
+
+/// Series label of a table in a plot: the case, plus the run when a case repeats.
+fn series_label(a: &Analysis, idx: &[usize], i: usize) -> String {
+    let t = &a.tables[i];
+    let dup = idx
+        .iter()
+        .filter(|&&j| a.tables[j].case_name == t.case_name)
+        .count()
+        > 1;
+    if dup {
+        format!("{} · {}", t.case_name, t.run)
+    } else {
+        t.case_name.clone()
+    }
+}
+
+fn plot_series(
+    a: &Analysis,
+    idx: &[usize],
+    suffix: Option<&str>,
+    style: usize,
+) -> Vec<plot::Series> {
+    idx.iter()
+        .map(|&i| {
+            let (t, v) = (&a.tables[i], &a.verdicts[i]);
+            let mut label = series_label(a, idx, i);
+            if let Some(c) = v.class() {
+                label.push_str(&format!(" · {}", c.label()));
+            }
+            if let Some(s) = suffix {
+                label = format!("{label} · {s}");
+            }
+            plot::Series {
+                label,
+                points: t.points().iter().map(|p| (p.n, p.t)).collect(),
+                model: v.scaling.as_ref().map(|s| s.model.clone()),
+                style,
+            }
+        })
+        .collect()
+}
+
+fn y_label(a: &Analysis, idx: &[usize]) -> &'static str {
+    idx.first()
+        .map_or(Metric::OncpuMean.label(), |&i| a.tables[i].metric.label())
+}
+
+#[derive(Serialize)]
+struct SummaryJson<'a> {
+    label: &'a str,
+    root: &'a Path,
+    runs: &'a [crate::analysis::analyze::RunInfo],
+    verdicts: &'a [crate::analysis::Verdict],
+    root_causes: &'a [crate::analysis::CaseRootCause],
+    warnings: &'a [String],
+}
+
+fn render_analysis(
+    a: &Analysis,
+    out: &mut OutDir,
+    opts: &ReportOptions,
+) -> Result<(), ReportError> {
+    let mut links: BTreeMap<String, TargetLinks> = BTreeMap::new();
+    let target_list = targets(a);
+    for (target, idx) in &target_list {
+        let l = links.entry(target.clone()).or_default();
+        if idx.is_empty() {
+            continue;
+        }
+        let stem = out::safe(target);
+        for (ext, body) in [
+            ("md", tables::markdown(target, a, idx)),
+            ("csv", tables::csv(a, idx)),
+            ("json", tables::json(a, idx)),
+        ] {
+            let rel = format!("tables/{stem}.{ext}");
+            out.write(&rel, body.as_bytes())?;
+            l.tables.push((ext.to_string(), rel));
+        }
+        let title = format!("{target}: {} vs N", y_label(a, idx));
+        if let Some(svg) = plot::loglog_svg(&title, y_label(a, idx), &plot_series(a, idx, None, 0))
+        {
+            let rel = format!("plots/{stem}.svg");
+            out.write(&rel, svg.as_bytes())?;
+            l.plot = Some(rel);
+        }
+    }
+
+    if opts.flamegraphs {
+        render_flamegraphs(a, out, opts, &mut links)?;
+    }
+
+    let summary = SummaryJson {
+        label: &a.label,
+        root: &a.root,
+        runs: &a.runs,
+        verdicts: &a.verdicts,
+        root_causes: &a.root_causes,
+        warnings: &a.warnings,
+    };
+    let mut json = serde_json::to_string_pretty(&summary).expect("summary serializes");
+    json.push('\n');
+    out.write("summary.json", json.as_bytes())?;
+    out.write("report.txt", tables::terminal(a).as_bytes())?;
+
+    let sections: Vec<(String, TargetLinks)> = target_list
+        .iter()
+        .map(|(t, _)| (t.clone(), links.remove(t).unwrap_or_default()))
+        .collect();
+    let page = index::Page {
+        title: format!("tracer report: {}", a.label),
+        source: a.root.display().to_string(),
+        verdicts: a.verdicts.iter().map(|v| v.line.clone()).collect(),
+        root_causes: a.root_causes.iter().map(|r| r.cause.line.clone()).collect(),
+        warnings: a.warnings.clone(),
+        runs: a
+            .runs
+            .iter()
+            .map(|r| {
+                let plans: Vec<String> = r
+                    .targets
+                    .iter()
+                    .map(|t| match &t.plan {
+                        Some(p) => {
+                            format!("{}: {} ({})", t.name, p.plan, p.attach_points.join(", "))
+                        }
+                        None => format!("{}: not traced", t.name),
+                    })
+                    .collect();
+                vec![
+                    r.label.clone(),
+                    r.kernel.clone(),
+                    match &r.partial_reason {
+                        Some(why) => format!("partial: {why}"),
+                        None => format!("{:?}", r.status).to_lowercase(),
+                    },
+                    r.workload.clone().unwrap_or_default(),
+                    plans.join("; "),
+                ]
+            })
+            .collect(),
+        run_header: ["run", "kernel", "status", "workload", "targets and plans"]
+            .map(String::from)
+            .to_vec(),
+        sections: sections
+            .into_iter()
+            .map(|(t, l)| index::Section {
+                title: t,
+                plot: l.plot,
+                links: l
+                    .tables
+                    .into_iter()
+                    .map(|(ext, p)| (ext.to_uppercase(), p))
+                    .collect(),
+                groups: l.flames,
+            })
+            .collect(),
+        other: vec![
+            ("summary.json".into(), "summary.json".into()),
+            ("report.txt".into(), "report.txt".into()),
+        ],
+        method: METHOD.iter().map(|m| m.to_string()).collect(),
+    };
+    index::write(out, &page)
+}
+
+fn render_flamegraphs(
+    a: &Analysis,
+    out: &mut OutDir,
+    opts: &ReportOptions,
+    links: &mut BTreeMap<String, TargetLinks>,
+) -> Result<(), ReportError> {
+    // (run, target, case name, kind) -> stack indices, kinds in a fixed order.
+    let mut groups: BTreeMap<(usize, String, String, StackKind), Vec<usize>> = BTreeMap::new();
+    for (i, s) in a.stacks.iter().enumerate() {
+        if s.folded.is_empty()
+            || (s.file.case == tracer_ebpf::CASE_UNPHASED && !opts.include_unphased)
+        {
+            continue;
+        }
+        groups
+            .entry((
+                s.run,
+                s.file.target.clone(),
+                s.file.case_name.clone(),
+                s.file.kind,
+            ))
+            .or_default()
+            .push(i);
+    }
+    for ((ri, target, case_name, kind), mut idx) in groups {
+        idx.sort_by_key(|&i| a.stacks[i].file.n);
+        let run = &a.runs[ri];
+        let plan = run
+            .targets
+            .iter()
+            .find(|t| t.name == target)
+            .and_then(|t| t.plan.as_ref());
+        let info = flame::FlameInfo {
+            kind,
+            target: &target,
+            case_name: &case_name,
+            kernel: &run.kernel,
+            plan,
+            width: opts.flame_width,
+        };
+        let prefix = if a.is_sweep {
+            format!("{}/", out::safe(&run.label))
+        } else {
+            String::new()
+        };
+        let dir = format!(
+            "flamegraphs/{prefix}{}/{}/{}",
+            kind.as_str(),
+            out::safe(&target),
+            out::safe(&case_name)
+        );
+        let mut items = Vec::new();
+        for &i in &idx {
+            let s = &a.stacks[i];
+            let rel = format!("{dir}/n{}.svg", s.file.n);
+            let svg = flame::flamegraph(&info, s.file.n, &s.folded).map_err(|source| {
+                ReportError::Flamegraph {
+                    path: out.root().join(&rel),
+                    source,
+                }
+            })?;
+            out.write(&rel, &svg)?;
+            items.push((format!("N={}", s.file.n), rel));
+        }
+        let (first, last) = (&a.stacks[idx[0]], &a.stacks[idx[idx.len() - 1]]);
+        if opts.differential && first.file.n != last.file.n {
+            let (n0, n1) = (first.file.n, last.file.n);
+            let rel = format!("{dir}/diff-n{n0}-n{n1}.svg");
+            let svg = flame::differential(&info, n0, &first.folded, n1, &last.folded).map_err(
+                |source| ReportError::Flamegraph {
+                    path: out.root().join(&rel),
+                    source,
+                },
+            )?;
+            out.write(&rel, &svg)?;
+            items.push((format!("differential N={n0} → N={n1}"), rel));
+        }
+        let mut title = format!("{} · {}", case_name, flame::kind_label(kind));
+        if a.is_sweep {
+            title.push_str(&format!(" · {}", run.label));
+        }
+        links
+            .entry(target.clone())
+            .or_default()
+            .flames
+            .push((title, items));
+    }
+    Ok(())
+}
+
+/// Render a comparison of two runs or sweeps (`a` is the baseline) into `out_dir`: each side's
+/// full report under `a/` and `b/`, the comparison tables (`compare.{md,csv,json,txt}`), one
+/// plot per target with both sides (B dashed), and an index.
+pub fn compare_report(
+    a_dir: &Path,
+    b_dir: &Path,
+    out_dir: &Path,
+    opts: &ReportOptions,
+) -> Result<ReportSummary, ReportError> {
+    let aa = analyze(&load(a_dir)?, &opts.analysis())?;
+    let ab = analyze(&load(b_dir)?, &opts.analysis())?;
+    let mut out = OutDir::create(out_dir)?;
+    for (sub, an) in [("a", &aa), ("b", &ab)] {
+        let mut side = OutDir::create(&out_dir.join(sub))?;
+        render_analysis(an, &mut side, opts)?;
+        out.adopt(sub, side.written());
+    }
+    let c = compare::compare(&aa, &ab);
+    out.write("compare.md", tables::compare_markdown(&c).as_bytes())?;
+    out.write("compare.csv", tables::compare_csv(&c).as_bytes())?;
+    out.write("compare.json", tables::compare_json(&c).as_bytes())?;
+    let terminal = tables::compare_terminal(&c);
+    out.write("compare.txt", terminal.as_bytes())?;
+
+    let (ta, tb) = (targets(&aa), targets(&ab));
+    let mut names: Vec<String> = ta.iter().map(|(t, _)| t.clone()).collect();
+    for (t, _) in &tb {
+        if !names.contains(t) {
+            names.push(t.clone());
+        }
+    }
+    let mut sections = Vec::new();
+    for name in &names {
+        let ia = ta
+            .iter()
+            .find(|(t, _)| t == name)
+            .map(|(_, i)| i.clone())
+            .unwrap_or_default();
+        let ib = tb
+            .iter()
+            .find(|(t, _)| t == name)
+            .map(|(_, i)| i.clone())
+            .unwrap_or_default();
+        let mut series = plot_series(&aa, &ia, Some(&c.label_a), 0);
+        series.extend(plot_series(&ab, &ib, Some(&c.label_b), 1));
+        let y = if ia.is_empty() {
+            y_label(&ab, &ib)
+        } else {
+            y_label(&aa, &ia)
+        };
+        let mut plot_rel = None;
+        if let Some(svg) = plot::loglog_svg(&format!("{name}: {y} vs N"), y, &series) {
+            let rel = format!("plots/{}.svg", out::safe(name));
+            out.write(&rel, svg.as_bytes())?;
+            plot_rel = Some(rel);
+        }
+        let mut links = Vec::new();
+        for (side, label) in [("a", &c.label_a), ("b", &c.label_b)] {
+            let rel = format!("{side}/tables/{}.md", out::safe(name));
+            if out.has(&rel) {
+                links.push((format!("{label} table"), rel));
+            }
+        }
+        sections.push(index::Section {
+            title: name.clone(),
+            plot: plot_rel,
+            links,
+            groups: vec![],
+        });
+    }
+
+    let mut verdicts: Vec<String> = c.classes.iter().map(|cl| cl.line.clone()).collect();
+    verdicts.extend(
+        aa.verdicts
+            .iter()
+            .map(|v| format!("{}: {}", c.label_a, v.line)),
+    );
+    verdicts.extend(
+        ab.verdicts
+            .iter()
+            .map(|v| format!("{}: {}", c.label_b, v.line)),
+    );
+    let root_causes: Vec<String> = aa
+        .root_causes
+        .iter()
+        .map(|r| format!("{}: {}", c.label_a, r.cause.line))
+        .chain(
+            ab.root_causes
+                .iter()
+                .map(|r| format!("{}: {}", c.label_b, r.cause.line)),
+        )
+        .collect();
+    let warnings: Vec<String> = aa
+        .warnings
+        .iter()
+        .map(|w| format!("{}: {w}", c.label_a))
+        .chain(ab.warnings.iter().map(|w| format!("{}: {w}", c.label_b)))
+        .collect();
+    let page = index::Page {
+        title: format!("tracer compare: {} vs {}", c.label_a, c.label_b),
+        source: format!("A = {}, B = {}", a_dir.display(), b_dir.display()),
+        verdicts: verdicts.clone(),
+        root_causes: root_causes.clone(),
+        warnings: warnings.clone(),
+        run_header: ["side", "report"].map(String::from).to_vec(),
+        runs: vec![],
+        sections,
+        other: vec![
+            ("comparison (Markdown)".into(), "compare.md".into()),
+            ("comparison (CSV)".into(), "compare.csv".into()),
+            ("comparison (JSON)".into(), "compare.json".into()),
+            ("comparison (text)".into(), "compare.txt".into()),
+            (
+                format!("A: {} full report", c.label_a),
+                "a/index.html".into(),
+            ),
+            (
+                format!("B: {} full report", c.label_b),
+                "b/index.html".into(),
+            ),
+        ],
+        method: std::iter::once(COMPARE_METHOD)
+            .chain(METHOD.iter().copied())
+            .map(String::from)
+            .collect(),
+    };
+    index::write(&mut out, &page)?;
+    Ok(ReportSummary {
+        out_dir: out_dir.to_path_buf(),
+        verdicts,
+        root_causes,
+        warnings,
+        files: out.written().iter().map(|f| out_dir.join(f)).collect(),
+        terminal,
+    })
+}

@@ -1,0 +1,366 @@
+//! Tables as Markdown, CSV, JSON and compact terminal text.
+
+use serde::Serialize;
+
+use crate::analysis::compare::{Comparison, Quantity};
+use crate::analysis::table::{CaseTable, Row};
+use crate::analysis::{Analysis, CaseRootCause, Verdict};
+
+use super::fmt::{ns, opt, pct, sig3};
+
+const MD_HEADER: [&str; 13] = [
+    "N",
+    "calls",
+    "calls/op",
+    "on-CPU mean",
+    "p50",
+    "p90",
+    "p99",
+    "max",
+    "off-CPU mean",
+    "wall mean",
+    "total",
+    "op time",
+    "share of op",
+];
+
+fn cells(r: &Row) -> [String; 13] {
+    [
+        r.n.to_string(),
+        r.calls.to_string(),
+        opt(r.calls_per_op, |v| format!("{v:.2}")),
+        opt(r.oncpu_mean_ns, ns),
+        opt(r.oncpu_p50_ns, ns),
+        opt(r.oncpu_p90_ns, ns),
+        opt(r.oncpu_p99_ns, ns),
+        opt(r.oncpu_max_ns, ns),
+        opt(r.offcpu_mean_ns, ns),
+        opt(r.wall_mean_ns, ns),
+        opt(r.total_ns, |v| ns(v as f64)),
+        opt(r.op_ns, ns),
+        opt(r.share_of_op, pct),
+    ]
+}
+
+fn plan_line(t: &CaseTable) -> String {
+    match &t.plan {
+        Some(p) => format!(
+            "plan `{}` ({}: {}){}{}",
+            p.plan,
+            p.mechanism,
+            p.attach_points.join(", "),
+            if p.timed { "" } else { ", count only" },
+            if p.note.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", p.note)
+            }
+        ),
+        None => "no plan".to_string(),
+    }
+}
+
+fn metric_text(t: &CaseTable) -> &'static str {
+    if t.timed {
+        t.metric.label()
+    } else {
+        "count only (no durations)"
+    }
+}
+
+fn md_escape(s: &str) -> String {
+    s.replace('|', "\\|")
+}
+
+/// One Markdown document for a target: a section per (run, case) with its verdict, root cause
+/// and table.
+pub fn markdown(target: &str, a: &Analysis, idx: &[usize]) -> String {
+    let mut out = format!("# {target}\n\n");
+    for &i in idx {
+        let (t, v) = (&a.tables[i], &a.verdicts[i]);
+        out.push_str(&format!(
+            "## {} · {} · kernel {}\n\n",
+            t.case_name, t.run, t.kernel
+        ));
+        out.push_str(&format!("- {}\n", md_escape(&plan_line(t))));
+        out.push_str(&format!("- fitted: {}\n", metric_text(t)));
+        out.push_str(&format!("- verdict: `{}`\n", v.line));
+        if let Some(rc) = root_cause_of(a, t) {
+            out.push_str(&format!(
+                "- root cause ({} stacks): `{}`\n",
+                rc.kind.as_str(),
+                rc.cause.line
+            ));
+        }
+        out.push('\n');
+        out.push_str(&format!("| {} |\n", MD_HEADER.join(" | ")));
+        out.push_str(&format!("|{}\n", " ---: |".repeat(MD_HEADER.len())));
+        for r in &t.rows {
+            out.push_str(&format!("| {} |\n", cells(r).join(" | ")));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+pub fn root_cause_of<'a>(a: &'a Analysis, t: &CaseTable) -> Option<&'a CaseRootCause> {
+    a.root_causes
+        .iter()
+        .find(|rc| rc.run == t.run && rc.target == t.target && rc.case_name == t.case_name)
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+fn num(v: Option<f64>) -> String {
+    v.map_or(String::new(), |x| {
+        format!("{x:.3}")
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .to_string()
+    })
+}
+
+/// Flat CSV of the tables: raw nanoseconds, empty fields for unavailable values.
+pub fn csv(a: &Analysis, idx: &[usize]) -> String {
+    let mut out = String::from(
+        "run,kernel,target,case,case_name,n,calls,untimed,ops,calls_per_op,oncpu_mean_ns,oncpu_p50_ns,oncpu_p90_ns,oncpu_p99_ns,oncpu_max_ns,offcpu_mean_ns,wall_mean_ns,total_ns,op_ns,op_source,target_ns_per_op,share_of_op\n",
+    );
+    for &i in idx {
+        let t = &a.tables[i];
+        for r in &t.rows {
+            let fields = [
+                csv_field(&t.run),
+                csv_field(&t.kernel),
+                csv_field(&t.target),
+                t.case.to_string(),
+                csv_field(&t.case_name),
+                r.n.to_string(),
+                r.calls.to_string(),
+                r.untimed.to_string(),
+                r.ops.map_or(String::new(), |v| v.to_string()),
+                num(r.calls_per_op),
+                num(r.oncpu_mean_ns),
+                num(r.oncpu_p50_ns),
+                num(r.oncpu_p90_ns),
+                num(r.oncpu_p99_ns),
+                num(r.oncpu_max_ns),
+                num(r.offcpu_mean_ns),
+                num(r.wall_mean_ns),
+                r.total_ns.map_or(String::new(), |v| v.to_string()),
+                num(r.op_ns),
+                r.op_source.clone().unwrap_or_default(),
+                num(r.target_ns_per_op),
+                num(r.share_of_op),
+            ];
+            out.push_str(&fields.join(","));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+#[derive(Serialize)]
+struct JsonCase<'a> {
+    table: &'a CaseTable,
+    verdict: &'a Verdict,
+    root_cause: Option<&'a CaseRootCause>,
+}
+
+/// JSON of the tables with their verdicts and root causes (null for unavailable values).
+pub fn json(a: &Analysis, idx: &[usize]) -> String {
+    let v: Vec<JsonCase> = idx
+        .iter()
+        .map(|&i| JsonCase {
+            table: &a.tables[i],
+            verdict: &a.verdicts[i],
+            root_cause: root_cause_of(a, &a.tables[i]),
+        })
+        .collect();
+    let mut s = serde_json::to_string_pretty(&v).expect("tables serialize");
+    s.push('\n');
+    s
+}
+
+/// Right-align columns of text rows.
+fn align(rows: &[Vec<String>]) -> String {
+    let cols = rows.iter().map(|r| r.len()).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..cols)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for r in rows {
+        let line: Vec<String> = r
+            .iter()
+            .enumerate()
+            .map(|(c, s)| format!("{}{s}", " ".repeat(widths[c] - s.chars().count())))
+            .collect();
+        out.push_str(line.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// Compact terminal rendering: verdicts and root causes first, then one small table per case.
+pub fn terminal(a: &Analysis) -> String {
+    let mut out = String::new();
+    for w in &a.warnings {
+        out.push_str(&format!("warning: {w}\n"));
+    }
+    for v in &a.verdicts {
+        out.push_str(&format!("{}\n", v.line));
+    }
+    for rc in &a.root_causes {
+        out.push_str(&format!("{}\n", rc.cause.line));
+    }
+    for (t, _) in a.tables.iter().zip(&a.verdicts) {
+        out.push_str(&format!(
+            "\n{} [{}] · {} · {} · {}\n",
+            t.target,
+            t.case_name,
+            t.kernel,
+            t.plan.as_ref().map_or("no plan".to_string(), |p| format!(
+                "{} {}",
+                p.plan,
+                p.attach_points.join(",")
+            )),
+            metric_text(t)
+        ));
+        let mut rows: Vec<Vec<String>> = vec![
+            [
+                "N", "calls", "/op", "on-CPU", "p50", "p99", "max", "off-CPU", "wall", "op",
+                "share",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+        ];
+        for r in &t.rows {
+            rows.push(vec![
+                r.n.to_string(),
+                r.calls.to_string(),
+                opt(r.calls_per_op, |v| format!("{v:.2}")),
+                opt(r.oncpu_mean_ns, ns),
+                opt(r.oncpu_p50_ns, ns),
+                opt(r.oncpu_p99_ns, ns),
+                opt(r.oncpu_max_ns, ns),
+                opt(r.offcpu_mean_ns, ns),
+                opt(r.wall_mean_ns, ns),
+                opt(r.op_ns, ns),
+                opt(r.share_of_op, pct),
+            ]);
+        }
+        out.push_str(&align(&rows));
+    }
+    out
+}
+
+fn quantity_value(q: Quantity, v: Option<f64>) -> String {
+    match q {
+        Quantity::OpRate => opt(v, sig3),
+        _ => opt(v, ns),
+    }
+}
+
+fn diff_cell(c: &crate::analysis::compare::CompareRow) -> String {
+    let m = c.significance.mark();
+    opt(c.diff_pct, |d| format!("{m}{d:+.2}%{m}"))
+}
+
+/// mmtests-like comparison table in Markdown.
+pub fn compare_markdown(c: &Comparison) -> String {
+    let mut out = format!("# {} vs {}\n\n", c.label_a, c.label_b);
+    out.push_str("Scaling classes:\n\n");
+    for cl in &c.classes {
+        out.push_str(&format!("- `{}`\n", cl.line));
+    }
+    out.push_str(&format!(
+        "\n`*` marks a significant difference, `?` too little data to tell (rules: see compare.json / the tracer docs). Diff is ({b} − {a}) / {a}.\n\n",
+        a = c.label_a,
+        b = c.label_b
+    ));
+    out.push_str(&format!(
+        "| target | case | N | quantity | mean | {} | {} | diff |\n| --- | --- | ---: | --- | --- | ---: | ---: | ---: |\n",
+        md_escape(&c.label_a),
+        md_escape(&c.label_b)
+    ));
+    for r in &c.rows {
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            r.target,
+            r.case_name,
+            r.n,
+            r.quantity.label(),
+            r.quantity.mean_name(),
+            quantity_value(r.quantity, r.a),
+            quantity_value(r.quantity, r.b),
+            diff_cell(r)
+        ));
+    }
+    out
+}
+
+pub fn compare_csv(c: &Comparison) -> String {
+    let mut out = String::from("target,case_name,n,quantity,mean,a,b,diff_pct,significance\n");
+    for r in &c.rows {
+        out.push_str(&format!(
+            "{},{},{},{},{},{},{},{},{}\n",
+            csv_field(&r.target),
+            csv_field(&r.case_name),
+            r.n,
+            r.quantity.label(),
+            r.quantity.mean_name(),
+            num(r.a),
+            num(r.b),
+            num(r.diff_pct),
+            r.significance.mark()
+        ));
+    }
+    out
+}
+
+pub fn compare_json(c: &Comparison) -> String {
+    let mut s = serde_json::to_string_pretty(c).expect("comparison serializes");
+    s.push('\n');
+    s
+}
+
+/// mmtests-like terminal rendering: `Amean  do_wait waitpid-pid N=100  1.23µs  1.10µs * -10.60%*`.
+pub fn compare_terminal(c: &Comparison) -> String {
+    let mut out = String::new();
+    for cl in &c.classes {
+        out.push_str(&format!("{}\n", cl.line));
+    }
+    out.push('\n');
+    let mut rows: Vec<Vec<String>> = vec![vec![
+        String::new(),
+        String::new(),
+        String::new(),
+        c.label_a.clone(),
+        c.label_b.clone(),
+        "diff".into(),
+    ]];
+    for r in &c.rows {
+        rows.push(vec![
+            r.quantity.mean_name().to_string(),
+            format!("{} {} N={}", r.target, r.case_name, r.n),
+            r.quantity.label().to_string(),
+            quantity_value(r.quantity, r.a),
+            quantity_value(r.quantity, r.b),
+            diff_cell(r),
+        ]);
+    }
+    out.push_str(&align(&rows));
+    out
+}
