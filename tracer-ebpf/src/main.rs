@@ -116,6 +116,38 @@ static PENDING_OPEN: HashMap<u32, u8> = HashMap::with_max_entries(4096, 0);
 #[map]
 static TRACKED_FD: HashMap<u64, u8> = HashMap::with_max_entries(16384, 0);
 
+// Array indices are masked after their range checks: older verifiers (5.10, 6.1) do not carry
+// bounds from a 32-bit compare over to the 64-bit register used for the address, and reject
+// "math between map_value pointer and register with unbounded min value". A mask bounds the
+// register on every kernel. The sizes are powers of two (asserted below).
+const _: () = assert!(MAX_TARGETS.is_power_of_two() && MAX_DEPTH.is_power_of_two());
+const _: () = assert!(MAX_NEST.is_power_of_two());
+
+/// Hide a value's known range from LLVM, so the mask that follows is not optimised away
+/// (LLVM knows the range from the earlier check; the verifier may not).
+#[inline(always)]
+fn opaque(mut v: u64) -> u64 {
+    unsafe { core::arch::asm!("{0} = {0}", inout(reg) v) };
+    v
+}
+
+#[inline(always)]
+fn target_ix(t: u32) -> usize {
+    (opaque(t as u64) & (MAX_TARGETS as u64 - 1)) as usize
+}
+
+#[inline(always)]
+fn frame_ix(t: u32, d: u32) -> usize {
+    let t = opaque(t as u64) & (MAX_TARGETS as u64 - 1);
+    let d = opaque(d as u64) & (MAX_DEPTH as u64 - 1);
+    (t * MAX_DEPTH as u64 + d) as usize
+}
+
+#[inline(always)]
+fn nest_ix(a: u32) -> usize {
+    (opaque(a as u64) & (MAX_NEST as u64 - 1)) as usize
+}
+
 #[inline(always)]
 fn now() -> u64 {
     unsafe { bpf_ktime_get_ns() }
@@ -225,34 +257,32 @@ fn on_enter<C: StackIdContext>(ctx: &C, slot: u32) {
         st.last_in_ns = ts;
         st.off_since_ns = 0;
     }
-    let t = target as usize;
-    if t >= MAX_TARGETS {
+    if target as usize >= MAX_TARGETS {
         return;
     }
-    let d = st.depth[t] as usize;
-    if d < MAX_DEPTH {
-        let idx = t * MAX_DEPTH + d;
-        if idx < MAX_TARGETS * MAX_DEPTH {
-            let (kstack, ustack) = if cfg.flags & FLAG_CALLER_STACKS != 0 {
-                (stack_id(ctx, 0), stack_id(ctx, BPF_F_USER_STACK as u64))
-            } else {
-                (-1, -1)
-            };
-            let f = &mut st.frames[idx];
-            f.entry_ns = ts;
-            f.oncpu_at_entry = st.oncpu_ns + ts.saturating_sub(st.last_in_ns);
-            f.kstack = kstack;
-            f.ustack = ustack;
-        }
+    let t = target_ix(target);
+    let d = st.depth[t];
+    if (d as usize) < MAX_DEPTH {
+        let (kstack, ustack) = if cfg.flags & FLAG_CALLER_STACKS != 0 {
+            (stack_id(ctx, 0), stack_id(ctx, BPF_F_USER_STACK as u64))
+        } else {
+            (-1, -1)
+        };
+        let oncpu_at_entry = st.oncpu_ns + ts.saturating_sub(st.last_in_ns);
+        let f = &mut st.frames[frame_ix(target, d)];
+        f.entry_ns = ts;
+        f.oncpu_at_entry = oncpu_at_entry;
+        f.kstack = kstack;
+        f.ustack = ustack;
     } else {
         bump(counter::DEPTH_OVERFLOW);
     }
-    st.depth[t] = d as u32 + 1;
-    let a = st.active as usize;
-    if a < MAX_NEST {
-        st.order[a] = target;
+    st.depth[t] = d + 1;
+    let a = st.active;
+    if (a as usize) < MAX_NEST {
+        st.order[nest_ix(a)] = target;
     }
-    st.active += 1;
+    st.active = a + 1;
 }
 
 #[inline(always)]
@@ -284,11 +314,11 @@ fn on_exit<C: EbpfContext>(_ctx: &C, slot: u32, count_unpaired: bool) {
         return;
     };
     let st = unsafe { &mut *st };
-    let t = target as usize;
-    if t >= MAX_TARGETS {
+    if target as usize >= MAX_TARGETS {
         return;
     }
-    let d = st.depth[t] as usize;
+    let t = target_ix(target);
+    let d = st.depth[t];
     if d == 0 {
         if count_unpaired {
             bump(counter::UNPAIRED_EXIT);
@@ -296,19 +326,15 @@ fn on_exit<C: EbpfContext>(_ctx: &C, slot: u32, count_unpaired: bool) {
         return;
     }
     let d = d - 1;
-    st.depth[t] = d as u32;
+    st.depth[t] = d;
     st.active = st.active.saturating_sub(1);
     let (case, n) = current_phase(tgid);
     let key = AggKey { target, case, n };
-    if d >= MAX_DEPTH {
+    if d as usize >= MAX_DEPTH {
         record_untimed(&key);
         return;
     }
-    let idx = t * MAX_DEPTH + d;
-    if idx >= MAX_TARGETS * MAX_DEPTH {
-        return;
-    }
-    let f = st.frames[idx];
+    let f = st.frames[frame_ix(target, d)];
     let wall = ts.saturating_sub(f.entry_ns);
     let oncpu_now = st.oncpu_ns + ts.saturating_sub(st.last_in_ns);
     let oncpu = oncpu_now.saturating_sub(f.oncpu_at_entry).min(wall);
@@ -648,13 +674,12 @@ pub fn sched_switch(ctx: TracePointContext) -> u32 {
 
 #[inline(always)]
 fn top_target(st: &ThreadState) -> u32 {
-    let a = st.active as usize;
-    let i = if a > MAX_NEST { MAX_NEST } else { a };
-    if i == 0 {
+    let a = st.active;
+    if a == 0 {
         return 0;
     }
-    let i = i - 1;
-    if i < MAX_NEST { st.order[i] } else { 0 }
+    let i = if a as usize > MAX_NEST { MAX_NEST as u32 } else { a };
+    st.order[nest_ix(i - 1)]
 }
 
 /// `sched:sched_process_fork`: children of followed processes are followed too.

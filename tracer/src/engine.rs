@@ -1069,6 +1069,8 @@ fn aya_obj_btf_func_kind() -> aya_obj::btf::BtfKind {
 
 /// Turn a load/attach error into the reason shown in plan reports.
 fn classify(what: &str, e: &ProgramError) -> AttachFailure {
+    // The full verifier log is long; keep it for -v.
+    log::debug!("{what}: {e}");
     let text = error_chain(e);
     let lower = text.to_lowercase();
     if lower.contains("operation not permitted")

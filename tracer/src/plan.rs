@@ -118,6 +118,7 @@ impl Expect {
     pub fn describe(self) -> String {
         match self {
             Expect::Exactly(n) => format!("exactly {n}"),
+            Expect::Between { min, max } if max == u64::MAX => format!("at least {min}"),
             Expect::Between { min, max } => format!("{min}..={max}"),
         }
     }
