@@ -16,7 +16,7 @@
 
 use aya_ebpf::{
     EbpfContext,
-    bindings::{BPF_F_NO_PREALLOC, BPF_F_USER_STACK, BPF_NOEXIST},
+    bindings::{BPF_F_USER_STACK, BPF_NOEXIST},
     helpers::{
         bpf_get_current_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid,
         bpf_ktime_get_ns, bpf_probe_read_user_str_bytes,
@@ -42,7 +42,18 @@ struct Frame {
     ustack: i32,
 }
 
-/// Per-thread state. Lives in a no-prealloc hash keyed by tid while the thread exists.
+/// Key of one open frame: which thread, target and nesting depth.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct FrameKey {
+    tid: u32,
+    target: u16,
+    depth: u16,
+}
+
+/// Per-thread state, kept from a thread's first traced call until it exits. Small, because
+/// the perf_event sampler reads it and (before 6.1) perf_event programs may only use
+/// preallocated hash maps; the open frames live in `FRAMES`.
 #[repr(C)]
 struct ThreadState {
     /// On-CPU time accumulated since the first open frame, up to `last_in_ns`.
@@ -60,7 +71,6 @@ struct ThreadState {
     depth: [u32; MAX_TARGETS],
     /// Targets in order of entry; `order[active - 1]` is the innermost.
     order: [u32; MAX_NEST],
-    frames: [Frame; MAX_TARGETS * MAX_DEPTH],
 }
 
 const FN_SLOT_BASE_FENTRY: u32 = SLOT_BASE_FENTRY;
@@ -77,11 +87,15 @@ static SLOTS: Array<SlotConf> = Array::with_max_entries(SLOT_COUNT, 0);
 static FOLLOW: HashMap<u32, u8> = HashMap::with_max_entries(65536, 0);
 
 #[map]
-static THREADS: HashMap<u32, ThreadState> = HashMap::with_max_entries(65536, BPF_F_NO_PREALLOC);
+static THREADS: HashMap<u32, ThreadState> = HashMap::with_max_entries(16384, 0);
 
-/// Never written: a zeroed ThreadState to insert from (it is too big for the BPF stack).
+/// Never written: a zeroed ThreadState to insert from (kept off the 512-byte BPF stack).
 #[map]
 static ZERO_THREAD: Array<ThreadState> = Array::with_max_entries(1, 0);
+
+/// Open frames, one entry per call in progress (preallocated: no allocation in probes).
+#[map]
+static FRAMES: HashMap<FrameKey, Frame> = HashMap::with_max_entries(32768, 0);
 
 #[map]
 static CURRENT_PHASE: HashMap<u32, CurrentPhase> = HashMap::with_max_entries(16384, 0);
@@ -134,13 +148,6 @@ fn opaque(mut v: u64) -> u64 {
 #[inline(always)]
 fn target_ix(t: u32) -> usize {
     (opaque(t as u64) & (MAX_TARGETS as u64 - 1)) as usize
-}
-
-#[inline(always)]
-fn frame_ix(t: u32, d: u32) -> usize {
-    let t = opaque(t as u64) & (MAX_TARGETS as u64 - 1);
-    let d = opaque(d as u64) & (MAX_DEPTH as u64 - 1);
-    (t * MAX_DEPTH as u64 + d) as usize
 }
 
 #[inline(always)]
@@ -268,12 +275,21 @@ fn on_enter<C: StackIdContext>(ctx: &C, slot: u32) {
         } else {
             (-1, -1)
         };
-        let oncpu_at_entry = st.oncpu_ns + ts.saturating_sub(st.last_in_ns);
-        let f = &mut st.frames[frame_ix(target, d)];
-        f.entry_ns = ts;
-        f.oncpu_at_entry = oncpu_at_entry;
-        f.kstack = kstack;
-        f.ustack = ustack;
+        let frame = Frame {
+            entry_ns: ts,
+            oncpu_at_entry: st.oncpu_ns + ts.saturating_sub(st.last_in_ns),
+            kstack,
+            ustack,
+        };
+        let key = FrameKey {
+            tid,
+            target: target as u16,
+            depth: d as u16,
+        };
+        if FRAMES.insert(&key, &frame, 0).is_err() {
+            // No room to time this call: count it untimed at exit instead of losing it.
+            bump(counter::THREAD_MAP_FULL);
+        }
     } else {
         bump(counter::DEPTH_OVERFLOW);
     }
@@ -305,12 +321,11 @@ fn on_exit<C: EbpfContext>(_ctx: &C, slot: u32, count_unpaired: bool) {
     let pid_tgid = bpf_get_current_pid_tgid();
     let tid = pid_tgid as u32;
     let tgid = (pid_tgid >> 32) as u32;
-    // Exit tracepoints fire for every task (the filter is applied at entry), so an exit
-    // without a frame is normal there; for function probes it means a missed entry.
+    // Exits fire for every task (the filter is applied at entry): a task without state was
+    // never traced. A traced task with no open frame for this target missed an entry (the
+    // probe was attached mid-call); for exit tracepoints that also happens for every
+    // unfiltered call (reads of untracked fds), so only function probes count it.
     let Some(st) = THREADS.get_ptr_mut(&tid) else {
-        if count_unpaired {
-            bump(counter::UNPAIRED_EXIT);
-        }
         return;
     };
     let st = unsafe { &mut *st };
@@ -334,7 +349,17 @@ fn on_exit<C: EbpfContext>(_ctx: &C, slot: u32, count_unpaired: bool) {
         record_untimed(&key);
         return;
     }
-    let f = st.frames[frame_ix(target, d)];
+    let fkey = FrameKey {
+        tid,
+        target: target as u16,
+        depth: d as u16,
+    };
+    let Some(f) = (unsafe { FRAMES.get(&fkey) }).copied() else {
+        // The entry could not store its frame (map full): still a call.
+        record_untimed(&key);
+        return;
+    };
+    let _ = FRAMES.remove(&fkey);
     let wall = ts.saturating_sub(f.entry_ns);
     let oncpu_now = st.oncpu_ns + ts.saturating_sub(st.last_in_ns);
     let oncpu = oncpu_now.saturating_sub(f.oncpu_at_entry).min(wall);
@@ -678,7 +703,11 @@ fn top_target(st: &ThreadState) -> u32 {
     if a == 0 {
         return 0;
     }
-    let i = if a as usize > MAX_NEST { MAX_NEST as u32 } else { a };
+    let i = if a as usize > MAX_NEST {
+        MAX_NEST as u32
+    } else {
+        a
+    };
     st.order[nest_ix(i - 1)]
 }
 
@@ -710,6 +739,21 @@ pub fn sched_exit(_ctx: TracePointContext) -> u32 {
         if st.active > 0 {
             if let Some(c) = COUNTERS.get_ptr_mut(counter::ABANDONED_FRAMES) {
                 unsafe { *c += st.active as u64 };
+            }
+            // Free the frames it left open (bounded: MAX_TARGETS x MAX_DEPTH keys).
+            let mut t = 0u32;
+            while t < MAX_TARGETS as u32 {
+                let open = st.depth[target_ix(t)];
+                let mut d = 0u32;
+                while d < MAX_DEPTH as u32 && d < open {
+                    let _ = FRAMES.remove(&FrameKey {
+                        tid,
+                        target: t as u16,
+                        depth: d as u16,
+                    });
+                    d += 1;
+                }
+                t += 1;
             }
         }
         let _ = THREADS.remove(&tid);

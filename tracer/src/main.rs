@@ -204,6 +204,10 @@ struct RecordArgs {
     /// Embed this JSON file (e.g. the command's own benchmark report) in run.json.
     #[arg(long, value_name = "FILE")]
     attach_json: Option<PathBuf>,
+    /// Also attach the phase markers (tracer_phase_begin/end) in this binary, for when the
+    /// command is a script that runs it (repeatable).
+    #[arg(long, value_name = "BINARY")]
+    markers: Vec<PathBuf>,
     /// The command to run and trace (with its process tree).
     #[arg(last = true, value_name = "COMMAND")]
     command: Vec<String>,
@@ -243,6 +247,9 @@ struct SweepArgs {
     /// Skip flamegraph SVGs in the report rendered after the sweep.
     #[arg(long)]
     no_flamegraphs: bool,
+    /// Do not render the report after the sweep (render it later with `tracer report`).
+    #[arg(long)]
+    no_report: bool,
     /// Extra arguments passed to every workload, e.g. -- --iterations 50.
     #[arg(last = true, value_name = "WORKLOAD ARGS")]
     extra: Vec<String>,
@@ -325,7 +332,7 @@ fn run_record(a: RecordArgs, verbose: bool) -> Result<i32, TracerError> {
         },
         progress: true,
         attach_json: a.attach_json,
-        marker_binaries: Vec::new(),
+        marker_binaries: a.markers,
     };
     let outcome = record::record(opts)?;
     print_record_summary(&outcome);
@@ -334,6 +341,7 @@ fn run_record(a: RecordArgs, verbose: bool) -> Result<i32, TracerError> {
 
 fn run_sweep(a: SweepArgs, verbose: bool) -> Result<i32, TracerError> {
     let a_no_flame = a.no_flamegraphs;
+    let a_no_report = a.no_report;
     let workloads = if a.all {
         tracer::sweep::WORKLOADS
             .iter()
@@ -368,7 +376,7 @@ fn run_sweep(a: SweepArgs, verbose: bool) -> Result<i32, TracerError> {
         eprintln!("tracer: partial sweep ({p})");
     }
     println!("sweep written to {}", outcome.dir.display());
-    if !outcome.sweep.runs.is_empty() {
+    if !outcome.sweep.runs.is_empty() && !a_no_report {
         let ropts = tracer::render::ReportOptions {
             flamegraphs: !a_no_flame,
             ..Default::default()

@@ -374,8 +374,34 @@ pub const GETPID: Target = Target {
     default: false,
 };
 
+/// Not a mission target: page allocations of the traced processes, counted at the
+/// `kmem:mm_page_alloc` tracepoint. Traced beside get_task_policy it checks that a stand-in
+/// plan sees one call per page (`--targets get_task_policy,page_alloc`).
+pub const PAGE_ALLOC: Target = Target {
+    name: "page_alloc",
+    why: "reference count for get_task_policy's stand-ins: one page allocation per fault",
+    plans: &[Plan {
+        name: "page-alloc-count",
+        method: Method::Count {
+            category: "kmem",
+            event: "mm_page_alloc",
+        },
+        note: "page allocations of the traced processes",
+    }],
+    calibration: Calibration::TouchPages { pages: 256 },
+    expect: expect_pages,
+    default: false,
+};
+
 /// The built-in targets, in target-index order (the index is the kernel-side target id).
-pub const TARGETS: &[Target] = &[DO_WAIT, DUP_MMAP, SYSVIPC_FIND_IPC, GET_TASK_POLICY, GETPID];
+pub const TARGETS: &[Target] = &[
+    DO_WAIT,
+    DUP_MMAP,
+    SYSVIPC_FIND_IPC,
+    GET_TASK_POLICY,
+    GETPID,
+    PAGE_ALLOC,
+];
 
 fn expect_getpid(_plan: &Plan, cal: Calibration) -> Expect {
     match cal {

@@ -240,6 +240,14 @@ pub fn run_spec(opts: &RecordOptions) -> Result<RunSpec, TracerError> {
         })?),
         None => None,
     };
+    for m in &opts.marker_binaries {
+        if !m.is_file() {
+            return Err(TracerError::Usage(format!(
+                "--markers {}: no such file",
+                m.display()
+            )));
+        }
+    }
     for pid in &opts.pids {
         if !Path::new(&format!("/proc/{pid}")).exists() {
             return Err(TracerError::Usage(format!("no process with pid {pid}")));

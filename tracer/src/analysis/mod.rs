@@ -10,6 +10,7 @@ pub mod rootcause;
 pub mod stacks;
 pub mod stats;
 pub mod table;
+pub mod text;
 
 #[cfg(test)]
 pub(crate) mod testdata;

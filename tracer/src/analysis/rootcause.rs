@@ -7,15 +7,23 @@
 //! largest N. "self" (stacks that end in the frame) is a candidate too, because the loop lives
 //! in the target itself when its callee was inlined.
 //!
+//! Only sizes with at least [`MIN_SAMPLES`] samples take part: a sampler at ~1 kHz catches a
+//! few µs-long call at small N a handful of times, and one sample makes a frame's share 0% or
+//! 100%. The line says when some sizes were left out, and says "too few stack samples" when
+//! fewer than two sizes remain.
+//!
 //! The search starts below the target, skips frames that hold all the time at every N (pure
 //! pass-through, e.g. `do_wait -> __do_wait`), ranks the children by growth, and then follows
 //! the winner down while one of its children carries most (≥ 60%) of its growth, so the line
-//! names the deepest frame that still explains the trend. Growth under [`MIN_GROWTH`] means
-//! no frame's share grows: the time is spread as at small N.
+//! names the deepest frame that still explains the trend. Growth under [`MIN_GROWTH`], or
+//! under [`GROWTH_SE`] standard errors of the shares' sampling noise (each share is a
+//! proportion of k samples), means no frame's share grows: the time is spread as at small N.
 //!
-//! The reported slope is the log-log exponent of the frame's own time per call (its stack
-//! weight divided by the target's calls at that N) against N: a per-element loop body under
-//! an O(n) walk has slope ≈ 1.
+//! The frame's own time per call at each N is its share times the target's *measured* time
+//! per call (the span histograms are exact, samples are not); where the frame has no sample
+//! the time is below one sample's share, shown as an upper bound (`<66ns`). The reported
+//! slope is the log-log exponent of that time over the sizes where the frame was seen: a
+//! per-element loop body under an O(n) walk has slope ≈ 1.
 
 use std::collections::BTreeMap;
 
@@ -23,11 +31,16 @@ use serde::Serialize;
 
 use super::stacks::{Anchors, Folded};
 use super::stats::ols;
+use super::text::ns;
 
 /// Least fitted share change over the sweep (0.10 = 10 percentage points) that names a frame.
 pub const MIN_GROWTH: f64 = 0.10;
 /// A child must carry this part of its parent's growth for the search to descend into it.
 pub const DESCEND_FRACTION: f64 = 0.6;
+/// Standard errors of sampling noise a frame's share growth must exceed.
+pub const GROWTH_SE: f64 = 2.0;
+/// Fewest stack samples (or off-CPU episodes) at one N for that N to take part.
+pub const MIN_SAMPLES: u64 = 5;
 /// A frame with at least this share at every N is a pass-through.
 const PASS_THROUGH: f64 = 0.99;
 /// Name of the pseudo-frame "time spent in the frame itself".
@@ -35,13 +48,26 @@ pub const SELF_FRAME: &str = "(self)";
 /// Name of the pseudo-frame for stacks in which the target's frame was not found.
 pub const OUTSIDE_FRAME: &str = "(no target frame)";
 
-/// The on-CPU stacks of one target at one N.
+/// The stacks of one target at one N. Give one per N of the sweep, empty where nothing was
+/// sampled, so the line can say which sizes lacked samples.
 #[derive(Clone, Debug)]
 pub struct StacksAtN {
     pub n: u64,
     pub stacks: Folded,
-    /// The target's calls at this N, to turn stack weight into time per call.
+    /// The target's calls at this N, to turn stack weight into time per call when
+    /// `ns_per_call` is unknown.
     pub calls: Option<u64>,
+    /// Samples (or off-CPU episodes) behind `stacks`; None when unknown (taken as enough).
+    pub samples: Option<u64>,
+    /// The target's measured time per call at this N, of the kind the stacks show (on-CPU
+    /// mean for on-CPU stacks, off-CPU mean for off-CPU stacks).
+    pub ns_per_call: Option<f64>,
+}
+
+impl StacksAtN {
+    fn usable(&self) -> bool {
+        self.n > 0 && self.stacks.total() > 0 && self.samples.is_none_or(|k| k >= MIN_SAMPLES)
+    }
 }
 
 /// How one frame's share changed over the sweep.
@@ -56,6 +82,9 @@ pub struct FrameGrowth {
     pub per_decade: f64,
     /// Fitted change in share from the smallest to the largest N.
     pub growth: f64,
+    /// Standard error of `growth` from the sampling (binomial) error of each share, when the
+    /// sample counts are known.
+    pub growth_se: Option<f64>,
 }
 
 impl FrameGrowth {
@@ -80,20 +109,47 @@ impl FrameGrowth {
     pub fn is_self(&self) -> bool {
         self.path.last().is_some_and(|f| f == SELF_FRAME)
     }
+
+    /// Grows by at least [`MIN_GROWTH`], and by [`GROWTH_SE`] standard errors when known.
+    pub fn grows(&self) -> bool {
+        self.growth >= MIN_GROWTH
+            && self
+                .growth_se
+                .is_none_or(|se| self.growth >= GROWTH_SE * se)
+    }
+}
+
+/// The culprit frame's time per call at one N.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct FrameTime {
+    pub n: u64,
+    pub ns_per_call: f64,
+    /// The frame had no sample at this N: `ns_per_call` is an upper bound (one sample's share).
+    pub upper_bound: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RootCause {
     pub target: String,
+    pub case_name: String,
     /// What the stacks were cut at: the matched frame (the target, or the plan's stand-in).
     pub anchor: String,
     /// True when no stack contained the target's frame and whole stacks were analysed.
     pub whole_stack: bool,
+    /// (N, samples) of every size given, smallest first (None: count unknown).
+    pub samples: Vec<(u64, Option<u64>)>,
+    /// The sizes the analysis used (enough samples).
+    pub sizes_used: Vec<u64>,
     /// Pass-through frames skipped below the anchor.
     pub pass_through: Vec<String>,
     /// The frame to blame, when one's share grows.
     pub culprit: Option<FrameGrowth>,
-    /// Its log-log slope of time per call against N.
+    /// With one usable size only: the frame that holds most (≥ 50%) of the time there,
+    /// followed down while one child does.
+    pub dominant: Option<FrameGrowth>,
+    /// The culprit's time per call at each size used, when the target's time is known.
+    pub culprit_times: Vec<FrameTime>,
+    /// Log-log slope of the culprit's time per call over the sizes where it was seen.
     pub slope: Option<f64>,
     /// Plain-language description of the loop.
     pub description: Option<String>,
@@ -105,6 +161,8 @@ pub struct RootCause {
 /// Per-N trees of the restricted stacks: path below the anchor -> weight.
 struct Profiles {
     ns: Vec<u64>,
+    /// Samples behind each N's shares, when known.
+    counts: Vec<Option<u64>>,
     /// One per N: (path relative to the anchor, weight).
     stacks: Vec<Vec<(Vec<String>, u64)>>,
     totals: Vec<u64>,
@@ -140,11 +198,33 @@ impl Profiles {
         let per_decade = ols(&x, &y).map_or(0.0, |f| f.slope);
         let decades = x.last().copied().unwrap_or(0.0) - x.first().copied().unwrap_or(0.0);
         FrameGrowth {
+            growth_se: self.growth_se(&x, &y).map(|se| se * decades),
             path,
             shares,
             per_decade,
             growth: per_decade * decades,
         }
+    }
+
+    /// Standard error of the least-squares slope of share against `x` when each share is a
+    /// proportion of k samples: var = q(1 − q)/k, with q the larger of the share and the mean
+    /// share (a frame absent at one N is not certain to be absent there), kept inside one
+    /// sample of 0 and 1.
+    fn growth_se(&self, x: &[f64], y: &[f64]) -> Option<f64> {
+        let n = x.len() as f64;
+        let mx = x.iter().sum::<f64>() / n;
+        let mean_share = y.iter().sum::<f64>() / n;
+        let sxx: f64 = x.iter().map(|v| (v - mx).powi(2)).sum();
+        if sxx <= 0.0 {
+            return None;
+        }
+        let mut var = 0.0;
+        for ((xi, yi), k) in x.iter().zip(y).zip(&self.counts) {
+            let k = (*k)?.max(1) as f64;
+            let q = yi.max(mean_share).clamp(1.0 / k, 1.0 - 1.0 / k.max(2.0));
+            var += (xi - mx).powi(2) * q * (1.0 - q) / k;
+        }
+        Some(var.sqrt() / sxx)
     }
 
     fn ranked(&self, prefix: &[String]) -> Vec<FrameGrowth> {
@@ -162,23 +242,88 @@ impl Profiles {
     }
 }
 
-/// Find the frame whose share of `target`'s time grows with N. None with fewer than two N that
-/// have stacks.
-pub fn root_cause(target: &str, anchors: &Anchors, samples: &[StacksAtN]) -> Option<RootCause> {
-    let mut samples: Vec<&StacksAtN> = samples
-        .iter()
-        .filter(|s| s.n > 0 && s.stacks.total() > 0)
-        .collect();
-    samples.sort_by_key(|s| s.n);
-    samples.dedup_by_key(|s| s.n);
-    if samples.len() < 2 {
+/// `N=100..4000` when `used` is a run of consecutive sizes of `all`, else `N=1, 100, 4000`.
+fn sizes_text(used: &[u64], all: &[u64]) -> String {
+    let contiguous = all.windows(used.len().max(1)).any(|w| w == used);
+    match used {
+        [a, .., b] if contiguous && used.len() > 2 => format!("N={a}..{b}"),
+        _ => format!(
+            "N={}",
+            used.iter()
+                .map(|n| n.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// Find the frame whose share of `target`'s time grows with N in one case of the sweep. None
+/// when no size has stacks; a cause without culprit (and a line that says so) when fewer than
+/// two sizes have [`MIN_SAMPLES`] samples.
+pub fn root_cause(
+    target: &str,
+    case_name: &str,
+    anchors: &Anchors,
+    samples: &[StacksAtN],
+) -> Option<RootCause> {
+    let mut all: Vec<&StacksAtN> = samples.iter().filter(|s| s.n > 0).collect();
+    all.sort_by_key(|s| s.n);
+    all.dedup_by_key(|s| s.n);
+    if all.iter().all(|s| s.stacks.total() == 0) {
         return None;
+    }
+    let all_ns: Vec<u64> = all.iter().map(|s| s.n).collect();
+    let sample_counts: Vec<(u64, Option<u64>)> = all
+        .iter()
+        .map(|s| (s.n, s.samples.or((s.stacks.total() == 0).then_some(0))))
+        .collect();
+    let samples: Vec<&StacksAtN> = all.iter().copied().filter(|s| s.usable()).collect();
+    let sizes_used: Vec<u64> = samples.iter().map(|s| s.n).collect();
+    let key = if case_name.is_empty() {
+        target.to_string()
+    } else {
+        format!("{target} [{case_name}]")
+    };
+    let mut cause = RootCause {
+        target: target.to_string(),
+        case_name: case_name.to_string(),
+        anchor: key.clone(),
+        whole_stack: false,
+        samples: sample_counts.clone(),
+        sizes_used: sizes_used.clone(),
+        pass_through: vec![],
+        culprit: None,
+        dominant: None,
+        culprit_times: vec![],
+        slope: None,
+        description: None,
+        ranking: vec![],
+        line: String::new(),
+    };
+    let counts = |only: Option<u64>| -> String {
+        sample_counts
+            .iter()
+            .filter(|(n, _)| Some(*n) != only)
+            .map(|(n, k)| match k {
+                Some(k) => format!("N={n}: {k}"),
+                None => format!("N={n}: ?"),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if samples.is_empty() {
+        cause.line = format!(
+            "{key}: too few stack samples for a root cause ({}; needs {MIN_SAMPLES} at two sizes: more iterations or a higher --freq)",
+            counts(None)
+        );
+        return Some(cause);
     }
     let restricted: Vec<_> = samples.iter().map(|s| s.stacks.restrict(anchors)).collect();
     let whole_stack = restricted.iter().all(|r| r.below.is_empty());
     let mut anchor_weights: BTreeMap<String, u64> = BTreeMap::new();
     let mut profiles = Profiles {
-        ns: samples.iter().map(|s| s.n).collect(),
+        ns: sizes_used.clone(),
+        counts: samples.iter().map(|s| s.samples).collect(),
         stacks: Vec::new(),
         totals: Vec::new(),
     };
@@ -198,8 +343,13 @@ pub fn root_cause(target: &str, anchors: &Anchors, samples: &[StacksAtN]) -> Opt
         profiles.totals.push(v.iter().map(|(_, w)| w).sum());
         profiles.stacks.push(v);
     }
+    let case_part = if case_name.is_empty() {
+        String::new()
+    } else {
+        format!("{case_name}, ")
+    };
     let anchor = if whole_stack {
-        format!("{target} [whole stack]")
+        format!("{target} [{case_part}whole stack]")
     } else {
         // The matched frame with the most weight (the target itself, or its stand-in).
         let best = anchor_weights
@@ -207,9 +357,10 @@ pub fn root_cause(target: &str, anchors: &Anchors, samples: &[StacksAtN]) -> Opt
             .max_by_key(|(_, w)| **w)
             .map(|(n, _)| n.clone());
         match best {
-            Some(name) if name.split('.').next() == Some(target) => target.to_string(),
-            Some(name) => format!("{target} [via {name}]"),
-            None => target.to_string(),
+            Some(name) if name.split('.').next() != Some(target) => {
+                format!("{target} [{case_part}via {name}]")
+            }
+            _ => key.clone(),
         }
     };
 
@@ -228,8 +379,44 @@ pub fn root_cause(target: &str, anchors: &Anchors, samples: &[StacksAtN]) -> Opt
         }
     }
     let pass_through = prefix.clone();
+    if samples.len() == 1 {
+        // One size with enough samples: growth cannot be measured, but where the time goes
+        // at that size still narrows the search.
+        let n = sizes_used[0];
+        let dominant = dominant_path(&profiles, &prefix);
+        // Only the frame's own name describes it here: nothing says a loop above it grew.
+        let description = dominant.as_ref().and_then(|d| known_loop(d.frame()));
+        let where_ = match &dominant {
+            Some(d) => format!(
+                "{}: {} at N={n}{}",
+                display_path(&anchor, &pass_through, d),
+                pct(d.first().1),
+                description.map_or(String::new(), |t| format!(": {t}"))
+            ),
+            None => format!("{anchor}: no frame holds most of the time at N={n}"),
+        };
+        let here = sample_counts
+            .iter()
+            .find(|(m, _)| *m == n)
+            .and_then(|(_, k)| *k)
+            .map_or(String::new(), |k| format!("{k} samples at N={n}, "));
+        cause.line = if sample_counts.len() > 1 {
+            format!(
+                "{where_} [growth not measured: {here}too few elsewhere ({})]",
+                counts(Some(n))
+            )
+        } else {
+            format!("{where_} [growth not measured: one size only]")
+        };
+        cause.anchor = anchor;
+        cause.whole_stack = whole_stack;
+        cause.pass_through = pass_through;
+        cause.description = description.map(str::to_string);
+        cause.dominant = dominant;
+        return Some(cause);
+    }
     let ranking = profiles.ranked(&prefix);
-    let best = ranking.first().filter(|b| b.growth >= MIN_GROWTH).cloned();
+    let best = ranking.iter().find(|b| b.grows()).cloned();
 
     let culprit = best.map(|mut cur| {
         while !cur.is_self() {
@@ -239,32 +426,62 @@ pub fn root_cause(target: &str, anchors: &Anchors, samples: &[StacksAtN]) -> Opt
                 break;
             }
             match kids.into_iter().next() {
-                Some(k) if k.growth >= MIN_GROWTH && k.growth >= DESCEND_FRACTION * cur.growth => {
-                    cur = k
-                }
+                Some(k) if k.grows() && k.growth >= DESCEND_FRACTION * cur.growth => cur = k,
                 _ => break,
             }
         }
         cur
     });
 
-    let slope = culprit
+    let culprit_times = culprit
         .as_ref()
-        .and_then(|c| frame_slope(&profiles, samples.as_slice(), c));
+        .map(|c| frame_times(samples.as_slice(), c))
+        .unwrap_or_default();
+    let slope = frame_slope(&culprit_times);
     let description = culprit.as_ref().map(|c| describe(target, c));
+    let sizes_note = if sizes_used.len() < all_ns.len() {
+        format!(
+            " [from samples at {} only]",
+            sizes_text(&sizes_used, &all_ns)
+        )
+    } else {
+        String::new()
+    };
+    let n0 = sizes_used[0];
+    let n1 = sizes_used[sizes_used.len() - 1];
     let line = match &culprit {
         Some(c) => {
-            let (n0, s0) = c.first();
-            let (n1, s1) = c.last();
-            let slope_txt = slope.map_or(String::new(), |s| format!(", slope {s:.1}"));
+            let (_, s0) = c.first();
+            let (_, s1) = c.last();
+            let mut detail: Vec<String> = Vec::new();
+            if let (Some(t0), Some(t1)) = (culprit_times.first(), culprit_times.last())
+                && culprit_times.len() == sizes_used.len()
+            {
+                let bound = |t: &FrameTime| {
+                    if t.upper_bound {
+                        format!("<{}", ns(t.ns_per_call))
+                    } else {
+                        ns(t.ns_per_call)
+                    }
+                };
+                detail.push(format!("{} -> {} per call", bound(t0), bound(t1)));
+            }
+            if let Some(s) = slope {
+                detail.push(format!("slope {s:.1}"));
+            }
+            let detail = if detail.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", detail.join(", "))
+            };
             // Other frames at the culprit's level that grow too (per-element work is often
             // spread over several callees, as in dup_mmap).
             let culprit_top = c.path.get(pass_through.len());
             let also: Vec<String> = ranking
                 .iter()
-                .filter(|g| g.growth >= MIN_GROWTH && g.path.last() != culprit_top)
+                .filter(|g| g.grows() && g.path.last() != culprit_top)
                 .take(3)
-                .map(|g| format!("{} {:+.0} pts", frame_label(&anchor, g), g.growth * 100.0))
+                .map(|g| format!("{} {:+.0} pts", frame_label(target, g), g.growth * 100.0))
                 .collect();
             let also = if also.is_empty() {
                 String::new()
@@ -272,43 +489,88 @@ pub fn root_cause(target: &str, anchors: &Anchors, samples: &[StacksAtN]) -> Opt
                 format!(" (also growing: {})", also.join(", "))
             };
             format!(
-                "{}: {} at N={n0} -> {} at N={n1}{slope_txt}: {}{also}",
+                "{}: {} at N={n0} -> {} at N={n1}{detail}: {}{also}{sizes_note}",
                 display_path(&anchor, &pass_through, c),
                 pct(s0),
                 pct(s1),
                 description.as_deref().unwrap_or("")
             )
         }
-        None => {
-            let n0 = profiles.ns[0];
-            let n1 = profiles.ns[profiles.ns.len() - 1];
-            match ranking.first() {
-                Some(top) => format!(
-                    "{anchor}: no frame's share grows with N (largest change: {} {:+.0} pts from N={n0} to N={n1})",
-                    frame_label(&anchor, top),
-                    top.growth * 100.0
-                ),
-                None => format!("{anchor}: no frame's share grows with N"),
-            }
-        }
+        None => match ranking.first() {
+            Some(top) => format!(
+                "{anchor}: no frame's share grows with N (largest change: {} {:+.0} pts from N={n0} to N={n1}{}){sizes_note}",
+                frame_label(target, top),
+                top.growth * 100.0,
+                if top.growth >= MIN_GROWTH {
+                    ", within sampling noise"
+                } else {
+                    ""
+                }
+            ),
+            None => format!("{anchor}: no frame's share grows with N{sizes_note}"),
+        },
     };
-    Some(RootCause {
-        target: target.to_string(),
-        anchor,
-        whole_stack,
-        pass_through,
-        culprit,
-        slope,
-        description,
-        ranking,
-        line,
-    })
+    cause.anchor = anchor;
+    cause.whole_stack = whole_stack;
+    cause.pass_through = pass_through;
+    cause.culprit = culprit;
+    cause.culprit_times = culprit_times;
+    cause.slope = slope;
+    cause.description = description;
+    cause.ranking = ranking;
+    cause.line = line;
+    Some(cause)
+}
+
+/// From `prefix`, follow the heaviest child while it holds at least half of the time (of the
+/// first size) and, when the sample count is known, [`MIN_SAMPLES`] samples. None when no child
+/// below `prefix` does.
+fn dominant_path(p: &Profiles, prefix: &[String]) -> Option<FrameGrowth> {
+    let enough = |share: f64| {
+        share >= 0.5
+            && p.counts
+                .first()
+                .copied()
+                .flatten()
+                .is_none_or(|k| share * k as f64 >= MIN_SAMPLES as f64)
+    };
+    let mut cur: Option<FrameGrowth> = None;
+    loop {
+        let at: Vec<String> = cur.as_ref().map_or(prefix.to_vec(), |c| c.path.clone());
+        if cur.as_ref().is_some_and(|c| c.is_self()) {
+            return cur;
+        }
+        let heaviest = p
+            .children(&at)
+            .into_iter()
+            .map(|(child, w)| {
+                let mut path = at.clone();
+                path.push(child);
+                p.growth(path, &w)
+            })
+            .max_by(|a, b| {
+                a.first()
+                    .1
+                    .total_cmp(&b.first().1)
+                    .then(b.path.cmp(&a.path))
+            });
+        match heaviest {
+            Some(h) if enough(h.first().1) => {
+                // A leaf's only child is its self time: the leaf itself is the answer.
+                if h.is_self() && cur.is_some() && p.children(&at).len() == 1 {
+                    return cur;
+                }
+                cur = Some(h);
+            }
+            _ => return cur,
+        }
+    }
 }
 
 /// A frame's name for text: `frame`, or `frame (self)` for self time.
-fn frame_label(anchor: &str, g: &FrameGrowth) -> String {
+fn frame_label(target: &str, g: &FrameGrowth) -> String {
     match (g.is_self(), g.path.len()) {
-        (true, 1) => format!("{anchor} (self)"),
+        (true, 1) => format!("{target} (self)"),
         (true, _) => format!("{} (self)", g.frame()),
         _ => g.frame().to_string(),
     }
@@ -344,22 +606,41 @@ fn display_path(anchor: &str, pass_through: &[String], c: &FrameGrowth) -> Strin
     parts.join(" -> ")
 }
 
-/// Log-log slope of the culprit's time per call (or, without call counts, of its weight).
-fn frame_slope(p: &Profiles, samples: &[&StacksAtN], c: &FrameGrowth) -> Option<f64> {
-    let mut x = Vec::new();
-    let mut y = Vec::new();
-    for (i, s) in samples.iter().enumerate() {
-        let share = c.shares[i].1;
-        let w = share * p.totals[i] as f64;
-        let per_call = match s.calls {
-            Some(calls) if calls > 0 => w / calls as f64,
-            _ => w,
+/// The culprit's time per call at each size: its share of the target's measured time per call,
+/// or (without it) its stack weight over the calls. Where the frame has no sample, one
+/// sample's share bounds it from above. Empty when neither time nor calls are known.
+fn frame_times(samples: &[&StacksAtN], c: &FrameGrowth) -> Vec<FrameTime> {
+    let mut out = Vec::new();
+    for (s, (n, share)) in samples.iter().zip(&c.shares) {
+        let total = s.stacks.total() as f64;
+        let per_call = match (s.ns_per_call, s.calls) {
+            (Some(t), _) => t,
+            (None, Some(calls)) if calls > 0 => total / calls as f64,
+            _ => return Vec::new(),
         };
-        if per_call > 0.0 {
-            x.push((s.n as f64).ln());
-            y.push(per_call.ln());
-        }
+        let (value, upper_bound) = if *share > 0.0 {
+            (share * per_call, false)
+        } else {
+            let one = s.samples.filter(|k| *k > 0).map_or(0.0, |k| 1.0 / k as f64);
+            (one * per_call, true)
+        };
+        out.push(FrameTime {
+            n: *n,
+            ns_per_call: value,
+            upper_bound,
+        });
     }
+    out
+}
+
+/// Log-log slope of the frame's time per call over the sizes where it was seen (at least two).
+fn frame_slope(times: &[FrameTime]) -> Option<f64> {
+    let seen: Vec<&FrameTime> = times
+        .iter()
+        .filter(|t| !t.upper_bound && t.ns_per_call > 0.0)
+        .collect();
+    let x: Vec<f64> = seen.iter().map(|t| (t.n as f64).ln()).collect();
+    let y: Vec<f64> = seen.iter().map(|t| t.ns_per_call.ln()).collect();
     ols(&x, &y).map(|f| f.slope)
 }
 
@@ -477,7 +758,7 @@ mod tests {
                     700 * calls,
                     300 * calls,
                 );
-                StacksAtN { n, stacks: Folded::parse(&text).unwrap(), calls: Some(calls) }
+                StacksAtN { n, stacks: Folded::parse(&text).unwrap(), calls: Some(calls), samples: None, ns_per_call: None }
             })
             .collect()
     }
@@ -486,6 +767,7 @@ mod tests {
     fn names_the_growing_callee() {
         let rc = root_cause(
             "do_wait",
+            "",
             &Anchors::new("do_wait", None),
             &do_wait_profile(true),
         )
@@ -517,6 +799,7 @@ mod tests {
     fn says_so_when_nothing_grows() {
         let rc = root_cause(
             "do_wait",
+            "",
             &Anchors::new("do_wait", None),
             &do_wait_profile(false),
         )
@@ -535,10 +818,10 @@ mod tests {
                     "copy_process;dup_mm;dup_mmap {}\ncopy_process;dup_mm;dup_mmap;kmem_cache_alloc 2000\ncopy_process;copy_files 3000\n",
                     20 * n
                 );
-                StacksAtN { n, stacks: Folded::parse(&text).unwrap(), calls: Some(1) }
+                StacksAtN { n, stacks: Folded::parse(&text).unwrap(), calls: Some(1), samples: None, ns_per_call: None }
             })
             .collect();
-        let rc = root_cause("dup_mmap", &Anchors::new("dup_mmap", None), &samples).unwrap();
+        let rc = root_cause("dup_mmap", "", &Anchors::new("dup_mmap", None), &samples).unwrap();
         let c = rc.culprit.unwrap();
         assert!(c.is_self(), "{c:?}");
         assert!(rc.line.starts_with("dup_mmap (self):"), "{}", rc.line);
@@ -571,10 +854,16 @@ mod tests {
                     10 * n,
                     3 * n
                 );
-                StacksAtN { n, stacks: Folded::parse(&text).unwrap(), calls: None }
+                StacksAtN { n, stacks: Folded::parse(&text).unwrap(), calls: None, samples: None, ns_per_call: None }
             })
             .collect();
-        let rc = root_cause("dup_mmap", &Anchors::new("dup_mmap", Some(&plan)), &samples).unwrap();
+        let rc = root_cause(
+            "dup_mmap",
+            "",
+            &Anchors::new("dup_mmap", Some(&plan)),
+            &samples,
+        )
+        .unwrap();
         assert_eq!(rc.anchor, "dup_mmap [via copy_process]");
         assert_eq!(rc.culprit.as_ref().unwrap().frame(), "anon_vma_fork");
         assert!(rc.line.contains("anon_vma chain"), "{}", rc.line);
@@ -587,7 +876,7 @@ mod tests {
         let pts: f64 = also.trim_end_matches(" pts)").parse().unwrap();
         assert!((15.0..=30.0).contains(&pts), "{}", rc.line);
         // Without the plan nothing matches: whole stacks, pass-through frames skipped.
-        let rc = root_cause("dup_mmap", &Anchors::new("dup_mmap", None), &samples).unwrap();
+        let rc = root_cause("dup_mmap", "", &Anchors::new("dup_mmap", None), &samples).unwrap();
         assert!(rc.whole_stack);
         assert_eq!(rc.pass_through, vec!["x", "kernel_clone", "copy_process"]);
         assert_eq!(rc.culprit.unwrap().frame(), "anon_vma_fork");
@@ -600,9 +889,219 @@ mod tests {
     }
 
     #[test]
-    fn needs_two_sizes() {
+    fn needs_two_sizes_with_enough_samples() {
+        let anchors = Anchors::new("do_wait", None);
         let one = &do_wait_profile(true)[..1];
-        assert!(root_cause("do_wait", &Anchors::new("do_wait", None), one).is_none());
+        // One size: where the time goes there, no growth.
+        let rc = root_cause("do_wait", "waitpid-pid", &anchors, one).unwrap();
+        assert!(rc.culprit.is_none());
+        assert_eq!(
+            rc.line,
+            "do_wait [waitpid-pid] -> do_wait_thread -> wait_consider_task -> wait_task_zombie -> release_task: 67% at N=10 [growth not measured: one size only]"
+        );
+        // Sizes without stacks, or with a handful of samples, do not count.
+        let mut few = do_wait_profile(true);
+        for (i, s) in few.iter_mut().enumerate() {
+            s.samples = Some(if i == 2 { 40 } else { 3 });
+        }
+        few[0].stacks = Folded::new();
+        few[0].samples = Some(0);
+        let rc = root_cause("do_wait", "waitpid-pid", &anchors, &few).unwrap();
+        assert!(rc.culprit.is_none() && rc.sizes_used == vec![500]);
+        assert!(
+            rc.line.ends_with(
+                "[growth not measured: 40 samples at N=500, too few elsewhere (N=10: 0, N=100: 3, N=1000: 3, N=4000: 3, N=8000: 3)]"
+            ),
+            "{}",
+            rc.line
+        );
+        few[2].samples = Some(4);
+        let rc = root_cause("do_wait", "waitpid-pid", &anchors, &few).unwrap();
+        assert!(rc.sizes_used.is_empty() && rc.dominant.is_none());
+        assert!(
+            rc.line.starts_with(
+                "do_wait [waitpid-pid]: too few stack samples for a root cause (N=10: 0, N=100: 3, N=500: 4, "
+            ),
+            "{}",
+            rc.line
+        );
+        // No stacks at all: nothing to say.
+        let none: Vec<StacksAtN> = few
+            .into_iter()
+            .map(|s| StacksAtN {
+                stacks: Folded::new(),
+                ..s
+            })
+            .collect();
+        assert!(root_cause("do_wait", "waitpid-pid", &anchors, &none).is_none());
+    }
+
+    /// Real sampling: a µs-long call at small N gets a sample or two, and a frame whose time
+    /// grows from ~nothing is absent at small N. The line names the case, uses only sizes with
+    /// enough samples and says so, bounds the absent frame's time, and fits its slope on the
+    /// sizes where it was seen.
+    #[test]
+    fn sampled_profile_with_absent_frames() {
+        let period = 1_000_000u64; // 1 kHz
+        // Per call: 1 µs fixed in wait_task_zombie; the walk costs 10 ns per child.
+        let sizes = [1u64, 10, 100, 1000, 4000];
+        let samples: Vec<StacksAtN> = sizes
+            .iter()
+            .map(|&n| {
+                let calls = 300u64;
+                let per_call = 1000.0 + 10.0 * n as f64;
+                let total_samples = (per_call * calls as f64 / period as f64 * 30.0).round() as u64;
+                let walk = (total_samples as f64 * (10.0 * n as f64) / per_call).round() as u64;
+                let fixed = total_samples - walk;
+                let mut text = String::new();
+                if fixed > 0 {
+                    text.push_str(&format!(
+                        "__x64_sys_wait4;do_wait;wait_task_zombie {}\n",
+                        fixed * period
+                    ));
+                }
+                if walk > 0 {
+                    text.push_str(&format!(
+                        "__x64_sys_wait4;do_wait;__do_wait;wait_consider_task {}\n",
+                        walk * period
+                    ));
+                }
+                StacksAtN {
+                    n,
+                    stacks: Folded::parse(&text).unwrap(),
+                    calls: Some(calls),
+                    samples: Some(total_samples),
+                    ns_per_call: Some(per_call),
+                }
+            })
+            .collect();
+        // 9, 10, 18, 99 and 369 samples: every size has enough.
+        assert_eq!(samples[0].samples, Some(9));
+        let rc = root_cause(
+            "do_wait",
+            "waitpid-any",
+            &Anchors::new("do_wait", None),
+            &samples,
+        )
+        .unwrap();
+        assert_eq!(rc.sizes_used, vec![1, 10, 100, 1000, 4000]);
+        let c = rc.culprit.as_ref().unwrap();
+        assert_eq!(c.frame(), "wait_consider_task");
+        assert!(
+            rc.line.starts_with(
+                "do_wait [waitpid-any] -> __do_wait -> wait_consider_task: 0% at N=1 -> "
+            ),
+            "{}",
+            rc.line
+        );
+        // Absent at N=1: bounded by one sample of 9 (1010 ns / 9 = 112 ns).
+        let t0 = rc.culprit_times[0];
+        assert!(
+            t0.upper_bound && (t0.ns_per_call - 1010.0 / 9.0).abs() < 1e-6,
+            "{t0:?}"
+        );
+        assert!(rc.line.contains("(<112ns -> "), "{}", rc.line);
+        // At N=4000 the walk's time per call is its share of the measured 41 µs.
+        let t1 = rc.culprit_times[4];
+        assert!(
+            !t1.upper_bound && (t1.ns_per_call - 40_000.0).abs() < 1000.0,
+            "{t1:?}"
+        );
+        // Seen at N=10..4000 only: the slope is fitted there and is close to linear, not 0.
+        let slope = rc.slope.unwrap();
+        assert!((0.8..=1.2).contains(&slope), "slope {slope}: {}", rc.line);
+        assert!(!rc.line.contains("from samples at"), "{}", rc.line);
+
+        // A sampler 30x slower: N=1 and N=10 have fewer than MIN_SAMPLES samples.
+        let sparse: Vec<StacksAtN> = samples
+            .iter()
+            .map(|s| {
+                let k = s.samples.unwrap() / 3;
+                StacksAtN {
+                    samples: Some(k),
+                    ..s.clone()
+                }
+            })
+            .collect();
+        let rc = root_cause(
+            "do_wait",
+            "waitpid-any",
+            &Anchors::new("do_wait", None),
+            &sparse,
+        )
+        .unwrap();
+        assert_eq!(rc.sizes_used, vec![100, 1000, 4000]);
+        assert!(
+            rc.line.ends_with(" [from samples at N=100..4000 only]"),
+            "{}",
+            rc.line
+        );
+        assert!(rc.line.contains(" at N=100 -> "), "{}", rc.line);
+
+        // Slower still: only N=4000 has enough samples. No growth can be claimed, but the line
+        // says where the time goes there, and which sizes lacked samples.
+        let one: Vec<StacksAtN> = samples
+            .iter()
+            .map(|s| StacksAtN {
+                samples: Some(s.samples.unwrap() / 30),
+                ..s.clone()
+            })
+            .collect();
+        let rc = root_cause(
+            "do_wait",
+            "waitpid-any",
+            &Anchors::new("do_wait", None),
+            &one,
+        )
+        .unwrap();
+        assert!(rc.culprit.is_none());
+        assert_eq!(rc.dominant.as_ref().unwrap().frame(), "wait_consider_task");
+        assert_eq!(
+            rc.line,
+            "do_wait [waitpid-any] -> __do_wait -> wait_consider_task: 98% at N=4000: the walk over the children list \
+             [growth not measured: 12 samples at N=4000, too few elsewhere (N=1: 0, N=10: 0, N=100: 0, N=1000: 3)]"
+        );
+    }
+
+    /// A share that moves by 13 points on 15 samples per size is sampling noise, not a culprit;
+    /// the same shares from many samples are a trend.
+    #[test]
+    fn share_growth_must_exceed_sampling_noise() {
+        let make = |k: u64| -> Vec<StacksAtN> {
+            [1u64, 10, 100, 1000, 4000]
+                .iter()
+                .zip([0u64, 1, 0, 2, 2])
+                .map(|(&n, hits)| {
+                    let text = format!(
+                        "dup_mmap;anon_vma_fork {}\ndup_mmap;copy_page_range {}\n",
+                        hits * k,
+                        (15 - hits) * k
+                    );
+                    StacksAtN {
+                        n,
+                        stacks: Folded::parse(&text).unwrap(),
+                        calls: Some(100),
+                        samples: Some(15 * k),
+                        ns_per_call: Some(50_000.0),
+                    }
+                })
+                .collect()
+        };
+        let anchors = Anchors::new("dup_mmap", None);
+        let rc = root_cause("dup_mmap", "spawn", &anchors, &make(1)).unwrap();
+        assert!(rc.culprit.is_none(), "{}", rc.line);
+        let top = &rc.ranking[0];
+        assert_eq!(top.frame(), "anon_vma_fork");
+        assert!(top.growth >= MIN_GROWTH && !top.grows(), "{top:?}");
+        assert!(
+            rc.line.ends_with(
+                "no frame's share grows with N (largest change: anon_vma_fork +13 pts from N=1 to N=4000, within sampling noise)"
+            ),
+            "{}",
+            rc.line
+        );
+        let rc = root_cause("dup_mmap", "spawn", &anchors, &make(100)).unwrap();
+        assert_eq!(rc.culprit.unwrap().frame(), "anon_vma_fork", "{}", rc.line);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use crate::rundata::{Dist, PlanUsed, Run, SpanRow};
 
 use super::fit::Point;
 use super::hist;
-use super::stats::median;
+use super::stats::{mean, median, variance};
 
 /// Which per-call time the scaling fit and plots use.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -59,6 +59,11 @@ pub struct Row {
     pub op_source: Option<String>,
     /// Per-repeat times per op from the workload report.
     pub op_repeats_ns: Vec<f64>,
+    /// Relative standard deviation over the workload's repeats (≥ 2) of its own CPU time per
+    /// op when the fitted metric is on-CPU time (wall time per op otherwise): the run-to-run
+    /// noise of this (case, N). The target's own time is aggregated over all repeats, so the
+    /// workload's spread stands in for it.
+    pub repeat_rel_sd: Option<f64>,
     /// Target wall time per op (mean wall × calls per op).
     pub target_ns_per_op: Option<f64>,
     /// `target_ns_per_op / op_ns`.
@@ -71,10 +76,24 @@ pub struct Row {
 }
 
 impl Row {
-    /// Relative standard error of `time_per_call_ns`.
-    pub fn rel_se(&self) -> Option<f64> {
+    /// Relative standard error of `time_per_call_ns` from the per-call histogram alone.
+    pub fn hist_rel_se(&self) -> Option<f64> {
         let (m, sd) = (self.time_per_call_ns?, self.time_per_call_sd_ns?);
         (m > 0.0 && self.timed_calls > 0).then(|| sd / (self.timed_calls as f64).sqrt() / m)
+    }
+
+    /// Relative standard error of `time_per_call_ns`: the histogram's and the repeats'
+    /// (relative spread / √repeats) in quadrature. The second is usually the larger: calls
+    /// within one run vary less than runs do.
+    pub fn rel_se(&self) -> Option<f64> {
+        let hist = self.hist_rel_se();
+        let reps = self
+            .repeat_rel_sd
+            .map(|sd| sd / (self.op_repeats_ns.len().max(1) as f64).sqrt());
+        match (hist, reps) {
+            (None, None) => None,
+            (h, r) => Some((h.unwrap_or(0.0).powi(2) + r.unwrap_or(0.0).powi(2)).sqrt()),
+        }
     }
 }
 
@@ -116,11 +135,56 @@ impl CaseTable {
         format!("{} [{}]", self.target, self.case_name)
     }
 
+    /// The plan in a few words for one-line summaries, e.g. `syscall-bracket (wait4, waitid)`
+    /// or `fentry do_wait`; the full attach points are in the tables and the index.
+    pub fn via(&self) -> Option<String> {
+        self.plan.as_ref().map(plan_short)
+    }
+
     /// The plan measured something other than the target itself (a stand-in).
     pub fn stand_in(&self) -> Option<String> {
         let p = self.plan.as_ref()?;
         (!p.attach_points.iter().any(|a| a == &self.target))
             .then(|| format!("{} {}", p.plan, p.attach_points.join(",")))
+    }
+}
+
+/// Attach points named as a reader would: a syscall tracepoint pair by its syscall
+/// (`syscalls:sys_enter_wait4` -> `wait4`), other tracepoints by their event, functions as they
+/// are. Deduplicated, in order.
+pub fn short_points(points: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for p in points {
+        let name = match p.split_once(':') {
+            Some((_, event)) => event
+                .strip_prefix("sys_enter_")
+                .or_else(|| event.strip_prefix("sys_exit_"))
+                .unwrap_or(event),
+            None => p.as_str(),
+        };
+        if !out.iter().any(|o| o == name) {
+            out.push(name.to_string());
+        }
+    }
+    out
+}
+
+/// Most attach points a short plan form names before it says `+k more`.
+const SHORT_POINTS: usize = 4;
+
+/// `fentry do_wait`, `syscall-bracket (wait4, waitid)`,
+/// `callers-kprobe (sysvipc_proc_start, sysvipc_proc_next)`.
+pub fn plan_short(p: &PlanUsed) -> String {
+    let mut pts = short_points(&p.attach_points);
+    if pts.len() > SHORT_POINTS {
+        let more = pts.len() - SHORT_POINTS;
+        pts.truncate(SHORT_POINTS);
+        pts.push(format!("+{more} more"));
+    }
+    match pts.as_slice() {
+        [] => p.plan.clone(),
+        [one] => format!("{} {one}", p.plan),
+        many => format!("{} ({})", p.plan, many.join(", ")),
     }
 }
 
@@ -186,6 +250,27 @@ impl WorkloadReport {
 
     /// Per-repeat times per op of one (case, N), in repeat order.
     pub fn times(&self, case: u32, case_name: &str, n: u64) -> Vec<f64> {
+        self.per_repeat(case, case_name, n, |r| Some(r.time_ns_per_op))
+    }
+
+    /// Per-repeat CPU times per op of one (case, N), in repeat order; empty unless every
+    /// repeat reported one.
+    pub fn cpu_times(&self, case: u32, case_name: &str, n: u64) -> Vec<f64> {
+        let v = self.per_repeat(case, case_name, n, |r| r.cpu_ns_per_op);
+        if v.len() == self.times(case, case_name, n).len() {
+            v
+        } else {
+            Vec::new()
+        }
+    }
+
+    fn per_repeat(
+        &self,
+        case: u32,
+        case_name: &str,
+        n: u64,
+        value: impl Fn(&WorkloadResult) -> Option<f64>,
+    ) -> Vec<f64> {
         let mut v: Vec<(u32, f64)> = self
             .results
             .iter()
@@ -193,8 +278,8 @@ impl WorkloadReport {
                 r.n == n
                     && (r.case_id == Some(case) || (r.case_id.is_none() && r.case == case_name))
             })
-            .filter(|r| r.time_ns_per_op.is_finite() && r.time_ns_per_op > 0.0)
-            .map(|r| (r.repeat, r.time_ns_per_op))
+            .filter_map(|r| Some((r.repeat, value(r)?)))
+            .filter(|(_, t)| t.is_finite() && *t > 0.0)
             .collect();
         v.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
         v.into_iter().map(|(_, t)| t).collect()
@@ -280,6 +365,21 @@ fn row(
     let op_repeats_ns = workload
         .map(|w| w.times(s.case, &s.case_name, s.n))
         .unwrap_or_default();
+    let noise_source = match (metric, workload) {
+        (Metric::OncpuMean, Some(w)) if has_oncpu => {
+            let cpu = w.cpu_times(s.case, &s.case_name, s.n);
+            if cpu.is_empty() {
+                op_repeats_ns.clone()
+            } else {
+                cpu
+            }
+        }
+        _ => op_repeats_ns.clone(),
+    };
+    let repeat_rel_sd = match (variance(&noise_source), mean(&noise_source)) {
+        (Some(v), Some(m)) if m > 0.0 => Some(v.sqrt() / m),
+        _ => None,
+    };
     let (op_ns, op_source) = match median(&op_repeats_ns) {
         Some(m) => (Some(m), Some("workload".to_string())),
         None => match (phase, ops) {
@@ -322,6 +422,7 @@ fn row(
         op_ns,
         op_source,
         op_repeats_ns,
+        repeat_rel_sd,
         target_ns_per_op,
         share_of_op,
         time_per_call_ns,

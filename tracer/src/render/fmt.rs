@@ -1,19 +1,6 @@
 //! Number formatting shared by the renderers.
 
-/// Nanoseconds with a unit and three significant digits: `850ns`, `1.23µs`, `45.6ms`, `2.00s`.
-pub fn ns(v: f64) -> String {
-    let a = v.abs();
-    let (x, unit) = if a < 1e3 {
-        (v, "ns")
-    } else if a < 1e6 {
-        (v / 1e3, "µs")
-    } else if a < 1e9 {
-        (v / 1e6, "ms")
-    } else {
-        (v / 1e9, "s")
-    };
-    format!("{}{unit}", sig3(x))
-}
+pub use crate::analysis::text::{ns, sig3};
 
 /// 10^d nanoseconds as an axis label: `1ns`, `10ns`, `100ns`, `1µs`, ... `100s`.
 pub fn ns_decade(d: i32) -> String {
@@ -24,20 +11,6 @@ pub fn ns_decade(d: i32) -> String {
     let unit = ((d / 3) as usize).min(UNITS.len() - 1);
     let mantissa = 10u64.pow((d - 3 * unit as i32) as u32);
     format!("{mantissa}{}", UNITS[unit])
-}
-
-/// Three significant digits without exponent notation.
-pub fn sig3(x: f64) -> String {
-    let a = x.abs();
-    if a == 0.0 {
-        "0".to_string()
-    } else if a >= 100.0 {
-        format!("{x:.0}")
-    } else if a >= 10.0 {
-        format!("{x:.1}")
-    } else {
-        format!("{x:.2}")
-    }
 }
 
 /// A share as a percentage.

@@ -1,5 +1,6 @@
-//! The index of an output directory, as `index.html` and `README.md`: verdicts and root causes
-//! at the top, then every table, plot and flamegraph by target.
+//! The index of an output directory, as `index.html` and `README.md`: the findings at the top
+//! (one verdict line per target and case, its root cause under it), then every table, plot and
+//! flamegraph by target.
 
 use super::ReportError;
 use super::out::OutDir;
@@ -14,11 +15,17 @@ pub struct Section {
     pub groups: Vec<(String, Vec<(String, String)>)>,
 }
 
+/// One line of the findings with the lines that explain it (its root cause).
+pub struct Item {
+    pub line: String,
+    pub details: Vec<String>,
+}
+
 pub struct Page {
     pub title: String,
     pub source: String,
-    pub verdicts: Vec<String>,
-    pub root_causes: Vec<String>,
+    /// (group title, items): the findings, first on the page.
+    pub findings: Vec<(String, Vec<Item>)>,
     pub warnings: Vec<String>,
     pub run_header: Vec<String>,
     pub runs: Vec<Vec<String>>,
@@ -48,7 +55,7 @@ fn html(p: &Page) -> String {
     s.push_str(&format!("<title>{}</title>\n", escape(&p.title)));
     s.push_str(
         "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}\
-code{background:#f4f4f4;padding:1px 4px}li{margin:.2em 0}table{border-collapse:collapse}\
+code{background:#f4f4f4;padding:1px 4px}li{margin:.25em 0}li li{list-style:none;color:#444}table{border-collapse:collapse}\
 td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}img{max-width:100%;border:1px solid #ddd}\
 .links a{margin-right:.8em}</style>\n</head>\n<body>\n",
     );
@@ -67,8 +74,24 @@ td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}img{max-width:100%;b
         }
         s.push_str("</ul>\n");
     };
-    list(&mut s, "Verdicts", &p.verdicts);
-    list(&mut s, "Root causes", &p.root_causes);
+    if !p.findings.is_empty() {
+        s.push_str("<h2>Findings</h2>\n");
+        for (title, items) in &p.findings {
+            s.push_str(&format!("<h3>{}</h3>\n<ul>\n", escape(title)));
+            for i in items {
+                s.push_str(&format!("<li><code>{}</code>", escape(&i.line)));
+                if !i.details.is_empty() {
+                    s.push_str("\n<ul>\n");
+                    for d in &i.details {
+                        s.push_str(&format!("<li><code>{}</code></li>\n", escape(d)));
+                    }
+                    s.push_str("</ul>\n");
+                }
+                s.push_str("</li>\n");
+            }
+            s.push_str("</ul>\n");
+        }
+    }
     list(&mut s, "Warnings", &p.warnings);
     if !p.runs.is_empty() {
         s.push_str("<h2>Runs</h2>\n<table>\n<tr>");
@@ -171,8 +194,19 @@ fn markdown(p: &Page) -> String {
         }
         s.push('\n');
     };
-    list(&mut s, "Verdicts", &p.verdicts);
-    list(&mut s, "Root causes", &p.root_causes);
+    if !p.findings.is_empty() {
+        s.push_str("## Findings\n\n");
+        for (title, items) in &p.findings {
+            s.push_str(&format!("### {title}\n\n"));
+            for i in items {
+                s.push_str(&format!("- `{}`\n", i.line));
+                for d in &i.details {
+                    s.push_str(&format!("  - `{d}`\n"));
+                }
+            }
+            s.push('\n');
+        }
+    }
     list(&mut s, "Warnings", &p.warnings);
     if !p.runs.is_empty() {
         s.push_str(&format!(

@@ -9,14 +9,15 @@
 //!
 //! | file | content |
 //! | --- | --- |
-//! | `index.html`, `README.md` | verdicts and root causes first, then links to everything below |
-//! | `report.txt` | the compact terminal rendering (also in [`ReportSummary::terminal`]) |
+//! | `index.html`, `README.md` | findings first (one verdict per target and case, grouped into growing, flat and not fitted, each with its root cause), then links to everything below |
+//! | `report.txt` | warnings, then the compact terminal rendering ([`ReportSummary::terminal`]) |
 //! | `summary.json` | runs, verdicts (with fits), root causes (with rankings), warnings |
 //! | `tables/<target>.{md,csv,json}` | per-N tables of every case of the target |
 //! | `plots/<target>.svg` | log-log time per call vs N, one line per case, fitted model dotted |
 //! | `flamegraphs/[<run>/]<kind>/<target>/<case>/n<N>.svg` | stacks of one N (`<run>/` in sweeps) |
 //! | `flamegraphs/[<run>/]<kind>/<target>/<case>/diff-n<A>-n<B>.svg` | differential, smallest → largest N |
 
+pub mod digest;
 pub mod flame;
 pub mod fmt;
 mod index;
@@ -95,25 +96,28 @@ impl ReportOptions {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ReportSummary {
     pub out_dir: PathBuf,
-    /// One scaling verdict per target and case, e.g.
-    /// `do_wait [waitpid-pid]: O(n), slope 0.98 [0.91, 1.05] (R² 0.99), visible from N≈100`.
+    /// One scaling verdict per target and case, e.g. `do_wait [waitpid-pid]: O(n), slope 0.98
+    /// (R² 0.99), visible from N≈100; 1.20µs -> 41.0µs per call over N=10..8000; via fentry
+    /// do_wait`.
     pub verdicts: Vec<String>,
     /// One root-cause line per target and case with stacks.
     pub root_causes: Vec<String>,
     pub warnings: Vec<String>,
     /// Every file written, under `out_dir`.
     pub files: Vec<PathBuf>,
-    /// The compact terminal rendering, for the CLI to print.
+    /// The compact terminal rendering, for the CLI to print: findings first, then the tables
+    /// of the growing cases only. Without the warnings (the CLI prints those on stderr).
     pub terminal: String,
 }
 
 /// How to read a report: the rules behind the numbers, in one line each.
 const METHOD: &[&str] = &[
-    "Time per call: the target's mean on-CPU time per call when on-CPU time was measured (wall time otherwise); off-CPU = wall − on-CPU, the time blocked.",
-    "Class: once growth is visible, the model t = a + b·f(N), f ∈ {log n, n, n log n, n²}, with the smallest RMS of relative residuals (Google Benchmark style, with an intercept for the fixed cost); O(1) when no growth is visible.",
-    "Slope: least-squares exponent of log(t − t at the smallest N) against log N over the sizes where growth is visible (plain log-log over all sizes for O(1)), with its 95% confidence interval and R².",
-    "Visible from: the first N from which every time per call exceeds the smallest-N time by max(20%, 3 combined standard errors from the histograms).",
-    "Root cause: the frame under the target whose share of the target's sampled time grows most with log N (fitted per frame; \"(self)\" is time in the frame itself); its slope is the log-log exponent of that frame's time per call.",
+    "Time per call: the target's mean on-CPU time per call when on-CPU time was measured (wall time otherwise); off-CPU = wall − on-CPU, the time blocked. \"via\" names the attach plan briefly; the runs table and the per-target tables list every attach point.",
+    "Noise of a size: the per-call histogram's standard error and the spread over the workload's repeats (its CPU time per op for on-CPU times; standard deviation / √repeats) in quadrature. The tables show that spread as \"repeat spread\" (relative standard deviation).",
+    "Growth is claimed only when it is clear: the time per call stays above the smallest-N time by max(20%, 3 combined standard errors) from some N on, at two sizes or more (sweeps of three sizes or more); and, with four sizes or more, a significant trend: the chosen model's growth term has a 95% confidence interval that excludes 0, or the rise is at least 3 times the sizes' RMS scatter around the model. Otherwise the verdict is O(1), \"within noise\" with the reason when the time did rise by more than 20%.",
+    "Class: each model t = a + b·f(N), f ∈ {log n, n, n log n, n²}, is fitted on relative residuals; starting from the least growth, a model with more growth is chosen only when the current one fits worse than 8% RMS (or twice the noise) and the new one's RMS is at least 25% lower (Google Benchmark style, with an intercept for the fixed cost and a parsimony margin for few sizes).",
+    "Slope: least-squares exponent of log(t − t at the smallest N) against log N over the sizes where growth is visible, with R² (its 95% interval is in summary.json).",
+    "Root cause: the frame under the target whose share of the target's sampled time grows most with log N (fitted per frame; \"(self)\" is time in the frame itself), by at least 10 points and 2 standard errors of sampling noise. Only sizes with 5 samples or more take part, and the line says which. The frame's time per call is its share of the measured time per call (\"<x\" where it had no sample: at most one sample's share); its slope is the log-log exponent of that time over the sizes where it was seen.",
     "Flamegraphs: widths in ns; differentials compare the smallest and largest N after normalising totals, red = larger share at the largest N.",
 ];
 
@@ -270,7 +274,7 @@ fn render_analysis(
     let mut json = serde_json::to_string_pretty(&summary).expect("summary serializes");
     json.push('\n');
     out.write("summary.json", json.as_bytes())?;
-    out.write("report.txt", tables::terminal(a).as_bytes())?;
+    out.write("report.txt", tables::report_text(a).as_bytes())?;
 
     let sections: Vec<(String, TargetLinks)> = target_list
         .iter()
@@ -279,8 +283,23 @@ fn render_analysis(
     let page = index::Page {
         title: format!("tracer report: {}", a.label),
         source: a.root.display().to_string(),
-        verdicts: a.verdicts.iter().map(|v| v.line.clone()).collect(),
-        root_causes: a.root_causes.iter().map(|r| r.cause.line.clone()).collect(),
+        findings: digest::findings(a)
+            .into_iter()
+            .map(|(kind, items)| {
+                let items = items
+                    .into_iter()
+                    .map(|f| index::Item {
+                        line: f.line,
+                        details: f
+                            .root_cause
+                            .map(|rc| format!("root cause: {rc}"))
+                            .into_iter()
+                            .collect(),
+                    })
+                    .collect();
+                (kind.title().to_string(), items)
+            })
+            .collect(),
         warnings: a.warnings.clone(),
         runs: a
             .runs
@@ -339,8 +358,9 @@ fn render_flamegraphs(
     opts: &ReportOptions,
     links: &mut BTreeMap<String, TargetLinks>,
 ) -> Result<(), ReportError> {
-    // (run, target, case name, kind) -> stack indices, kinds in a fixed order.
-    let mut groups: BTreeMap<(usize, String, String, StackKind), Vec<usize>> = BTreeMap::new();
+    // (run, target, case id, case name, kind) -> stack indices: cases in the workload's order,
+    // kinds in a fixed order.
+    let mut groups: BTreeMap<(usize, String, u32, String, StackKind), Vec<usize>> = BTreeMap::new();
     for (i, s) in a.stacks.iter().enumerate() {
         if s.folded.is_empty()
             || (s.file.case == tracer_ebpf::CASE_UNPHASED && !opts.include_unphased)
@@ -351,13 +371,14 @@ fn render_flamegraphs(
             .entry((
                 s.run,
                 s.file.target.clone(),
+                s.file.case,
                 s.file.case_name.clone(),
                 s.file.kind,
             ))
             .or_default()
             .push(i);
     }
-    for ((ri, target, case_name, kind), mut idx) in groups {
+    for ((ri, target, _, case_name, kind), mut idx) in groups {
         idx.sort_by_key(|&i| a.stacks[i].file.n);
         let run = &a.runs[ri];
         let plan = run
@@ -521,11 +542,44 @@ pub fn compare_report(
         .map(|w| format!("{}: {w}", c.label_a))
         .chain(ab.warnings.iter().map(|w| format!("{}: {w}", c.label_b)))
         .collect();
+    // One item per class change, with each side's verdict and root cause under it.
+    let side_lines = |an: &Analysis, label: &str, target: &str, case: &str| -> Vec<String> {
+        let mut v = Vec::new();
+        for (t, vd) in an.tables.iter().zip(&an.verdicts) {
+            if t.target == target && t.case_name == case {
+                v.push(format!("{label}: {}", vd.line));
+                if let Some(rc) = tables::root_cause_of(an, t) {
+                    v.push(format!("{label}: root cause: {}", rc.cause.line));
+                }
+            }
+        }
+        v
+    };
+    let (mut changed, mut same) = (Vec::new(), Vec::new());
+    for cl in &c.classes {
+        let mut details = side_lines(&aa, &c.label_a, &cl.target, &cl.case_name);
+        details.extend(side_lines(&ab, &c.label_b, &cl.target, &cl.case_name));
+        let item = index::Item {
+            line: cl.line.clone(),
+            details,
+        };
+        if cl.a == cl.b {
+            same.push(item);
+        } else {
+            changed.push(item);
+        }
+    }
+    let findings: Vec<(String, Vec<index::Item>)> = [
+        ("Scaling class changed".to_string(), changed),
+        ("Same scaling class".to_string(), same),
+    ]
+    .into_iter()
+    .filter(|(_, v)| !v.is_empty())
+    .collect();
     let page = index::Page {
         title: format!("tracer compare: {} vs {}", c.label_a, c.label_b),
         source: format!("A = {}, B = {}", a_dir.display(), b_dir.display()),
-        verdicts: verdicts.clone(),
-        root_causes: root_causes.clone(),
+        findings,
         warnings: warnings.clone(),
         run_header: ["side", "report"].map(String::from).to_vec(),
         runs: vec![],

@@ -271,6 +271,7 @@ mod tests {
                     class: Complexity::Linear,
                     a: 1000.0,
                     b: 5.0,
+                    b_ci95: None,
                     nrms: 0.0,
                 }),
                 style: 0,

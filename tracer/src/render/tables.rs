@@ -6,9 +6,10 @@ use crate::analysis::compare::{Comparison, Quantity};
 use crate::analysis::table::{CaseTable, Row};
 use crate::analysis::{Analysis, CaseRootCause, Verdict};
 
+use super::digest::{Kind, findings};
 use super::fmt::{ns, opt, pct, sig3};
 
-const MD_HEADER: [&str; 13] = [
+const MD_HEADER: [&str; 14] = [
     "N",
     "calls",
     "calls/op",
@@ -21,10 +22,11 @@ const MD_HEADER: [&str; 13] = [
     "wall mean",
     "total",
     "op time",
+    "repeat spread",
     "share of op",
 ];
 
-fn cells(r: &Row) -> [String; 13] {
+fn cells(r: &Row) -> [String; 14] {
     [
         r.n.to_string(),
         r.calls.to_string(),
@@ -38,6 +40,7 @@ fn cells(r: &Row) -> [String; 13] {
         opt(r.wall_mean_ns, ns),
         opt(r.total_ns, |v| ns(v as f64)),
         opt(r.op_ns, ns),
+        opt(r.repeat_rel_sd, |v| format!("±{}", pct(v))),
         opt(r.share_of_op, pct),
     ]
 }
@@ -129,7 +132,7 @@ fn num(v: Option<f64>) -> String {
 /// Flat CSV of the tables: raw nanoseconds, empty fields for unavailable values.
 pub fn csv(a: &Analysis, idx: &[usize]) -> String {
     let mut out = String::from(
-        "run,kernel,target,case,case_name,n,calls,untimed,ops,calls_per_op,oncpu_mean_ns,oncpu_p50_ns,oncpu_p90_ns,oncpu_p99_ns,oncpu_max_ns,offcpu_mean_ns,wall_mean_ns,total_ns,op_ns,op_source,target_ns_per_op,share_of_op\n",
+        "run,kernel,target,case,case_name,n,calls,untimed,ops,calls_per_op,oncpu_mean_ns,oncpu_p50_ns,oncpu_p90_ns,oncpu_p99_ns,oncpu_max_ns,offcpu_mean_ns,wall_mean_ns,total_ns,op_ns,op_source,repeat_rel_sd,target_ns_per_op,share_of_op\n",
     );
     for &i in idx {
         let t = &a.tables[i];
@@ -155,6 +158,7 @@ pub fn csv(a: &Analysis, idx: &[usize]) -> String {
                 r.total_ns.map_or(String::new(), |v| v.to_string()),
                 num(r.op_ns),
                 r.op_source.clone().unwrap_or_default(),
+                num(r.repeat_rel_sd),
                 num(r.target_ns_per_op),
                 num(r.share_of_op),
             ];
@@ -212,35 +216,41 @@ fn align(rows: &[Vec<String>]) -> String {
     out
 }
 
-/// Compact terminal rendering: verdicts and root causes first, then one small table per case.
+/// Compact terminal rendering: the findings grouped by kind (verdict line, then its root cause:
+/// always for growing cases, for the others only when it names a frame), then a small table
+/// for each growing case. Warnings are not included (the CLI prints them on stderr); every
+/// table is in `tables/`.
 pub fn terminal(a: &Analysis) -> String {
     let mut out = String::new();
-    for w in &a.warnings {
-        out.push_str(&format!("warning: {w}\n"));
+    let groups = findings(a);
+    for (kind, items) in &groups {
+        out.push_str(&format!("{}:\n", kind.title()));
+        for f in items {
+            out.push_str(&format!("  {}\n", f.line));
+            if let Some(rc) = &f.root_cause
+                && (*kind == Kind::Grows || f.culprit)
+            {
+                out.push_str(&format!("    root cause: {rc}\n"));
+            }
+        }
     }
-    for v in &a.verdicts {
-        out.push_str(&format!("{}\n", v.line));
-    }
-    for rc in &a.root_causes {
-        out.push_str(&format!("{}\n", rc.cause.line));
-    }
-    for (t, _) in a.tables.iter().zip(&a.verdicts) {
+    let growing: Vec<usize> = groups
+        .iter()
+        .filter(|(k, _)| *k == Kind::Grows)
+        .flat_map(|(_, v)| v.iter().flat_map(|f| f.tables.iter().copied()))
+        .collect();
+    for i in &growing {
+        let t = &a.tables[*i];
         out.push_str(&format!(
-            "\n{} [{}] · {} · {} · {}\n",
-            t.target,
-            t.case_name,
+            "\n{} · {} · {} · {}\n",
+            t.key(),
             t.kernel,
-            t.plan.as_ref().map_or("no plan".to_string(), |p| format!(
-                "{} {}",
-                p.plan,
-                p.attach_points.join(",")
-            )),
+            t.via().unwrap_or_else(|| "no plan".to_string()),
             metric_text(t)
         ));
         let mut rows: Vec<Vec<String>> = vec![
             [
-                "N", "calls", "/op", "on-CPU", "p50", "p99", "max", "off-CPU", "wall", "op",
-                "share",
+                "N", "calls/op", "per call", "p50", "p99", "off-CPU", "op", "share",
             ]
             .iter()
             .map(|s| s.to_string())
@@ -249,20 +259,37 @@ pub fn terminal(a: &Analysis) -> String {
         for r in &t.rows {
             rows.push(vec![
                 r.n.to_string(),
-                r.calls.to_string(),
                 opt(r.calls_per_op, |v| format!("{v:.2}")),
-                opt(r.oncpu_mean_ns, ns),
+                opt(r.time_per_call_ns, ns),
                 opt(r.oncpu_p50_ns, ns),
                 opt(r.oncpu_p99_ns, ns),
-                opt(r.oncpu_max_ns, ns),
                 opt(r.offcpu_mean_ns, ns),
-                opt(r.wall_mean_ns, ns),
                 opt(r.op_ns, ns),
                 opt(r.share_of_op, pct),
             ]);
         }
         out.push_str(&align(&rows));
     }
+    if !a.tables.is_empty() {
+        out.push_str(&format!(
+            "\n{} per-N tables (every case, every column): tables/<target>.md\n",
+            if growing.is_empty() {
+                "No case grows with N;"
+            } else {
+                "Above: growing cases only;"
+            }
+        ));
+    }
+    out
+}
+
+/// `report.txt`: the terminal rendering after the warnings.
+pub fn report_text(a: &Analysis) -> String {
+    let mut out = String::new();
+    for w in &a.warnings {
+        out.push_str(&format!("warning: {w}\n"));
+    }
+    out.push_str(&terminal(a));
     out
 }
 

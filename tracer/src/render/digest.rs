@@ -1,0 +1,110 @@
+//! The findings of a report in reading order: one line per (target, case), grouped into what
+//! grows with N, what does not, and what could not be fitted, each with its root cause. The
+//! index, the README and the terminal summary all start with this.
+
+use crate::analysis::Analysis;
+use crate::analysis::fit::Complexity;
+
+use super::tables::root_cause_of;
+
+/// One (target, case), or several count-only cases of one target collapsed into one line.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Finding {
+    /// The verdict line.
+    pub line: String,
+    /// The root-cause line, when stacks were sampled.
+    pub root_cause: Option<String>,
+    /// True when the root cause names a frame (rather than "no frame grows", "too few samples").
+    pub culprit: bool,
+    /// Indices into [`Analysis::tables`] this line covers.
+    pub tables: Vec<usize>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Kind {
+    /// A growth class: the cases the report is about.
+    Grows,
+    /// O(1), including "O(1) within noise".
+    Flat,
+    /// Count-only plans and cases with fewer than two timed sizes.
+    NotFitted,
+}
+
+impl Kind {
+    pub fn title(self) -> &'static str {
+        match self {
+            Kind::Grows => "Grows with N",
+            Kind::Flat => "Does not grow (O(1))",
+            Kind::NotFitted => "Not fitted",
+        }
+    }
+}
+
+/// (run, target, short plan) of count-only cases shown on one line.
+type CountOnlyKey = (String, String, Option<String>);
+
+/// Findings by kind, kinds in reading order, empty kinds left out.
+pub fn findings(a: &Analysis) -> Vec<(Kind, Vec<Finding>)> {
+    let mut out: Vec<(Kind, Vec<Finding>)> = Vec::new();
+    let mut push = |kind: Kind, f: Finding| match out.iter_mut().find(|(k, _)| *k == kind) {
+        Some((_, v)) => v.push(f),
+        None => out.push((kind, vec![f])),
+    };
+    // Count-only cases of one (run, target, plan): one line.
+    let mut count_only: Vec<(CountOnlyKey, Vec<usize>)> = Vec::new();
+    for (i, (t, v)) in a.tables.iter().zip(&a.verdicts).enumerate() {
+        let kind = match v.class() {
+            Some(Complexity::Constant) => Kind::Flat,
+            Some(_) => Kind::Grows,
+            None => Kind::NotFitted,
+        };
+        if kind == Kind::NotFitted && !t.timed {
+            let key = (t.run.clone(), t.target.clone(), t.via());
+            match count_only.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, idx)) => idx.push(i),
+                None => count_only.push((key, vec![i])),
+            }
+            continue;
+        }
+        let rc = root_cause_of(a, t);
+        // A growing case without stacks still gets a line: the reader looks for one.
+        let rc_line = rc.map(|r| r.cause.line.clone()).or_else(|| {
+            (kind == Kind::Grows).then(|| {
+                format!(
+                    "{}: no stacks were sampled inside the target in this case",
+                    t.key()
+                )
+            })
+        });
+        push(
+            kind,
+            Finding {
+                line: v.line.clone(),
+                root_cause: rc_line,
+                culprit: rc.is_some_and(|r| r.cause.culprit.is_some()),
+                tables: vec![i],
+            },
+        );
+    }
+    for ((_, target, via), idx) in count_only {
+        let cases: Vec<&str> = idx
+            .iter()
+            .map(|&i| a.tables[i].case_name.as_str())
+            .collect();
+        let via = via.map_or(String::new(), |v| format!("; via {v}"));
+        push(
+            Kind::NotFitted,
+            Finding {
+                line: format!(
+                    "{target} [{}]: count-only plan, no time per call to fit{via}",
+                    cases.join(", ")
+                ),
+                root_cause: None,
+                culprit: false,
+                tables: idx,
+            },
+        );
+    }
+    out.sort_by_key(|(k, _)| *k);
+    out
+}
