@@ -77,8 +77,10 @@ pub fn hist_bucket(v: u64) -> u32 {
     ((e - HIST_SUB_BITS + 1) << HIST_SUB_BITS) + sub
 }
 
-/// Smallest value that falls in `bucket`.
+/// Smallest value that falls in `bucket` (buckets past the last one read as the last one:
+/// run data comes from files and must not be able to make this panic).
 pub fn hist_bucket_low(bucket: u32) -> u64 {
+    let bucket = bucket.min(HIST_BUCKETS - 1);
     let sub_mask = (HIST_SUB - 1) as u32;
     if (bucket as u64) < HIST_SUB {
         return bucket as u64;
@@ -90,7 +92,7 @@ pub fn hist_bucket_low(bucket: u32) -> u64 {
 
 /// One past the largest value that falls in `bucket` (saturating at u64::MAX).
 pub fn hist_bucket_high(bucket: u32) -> u64 {
-    if bucket + 1 >= HIST_BUCKETS {
+    if bucket >= HIST_BUCKETS - 1 {
         return u64::MAX;
     }
     hist_bucket_low(bucket + 1)
@@ -347,6 +349,12 @@ mod tests {
             let err = (mid - v as f64).abs() / v as f64;
             assert!(err <= 1.0 / 32.0 + 1e-9, "v={v} err={err}");
         }
+    }
+
+    #[test]
+    fn out_of_range_buckets_saturate() {
+        assert_eq!(hist_bucket_low(u32::MAX), hist_bucket_low(HIST_BUCKETS - 1));
+        assert_eq!(hist_bucket_high(u32::MAX), u64::MAX);
     }
 
     #[test]

@@ -17,12 +17,15 @@
 use aya_ebpf::{
     EbpfContext,
     bindings::{BPF_F_USER_STACK, BPF_NOEXIST},
+    btf_maps::StackTrace,
     helpers::{
         bpf_get_current_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid,
         bpf_ktime_get_ns, bpf_probe_read_user_str_bytes,
     },
-    macros::{fentry, fexit, kprobe, kretprobe, map, perf_event, tracepoint, uprobe, uretprobe},
-    maps::{Array, HashMap, PerCpuArray, PerCpuHashMap, RingBuf, StackTrace},
+    macros::{
+        btf_map, fentry, fexit, kprobe, kretprobe, map, perf_event, tracepoint, uprobe, uretprobe,
+    },
+    maps::{Array, HashMap, PerCpuArray, PerCpuHashMap, RingBuf},
     programs::tracing::StackIdContext,
     programs::{
         FEntryContext, FExitContext, PerfEventContext, ProbeContext, RetProbeContext,
@@ -112,8 +115,16 @@ static HIST: PerCpuHashMap<HistKey, u64> = PerCpuHashMap::with_max_entries(65536
 #[map]
 static STACKS: HashMap<StackKey, StackVal> = HashMap::with_max_entries(65536, 0);
 
-#[map]
-static STACK_TRACES: StackTrace = StackTrace::with_max_entries(16384, 0);
+/// Kernel and user stacks of callers and of blocking points. Two maps, because a stack map
+/// rejects a new stack whose hash bucket is taken (no reuse: that would corrupt the ids
+/// already counted): the sampler's stacks, which the root-cause analysis needs, must not
+/// compete with the many distinct caller stacks. Depths are capped below the default 127
+/// frames to halve their memory. Userspace sizes both at load time.
+#[btf_map]
+static STACK_TRACES: StackTrace<16384, 0, 64> = StackTrace::new();
+
+#[btf_map]
+static SAMPLED_STACKS: StackTrace<32768, 0, 48> = StackTrace::new();
 
 /// Userspace shrinks this to one page unless raw events are requested.
 #[map]
@@ -855,7 +866,13 @@ pub fn sampler(ctx: PerfEventContext) -> u32 {
     bump(counter::SAMPLES_IN_TARGET);
     let target = top_target(st);
     let (case, n) = current_phase((pid_tgid >> 32) as u32);
-    let kstack = stack_id(&ctx, 0);
+    let kstack = match ctx.get_stackid(&SAMPLED_STACKS, 0) {
+        Ok(id) => id as i32,
+        Err(_) => {
+            bump(counter::STACK_ERRORS);
+            -1
+        }
+    };
     let key = StackKey {
         agg: AggKey { target, case, n },
         kind: STACK_ONCPU,

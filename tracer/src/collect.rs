@@ -127,22 +127,40 @@ fn is_probe_frame(name: &str) -> bool {
         || name.starts_with("rethook_")
 }
 
-/// Kernel frames root-first.
-fn kernel_frames(snap: &Snapshot, id: i32, ksyms: &Kallsyms) -> Vec<String> {
+/// Kernel frames root-first. `sampled` selects the on-CPU sampler's stack map.
+fn kernel_frames(snap: &Snapshot, id: i32, sampled: bool, ksyms: &Kallsyms) -> Vec<String> {
     if id < 0 {
         return vec!["[no-kernel-stack]".into()];
     }
-    let Some(ips) = snap.traces.get(&id) else {
+    let map = if sampled { &snap.sampled } else { &snap.traces };
+    let Some(ips) = map.get(&id) else {
         return vec!["[lost-kernel-stack]".into()];
     };
     let mut names: Vec<String> = ips.iter().map(|&ip| ksyms.frame_name(ip)).collect();
-    // ips are innermost first; strip the probe's own frames from the inner end only: the
-    // same names deeper in a stack would be real work.
+    // ips are innermost first. The probe's own frames (BPF programs, trampolines, the
+    // tracing machinery) are not the traced work: drop them at the inner end, and drop BPF
+    // frames anywhere (an fentry trampoline sits between a function's patched entry and its
+    // body, so the function would otherwise appear twice around it).
     let keep = names
         .iter()
         .position(|n| !is_probe_frame(n))
         .unwrap_or(names.len());
     names.drain(..keep);
+    let mut out: Vec<String> = Vec::with_capacity(names.len());
+    let mut dropped_bpf = false;
+    for n in names {
+        if n.starts_with("bpf_prog_") || n.starts_with("bpf_trampoline_") {
+            dropped_bpf = true;
+            continue;
+        }
+        if dropped_bpf && out.last() == Some(&n) {
+            dropped_bpf = false;
+            continue;
+        }
+        dropped_bpf = false;
+        out.push(n);
+    }
+    let mut names = out;
     names.reverse();
     names
 }
@@ -180,7 +198,16 @@ pub fn stack_files(
         if kind == StackKind::Callers {
             frames.extend(user_frames(snap, key.ustack, key.tgid, usyms));
         }
-        frames.extend(kernel_frames(snap, key.kstack, ksyms));
+        frames.extend(kernel_frames(
+            snap,
+            key.kstack,
+            kind == StackKind::Oncpu,
+            ksyms,
+        ));
+        if frames.is_empty() {
+            // Every frame was the probe's own (a sample taken inside the BPF program).
+            frames.push("[probe-only-stack]".to_string());
+        }
         // ';' separates frames and ' ' the weight in folded format: keep names clean.
         let line = frames
             .iter()
@@ -257,7 +284,7 @@ mod tests {
         );
         s.hist
             .insert((k, HIST_WALL), [(5u32, 2u64), (9, 1)].into_iter().collect());
-        s.traces.insert(7, vec![0x2010, 0x1010, 0x3000]);
+        s.sampled.insert(7, vec![0x2010, 0x1010, 0x3000]);
         s.stacks.push((
             StackKey {
                 agg: k,
@@ -307,6 +334,20 @@ mod tests {
         );
         assert!(event_row(&bytes[..10], &names).is_none());
         assert_eq!(EVENTS_HEADER.split(',').count(), 8);
+    }
+
+    #[test]
+    fn trampoline_frames_are_removed_without_doubling_the_function() {
+        let ksyms = Kallsyms::parse(
+            "0000000000001000 T do_wait\n0000000000002000 t bpf_prog_abc_sampler\n\
+             0000000000003000 T kernel_wait4\n0000000000004000 T wait_consider_task\n",
+        );
+        let mut s = Snapshot::default();
+        // innermost first: wait_consider_task <- do_wait body <- trampoline <- do_wait <- caller
+        s.traces
+            .insert(1, vec![0x4001, 0x1001, 0x2100, 0x1002, 0x3001]);
+        let f = kernel_frames(&s, 1, false, &ksyms);
+        assert_eq!(f, vec!["kernel_wait4", "do_wait", "wait_consider_task"]);
     }
 
     #[test]

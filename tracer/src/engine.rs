@@ -147,8 +147,10 @@ pub struct Snapshot {
     pub stacks: Vec<(StackKey, StackVal)>,
     pub phases: Vec<(PhaseKey, PhaseStats)>,
     pub counters: [u64; counter::COUNT as usize],
-    /// Stack id -> instruction pointers (innermost first).
+    /// Stack id -> instruction pointers (innermost first), for caller and off-CPU stacks.
     pub traces: StdHashMap<i32, Vec<u64>>,
+    /// The same for on-CPU samples (their own stack map).
+    pub sampled: StdHashMap<i32, Vec<u64>>,
 }
 
 pub struct Engine {
@@ -187,6 +189,13 @@ impl Engine {
         let mut loader = EbpfLoader::new();
         loader.btf(btf.as_ref());
         loader.map_max_entries("EVENTS", ringbuf);
+        // Stack maps are the big consumers of locked memory: size them by what is recorded.
+        let stacks_for_calls = options.caller_stacks || options.offcpu_stacks;
+        loader.map_max_entries("STACK_TRACES", if stacks_for_calls { 16384 } else { 1 });
+        loader.map_max_entries(
+            "SAMPLED_STACKS",
+            if options.sample_freq_hz > 0 { 32768 } else { 1 },
+        );
         loader.override_global("AYA_LOG_LEVEL", &log_level, false);
         let mut bpf = loader.load(OBJECT).map_err(EngineError::Load)?;
 
@@ -943,25 +952,32 @@ impl Engine {
             *c = v.iter().sum();
         }
 
-        let traces: StackTraceMap<&MapData> = StackTraceMap::try_from(
-            self.bpf.map("STACK_TRACES").expect("STACK_TRACES"),
-        )
-        .map_err(|source| EngineError::Map {
-            name: "STACK_TRACES",
-            source,
-        })?;
-        let mut wanted: Vec<i32> = Vec::new();
-        for (k, _) in &snap.stacks {
-            wanted.extend([k.kstack, k.ustack].into_iter().filter(|&id| id >= 0));
-        }
-        wanted.sort_unstable();
-        wanted.dedup();
-        for id in wanted {
-            // A stack id can be missing if the stack map evicted it; the frame renders as
-            // [lost stack] rather than failing the run.
-            if let Ok(t) = traces.get(&(id as u32), 0) {
-                snap.traces
-                    .insert(id, t.frames().iter().map(|f| f.ip).collect());
+        for (map, oncpu) in [("STACK_TRACES", false), ("SAMPLED_STACKS", true)] {
+            let traces: StackTraceMap<&MapData> = StackTraceMap::try_from(
+                self.bpf.map(map).expect("stack map"),
+            )
+            .map_err(|source| EngineError::Map {
+                name: "STACK_TRACES",
+                source,
+            })?;
+            let mut wanted: Vec<i32> = Vec::new();
+            for (k, _) in &snap.stacks {
+                if (k.kind == STACK_ONCPU) == oncpu {
+                    wanted.extend([k.kstack, k.ustack].into_iter().filter(|&id| id >= 0));
+                }
+            }
+            wanted.sort_unstable();
+            wanted.dedup();
+            let dest = if oncpu {
+                &mut snap.sampled
+            } else {
+                &mut snap.traces
+            };
+            for id in wanted {
+                // A missing id renders as a lost-stack frame rather than failing the run.
+                if let Ok(t) = traces.get(&(id as u32), 0) {
+                    dest.insert(id, t.frames().iter().map(|f| f.ip).collect());
+                }
             }
         }
         Ok(snap)
@@ -1000,13 +1016,14 @@ impl Engine {
         clear_hash::<StackKey, StackVal>(&mut self.bpf, "STACKS")?;
         clear_hash::<PhaseKey, PhaseStats>(&mut self.bpf, "PHASE_STATS")?;
         clear_hash::<u32, CurrentPhase>(&mut self.bpf, "CURRENT_PHASE")?;
-        {
-            let mut m: StackTraceMap<&mut MapData> =
-                StackTraceMap::try_from(self.bpf.map_mut("STACK_TRACES").expect("STACK_TRACES"))
-                    .map_err(|source| EngineError::Map {
-                        name: "STACK_TRACES",
-                        source,
-                    })?;
+        for map in ["STACK_TRACES", "SAMPLED_STACKS"] {
+            let mut m: StackTraceMap<&mut MapData> = StackTraceMap::try_from(
+                self.bpf.map_mut(map).expect("stack map"),
+            )
+            .map_err(|source| EngineError::Map {
+                name: "STACK_TRACES",
+                source,
+            })?;
             let ids: Vec<u32> = m.stack_ids().filter_map(Result::ok).collect();
             for id in ids {
                 let _ = m.remove(&id);

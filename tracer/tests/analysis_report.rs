@@ -66,7 +66,7 @@ fn empty_run(kernel: &str, targets: Vec<TargetReport>) -> Run {
         command: vec!["workloads".into()],
         command_exit: Some(0),
         filter: "process tree of pid 1".into(),
-        sample_freq_hz: 997,
+        sample_freq_hz: 1_000_000_000 / SAMPLE_PERIOD_NS,
         targets,
         counters: BTreeMap::new(),
         cases: BTreeMap::new(),
@@ -76,6 +76,10 @@ fn empty_run(kernel: &str, targets: Vec<TargetReport>) -> Run {
         workload: None,
     }
 }
+
+/// The synthetic stacks' weights are as if sampled every 10 µs (100 kHz), so every size has
+/// enough samples for a root cause.
+const SAMPLE_PERIOD_NS: u64 = 10_000;
 
 /// Stacks to write next to run.json: (file entry, folded text).
 type Stacks = Vec<(StackFile, String)>;
@@ -90,6 +94,7 @@ fn add_stack(
     lines: &[(String, u64)],
 ) {
     let text: String = lines.iter().map(|(s, w)| format!("{s} {w}\n")).collect();
+    let total_ns: u64 = lines.iter().map(|(_, w)| w).sum();
     stacks.push((
         StackFile {
             kind,
@@ -98,8 +103,8 @@ fn add_stack(
             case_name: case_name.into(),
             n,
             path: stack_file_path(kind, target, case_name, n),
-            total_ns: lines.iter().map(|(_, w)| w).sum(),
-            count: lines.len() as u64,
+            total_ns,
+            count: (total_ns / SAMPLE_PERIOD_NS).max(lines.len() as u64),
         },
         text,
     ));
@@ -424,13 +429,22 @@ fn full_report_from_a_synthetic_sweep() {
         .find(|l| l.starts_with("do_wait"))
         .expect("do_wait root cause");
     assert!(
-        rc_wait.starts_with("do_wait -> wait_consider_task: "),
+        rc_wait.starts_with("do_wait [waitpid-pid] -> wait_consider_task: "),
         "{rc_wait}"
     );
     assert!(
-        rc_wait.contains("at N=10 -> ") && rc_wait.contains("at N=8000"),
+        rc_wait.contains("at N=10 -> ") && rc_wait.contains("at N=8000 ("),
         "{rc_wait}"
     );
+    // The walk's own time per call: 4 ns per child, 32 µs at N=8000.
+    let per_call = rc_wait
+        .split(" per call")
+        .next()
+        .and_then(|h| h.rsplit(" -> ").next())
+        .unwrap();
+    assert!(per_call.ends_with("µs"), "{rc_wait}");
+    let us: f64 = per_call.trim_end_matches("µs").parse().unwrap();
+    assert!((30.0..=34.0).contains(&us), "{rc_wait}");
     assert!(
         rc_wait.ends_with("the walk over the children list"),
         "{rc_wait}"
@@ -440,7 +454,10 @@ fn full_report_from_a_synthetic_sweep() {
         .iter()
         .find(|l| l.starts_with("dup_mmap"))
         .expect("dup_mmap root cause");
-    assert!(rc_dup.starts_with("dup_mmap -> vm_area_dup"), "{rc_dup}");
+    assert!(
+        rc_dup.starts_with("dup_mmap [spawn] -> vm_area_dup"),
+        "{rc_dup}"
+    );
     assert!(rc_dup.contains("per VMA"), "{rc_dup}");
 
     // Index: verdicts at the top, every link exists, every SVG well-formed.
@@ -517,7 +534,43 @@ fn full_report_from_a_synthetic_sweep() {
     assert!(
         row["share_of_op"].as_f64().unwrap() > 0.0 && row["share_of_op"].as_f64().unwrap() < 1.0
     );
-    assert!(summary.terminal.contains("do_wait [waitpid-pid]"));
+    // Terminal: findings first, grouped; the count-only cases of a target on one line;
+    // tables for growing cases only.
+    let term = &summary.terminal;
+    assert!(
+        term.starts_with("Grows with N:\n  dup_mmap [spawn]: O(n), "),
+        "{term}"
+    );
+    assert!(term.contains("\n  do_wait [waitpid-pid]: O(n), "), "{term}");
+    assert!(
+        term.contains("\n    root cause: do_wait [waitpid-pid] -> wait_consider_task: "),
+        "{term}"
+    );
+    assert!(
+        term.contains("\nNot fitted:\n  get_task_policy [spawn]: count-only plan, no time per call to fit; via page-alloc-count mm_page_alloc\n"),
+        "{term}"
+    );
+    assert!(term.contains("\ndo_wait [waitpid-pid] · 5.10.0-28-cloud-amd64 · fentry do_wait · on-CPU time per call\n"), "{term}");
+    assert!(!term.contains("get_task_policy [spawn] ·"), "{term}");
+    let findings_end = term.find("\n\n").unwrap();
+    assert!(
+        term[..findings_end]
+            .lines()
+            .all(|l| !l.trim_start().starts_with(|c: char| c.is_ascii_digit())),
+        "a table row among the findings: {term}"
+    );
+    let report_txt = std::fs::read_to_string(out.join("report.txt")).unwrap();
+    assert!(report_txt.ends_with(term.as_str()));
+
+    // README: findings first, each verdict with its root cause under it.
+    let readme = std::fs::read_to_string(out.join("README.md")).unwrap();
+    let findings = readme.find("## Findings").unwrap();
+    assert!(findings < readme.find("## Runs").unwrap());
+    assert!(
+        readme.contains("- `do_wait [waitpid-pid]: O(n), slope ")
+            && readme.contains("`\n  - `root cause: do_wait [waitpid-pid] -> wait_consider_task: "),
+        "{readme}"
+    );
 
     // Deterministic: a second render, elsewhere and in place, gives identical bytes.
     let out2 = tmp.path().join("report2");
@@ -549,7 +602,8 @@ fn compare_two_kernels() {
     assert!(
         s.root_causes
             .iter()
-            .any(|l| l.contains("6.1.0-18-cloud-amd64: do_wait: no frame's share grows")),
+            .any(|l| l
+                .contains("6.1.0-18-cloud-amd64: do_wait [waitpid-pid]: no frame's share grows")),
         "{:?}",
         s.root_causes
     );

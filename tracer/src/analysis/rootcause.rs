@@ -37,6 +37,10 @@ use super::text::ns;
 pub const MIN_GROWTH: f64 = 0.10;
 /// A child must carry this part of its parent's growth for the search to descend into it.
 pub const DESCEND_FRACTION: f64 = 0.6;
+/// Least growth of the target's time per call (smallest to largest N) for the added-time rule.
+pub const TIME_GROWTH: f64 = 0.2;
+/// Part of the target's added time per call a frame must carry to be blamed by that rule.
+pub const TIME_SHARE: f64 = 0.5;
 /// Standard errors of sampling noise a frame's share growth must exceed.
 pub const GROWTH_SE: f64 = 2.0;
 /// Fewest stack samples (or off-CPU episodes) at one N for that N to take part.
@@ -144,6 +148,8 @@ pub struct RootCause {
     pub pass_through: Vec<String>,
     /// The frame to blame, when one's share grows.
     pub culprit: Option<FrameGrowth>,
+    /// The culprit was found by its added time per call ([`TIME_SHARE`]), not by share growth.
+    pub culprit_by_time: bool,
     /// With one usable size only: the frame that holds most (≥ 50%) of the time there,
     /// followed down while one child does.
     pub dominant: Option<FrameGrowth>,
@@ -293,6 +299,7 @@ pub fn root_cause(
         sizes_used: sizes_used.clone(),
         pass_through: vec![],
         culprit: None,
+        culprit_by_time: false,
         dominant: None,
         culprit_times: vec![],
         slope: None,
@@ -433,6 +440,12 @@ pub fn root_cause(
         cur
     });
 
+    // No frame's share grows, yet the target's time per call may: a loop that already holds
+    // most of the time at the smallest size keeps its share while its time grows with the
+    // target's. Then blame the frame that carries most of the added time per call.
+    let by_time = culprit.is_none();
+    let culprit = culprit.or_else(|| time_culprit(&profiles, &samples, &prefix));
+
     let culprit_times = culprit
         .as_ref()
         .map(|c| frame_times(samples.as_slice(), c))
@@ -488,8 +501,15 @@ pub fn root_cause(
             } else {
                 format!(" (also growing: {})", also.join(", "))
             };
+            let basis = if by_time {
+                format!(
+                    " (it holds most of the time from N={n0} on: its time per call grows, not its share)"
+                )
+            } else {
+                String::new()
+            };
             format!(
-                "{}: {} at N={n0} -> {} at N={n1}{detail}: {}{also}{sizes_note}",
+                "{}: {} at N={n0} -> {} at N={n1}{detail}: {}{basis}{also}{sizes_note}",
                 display_path(&anchor, &pass_through, c),
                 pct(s0),
                 pct(s1),
@@ -513,6 +533,7 @@ pub fn root_cause(
     cause.anchor = anchor;
     cause.whole_stack = whole_stack;
     cause.pass_through = pass_through;
+    cause.culprit_by_time = by_time && culprit.is_some();
     cause.culprit = culprit;
     cause.culprit_times = culprit_times;
     cause.slope = slope;
@@ -520,6 +541,44 @@ pub fn root_cause(
     cause.ranking = ranking;
     cause.line = line;
     Some(cause)
+}
+
+/// When no share grows: the frame below `prefix` that holds at least half of the time at the
+/// smallest size and carries at least [`TIME_SHARE`] of the target's added time per call
+/// (share × measured time per call, smallest to largest N), followed down while such a child
+/// carries [`DESCEND_FRACTION`] of its parent's. Needs the
+/// measured time per call at every size and a target that grew by [`TIME_GROWTH`].
+fn time_culprit(p: &Profiles, samples: &[&StacksAtN], prefix: &[String]) -> Option<FrameGrowth> {
+    let t: Vec<f64> = samples
+        .iter()
+        .map(|s| s.ns_per_call)
+        .collect::<Option<_>>()?;
+    let (t0, t1) = (t[0], t[t.len() - 1]);
+    if t0 <= 0.0 || t1 < t0 * (1.0 + TIME_GROWTH) {
+        return None;
+    }
+    let added = |g: &FrameGrowth| g.last().1 * t1 - g.first().1 * t0;
+    // Only a frame that already holds most of the time at the smallest size: one whose share
+    // grows is the share rule's to judge (with its sampling-noise test).
+    let pick = |at: &[String]| {
+        p.ranked(at)
+            .into_iter()
+            .filter(|g| g.frame() != OUTSIDE_FRAME && g.first().1 >= 0.5)
+            .max_by(|a, b| added(a).total_cmp(&added(b)).then(b.path.cmp(&a.path)))
+    };
+    let mut cur = pick(prefix).filter(|g| added(g) >= TIME_SHARE * (t1 - t0))?;
+    while !cur.is_self() {
+        let kids = p.children(&cur.path);
+        // A leaf's self time is the leaf itself: nothing to descend into.
+        if kids.len() == 1 && kids.contains_key(SELF_FRAME) {
+            break;
+        }
+        match pick(&cur.path) {
+            Some(k) if added(&k) >= DESCEND_FRACTION * added(&cur) => cur = k,
+            _ => break,
+        }
+    }
+    Some(cur)
 }
 
 /// From `prefix`, follow the heaviest child while it holds at least half of the time (of the
@@ -1102,6 +1161,54 @@ mod tests {
         );
         let rc = root_cause("dup_mmap", "spawn", &anchors, &make(100)).unwrap();
         assert_eq!(rc.culprit.unwrap().frame(), "anon_vma_fork", "{}", rc.line);
+    }
+
+    /// A walk that already dominates at the smallest size keeps its share (~95%) while its time
+    /// per call grows tenfold: it is blamed for the added time, and the line says so.
+    #[test]
+    fn a_dominant_loop_is_blamed_for_the_added_time() {
+        let samples: Vec<StacksAtN> = [1000u64, 2000, 4000, 8000]
+            .iter()
+            .map(|&n| {
+                let walk = 20 * n; // ns per call
+                let rest = 1000;
+                let text = format!(
+                    "do_wait;__do_wait;wait_consider_task {}\ndo_wait;__do_wait;wait_task_zombie {}\ndo_wait;__do_wait {}\n",
+                    walk * 100,
+                    rest * 50,
+                    rest * 50
+                );
+                StacksAtN {
+                    n,
+                    stacks: Folded::parse(&text).unwrap(),
+                    calls: Some(100),
+                    samples: Some(500),
+                    ns_per_call: Some((walk + rest) as f64),
+                }
+            })
+            .collect();
+        let anchors = Anchors::new("do_wait", None);
+        let rc = root_cause("do_wait", "waitpid-any", &anchors, &samples).unwrap();
+        assert!(rc.ranking.iter().all(|g| !g.grows()), "{:?}", rc.ranking);
+        assert!(rc.culprit_by_time);
+        assert_eq!(rc.culprit.as_ref().unwrap().frame(), "wait_consider_task");
+        assert!(
+            rc.line.starts_with(
+                "do_wait [waitpid-any] -> __do_wait -> wait_consider_task: 95% at N=1000 -> 99% at N=8000 (20.0µs -> 160µs per call, slope 1.0): the walk over the children list (it holds most of the time from N=1000 on"
+            ),
+            "{}",
+            rc.line
+        );
+        // Without the measured time per call there is no added time to attribute.
+        let blind: Vec<StacksAtN> = samples
+            .into_iter()
+            .map(|s| StacksAtN {
+                ns_per_call: None,
+                ..s
+            })
+            .collect();
+        let rc = root_cause("do_wait", "waitpid-any", &anchors, &blind).unwrap();
+        assert!(rc.culprit.is_none() && !rc.culprit_by_time, "{}", rc.line);
     }
 
     #[test]
