@@ -238,8 +238,9 @@ struct SweepArgs {
     /// Skip the calibration that checks each plan sees the calls it should.
     #[arg(long)]
     no_verify: bool,
-    /// On-CPU stack sampling frequency in Hz.
-    #[arg(long, default_value = "999", value_parser = cli::parse_freq)]
+    /// On-CPU stack sampling frequency in Hz (higher than record's default: the root cause
+    /// needs samples at small N too, where calls are short).
+    #[arg(long, default_value = "4999", value_parser = cli::parse_freq)]
     freq: u64,
     /// Do not sample on-CPU stacks.
     #[arg(long)]
