@@ -12,7 +12,7 @@ use super::load::{Dataset, LoadError, read_stack_file};
 use super::rootcause::{RootCause, StacksAtN, root_cause};
 use super::stacks::{Anchors, Folded};
 use super::table::{CaseTable, Metric, TableOptions, WorkloadReport, tables};
-use super::text::{fmt_n, ns};
+use super::text::{fmt_n, ns, sig3};
 
 #[derive(Clone, Debug, Default)]
 pub struct AnalysisOptions {
@@ -289,14 +289,45 @@ pub fn verdict(t: &CaseTable) -> Verdict {
             );
             match s.flat_reason {
                 None => {
-                    let r2 = s.slope.r2.map_or("n/a".to_string(), |r| format!("{r:.2}"));
+                    let n = s.points.len();
+                    let r2 = if s.slope.points <= 2 && n >= 2 {
+                        // A line through two points: R² says nothing; the points do.
+                        let (a, b) = (s.points[n - 2], s.points[n - 1]);
+                        let excess = if s.slope_of_excess {
+                            format!(
+                                "; the part above N={}'s {} x{:.2}",
+                                fmt_n(p0.n),
+                                ns(s.baseline),
+                                (b.t - s.baseline) / (a.t - s.baseline)
+                            )
+                        } else {
+                            String::new()
+                        };
+                        format!(
+                            "from two sizes: x{:.2} per call for x{} N, {} at N={} -> {} at N={}{excess}",
+                            b.t / a.t,
+                            {
+                                let r = b.n / a.n;
+                                if r.fract() == 0.0 { fmt_n(r) } else { sig3(r) }
+                            },
+                            ns(a.t),
+                            fmt_n(a.n),
+                            ns(b.t),
+                            fmt_n(b.n)
+                        )
+                    } else {
+                        format!(
+                            "R² {}",
+                            s.slope.r2.map_or("n/a".to_string(), |r| format!("{r:.2}"))
+                        )
+                    };
                     let few = if s.points.len() < 3 {
                         " (two sizes only: the class is a guess)"
                     } else {
                         ""
                     };
                     format!(
-                        "{head}: {}{few}, slope {:.2} (R² {r2}), visible from N≈{}; {range}",
+                        "{head}: {}{few}, slope {:.2} ({r2}), visible from N≈{}; {range}",
                         s.class.label(),
                         s.slope.slope,
                         fmt_n(s.visible_from.unwrap_or(p1.n)),
@@ -383,6 +414,27 @@ mod tests {
         let v = verdict(&tables(&run, "r", &TableOptions::default())[0]);
         assert!(
             v.line.contains("(x1.22: within the noise: needs +"),
+            "{}",
+            v.line
+        );
+
+        // Growth visible at the two largest sizes only: the slope runs through two points, so
+        // the line shows them (and their ratio) instead of a vacuous R².
+        let run = testdata::waitpid_run(&[1, 10, 100, 1000, 2000], |n| match n {
+            2000 => 9400,
+            1000 => 1800,
+            _ => 1000,
+        });
+        let v = verdict(&tables(&run, "r", &TableOptions::default())[0]);
+        assert!(
+            v.class().is_some_and(|c| c != Complexity::Constant),
+            "{}",
+            v.line
+        );
+        assert!(
+            v.line.contains(
+                ", slope 3.39 (from two sizes: x5.22 per call for x2 N, 1.80µs at N=1000 -> 9.40µs at N=2000; the part above N=1's 1.00µs x10.50), visible from N≈1000; "
+            ),
             "{}",
             v.line
         );
