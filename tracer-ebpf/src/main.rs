@@ -87,7 +87,7 @@ static CONFIG: Array<Config> = Array::with_max_entries(1, 0);
 static SLOTS: Array<SlotConf> = Array::with_max_entries(SLOT_COUNT, 0);
 
 #[map]
-static FOLLOW: HashMap<u32, u8> = HashMap::with_max_entries(65536, 0);
+static FOLLOW: HashMap<u32, u8> = HashMap::with_max_entries(32768, 0);
 
 #[map]
 static THREADS: HashMap<u32, ThreadState> = HashMap::with_max_entries(16384, 0);
@@ -109,11 +109,13 @@ static PHASE_STATS: HashMap<PhaseKey, PhaseStats> = HashMap::with_max_entries(40
 #[map]
 static SPANS: PerCpuHashMap<AggKey, SpanStats> = PerCpuHashMap::with_max_entries(4096, 0);
 
+/// Shared (not per-CPU) with atomic adds: a per-CPU hash this size would lock
+/// entries x CPUs x 8 bytes, hundreds of MiB on a large machine.
 #[map]
-static HIST: PerCpuHashMap<HistKey, u64> = PerCpuHashMap::with_max_entries(65536, 0);
+static HIST: HashMap<HistKey, u64> = HashMap::with_max_entries(65536, 0);
 
 #[map]
-static STACKS: HashMap<StackKey, StackVal> = HashMap::with_max_entries(65536, 0);
+static STACKS: HashMap<StackKey, StackVal> = HashMap::with_max_entries(32768, 0);
 
 /// Kernel and user stacks of callers and of blocking points. Two maps, because a stack map
 /// rejects a new stack whose hash bucket is taken (no reuse: that would corrupt the ids
@@ -124,7 +126,7 @@ static STACKS: HashMap<StackKey, StackVal> = HashMap::with_max_entries(65536, 0)
 static STACK_TRACES: StackTrace<16384, 0, 64> = StackTrace::new();
 
 #[btf_map]
-static SAMPLED_STACKS: StackTrace<32768, 0, 48> = StackTrace::new();
+static SAMPLED_STACKS: StackTrace<16384, 0, 48> = StackTrace::new();
 
 /// Userspace shrinks this to one page unless raw events are requested.
 #[map]
@@ -135,11 +137,11 @@ static COUNTERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(counter::COUNT
 
 /// Threads inside an openat() of a path that matched `Config::path_prefix`.
 #[map]
-static PENDING_OPEN: HashMap<u32, u8> = HashMap::with_max_entries(4096, 0);
+static PENDING_OPEN: HashMap<u32, u8> = HashMap::with_max_entries(1024, 0);
 
 /// (tgid << 32 | fd) of files opened with the tracked prefix.
 #[map]
-static TRACKED_FD: HashMap<u64, u8> = HashMap::with_max_entries(16384, 0);
+static TRACKED_FD: HashMap<u64, u8> = HashMap::with_max_entries(4096, 0);
 
 // Array indices are masked after their range checks: older verifiers (5.10, 6.1) do not carry
 // bounds from a 32-bit compare over to the 64-bit register used for the address, and reject
@@ -487,12 +489,12 @@ fn hist_add(key: &AggKey, kind: u32, v: u64) {
         bucket: hist_bucket(v),
     };
     if let Some(c) = HIST.get_ptr_mut(&hk) {
-        unsafe { *c += 1 };
+        atomic_add(c, 1);
         return;
     }
     if HIST.insert(&hk, &1u64, BPF_NOEXIST as u64).is_err() {
         match HIST.get_ptr_mut(&hk) {
-            Some(c) => unsafe { *c += 1 },
+            Some(c) => atomic_add(c, 1),
             None => bump(counter::AGG_MAP_FULL),
         }
     }

@@ -194,7 +194,7 @@ impl Engine {
         loader.map_max_entries("STACK_TRACES", if stacks_for_calls { 16384 } else { 1 });
         loader.map_max_entries(
             "SAMPLED_STACKS",
-            if options.sample_freq_hz > 0 { 32768 } else { 1 },
+            if options.sample_freq_hz > 0 { 16384 } else { 1 },
         );
         loader.override_global("AYA_LOG_LEVEL", &log_level, false);
         let mut bpf = loader.load(OBJECT).map_err(EngineError::Load)?;
@@ -886,19 +886,18 @@ impl Engine {
             snap.spans.insert(k, merge_stats(per_cpu.iter()));
         }
 
-        let m: PerCpuHashMap<&MapData, HistKey, u64> =
-            PerCpuHashMap::try_from(self.bpf.map("HIST").expect("HIST")).map_err(|source| {
+        let m: HashMap<&MapData, HistKey, u64> =
+            HashMap::try_from(self.bpf.map("HIST").expect("HIST")).map_err(|source| {
                 EngineError::Map {
                     name: "HIST",
                     source,
                 }
             })?;
         for item in m.iter() {
-            let (k, per_cpu) = item.map_err(|source| EngineError::Map {
+            let (k, total) = item.map_err(|source| EngineError::Map {
                 name: "HIST",
                 source,
             })?;
-            let total: u64 = per_cpu.iter().sum();
             if total > 0 {
                 *snap
                     .hist
@@ -1012,7 +1011,7 @@ impl Engine {
             Ok(())
         }
         clear_percpu::<AggKey, SpanStats>(&mut self.bpf, "SPANS")?;
-        clear_percpu::<HistKey, u64>(&mut self.bpf, "HIST")?;
+        clear_hash::<HistKey, u64>(&mut self.bpf, "HIST")?;
         clear_hash::<StackKey, StackVal>(&mut self.bpf, "STACKS")?;
         clear_hash::<PhaseKey, PhaseStats>(&mut self.bpf, "PHASE_STATS")?;
         clear_hash::<u32, CurrentPhase>(&mut self.bpf, "CURRENT_PHASE")?;

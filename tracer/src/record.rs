@@ -185,7 +185,7 @@ pub fn resolve_only(
     let mut engine = Engine::load(engine_opts)?;
     let ksyms = Kallsyms::load().map_err(|e| TracerError::Other(format!("/proc/kallsyms: {e}")))?;
     let progress = Progress::new(true);
-    let resolved = resolve::resolve(&mut engine, &ksyms, &targets, ropts, |m| {
+    let (resolved, _) = resolve::resolve(&mut engine, &ksyms, &targets, ropts, |m| {
         progress.set(m.to_string())
     })?;
     progress.finish();
@@ -354,6 +354,8 @@ pub struct Session {
     events: Option<tokio::io::unix::AsyncFd<aya::maps::RingBuf<aya::maps::MapData>>>,
     /// Set once a run was stopped by a signal: the session must not start another.
     pub interrupted: Option<&'static str>,
+    attach_time: Duration,
+    verify_time: Duration,
 }
 
 impl Session {
@@ -365,6 +367,7 @@ impl Session {
     ) -> Result<Session, TracerError> {
         // Signals are caught from here on, so a Ctrl-C during attach still ends in an orderly
         // detach (the engine's Drop) instead of killing us with probes half-attached.
+        let attach_started = Instant::now();
         let mut signals = Signals::install()?;
         let progress = Progress::new(show_progress);
         let mut engine = Engine::load(engine_opts.clone())?;
@@ -373,7 +376,7 @@ impl Session {
         }
         let ksyms =
             Kallsyms::load().map_err(|e| TracerError::Other(format!("/proc/kallsyms: {e}")))?;
-        let resolved = resolve::resolve(&mut engine, &ksyms, targets, ropts, |m| {
+        let (resolved, verify_time) = resolve::resolve(&mut engine, &ksyms, targets, ropts, |m| {
             progress.set(m.to_string())
         })?;
         if resolved.iter().all(|r| r.active.is_none()) {
@@ -426,6 +429,8 @@ impl Session {
             engine_opts,
             events,
             interrupted: None,
+            attach_time: attach_started.elapsed(),
+            verify_time,
         })
     }
 
@@ -594,9 +599,11 @@ impl Session {
         // happens while writing. In a multi-run session the traced tree is gone by now (or
         // was filtered by name/cgroup and keeps adding a few events, which only blurs the
         // edges of this run).
+        let detach_started = Instant::now();
         if detach {
             engine.detach_all();
         }
+        let detach_time = detach_started.elapsed();
         if let (Some(fd), Some(sink)) = (events.as_mut(), events_out.as_mut()) {
             drain_events(fd.get_mut(), sink, &target_names);
         }
@@ -669,6 +676,13 @@ impl Session {
             phases,
             stack_files: stacks.iter().map(|(m, _)| m.clone()).collect(),
             workload,
+            resources: Some(rundata::Resources {
+                attach_ms: self.attach_time.as_secs_f64() * 1e3,
+                verify_ms: self.verify_time.as_secs_f64() * 1e3,
+                detach_ms: detach_time.as_secs_f64() * 1e3,
+                peak_rss_kib: kernel::peak_rss_kib(),
+                map_memlock_bytes: kernel::bpf_map_memlock_bytes(),
+            }),
         };
         run.validate()
             .map_err(|e| TracerError::Other(format!("internal: inconsistent run data: {e}")))?;

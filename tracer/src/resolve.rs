@@ -87,7 +87,8 @@ pub fn resolve(
     targets: &[(u32, &'static Target)],
     opts: &ResolveOptions,
     mut progress: impl FnMut(&str),
-) -> Result<Vec<Resolved>, ResolveError> {
+) -> Result<(Vec<Resolved>, std::time::Duration), ResolveError> {
+    let mut verify_time = std::time::Duration::ZERO;
     for (target, plan) in &opts.forced {
         if let Some((_, t)) = targets.iter().find(|(_, t)| t.name == target)
             && !t.plans.iter().any(|p| p.name == plan)
@@ -137,7 +138,9 @@ pub fn resolve(
                 };
             if opts.verify {
                 progress(&format!("{}: calibrating {}", target.name, plan.name));
+                let t0 = std::time::Instant::now();
                 let counts = calibrate::run(engine, target.calibration)?;
+                verify_time += t0.elapsed();
                 let observed = counts.get(index as usize).copied().unwrap_or(0);
                 let expect = (target.expect)(plan, target.calibration);
                 let passed = expect.check(observed);
@@ -176,7 +179,7 @@ pub fn resolve(
         }
         out.push(r);
     }
-    Ok(out)
+    Ok((out, verify_time))
 }
 
 /// Attach one plan; Ok(Err(reason)) when this kernel does not allow it.

@@ -60,6 +60,24 @@ pub struct Run {
     /// The workload's own report (its `--json` output), when the traced command was one of ours.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workload: Option<serde_json::Value>,
+    /// What the tracer itself cost: timings and memory (absent in older runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<Resources>,
+}
+
+/// The tracer's own footprint during a run.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Resources {
+    /// From the start of the session to every probe attached (load, resolve, calibrate).
+    pub attach_ms: f64,
+    /// Of which calibration (plan verification).
+    pub verify_ms: f64,
+    /// From the stop decision to every probe detached.
+    pub detach_ms: f64,
+    /// The tracer's peak resident set (VmHWM) when the run was written.
+    pub peak_rss_kib: u64,
+    /// Kernel memory locked by the tracer's BPF maps (sum of their `memlock`).
+    pub map_memlock_bytes: u64,
 }
 
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]

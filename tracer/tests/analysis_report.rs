@@ -74,6 +74,7 @@ fn empty_run(kernel: &str, targets: Vec<TargetReport>) -> Run {
         phases: vec![],
         stack_files: vec![],
         workload: None,
+        resources: None,
     }
 }
 

@@ -51,6 +51,7 @@ pub fn empty_run(kernel: &str, targets: &[&str]) -> Run {
         phases: vec![],
         stack_files: vec![],
         workload: None,
+        resources: None,
     }
 }
 

@@ -35,3 +35,41 @@ pub fn has_kprobe_pmu() -> bool {
 pub fn has_vmlinux_btf() -> bool {
     std::path::Path::new("/sys/kernel/btf/vmlinux").exists()
 }
+
+/// This process's peak resident set size (VmHWM), in KiB.
+pub fn peak_rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Kernel memory locked by this process's BPF maps: the sum of `memlock` over its
+/// bpf-map file descriptors.
+pub fn bpf_map_memlock_bytes() -> u64 {
+    let Ok(fds) = std::fs::read_dir("/proc/self/fd") else {
+        return 0;
+    };
+    let mut total = 0;
+    for fd in fds.flatten() {
+        let is_map = std::fs::read_link(fd.path())
+            .map(|t| t.to_string_lossy() == "anon_inode:bpf-map")
+            .unwrap_or(false);
+        if !is_map {
+            continue;
+        }
+        let info = std::fs::read_to_string(format!(
+            "/proc/self/fdinfo/{}",
+            fd.file_name().to_string_lossy()
+        ))
+        .unwrap_or_default();
+        total += info
+            .lines()
+            .find_map(|l| l.strip_prefix("memlock:"))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+    }
+    total
+}
