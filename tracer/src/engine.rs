@@ -34,6 +34,9 @@ pub struct EngineOptions {
     pub raw_events_bytes: u32,
     /// Forward aya-log messages from the probes to the `log` crate.
     pub bpf_log: bool,
+    /// Attach the scheduler programs (on/off-CPU split, process-tree following). Only the
+    /// overhead floor measurement turns this off.
+    pub scheduler: bool,
 }
 
 impl Default for EngineOptions {
@@ -44,6 +47,7 @@ impl Default for EngineOptions {
             offcpu_stacks: true,
             raw_events_bytes: 0,
             bpf_log: false,
+            scheduler: true,
         }
     }
 }
@@ -232,7 +236,9 @@ impl Engine {
             tp_points: Default::default(),
         };
         engine.init_config()?;
-        engine.attach_scheduler()?;
+        if engine.options.scheduler {
+            engine.attach_scheduler()?;
+        }
         if engine.options.sample_freq_hz > 0 {
             engine.attach_sampler()?;
         }
@@ -1045,6 +1051,80 @@ impl Engine {
             })?;
         }
         Ok(())
+    }
+
+    /// Attach the cheapest possible probe of a mechanism (a per-CPU counter increment) to
+    /// `point`: the floor against which the span machinery's cost is measured.
+    /// `mech` is "tracepoint" (point = category:name), "kprobe" or "fentry" (point = function).
+    pub fn attach_floor(&mut self, mech: &str, point: &str) -> Result<(), EngineError> {
+        let what = format!("floor {mech} on {point}");
+        let err = |source| EngineError::Program {
+            what: what.clone(),
+            source,
+        };
+        match mech {
+            "tracepoint" => {
+                let (cat, name) = point.split_once(':').ok_or_else(|| EngineError::Program {
+                    what: what.clone(),
+                    source: ProgramError::NotAttached,
+                })?;
+                let p: &mut TracePoint = self
+                    .bpf
+                    .program_mut("floor_tp")
+                    .expect("floor_tp")
+                    .try_into()
+                    .map_err(err)?;
+                if p.fd().is_err() {
+                    p.load().map_err(err)?;
+                }
+                p.attach(cat, name).map_err(err)?;
+            }
+            "kprobe" => {
+                let p: &mut KProbe = self
+                    .bpf
+                    .program_mut("floor_kprobe")
+                    .expect("floor_kprobe")
+                    .try_into()
+                    .map_err(err)?;
+                if p.fd().is_err() {
+                    p.load().map_err(err)?;
+                }
+                p.attach(point, 0).map_err(err)?;
+            }
+            _ => {
+                let btf = self.btf.as_ref().ok_or_else(|| EngineError::Program {
+                    what: what.clone(),
+                    source: ProgramError::NotLoaded,
+                })?;
+                let p: &mut FEntry = self
+                    .bpf
+                    .program_mut("floor_fentry")
+                    .expect("floor_fentry")
+                    .try_into()
+                    .map_err(err)?;
+                p.load(point, btf).map_err(err)?;
+                p.attach().map_err(err)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Calls counted by the floor programs.
+    pub fn floor_hits(&self) -> Result<u64, EngineError> {
+        let m: PerCpuArray<&MapData, u64> = PerCpuArray::try_from(
+            self.bpf.map("COUNTERS").expect("COUNTERS"),
+        )
+        .map_err(|source| EngineError::Map {
+            name: "COUNTERS",
+            source,
+        })?;
+        let v = m
+            .get(&counter::FLOOR_HITS, 0)
+            .map_err(|source| EngineError::Map {
+                name: "COUNTERS",
+                source,
+            })?;
+        Ok(v.iter().sum())
     }
 
     /// Names of attach points currently used by tracepoint slots.

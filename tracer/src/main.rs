@@ -274,6 +274,7 @@ fn main() -> ExitCode {
     match args.get(1).map(String::as_str) {
         Some(calibrate::CHILD_SUBCOMMAND) => return code(calibrate::child_main(&args[2..])),
         Some(record::EXEC_HELD) => return code(record::exec_held_main(&args[2..])),
+        Some("__floor") => return code(floor_main(&args[2..])),
         _ => {}
     }
     let cli = Cli::parse();
@@ -293,6 +294,51 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!("tracer: {e}");
             code(e.exit_code())
+        }
+    }
+}
+
+/// `tracer __floor MECH POINT[,POINT...] -- COMMAND...`: run COMMAND with only the cheapest
+/// probe of a mechanism attached (a counter), and print {"hits": N}. The benchmarks use it as
+/// the floor that the real probes' cost is compared with; not part of the CLI.
+fn floor_main(args: &[String]) -> i32 {
+    let (Some(mech), Some(points), Some("--")) =
+        (args.first(), args.get(1), args.get(2).map(String::as_str))
+    else {
+        eprintln!("usage: tracer __floor tracepoint|kprobe|fentry POINT[,POINT] -- COMMAND...");
+        return exit::USAGE;
+    };
+    let opts = EngineOptions {
+        sample_freq_hz: 0,
+        caller_stacks: false,
+        offcpu_stacks: false,
+        raw_events_bytes: 0,
+        bpf_log: false,
+        scheduler: false,
+    };
+    let result = (|| -> Result<u64, TracerError> {
+        record::check_privileges()?;
+        let mut engine = tracer::engine::Engine::load(opts)?;
+        for p in points.split(',') {
+            engine.attach_floor(mech, p)?;
+        }
+        let st = std::process::Command::new(&args[3])
+            .args(&args[4..])
+            .status()
+            .map_err(|e| TracerError::Usage(format!("{}: {e}", args[3])))?;
+        if !st.success() {
+            return Err(TracerError::Other(format!("{} failed: {st}", args[3])));
+        }
+        Ok(engine.floor_hits()?)
+    })();
+    match result {
+        Ok(hits) => {
+            println!("{}", serde_json::json!({ "hits": hits }));
+            exit::OK
+        }
+        Err(e) => {
+            eprintln!("tracer __floor: {e}");
+            e.exit_code()
         }
     }
 }
@@ -330,6 +376,7 @@ fn run_record(a: RecordArgs, verbose: bool) -> Result<i32, TracerError> {
             offcpu_stacks: !a.no_offcpu,
             raw_events_bytes: a.raw_events.unwrap_or(0),
             bpf_log: verbose,
+            scheduler: true,
         },
         progress: true,
         attach_json: a.attach_json,
@@ -369,6 +416,7 @@ fn run_sweep(a: SweepArgs, verbose: bool) -> Result<i32, TracerError> {
             offcpu_stacks: true,
             raw_events_bytes: 0,
             bpf_log: verbose,
+            scheduler: true,
         },
         progress: true,
     };

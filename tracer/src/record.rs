@@ -181,6 +181,7 @@ pub fn resolve_only(
         offcpu_stacks: false,
         raw_events_bytes: 0,
         bpf_log: verbose,
+        scheduler: true,
     };
     let mut engine = Engine::load(engine_opts)?;
     let ksyms = Kallsyms::load().map_err(|e| TracerError::Other(format!("/proc/kallsyms: {e}")))?;
