@@ -1,0 +1,525 @@
+//! `/init` of the test VMs: PID 1 inside the guest.
+//!
+//! It mounts the pseudo-filesystems the tracer needs, runs the command the host put in
+//! the initramfs (see `xtask::protocol`), reaps every process as PID 1 must, sends the
+//! files under `/out` to the host (over the raw NVMe output disk, or the second serial
+//! port), prints the exit marker on the console and powers the VM off.
+//!
+//! Built as a static musl binary. If PID 1 exits the kernel panics, so every failure
+//! path ends in a message plus an orderly power-off instead.
+
+use std::ffi::OsString;
+use std::fs;
+use std::io::{self, Seek, SeekFrom, Write};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use xtask::outstream::Encoder;
+use xtask::protocol;
+
+fn main() {
+    let nonce = fs::read_to_string(protocol::NONCE_PATH)
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "missing-nonce".into());
+    let (status, sent) = match std::panic::catch_unwind(|| run(&nonce)) {
+        Ok(r) => r,
+        Err(_) => {
+            eprintln!("vm-init: internal error (panic); reporting failure");
+            (protocol::INIT_FAILURE_STATUS, None)
+        }
+    };
+    // SAFETY: plain syscall wrappers without pointers.
+    unsafe { libc::sync() };
+    // The leading newline makes the marker start a line even if the command's last
+    // output line was unterminated; the host drops that one blank line again.
+    let mut out = io::stdout().lock();
+    let _ = write!(out, "\n{}\n", protocol::exit_marker(&nonce, status));
+    // After the marker: recorded by the host, not shown.
+    if let Some((bytes, took)) = sent {
+        let _ = writeln!(
+            out,
+            "{}",
+            protocol::send_stats_line(bytes, took.as_micros() as u64)
+        );
+    }
+    let _ = out.flush();
+    drop(out);
+    power_off();
+}
+
+/// Returns the command's status and, if /out was sent, (bytes sent, time taken).
+fn run(nonce: &str) -> (i32, Option<(u64, Duration)>) {
+    mount_all();
+    ensure_console_fds();
+
+    let argv = match fs::read(protocol::ARGV_PATH) {
+        Ok(a) => protocol::decode_nul_list(&a),
+        Err(e) => {
+            eprintln!("vm-init: cannot read {}: {e}", protocol::ARGV_PATH);
+            return (protocol::INIT_FAILURE_STATUS, None);
+        }
+    };
+    let Some((prog, args)) = argv.split_first() else {
+        eprintln!("vm-init: empty command");
+        return (protocol::INIT_FAILURE_STATUS, None);
+    };
+    let extra_env = fs::read(protocol::ENV_PATH)
+        .map(|e| protocol::decode_nul_list(&e))
+        .unwrap_or_default();
+
+    let mut cmd = Command::new(OsString::from_vec(prog.clone()));
+    cmd.args(args.iter().map(|a| OsString::from_vec(a.clone())))
+        .env_clear()
+        .env("PATH", protocol::GUEST_PATH)
+        .env("HOME", "/root")
+        .env("TERM", "dumb")
+        .env("KPT_VM_OUT", protocol::OUT_DIR)
+        .current_dir("/")
+        .stdin(Stdio::null());
+    for kv in &extra_env {
+        if let Some(eq) = kv.iter().position(|&b| b == b'=') {
+            cmd.env(
+                OsString::from_vec(kv[..eq].to_vec()),
+                OsString::from_vec(kv[eq + 1..].to_vec()),
+            );
+        }
+    }
+    // The command gets its own session so it cannot signal init's process group, and
+    // SIGPIPE etc. start at their defaults (Rust ignores SIGPIPE in its own process).
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+
+    {
+        let mut out = io::stdout().lock();
+        let _ = writeln!(out, "{}", protocol::start_marker(nonce));
+        let _ = out.flush();
+    }
+    let status = match cmd.spawn() {
+        Ok(child) => wait_for(child.id() as libc::pid_t),
+        Err(e) => {
+            let name = String::from_utf8_lossy(prog);
+            match e.kind() {
+                io::ErrorKind::NotFound => {
+                    eprintln!("vm-init: {name}: command not found");
+                    127
+                }
+                io::ErrorKind::PermissionDenied => {
+                    eprintln!("vm-init: {name}: permission denied");
+                    126
+                }
+                _ => {
+                    eprintln!("vm-init: {name}: cannot run: {e}");
+                    protocol::INIT_FAILURE_STATUS
+                }
+            }
+        }
+    };
+    stop_everything_else();
+    let t = Instant::now();
+    match send_out(status) {
+        Ok(bytes) => (status, Some((bytes, t.elapsed()))),
+        Err(e) => {
+            eprintln!(
+                "vm-init: sending {} to the host failed: {e}",
+                protocol::OUT_DIR
+            );
+            (status, None)
+        }
+    }
+}
+
+/// Mounts are best-effort: a kernel without, say, tracefs still runs the command, and
+/// the warning on the console explains a later failure.
+fn mount_all() {
+    const NOSUID: libc::c_ulong = libc::MS_NOSUID;
+    const NODEV: libc::c_ulong = libc::MS_NODEV;
+    const NOEXEC: libc::c_ulong = libc::MS_NOEXEC;
+    let mounts: &[(&str, &str, &str, libc::c_ulong, &str)] = &[
+        ("proc", "/proc", "proc", NOSUID | NODEV | NOEXEC, ""),
+        ("sysfs", "/sys", "sysfs", NOSUID | NODEV | NOEXEC, ""),
+        ("devtmpfs", "/dev", "devtmpfs", NOSUID, "mode=0755"),
+        (
+            "devpts",
+            "/dev/pts",
+            "devpts",
+            NOSUID | NOEXEC,
+            "ptmxmode=0666",
+        ),
+        ("tmpfs", "/dev/shm", "tmpfs", NOSUID | NODEV, "mode=1777"),
+        (
+            "tracefs",
+            "/sys/kernel/tracing",
+            "tracefs",
+            NOSUID | NODEV | NOEXEC,
+            "",
+        ),
+        (
+            "debugfs",
+            "/sys/kernel/debug",
+            "debugfs",
+            NOSUID | NODEV | NOEXEC,
+            "",
+        ),
+        (
+            "bpf",
+            "/sys/fs/bpf",
+            "bpf",
+            NOSUID | NODEV | NOEXEC,
+            "mode=0700",
+        ),
+        (
+            "cgroup2",
+            "/sys/fs/cgroup",
+            "cgroup2",
+            NOSUID | NODEV | NOEXEC,
+            "",
+        ),
+        ("tmpfs", "/tmp", "tmpfs", NOSUID | NODEV, "mode=1777"),
+        ("tmpfs", "/run", "tmpfs", NOSUID | NODEV, "mode=0755"),
+        (
+            "tmpfs",
+            protocol::OUT_DIR,
+            "tmpfs",
+            NOSUID | NODEV,
+            "mode=0755",
+        ),
+    ];
+    for &(src, target, fstype, flags, data) in mounts {
+        let _ = fs::create_dir_all(target);
+        let r = if fstype == "tmpfs" {
+            mount_tmpfs_keeping_contents(target, flags, data)
+        } else {
+            mount(src, target, fstype, flags, data)
+        };
+        if let Err(e) = r {
+            eprintln!("vm-init: warning: mount {fstype} on {target}: {e}");
+        }
+    }
+}
+
+/// A tmpfs mounted over a directory would hide what the initramfs put there (an
+/// `--include` of a host /tmp path, say). So: mount it on a staging directory, copy the
+/// old contents in, and move the mount into place.
+fn mount_tmpfs_keeping_contents(target: &str, flags: libc::c_ulong, data: &str) -> io::Result<()> {
+    let empty = fs::read_dir(target)?.next().is_none();
+    if empty {
+        return mount("tmpfs", target, "tmpfs", flags, data);
+    }
+    let staging = "/.vm-init-staging";
+    fs::create_dir_all(staging)?;
+    mount("tmpfs", staging, "tmpfs", flags, data)?;
+    copy_tree(Path::new(target), Path::new(staging))?;
+    // The originals would only waste memory under the mount.
+    for e in fs::read_dir(target)? {
+        let p = e?.path();
+        let _ = if p.is_dir() && !p.is_symlink() {
+            fs::remove_dir_all(&p)
+        } else {
+            fs::remove_file(&p)
+        };
+    }
+    mount(staging, target, "", libc::MS_MOVE, "")?;
+    let _ = fs::remove_dir(staging);
+    Ok(())
+}
+
+fn copy_tree(from: &Path, to: &Path) -> io::Result<()> {
+    for e in fs::read_dir(from)? {
+        let e = e?;
+        let src = e.path();
+        let dst = to.join(e.file_name());
+        let meta = fs::symlink_metadata(&src)?;
+        let ft = meta.file_type();
+        if ft.is_symlink() {
+            std::os::unix::fs::symlink(fs::read_link(&src)?, &dst)?;
+        } else if ft.is_dir() {
+            fs::create_dir(&dst)?;
+            copy_tree(&src, &dst)?;
+            fs::set_permissions(&dst, meta.permissions())?;
+        } else {
+            // fs::copy keeps the permission bits.
+            fs::copy(&src, &dst)?;
+        }
+    }
+    Ok(())
+}
+
+fn mount(
+    src: &str,
+    target: &str,
+    fstype: &str,
+    flags: libc::c_ulong,
+    data: &str,
+) -> io::Result<()> {
+    let c = |s: &str| std::ffi::CString::new(s).expect("no NUL in mount arguments");
+    let (src, target, fstype, data) = (c(src), c(target), c(fstype), c(data));
+    // SAFETY: all pointers are valid NUL-terminated strings for the duration of the call.
+    let r = unsafe {
+        libc::mount(
+            src.as_ptr(),
+            target.as_ptr(),
+            fstype.as_ptr(),
+            flags,
+            data.as_ptr().cast(),
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// The kernel opens /dev/console as fds 0-2 for init only if the node exists in the
+/// initramfs; if it did not, reopen it now that devtmpfs is mounted.
+fn ensure_console_fds() {
+    // SAFETY: fcntl/open/dup2 on small integer fds, no memory involved.
+    unsafe {
+        if libc::fcntl(1, libc::F_GETFD) != -1 {
+            return;
+        }
+        let fd = libc::open(c"/dev/console".as_ptr(), libc::O_RDWR | libc::O_NOCTTY);
+        if fd < 0 {
+            return;
+        }
+        for target in 0..3 {
+            libc::dup2(fd, target);
+        }
+        if fd > 2 {
+            libc::close(fd);
+        }
+    }
+}
+
+/// Waits for `pid`, reaping every other child that exits meanwhile (orphans are
+/// re-parented to PID 1). Returns a shell-style status: the exit code, or 128 + signal.
+fn wait_for(pid: libc::pid_t) -> i32 {
+    loop {
+        let mut st = 0;
+        // SAFETY: st is a valid out-pointer.
+        let r = unsafe { libc::waitpid(-1, &mut st, 0) };
+        if r == -1 {
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            eprintln!("vm-init: waitpid: {e}");
+            return protocol::INIT_FAILURE_STATUS;
+        }
+        if r != pid {
+            continue;
+        }
+        if libc::WIFEXITED(st) {
+            return libc::WEXITSTATUS(st);
+        }
+        if libc::WIFSIGNALED(st) {
+            let sig = libc::WTERMSIG(st);
+            eprintln!("vm-init: command killed by signal {sig}");
+            return 128 + sig;
+        }
+    }
+}
+
+/// Background processes the command left behind could still be writing to /out; stop
+/// them (TERM, a short grace period, then KILL) and reap them before sending.
+fn stop_everything_else() {
+    // SAFETY: kill(-1) signals every process but init itself; waitpid with an out-pointer.
+    unsafe {
+        if libc::kill(-1, libc::SIGTERM) == -1 {
+            return; // ESRCH: nothing else is running.
+        }
+        let deadline = Instant::now() + Duration::from_secs(2);
+        let mut st = 0;
+        while Instant::now() < deadline {
+            match libc::waitpid(-1, &mut st, libc::WNOHANG) {
+                -1 => return, // ECHILD: all gone
+                0 => std::thread::sleep(Duration::from_millis(20)),
+                _ => {}
+            }
+        }
+        libc::kill(-1, libc::SIGKILL);
+        while libc::waitpid(-1, &mut st, 0) > 0 {}
+    }
+}
+
+/// Sends everything under /out as an `outstream`, on the transport the host chose.
+fn send_out(status: i32) -> io::Result<u64> {
+    let transport = fs::read_to_string(protocol::TRANSPORT_PATH).unwrap_or_default();
+    match transport.trim() {
+        "serial" => send_out_serial(status),
+        _ => send_out_disk(status),
+    }
+}
+
+/// Raw NVMe disk: the stream at `DISK_DATA_OFFSET`, made durable, then the header.
+fn send_out_disk(status: i32) -> io::Result<u64> {
+    let dev = find_out_disk()?;
+    let mut disk = fs::OpenOptions::new().write(true).open(&dev)?;
+    disk.seek(SeekFrom::Start(protocol::DISK_DATA_OFFSET))?;
+    let mut counted = Counting {
+        inner: io::BufWriter::with_capacity(1 << 20, &disk),
+        n: 0,
+    };
+    let mut enc = Encoder::new(&mut counted)?;
+    let root = Path::new(protocol::OUT_DIR);
+    send_tree(&mut enc, root, root)?;
+    enc.finish(status)?;
+    counted.inner.flush()?;
+    let len = counted.n;
+    drop(counted);
+    disk.sync_all()?;
+    disk.seek(SeekFrom::Start(0))?;
+    disk.write_all(&protocol::disk_header(len))?;
+    disk.sync_all()?;
+    Ok(len)
+}
+
+/// The NVMe namespace whose controller has our serial number. The driver probes
+/// asynchronously, so give it a little time to appear.
+fn find_out_disk() -> io::Result<std::path::PathBuf> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Ok(ctrls) = fs::read_dir("/sys/class/nvme") {
+            for c in ctrls.flatten() {
+                let serial = fs::read_to_string(c.path().join("serial")).unwrap_or_default();
+                if serial.trim() != protocol::OUT_DISK_SERIAL {
+                    continue;
+                }
+                let name = c.file_name().to_string_lossy().into_owned();
+                let dev = Path::new("/dev").join(format!("{name}n1"));
+                if dev.exists() {
+                    return Ok(dev);
+                }
+            }
+        }
+        if Instant::now() > deadline {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!(
+                    "no NVMe disk with serial {} appeared",
+                    protocol::OUT_DISK_SERIAL
+                ),
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+struct Counting<W> {
+    inner: W,
+    n: u64,
+}
+
+impl<W: Write> Write for Counting<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.n += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// The second UART in raw mode: slower (~0.3 MB/s under TCG) but needs no block driver.
+fn send_out_serial(status: i32) -> io::Result<u64> {
+    let tty = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NOCTTY)
+        .open(protocol::OUT_TTY)?;
+    set_raw(&tty)?;
+    let mut counted = Counting {
+        inner: io::BufWriter::with_capacity(1 << 16, &tty),
+        n: 0,
+    };
+    let mut enc = Encoder::new(&mut counted)?;
+    let root = Path::new(protocol::OUT_DIR);
+    send_tree(&mut enc, root, root)?;
+    enc.finish(status)?;
+    counted.inner.flush()?;
+    let len = counted.n;
+    drop(counted);
+    // Everything must have left the UART before the power goes off.
+    use std::os::fd::AsRawFd;
+    // SAFETY: valid fd.
+    if unsafe { libc::tcdrain(tty.as_raw_fd()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(len)
+}
+
+fn send_tree<W: Write>(enc: &mut Encoder<W>, root: &Path, dir: &Path) -> io::Result<()> {
+    let mut entries: Vec<_> = fs::read_dir(dir)?.collect::<Result<_, _>>()?;
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let path = e.path();
+        let rel = path
+            .strip_prefix(root)
+            .expect("walk stays under root")
+            .to_string_lossy()
+            .into_owned();
+        let meta = fs::symlink_metadata(&path)?;
+        let ft = meta.file_type();
+        if ft.is_dir() {
+            enc.dir(&rel, meta.mode() & 0o7777)?;
+            send_tree(enc, root, &path)?;
+        } else if ft.is_file() {
+            enc.file(&rel, meta.mode() & 0o7777, fs::File::open(&path)?)?;
+        } else if ft.is_symlink() {
+            let target = fs::read_link(&path)?;
+            enc.symlink(
+                &rel,
+                &String::from_utf8_lossy(target.as_os_str().as_bytes()),
+            )?;
+        } else {
+            eprintln!(
+                "vm-init: not sending {} (not a file, directory or symlink)",
+                path.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Raw mode: no newline translation, no echo, 8-bit clean, so binary passes unchanged.
+fn set_raw(tty: &fs::File) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let fd = tty.as_raw_fd();
+    // SAFETY: termios is plain data; tcgetattr fills it before use.
+    unsafe {
+        let mut t: libc::termios = std::mem::zeroed();
+        if libc::tcgetattr(fd, &mut t) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        libc::cfmakeraw(&mut t);
+        libc::cfsetispeed(&mut t, libc::B115200);
+        libc::cfsetospeed(&mut t, libc::B115200);
+        if libc::tcsetattr(fd, libc::TCSANOW, &t) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+fn power_off() -> ! {
+    loop {
+        // SAFETY: reboot(2) with a valid command; on success it does not return.
+        unsafe {
+            libc::sync();
+            libc::reboot(libc::RB_POWER_OFF);
+        }
+        eprintln!("vm-init: power-off failed: {}", io::Error::last_os_error());
+        std::thread::sleep(Duration::from_secs(5));
+    }
+}

@@ -1,0 +1,209 @@
+//! The `cargo xtask` command line.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::kernel::Kernel;
+use crate::vm::{Accel, Transport};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "cargo xtask",
+    about = "Project automation for the kernel-path tracer"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub cmd: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Cmd {
+    /// Check and install what the build and tests need (apt packages, nightly rust-src,
+    /// the musl target, bpf-linker against LLVM 22). Idempotent.
+    Setup {
+        /// Only check; install nothing, fail if anything is missing.
+        #[arg(long)]
+        check: bool,
+    },
+    /// Build the static musl guest binaries and print their paths.
+    Guest,
+    /// Fetch a Debian cloud kernel into the cache and print its paths.
+    Kernel {
+        #[arg(long)]
+        kernel: Kernel,
+    },
+    /// Boot a Debian cloud kernel under qemu and run COMMAND in it.
+    Vm(VmArgs),
+    /// Run the test suite: workspace tests, then the VM integration tests.
+    Test(TestArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Files COMMAND writes under /out come back under --out. Exit status: COMMAND's own, or \
+250 setup failed, 251 kernel panic, 252 timeout (hang), 253 VM stopped without an exit \
+status, 254 /out files damaged in transit, 130 interrupted.")]
+pub struct VmArgs {
+    /// Kernel: 5.10 (bullseye), 6.1 (bookworm) or 6.12 (trixie).
+    #[arg(long)]
+    pub kernel: Kernel,
+    /// Host file or directory to place at the same absolute path in the guest (repeatable).
+    #[arg(long = "include", value_name = "HOST_PATH")]
+    pub include: Vec<PathBuf>,
+    /// Where the guest's /out files go (default `target/vm/runs/<run>/out`).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Seconds before the run counts as hung, boot included.
+    #[arg(long, value_name = "SECS", default_value_t = 300)]
+    pub timeout: u64,
+    /// Guest memory in MiB.
+    #[arg(long, value_name = "MB", default_value_t = 1024)]
+    pub mem: u32,
+    /// Guest CPUs.
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub cpus: u32,
+    /// tcg (default), kvm, or auto (KVM if a cached probe boot works).
+    #[arg(long, default_value = "tcg")]
+    pub accel: Accel,
+    /// How /out files come back: disk (an NVMe disk, fast) or serial (second UART).
+    #[arg(long, default_value = "disk")]
+    pub transport: Transport,
+    /// Environment variable for COMMAND (repeatable).
+    #[arg(long = "env", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    pub env: Vec<(String, String)>,
+    /// Show the kernel's boot messages.
+    #[arg(long)]
+    pub kernel_log: bool,
+    /// Keep the initramfs and raw output stream in the run directory.
+    #[arg(long)]
+    pub keep: bool,
+    /// Use the guest binaries as they are instead of rebuilding them.
+    #[arg(long)]
+    pub no_build: bool,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<OsString>,
+}
+
+#[derive(Debug, Args)]
+pub struct TestArgs {
+    /// Skip the VM tests.
+    #[arg(long, conflicts_with = "vm_only")]
+    pub no_vm: bool,
+    /// Only the VM tests.
+    #[arg(long)]
+    pub vm_only: bool,
+}
+
+fn parse_key_value(s: &str) -> Result<(String, String), String> {
+    let (k, v) = s
+        .split_once('=')
+        .ok_or_else(|| format!("{s:?} is not KEY=VALUE"))?;
+    if k.is_empty() {
+        return Err(format!("{s:?} has an empty KEY"));
+    }
+    Ok((k.to_string(), v.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("cargo xtask").chain(args.iter().copied()))
+    }
+
+    fn vm(args: &[&str]) -> VmArgs {
+        match parse(args).unwrap().cmd {
+            Cmd::Vm(v) => v,
+            other => panic!("not vm: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn vm_defaults() {
+        let v = vm(&["vm", "--kernel", "6.1", "--", "uname", "-r"]);
+        assert_eq!(v.kernel, Kernel::V6_1);
+        assert_eq!(v.command, ["uname", "-r"]);
+        assert_eq!(
+            (v.timeout, v.mem, v.cpus, v.accel),
+            (300, 1024, 2, Accel::Tcg)
+        );
+        assert!(v.include.is_empty() && v.out.is_none() && !v.no_build);
+        // Defaults must agree with the library's.
+        let cfg = crate::vm::VmConfig::new(Kernel::V6_1, ["x"]);
+        assert_eq!(cfg.timeout, Duration::from_secs(v.timeout));
+        assert_eq!((cfg.mem_mb, cfg.cpus, cfg.accel), (v.mem, v.cpus, v.accel));
+        assert_eq!(cfg.transport, v.transport);
+    }
+
+    #[test]
+    fn vm_all_options() {
+        let opts = "vm --kernel 5.10 --include /etc/hostname --include /tmp/x --out o \
+                    --timeout 30 --mem 512 --cpus 1 --accel auto --env A=b=c \
+                    --transport serial --kernel-log --keep --no-build --";
+        let mut args: Vec<&str> = opts.split_whitespace().collect();
+        args.extend(["sh", "-c", "exit 7"]);
+        let v = vm(&args);
+        assert_eq!(v.kernel, Kernel::V5_10);
+        assert_eq!(
+            v.include,
+            [PathBuf::from("/etc/hostname"), PathBuf::from("/tmp/x")]
+        );
+        assert_eq!(v.out, Some(PathBuf::from("o")));
+        assert_eq!(
+            (v.timeout, v.mem, v.cpus, v.accel),
+            (30, 512, 1, Accel::Auto)
+        );
+        assert_eq!(v.env, [("A".to_string(), "b=c".to_string())]);
+        assert_eq!(v.transport, Transport::Serial);
+        assert!(v.kernel_log && v.keep && v.no_build);
+        // Flags after `--` belong to the command.
+        assert_eq!(v.command, ["sh", "-c", "exit 7"]);
+    }
+
+    #[test]
+    fn vm_rejects_bad_input() {
+        assert!(
+            parse(&["vm", "--kernel", "6.1"]).is_err(),
+            "command is required"
+        );
+        assert!(parse(&["vm", "--kernel", "4.19", "--", "true"]).is_err());
+        assert!(
+            parse(&["vm", "--", "true"]).is_err(),
+            "--kernel is required"
+        );
+        assert!(parse(&["vm", "--kernel", "6.1", "--accel", "hvf", "--", "true"]).is_err());
+        assert!(parse(&["vm", "--kernel", "6.1", "--env", "NOEQUALS", "--", "true"]).is_err());
+        assert!(parse(&["vm", "--kernel", "6.1", "--timeout", "-1", "--", "true"]).is_err());
+    }
+
+    #[test]
+    fn other_subcommands() {
+        assert!(matches!(
+            parse(&["setup"]).unwrap().cmd,
+            Cmd::Setup { check: false }
+        ));
+        assert!(matches!(
+            parse(&["setup", "--check"]).unwrap().cmd,
+            Cmd::Setup { check: true }
+        ));
+        assert!(matches!(
+            parse(&["test", "--no-vm"]).unwrap().cmd,
+            Cmd::Test(TestArgs {
+                no_vm: true,
+                vm_only: false
+            })
+        ));
+        assert!(parse(&["test", "--no-vm", "--vm-only"]).is_err());
+        assert!(matches!(
+            parse(&["kernel", "--kernel", "trixie"]).unwrap().cmd,
+            Cmd::Kernel {
+                kernel: Kernel::V6_12
+            }
+        ));
+    }
+}
