@@ -39,6 +39,16 @@ pub fn parse_plan(s: &str) -> Result<(String, String), String> {
     }
 }
 
+/// `WORKLOAD=LIST` for `sweep --n-for`.
+pub fn parse_n_for(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((w, l)) if !w.is_empty() && !l.is_empty() => Ok((w.to_string(), l.to_string())),
+        _ => Err(format!(
+            "{s:?}: expected WORKLOAD=LIST, e.g. spawn=1,100,1000"
+        )),
+    }
+}
+
 /// Sampling frequency in Hz, 1..=20000 (higher perturbs the workload more than it tells).
 pub fn parse_freq(s: &str) -> Result<u64, String> {
     let v: u64 = s

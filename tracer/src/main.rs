@@ -224,6 +224,9 @@ struct SweepArgs {
     /// N list for every workload (default: each workload's own list).
     #[arg(long, value_name = "LIST")]
     n: Option<String>,
+    /// N list for one workload, e.g. --n-for spawn=1,100,1000 (repeatable).
+    #[arg(long, value_name = "WORKLOAD=LIST", value_parser = cli::parse_n_for)]
+    n_for: Vec<(String, String)>,
     /// Output directory (default: tracer-sweep-<UTC time>).
     #[arg(short, long)]
     output: Option<PathBuf>,
@@ -404,6 +407,7 @@ fn run_sweep(a: SweepArgs, verbose: bool) -> Result<i32, TracerError> {
     let opts = tracer::sweep::SweepOptions {
         workloads,
         n: a.n,
+        n_for: a.n_for,
         extra_args: a.extra,
         out,
         force: a.force,

@@ -36,6 +36,8 @@ pub struct SweepOptions {
     pub workloads: Vec<String>,
     /// N list for every workload (default: per-workload lists above).
     pub n: Option<String>,
+    /// N lists for particular workloads (workload -> list), over `n` and the defaults.
+    pub n_for: Vec<(String, String)>,
     /// Extra arguments for every workload (after its subcommand), e.g. `--iterations 50`.
     pub extra_args: Vec<String>,
     pub out: PathBuf,
@@ -129,6 +131,13 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
             WORKLOADS.iter().map(|w| w.0).collect::<Vec<_>>().join(", ")
         )));
     }
+    for (w, _) in &opts.n_for {
+        if !WORKLOADS.iter().any(|(n, _)| n == w) {
+            return Err(TracerError::Usage(format!(
+                "--n-for {w}=...: unknown workload {w:?}"
+            )));
+        }
+    }
     let mut plan: Vec<(String, Vec<u64>, String)> = Vec::new();
     for w in &opts.workloads {
         let Some((_, default_n)) = WORKLOADS.iter().find(|(n, _)| n == w) else {
@@ -137,7 +146,14 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
                 WORKLOADS.iter().map(|w| w.0).collect::<Vec<_>>().join(", ")
             )));
         };
-        let list = opts.n.clone().unwrap_or_else(|| default_n.to_string());
+        let list = opts
+            .n_for
+            .iter()
+            .rev()
+            .find(|(name, _)| name == w)
+            .map(|(_, l)| l.clone())
+            .or_else(|| opts.n.clone())
+            .unwrap_or_else(|| default_n.to_string());
         let values = workloads::nlist::parse(&list)
             .map_err(|e| TracerError::Usage(format!("--n {list:?}: {e}")))?;
         plan.push((w.clone(), values, list));
@@ -267,6 +283,7 @@ mod tests {
         let base = SweepOptions {
             workloads: vec!["nope".into()],
             n: None,
+            n_for: vec![],
             extra_args: vec![],
             out: PathBuf::from("/nonexistent/x"),
             force: false,

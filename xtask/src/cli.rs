@@ -38,6 +38,25 @@ pub enum Cmd {
     Vm(VmArgs),
     /// Run the test suite: workspace tests, then the VM integration tests.
     Test(TestArgs),
+    /// The whole job: sweep every workload under the tracer (natively when this kernel
+    /// allows function probes, else in VMs on 5.10 and 6.1), report, compare kernels.
+    Run(RunArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Where the results go.
+    #[arg(short, long, default_value = "target/results")]
+    pub output: PathBuf,
+    /// auto (native if the kernel allows function probes, else VMs), native, or vm.
+    #[arg(long = "where", default_value = "auto")]
+    pub place: crate::run::Where,
+    /// Smaller N lists and fewer iterations (minutes instead of tens of minutes).
+    #[arg(long)]
+    pub quick: bool,
+    /// Kernels for the VM sweeps; the first two are compared.
+    #[arg(long, value_delimiter = ',', default_value = "5.10,6.1")]
+    pub kernels: Vec<Kernel>,
 }
 
 #[derive(Debug, Args)]

@@ -24,6 +24,7 @@ pub mod kernel;
 pub mod outstream;
 pub mod paths;
 pub mod protocol;
+pub mod run;
 pub mod setup;
 pub mod testcmd;
 pub mod vm;

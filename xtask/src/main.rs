@@ -42,6 +42,15 @@ fn main() -> ExitCode {
             vm_only: t.vm_only,
         })),
         Cmd::Vm(args) => run_vm(args),
+        Cmd::Run(r) => {
+            vm::install_interrupt_handler();
+            report(xtask::run::run(xtask::run::RunOptions {
+                out: r.output,
+                place: r.place,
+                quick: r.quick,
+                kernels: r.kernels,
+            }))
+        }
     };
     ExitCode::from(code as u8)
 }

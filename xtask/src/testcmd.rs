@@ -46,6 +46,12 @@ fn cargo(args: &[&str]) -> Result<()> {
 pub fn steps() -> Vec<Step> {
     vec![
         Step {
+            // The README's test command must work on a fresh machine with no prior step.
+            name: "setup: provision what the build and tests need (idempotent, quick when done)",
+            vm: false,
+            run: || crate::setup::run(false),
+        },
+        Step {
             name: "workspace tests: unit and native integration (VM tests show as ignored)",
             vm: false,
             run: || cargo(&["test", "--workspace"]),

@@ -1,0 +1,311 @@
+//! `cargo xtask run`: the whole job, end to end, on a fresh machine.
+//!
+//! 1. provision (idempotent `setup`);
+//! 2. build the tracer and the workloads;
+//! 3. ask the running kernel what it allows (`tracer probes --json`): when every target
+//!    can be measured by a function probe (fentry, kprobe or an out-of-line caller), sweep
+//!    every workload natively;
+//! 4. otherwise (this project's Firecracker kernel refuses kprobes and fentry) sweep every
+//!    workload inside VMs on Debian's 5.10 and 6.1 kernels, render each report, and compare
+//!    the two kernels with `tracer compare`;
+//! 5. print the verdicts and where everything is.
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+
+use crate::kernel::Kernel;
+use crate::{guest, paths, setup, vm};
+
+/// Where the sweeps run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Where {
+    /// Natively if the kernel allows function probes, else in VMs.
+    Auto,
+    Native,
+    Vm,
+}
+
+impl std::str::FromStr for Where {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(Where::Auto),
+            "native" => Ok(Where::Native),
+            "vm" => Ok(Where::Vm),
+            _ => Err(format!("{s:?}: expected auto, native or vm")),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub out: PathBuf,
+    pub place: Where,
+    /// Smaller N lists and fewer iterations: minutes instead of tens of minutes.
+    pub quick: bool,
+    pub kernels: Vec<Kernel>,
+}
+
+/// N lists per workload for sweeps under TCG, where everything is 3-20x slower than bare
+/// metal: large enough to show each thread's shape, small enough to finish.
+fn vm_n_lists(quick: bool) -> Vec<(&'static str, &'static str)> {
+    if quick {
+        vec![
+            ("waitpid", "1,100,1000"),
+            ("spawn", "1,100,1000"),
+            ("sysvipc", "1,100,500"),
+            ("mempolicy", "1,100,1000"),
+            ("getpid", "1000,10000"),
+        ]
+    } else {
+        vec![
+            ("waitpid", "1,10,100,1000,2000"),
+            ("spawn", "1,10,100,1000,4000"),
+            // O(N^2) before 5.15: keep the largest N affordable on 5.10.
+            ("sysvipc", "1,10,100,500,1000"),
+            ("mempolicy", "1,10,100,1000,4000"),
+            ("getpid", "1000,10000,100000"),
+        ]
+    }
+}
+
+fn sweep_args(quick: bool, vm: bool) -> Vec<String> {
+    let mut a: Vec<String> = vec!["sweep".into(), "--all".into()];
+    if vm {
+        for (w, list) in vm_n_lists(quick) {
+            a.push("--n-for".into());
+            a.push(format!("{w}={list}"));
+        }
+        a.push("--no-report".into());
+    } else if quick {
+        a.push("--n".into());
+        a.push("1,100,1000".into());
+    }
+    a.push("-o".into());
+    a.push(if vm {
+        "/out/sweep".into()
+    } else {
+        "SWEEP_DIR".into()
+    });
+    a.push("--".into());
+    a.push("--iterations".into());
+    a.push(if quick { "10" } else { "30" }.into());
+    a.push("--cpu".into());
+    a.push("1".into());
+    a
+}
+
+/// The host's tracer, built in release mode.
+fn host_tracer() -> PathBuf {
+    paths::workspace_root().join("target/release/tracer")
+}
+
+fn cargo_build_release() -> Result<()> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    eprintln!("xtask run: building tracer and workloads (release)");
+    let st = Command::new(cargo)
+        .args(["build", "--release", "-p", "tracer", "-p", "workloads"])
+        .current_dir(paths::workspace_root())
+        .status()
+        .context("starting cargo")?;
+    if !st.success() {
+        bail!("cargo build --release -p tracer -p workloads failed ({st})");
+    }
+    Ok(())
+}
+
+/// Does this kernel let every default target be measured with a function probe?
+/// Returns the reason when not.
+fn native_function_probes() -> Result<Result<(), String>> {
+    let out = Command::new(host_tracer())
+        .args(["probes", "--json"])
+        .output()
+        .context("running tracer probes")?;
+    let doc: serde_json::Value = match serde_json::from_slice(&out.stdout) {
+        Ok(d) => d,
+        Err(_) => {
+            return Ok(Err(format!(
+                "tracer probes failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+    };
+    let mut missing = Vec::new();
+    for t in doc["targets"].as_array().into_iter().flatten() {
+        let mech = t["plan"]["mechanism"].as_str().unwrap_or("");
+        if !(mech.starts_with("fentry") || mech.starts_with("kprobe")) {
+            let plan = t["plan"]["plan"].as_str().unwrap_or("none");
+            missing.push(format!("{} ({plan})", t["name"].as_str().unwrap_or("?")));
+        }
+    }
+    if missing.is_empty() {
+        Ok(Ok(()))
+    } else {
+        Ok(Err(format!(
+            "this kernel allows no function probe for {}",
+            missing.join(", ")
+        )))
+    }
+}
+
+fn tracer_cmd(args: &[&str]) -> Result<String> {
+    let out = Command::new(host_tracer())
+        .args(args)
+        .output()
+        .with_context(|| format!("running tracer {args:?}"))?;
+    if !out.status.success() {
+        bail!(
+            "tracer {} failed ({}): {}",
+            args.join(" "),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The verdict and root-cause lines of a rendered report (its summary.json).
+fn findings(report: &Path) -> Vec<String> {
+    let Ok(text) = std::fs::read_to_string(report.join("summary.json")) else {
+        return Vec::new();
+    };
+    let Ok(doc) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return Vec::new();
+    };
+    let mut lines = Vec::new();
+    for v in doc["verdicts"].as_array().into_iter().flatten() {
+        if let Some(l) = v["line"].as_str() {
+            lines.push(l.to_string());
+        }
+    }
+    lines
+}
+
+pub fn run(opts: RunOptions) -> Result<()> {
+    let started = Instant::now();
+    setup::run(false).context("provisioning")?;
+    cargo_build_release()?;
+    std::fs::create_dir_all(&opts.out)
+        .with_context(|| format!("creating {}", opts.out.display()))?;
+    let out = opts.out.canonicalize()?;
+
+    let native = match opts.place {
+        Where::Native => true,
+        Where::Vm => false,
+        Where::Auto => match native_function_probes()? {
+            Ok(()) => true,
+            Err(why) => {
+                eprintln!("xtask run: {why}; sweeping inside VMs on Debian kernels instead");
+                false
+            }
+        },
+    };
+
+    let mut reports: Vec<(String, PathBuf)> = Vec::new();
+    if native {
+        let sweep = out.join("native");
+        let args: Vec<String> = sweep_args(opts.quick, false)
+            .into_iter()
+            .map(|a| {
+                if a == "SWEEP_DIR" {
+                    sweep.to_string_lossy().into_owned()
+                } else {
+                    a
+                }
+            })
+            .collect();
+        let mut all = args;
+        all.insert(1, "--force".into());
+        eprintln!("xtask run: sweeping natively into {}", sweep.display());
+        let st = Command::new(host_tracer()).args(&all).status()?;
+        if !st.success() {
+            bail!("tracer sweep failed ({st})");
+        }
+        reports.push(("native".into(), sweep.join("report")));
+    } else {
+        let guest = guest::build().context("building the guest binaries")?;
+        for &k in &opts.kernels {
+            let dir = out.join(k.version());
+            let _ = std::fs::remove_dir_all(&dir);
+            eprintln!(
+                "xtask run: sweeping every workload on Linux {} (qemu TCG)",
+                k.version()
+            );
+            let mut cmd = vec!["tracer".to_string()];
+            cmd.extend(sweep_args(opts.quick, true));
+            let cfg = vm::VmConfig::new(k, cmd)
+                .guest(guest.clone())
+                .out_dir(&dir)
+                .timeout_secs(if opts.quick { 1800 } else { 3600 });
+            let report = vm::run(&cfg).map_err(|e| anyhow::anyhow!("{e}"))?;
+            match report.status {
+                vm::VmStatus::Exited(0) => {}
+                ref other => bail!(
+                    "the sweep on {} did not finish: {other:?}: {}",
+                    k.version(),
+                    report.failure_message().unwrap_or_default()
+                ),
+            }
+            let sweep = dir.join("sweep");
+            tracer_cmd(&["report", sweep.to_str().unwrap()])?;
+            reports.push((format!("Linux {}", k.version()), sweep.join("report")));
+        }
+        if opts.kernels.len() >= 2 {
+            let a = out.join(opts.kernels[0].version()).join("sweep");
+            let b = out.join(opts.kernels[1].version()).join("sweep");
+            let cmp = out.join("compare");
+            tracer_cmd(&[
+                "compare",
+                a.to_str().unwrap(),
+                b.to_str().unwrap(),
+                "-o",
+                cmp.to_str().unwrap(),
+            ])?;
+            reports.push(("comparison".into(), cmp));
+        }
+    }
+
+    println!();
+    for (label, dir) in &reports {
+        println!("== {label}: {}", dir.join("index.html").display());
+        for l in findings(dir) {
+            println!("   {l}");
+        }
+    }
+    println!(
+        "\nxtask run: done in {:.0} s; results under {}",
+        started.elapsed().as_secs_f64(),
+        out.display()
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vm_sweeps_name_every_workload_and_write_to_out() {
+        let a = sweep_args(false, true);
+        for w in ["waitpid", "spawn", "sysvipc", "mempolicy", "getpid"] {
+            assert!(
+                a.iter().any(|x| x.starts_with(&format!("{w}="))),
+                "{w} missing: {a:?}"
+            );
+        }
+        let o = a.iter().position(|x| x == "-o").unwrap();
+        assert_eq!(a[o + 1], "/out/sweep");
+        assert!(a.contains(&"--no-report".to_string()));
+        let native = sweep_args(true, false);
+        assert!(native.contains(&"SWEEP_DIR".to_string()));
+        assert!(!native.iter().any(|x| x == "--no-report"));
+    }
+
+    #[test]
+    fn where_parses() {
+        assert_eq!("vm".parse::<Where>().unwrap(), Where::Vm);
+        assert!("elsewhere".parse::<Where>().is_err());
+    }
+}
