@@ -63,8 +63,13 @@ pub enum TracerError {
 
 impl From<crate::render::ReportError> for TracerError {
     fn from(e: crate::render::ReportError) -> Self {
+        use crate::render::ReportError;
         match e {
-            crate::render::ReportError::Load(_) => TracerError::Input(e.to_string()),
+            ReportError::Load(_) => TracerError::Input(e.to_string()),
+            ReportError::Write { path, source } | ReportError::Flamegraph { path, source } => {
+                TracerError::Output(OutputError::Write { path, source })
+            }
+            ReportError::Interrupted(_) => TracerError::Interrupted(e.to_string()),
             _ => TracerError::Other(e.to_string()),
         }
     }

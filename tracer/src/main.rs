@@ -8,6 +8,21 @@ use clap::{Args, Parser, Subcommand};
 use tracer::error::{EXIT_CODES_HELP, TracerError, exit};
 use tracer::{calibrate, cli, engine::EngineOptions, plan, record, resolve::ResolveOptions};
 
+/// Print to stdout, ignoring a closed pipe (`tracer ... | head`): the run is written by then,
+/// and the exit status must say how the run went, not that the reader went away.
+macro_rules! out {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($t)*);
+    }};
+}
+macro_rules! outp {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout(), $($t)*);
+    }};
+}
+
 const ABOUT: &str = "Time kernel functions with eBPF while a workload sweeps N, and show which \
 kernel loop grows with N.";
 
@@ -336,7 +351,7 @@ fn floor_main(args: &[String]) -> i32 {
     })();
     match result {
         Ok(hits) => {
-            println!("{}", serde_json::json!({ "hits": hits }));
+            out!("{}", serde_json::json!({ "hits": hits }));
             exit::OK
         }
         Err(e) => {
@@ -428,12 +443,13 @@ fn run_sweep(a: SweepArgs, verbose: bool) -> Result<i32, TracerError> {
     if let Some(p) = &outcome.sweep.partial_reason {
         eprintln!("tracer: partial sweep ({p})");
     }
-    println!("sweep written to {}", outcome.dir.display());
+    out!("sweep written to {}", outcome.dir.display());
     if !outcome.sweep.runs.is_empty() && !a_no_report {
         let ropts = tracer::render::ReportOptions {
             flamegraphs: !a_no_flame,
             ..Default::default()
         };
+        tracer::render::out::catch_interrupts();
         let summary = tracer::render::report(&outcome.dir, &outcome.dir.join("report"), &ropts)?;
         print_summary(&summary);
     }
@@ -448,6 +464,7 @@ fn run_report(a: ReportArgs) -> Result<i32, TracerError> {
         )));
     }
     let out = a.output.unwrap_or_else(|| a.dir.join("report"));
+    tracer::render::out::catch_interrupts();
     let summary = tracer::render::report(&a.dir, &out, &a.render.options())?;
     print_summary(&summary);
     Ok(exit::OK)
@@ -471,20 +488,21 @@ fn run_compare(a: CompareArgs) -> Result<i32, TracerError> {
     let out = a
         .output
         .unwrap_or_else(|| PathBuf::from(format!("compare-{}-vs-{}", name(&a.a), name(&a.b))));
+    tracer::render::out::catch_interrupts();
     let summary = tracer::render::compare_report(&a.a, &a.b, &out, &a.render.options())?;
     print_summary(&summary);
     Ok(exit::OK)
 }
 
 fn print_summary(s: &tracer::render::ReportSummary) {
-    print!("{}", s.terminal);
+    outp!("{}", s.terminal);
     if !s.terminal.ends_with('\n') {
-        println!();
+        out!();
     }
     for w in &s.warnings {
         eprintln!("tracer: warning: {w}");
     }
-    println!("report: {}", s.out_dir.join("index.html").display());
+    out!("report: {}", s.out_dir.join("index.html").display());
 }
 
 fn print_record_summary(o: &record::RecordOutcome) {
@@ -496,7 +514,7 @@ fn print_record_summary(o: &record::RecordOutcome) {
         let wall: u64 = rows.iter().map(|r| r.wall.sum_ns).sum();
         let oncpu: u64 = rows.iter().map(|r| r.oncpu.sum_ns).sum();
         match &t.plan {
-            Some(p) if timed > 0 => println!(
+            Some(p) if timed > 0 => out!(
                 "{:<18} {:>10} calls  mean {:>10.0} ns wall  {:>10.0} ns on-CPU   [{} via {}]",
                 t.name,
                 calls,
@@ -505,14 +523,14 @@ fn print_record_summary(o: &record::RecordOutcome) {
                 p.plan,
                 p.attach_points.join(",")
             ),
-            Some(p) => println!(
+            Some(p) => out!(
                 "{:<18} {:>10} calls  [{} via {}]",
                 t.name,
                 calls,
                 p.plan,
                 p.attach_points.join(",")
             ),
-            None => println!("{:<18} not measurable on this kernel", t.name),
+            None => out!("{:<18} not measurable on this kernel", t.name),
         }
     }
     for (k, v) in &run.counters {
@@ -527,7 +545,7 @@ fn print_record_summary(o: &record::RecordOutcome) {
     if let Some(r) = &run.partial_reason {
         eprintln!("tracer: partial run ({r})");
     }
-    println!("run written to {}", o.dir.display());
+    out!("run written to {}", o.dir.display());
 }
 
 fn run_probes(a: ProbesArgs, verbose: bool) -> Result<i32, TracerError> {
@@ -545,9 +563,9 @@ fn run_probes(a: ProbesArgs, verbose: bool) -> Result<i32, TracerError> {
     drop(engine);
     if a.json {
         let doc = serde_json::json!({ "kernel": kernel, "facts": facts, "targets": reports });
-        println!("{}", serde_json::to_string_pretty(&doc).expect("json"));
+        out!("{}", serde_json::to_string_pretty(&doc).expect("json"));
     } else {
-        println!(
+        out!(
             "kernel {} ({}): BTF {}, kprobe PMU {}, lockdown {}",
             kernel.release,
             kernel.machine,
@@ -564,9 +582,9 @@ fn run_probes(a: ProbesArgs, verbose: bool) -> Result<i32, TracerError> {
             tracer::kernel::privileges::lockdown().unwrap_or_else(|| "n/a".into())
         );
         for r in &reports {
-            println!();
+            out!();
             match &r.plan {
-                Some(p) => println!(
+                Some(p) => out!(
                     "{}: {} ({}) at {}{}",
                     r.name,
                     p.plan,
@@ -574,13 +592,13 @@ fn run_probes(a: ProbesArgs, verbose: bool) -> Result<i32, TracerError> {
                     p.attach_points.join(", "),
                     if p.timed { "" } else { " [count only]" }
                 ),
-                None => println!("{}: NOT MEASURABLE on this kernel", r.name),
+                None => out!("{}: NOT MEASURABLE on this kernel", r.name),
             }
             if let Some(p) = &r.plan {
-                println!("  measures: {}", p.note);
+                out!("  measures: {}", p.note);
             }
             if let Some(v) = &r.verification {
-                println!(
+                out!(
                     "  verified: {} -> {} calls (expected {}) {}",
                     v.workload,
                     v.observed,
@@ -589,12 +607,12 @@ fn run_probes(a: ProbesArgs, verbose: bool) -> Result<i32, TracerError> {
                 );
             }
             for rej in &r.rejected {
-                println!("  rejected {}: {}", rej.plan, rej.reason);
+                out!("  rejected {}: {}", rej.plan, rej.reason);
             }
             let why = plan::target_by_name(&r.name)
                 .map(|(_, t)| t.why)
                 .unwrap_or("");
-            println!("  why traced: {why}");
+            out!("  why traced: {why}");
         }
     }
     Ok(if reports.iter().all(|r| r.plan.is_some()) {

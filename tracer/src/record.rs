@@ -175,6 +175,7 @@ pub fn resolve_only(
 ) -> Result<(Vec<Resolved>, Engine), TracerError> {
     check_privileges()?;
     let targets = select_targets(targets)?;
+    check_forced(&ropts.forced)?;
     let engine_opts = EngineOptions {
         sample_freq_hz: 0,
         caller_stacks: false,
@@ -289,9 +290,38 @@ pub fn run_spec(opts: &RecordOptions) -> Result<RunSpec, TracerError> {
     })
 }
 
+/// Every `--plan TARGET=PLAN` must name a known target and one of its plans.
+pub fn check_forced(forced: &BTreeMap<String, String>) -> Result<(), TracerError> {
+    for (t, p) in forced {
+        let Some((_, target)) = plan::target_by_name(t) else {
+            return Err(TracerError::Usage(format!(
+                "--plan {t}={p}: unknown target {t:?} (known: {})",
+                plan::TARGETS
+                    .iter()
+                    .map(|t| t.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        };
+        if !target.plans.iter().any(|x| x.name == p) {
+            return Err(TracerError::Usage(format!(
+                "--plan {t}={p}: unknown plan {p:?} for {t} (its plans: {})",
+                target
+                    .plans
+                    .iter()
+                    .map(|x| x.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
+
 pub fn record(opts: RecordOptions) -> Result<RecordOutcome, TracerError> {
     let spec = run_spec(&opts)?;
     let targets = select_targets(&opts.targets)?;
+    check_forced(&opts.resolve.forced)?;
     check_privileges()?;
     // Fail on an unusable output before attaching anything or running a long benchmark.
     let writer = DirWriter::prepare(&opts.out, opts.force)?;
@@ -380,6 +410,21 @@ impl Session {
         let (resolved, verify_time) = resolve::resolve(&mut engine, &ksyms, targets, ropts, |m| {
             progress.set(m.to_string())
         })?;
+        for r in &resolved {
+            if let (None, Some(p)) = (&r.active, ropts.forced.get(r.target.name)) {
+                let mut msg = format!(
+                    "{}: the forced plan {p} cannot be used on this kernel:",
+                    r.target.name
+                );
+                for rej in &r.rejected {
+                    msg.push_str(&format!("\n    {}: {}", rej.plan, rej.reason));
+                }
+                msg.push_str(
+                    "\n  run the function probes inside a VM instead: cargo xtask vm --kernel 6.1 -- tracer ...",
+                );
+                return Err(TracerError::Unsupported(msg));
+            }
+        }
         if resolved.iter().all(|r| r.active.is_none()) {
             let mut msg = String::from("no target can be measured on this kernel:");
             for r in &resolved {
@@ -415,7 +460,14 @@ impl Session {
             ),
             None => None,
         };
-        if let Some(sig) = signals.pending() {
+        // Let the runtime's signal driver run: attaching was synchronous, so a signal that
+        // arrived meanwhile has not reached `signals` yet (a plain poll would miss it).
+        let sig = tokio::select! {
+            biased;
+            s = signals.recv() => Some(s),
+            _ = tokio::time::sleep(Duration::from_millis(1)) => None,
+        };
+        if let Some(sig) = sig {
             return Err(TracerError::Interrupted(format!(
                 "interrupted by {sig} while attaching; nothing recorded"
             )));

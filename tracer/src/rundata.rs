@@ -316,8 +316,30 @@ impl Run {
                     row.target, row.n
                 ));
             }
-            let hist_total: u64 = row.wall.hist.iter().map(|(_, c)| c).sum();
-            if hist_total != row.calls - row.untimed {
+            for d in [&row.wall, &row.oncpu] {
+                if let Some((b, _)) = d.hist.iter().find(|(b, _)| *b >= tracer_ebpf::HIST_BUCKETS) {
+                    return Err(format!(
+                        "{} n={}: histogram bucket {b} out of range (0..{})",
+                        row.target,
+                        row.n,
+                        tracer_ebpf::HIST_BUCKETS
+                    ));
+                }
+            }
+            let hist_total = row
+                .wall
+                .hist
+                .iter()
+                .try_fold(0u64, |a, (_, c)| a.checked_add(*c))
+                .ok_or_else(|| format!("{} n={}: histogram counts overflow", row.target, row.n))?;
+            // A full histogram map drops buckets (counted in aggregate_map_full), never calls.
+            let maps_full = self
+                .counters
+                .get("aggregate_map_full")
+                .is_some_and(|&c| c > 0);
+            if hist_total > row.calls - row.untimed
+                || (hist_total < row.calls - row.untimed && !maps_full)
+            {
                 return Err(format!(
                     "{} n={}: histogram holds {hist_total} calls, row says {}",
                     row.target,

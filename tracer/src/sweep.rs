@@ -139,7 +139,12 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
         }
     }
     let mut plan: Vec<(String, Vec<u64>, String)> = Vec::new();
+    let mut seen: Vec<&String> = Vec::new();
     for w in &opts.workloads {
+        if seen.contains(&w) {
+            return Err(TracerError::Usage(format!("workload {w:?} is named twice")));
+        }
+        seen.push(w);
         let Some((_, default_n)) = WORKLOADS.iter().find(|(n, _)| n == w) else {
             return Err(TracerError::Usage(format!(
                 "unknown workload {w:?} (known: {})",
@@ -160,6 +165,7 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
     }
     let bin = find_workloads_bin(opts.workloads_bin.as_deref())?;
     let targets = record::select_targets(&opts.targets)?;
+    record::check_forced(&opts.resolve.forced)?;
     record::check_privileges()?;
     let writer = DirWriter::prepare(&opts.out, opts.force)?;
     let tmp_root = writer.path().to_path_buf();

@@ -12,7 +12,7 @@ use crate::rundata::Dist;
 
 /// Number of values in a histogram.
 pub fn count(d: &Dist) -> u64 {
-    d.hist.iter().map(|(_, c)| c).sum()
+    d.hist.iter().fold(0u64, |a, (_, c)| a.saturating_add(*c))
 }
 
 /// Mean from the exact sum, or None for an empty distribution.
@@ -29,7 +29,7 @@ fn normalized(d: &Dist) -> Vec<(u32, u64)> {
     let mut out: Vec<(u32, u64)> = Vec::with_capacity(v.len());
     for (b, c) in v {
         match out.last_mut() {
-            Some((lb, lc)) if *lb == b => *lc += c,
+            Some((lb, lc)) if *lb == b => *lc = lc.saturating_add(c),
             _ => out.push((b, c)),
         }
     }
@@ -38,6 +38,7 @@ fn normalized(d: &Dist) -> Vec<(u32, u64)> {
 
 /// Upper edge of a bucket as a float, kept finite for the last bucket.
 fn bucket_range(b: u32) -> (f64, f64) {
+    let b = b.min(tracer_ebpf::HIST_BUCKETS - 1);
     let lo = hist_bucket_low(b) as f64;
     let hi = hist_bucket_high(b);
     let hi = if hi == u64::MAX { lo * 2.0 } else { hi as f64 };
@@ -48,7 +49,7 @@ fn bucket_range(b: u32) -> (f64, f64) {
 /// the exact min/max. None for an empty distribution.
 pub fn quantile(d: &Dist, q: f64) -> Option<f64> {
     let buckets = normalized(d);
-    let total: u64 = buckets.iter().map(|(_, c)| c).sum();
+    let total: u64 = buckets.iter().fold(0u64, |a, (_, c)| a.saturating_add(*c));
     if total == 0 {
         return None;
     }
@@ -66,13 +67,13 @@ pub fn quantile(d: &Dist, q: f64) -> Option<f64> {
     }
     let mut before = 0u64;
     for (b, c) in &buckets {
-        if before + c >= rank {
+        if before.saturating_add(*c) >= rank {
             let j = (rank - before) as f64;
             let (lo, hi) = bucket_range(*b);
             let v = lo + (j - 0.5) / *c as f64 * (hi - lo);
             return Some(clamp_to(d, v));
         }
-        before += c;
+        before = before.saturating_add(*c);
     }
     Some(d.max_ns as f64)
 }
@@ -90,7 +91,7 @@ fn clamp_to(d: &Dist, v: f64) -> f64 {
 /// Good to a few percent of the spread; used for significance and error bars, not reported.
 pub fn std_dev(d: &Dist) -> Option<f64> {
     let buckets = normalized(d);
-    let n: u64 = buckets.iter().map(|(_, c)| c).sum();
+    let n: u64 = buckets.iter().fold(0u64, |a, (_, c)| a.saturating_add(*c));
     if n == 0 {
         return None;
     }
@@ -116,7 +117,7 @@ pub fn merge(a: &Dist, b: &Dist) -> Dist {
     let mut hist = a.hist.clone();
     hist.extend_from_slice(&b.hist);
     let merged = Dist {
-        sum_ns: a.sum_ns + b.sum_ns,
+        sum_ns: a.sum_ns.saturating_add(b.sum_ns),
         min_ns,
         max_ns: a.max_ns.max(b.max_ns),
         hist,

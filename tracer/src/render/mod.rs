@@ -55,6 +55,8 @@ pub enum ReportError {
     },
     #[error("{path}: rendered SVG is not well-formed XML ({what}); nothing was written")]
     Malformed { path: PathBuf, what: String },
+    #[error("interrupted by {0} while writing the report; the previous report is unchanged")]
+    Interrupted(String),
 }
 
 #[derive(Clone, Debug)]
@@ -142,12 +144,14 @@ pub fn report(
     let a = analyze(&ds, &opts.analysis())?;
     let mut out = OutDir::create(out_dir)?;
     render_analysis(&a, &mut out, opts)?;
+    let files = out.written().iter().map(|f| out_dir.join(f)).collect();
+    out.commit()?;
     Ok(ReportSummary {
         out_dir: out_dir.to_path_buf(),
         verdicts: a.verdicts.iter().map(|v| v.line.clone()).collect(),
         root_causes: a.root_causes.iter().map(|r| r.cause.line.clone()).collect(),
         warnings: a.warnings.clone(),
-        files: out.written().iter().map(|f| out_dir.join(f)).collect(),
+        files,
         terminal: tables::terminal(&a),
     })
 }
@@ -457,7 +461,7 @@ pub fn compare_report(
     let ab = analyze(&load(b_dir)?, &opts.analysis())?;
     let mut out = OutDir::create(out_dir)?;
     for (sub, an) in [("a", &aa), ("b", &ab)] {
-        let mut side = OutDir::create(&out_dir.join(sub))?;
+        let mut side = out.nested(sub)?;
         render_analysis(an, &mut side, opts)?;
         out.adopt(sub, side.written());
     }
@@ -604,12 +608,14 @@ pub fn compare_report(
             .collect(),
     };
     index::write(&mut out, &page)?;
+    let files = out.written().iter().map(|f| out_dir.join(f)).collect();
+    out.commit()?;
     Ok(ReportSummary {
         out_dir: out_dir.to_path_buf(),
         verdicts,
         root_causes,
         warnings,
-        files: out.written().iter().map(|f| out_dir.join(f)).collect(),
+        files,
         terminal,
     })
 }

@@ -9,24 +9,120 @@ use std::path::{Path, PathBuf};
 use super::ReportError;
 use super::xml::check_well_formed;
 
+/// Signal number of a SIGINT/SIGTERM/SIGHUP caught while writing (0: none).
+static INTERRUPTED: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    INTERRUPTED.store(sig, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Catch SIGINT, SIGTERM and SIGHUP from now on: the writer stops at the next file, removes its
+/// staging directory and reports [`ReportError::Interrupted`].
+pub fn catch_interrupts() {
+    use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
+    let act = SigAction::new(
+        SigHandler::Handler(on_signal),
+        SaFlags::empty(),
+        SigSet::empty(),
+    );
+    for s in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
+        // SAFETY: the handler only stores to an atomic.
+        let _ = unsafe { sigaction(s, &act) };
+    }
+}
+
+fn interrupted() -> Option<String> {
+    let s = INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst);
+    (s != 0).then(|| {
+        nix::sys::signal::Signal::try_from(s)
+            .map(|s| s.to_string())
+            .unwrap_or_else(|_| format!("signal {s}"))
+    })
+}
+
 pub struct OutDir {
     root: PathBuf,
+    /// Where the staging directory `root` is renamed to by `commit`; None for a nested OutDir.
+    dest: Option<PathBuf>,
+    committed: bool,
     /// Paths written so far, relative to `root`, in order of writing (deduplicated).
     written: Vec<String>,
     seen: BTreeSet<String>,
 }
 
 impl OutDir {
-    pub fn create(root: &Path) -> Result<OutDir, ReportError> {
-        std::fs::create_dir_all(root).map_err(|source| ReportError::Write {
-            path: root.to_path_buf(),
+    /// Stage a report for `dest` in a hidden sibling directory; `commit` moves it into place.
+    pub fn create(dest: &Path) -> Result<OutDir, ReportError> {
+        let parent = match dest.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        std::fs::create_dir_all(&parent).map_err(|source| ReportError::Write {
+            path: dest.to_path_buf(),
+            source,
+        })?;
+        let name = dest
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let root = parent.join(format!(".{name}.partial-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir(&root).map_err(|source| ReportError::Write {
+            path: dest.to_path_buf(),
             source,
         })?;
         Ok(OutDir {
-            root: root.to_path_buf(),
+            root,
+            dest: Some(dest.to_path_buf()),
+            committed: false,
             written: Vec::new(),
             seen: BTreeSet::new(),
         })
+    }
+
+    /// A directory inside this one's staging area (no staging of its own).
+    pub fn nested(&self, sub: &str) -> Result<OutDir, ReportError> {
+        let root = self.root.join(sub);
+        std::fs::create_dir_all(&root).map_err(|source| ReportError::Write {
+            path: root.clone(),
+            source,
+        })?;
+        Ok(OutDir {
+            root,
+            dest: None,
+            committed: false,
+            written: Vec::new(),
+            seen: BTreeSet::new(),
+        })
+    }
+
+    /// Move the staged report into place, replacing an earlier one as a whole.
+    pub fn commit(mut self) -> Result<(), ReportError> {
+        let Some(dest) = self.dest.clone() else {
+            return Ok(());
+        };
+        if let Some(sig) = interrupted() {
+            return Err(ReportError::Interrupted(sig));
+        }
+        let old = self.root.with_extension("old");
+        let had_old = dest.exists();
+        if had_old {
+            std::fs::rename(&dest, &old).map_err(|source| ReportError::Write {
+                path: dest.clone(),
+                source,
+            })?;
+        }
+        if let Err(source) = std::fs::rename(&self.root, &dest) {
+            if had_old {
+                let _ = std::fs::rename(&old, &dest);
+            }
+            return Err(ReportError::Write { path: dest, source });
+        }
+        self.committed = true;
+        if had_old {
+            let _ = std::fs::remove_dir_all(&old);
+        }
+        Ok(())
     }
 
     pub fn root(&self) -> &Path {
@@ -35,6 +131,9 @@ impl OutDir {
 
     /// Write `rel` (a relative path with `/` separators) atomically.
     pub fn write(&mut self, rel: &str, bytes: &[u8]) -> Result<(), ReportError> {
+        if let Some(sig) = interrupted() {
+            return Err(ReportError::Interrupted(sig));
+        }
         let path = self.root.join(rel);
         if rel.ends_with(".svg") {
             let text = std::str::from_utf8(bytes).map_err(|e| ReportError::Malformed {
@@ -91,6 +190,14 @@ impl OutDir {
     }
 }
 
+impl Drop for OutDir {
+    fn drop(&mut self) {
+        if self.dest.is_some() && !self.committed {
+            let _ = std::fs::remove_dir_all(&self.root);
+        }
+    }
+}
+
 /// A file-name component made of safe characters only.
 pub fn safe(s: &str) -> String {
     let cleaned: String = s
@@ -114,25 +221,57 @@ pub fn safe(s: &str) -> String {
 mod tests {
     use super::*;
 
-    #[test]
-    fn writes_atomically_and_refuses_bad_svg() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut out = OutDir::create(dir.path()).unwrap();
-        out.write("a/b.txt", b"hello").unwrap();
-        assert_eq!(
-            std::fs::read_to_string(dir.path().join("a/b.txt")).unwrap(),
-            "hello"
-        );
-        let err = out.write("a/c.svg", b"<svg><g></svg>").unwrap_err();
-        assert!(matches!(err, ReportError::Malformed { .. }), "{err}");
-        assert!(!dir.path().join("a/c.svg").exists());
-        // No temporary files are left behind.
-        let names: Vec<String> = std::fs::read_dir(dir.path().join("a"))
+    fn names(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
-        assert_eq!(names, vec!["b.txt"]);
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn writes_atomically_and_refuses_bad_svg() {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("report");
+        let mut out = OutDir::create(&dest).unwrap();
+        out.write("a/b.txt", b"hello").unwrap();
+        let err = out.write("a/c.svg", b"<svg><g></svg>").unwrap_err();
+        assert!(matches!(err, ReportError::Malformed { .. }), "{err}");
+        assert!(!dest.exists(), "nothing is visible before commit");
         assert_eq!(out.written(), ["a/b.txt"]);
+        out.commit().unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dest.join("a/b.txt")).unwrap(),
+            "hello"
+        );
+        // No temporary files or staging directories are left behind.
+        assert_eq!(names(&dest.join("a")), vec!["b.txt"]);
+        assert_eq!(names(dir.path()), vec!["report"]);
         assert_eq!(safe("../x y"), "_.._x_y");
+    }
+
+    #[test]
+    fn a_report_replaces_the_old_one_whole_or_not_at_all() {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("report");
+        let mut out = OutDir::create(&dest).unwrap();
+        out.write("old.txt", b"old").unwrap();
+        out.commit().unwrap();
+        // Abandoned (an error or a signal): the old report stays, the staging goes.
+        let mut out = OutDir::create(&dest).unwrap();
+        out.write("new.txt", b"new").unwrap();
+        drop(out);
+        assert_eq!(names(&dest), vec!["old.txt"]);
+        assert_eq!(names(dir.path()), vec!["report"]);
+        // Committed: the new report replaces the old one as a whole.
+        let mut out = OutDir::create(&dest).unwrap();
+        let mut side = out.nested("a").unwrap();
+        side.write("x.txt", b"x").unwrap();
+        out.adopt("a", side.written());
+        out.write("new.txt", b"new").unwrap();
+        out.commit().unwrap();
+        assert_eq!(names(&dest), vec!["a", "new.txt"]);
+        assert_eq!(names(dir.path()), vec!["report"]);
     }
 }
