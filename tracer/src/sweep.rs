@@ -216,11 +216,16 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
                     Some(c) => format!(", workload exited {c}"),
                 }
             ));
+            // The report file was a temporary; run.json embeds it as `workload`.
+            let shown: Vec<String> = command
+                .iter()
+                .map(|a| if *a == json.to_string_lossy() { "<run.json:workload>".into() } else { a.clone() })
+                .collect();
             runs.push(SweepRun {
                 workload: name.clone(),
                 dir: name.clone(),
                 n: values.clone(),
-                command,
+                command: shown,
                 command_exit: outcome.run.command_exit,
                 status: outcome.run.status,
             });
