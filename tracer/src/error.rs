@@ -95,13 +95,17 @@ impl From<ResolveError> for TracerError {
 fn classify_engine(e: EngineError) -> TracerError {
     let text = crate::engine::error_chain(&e);
     let lower = text.to_lowercase();
+    // Under kernel lockdown the verifier refuses helpers that read kernel memory (or the
+    // load is denied outright): say that, not "invalid argument".
+    if let Some(mode) = crate::kernel::privileges::lockdown().filter(|m| m != "none") {
+        if matches!(e, EngineError::Program { .. } | EngineError::Load(_)) {
+            return TracerError::Unsupported(format!(
+                "kernel lockdown is {mode:?}: it forbids the BPF tracing the probes need                  (reading kernel memory, kprobes); boot without lockdown (no lockdown=                  parameter, or Secure Boot's lockdown lifted) to trace\n  ({text})"
+            ));
+        }
+    }
     if lower.contains("operation not permitted") || lower.contains("permission denied") {
-        let lockdown = crate::kernel::privileges::lockdown();
-        let hint = match lockdown.as_deref() {
-            Some(mode) if mode != "none" => format!(" (kernel lockdown is {mode:?})"),
-            _ => String::new(),
-        };
-        return TracerError::Privileges(format!("{text}{hint}"));
+        return TracerError::Privileges(text);
     }
     if matches!(e, EngineError::Tracefs(_)) {
         return TracerError::Unsupported(text);

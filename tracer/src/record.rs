@@ -646,6 +646,8 @@ impl Session {
         if let Stop::Signal(s) = stop {
             self.interrupted = Some(s);
         }
+        // Probe log messages queued since the last tick (short commands end between ticks).
+        engine.flush_logs();
         progress.set(String::new());
 
         // Detach before reading so the numbers are final and nothing stays attached whatever

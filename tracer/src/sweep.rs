@@ -219,7 +219,13 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
             // The report file was a temporary; run.json embeds it as `workload`.
             let shown: Vec<String> = command
                 .iter()
-                .map(|a| if *a == json.to_string_lossy() { "<run.json:workload>".into() } else { a.clone() })
+                .map(|a| {
+                    if *a == json.to_string_lossy() {
+                        "<run.json:workload>".into()
+                    } else {
+                        a.clone()
+                    }
+                })
                 .collect();
             runs.push(SweepRun {
                 workload: name.clone(),

@@ -501,3 +501,155 @@ fn records_syscall_bracket_spans_and_stacks_with_sampling() {
         run["spans"].as_array().unwrap().len() + 1
     );
 }
+
+fn do_wait_calls(run: &Value) -> u64 {
+    target_calls(run, "do_wait").0
+}
+
+#[test]
+fn comm_cgroup_and_system_filters_select_the_right_tasks() {
+    let _g = serial();
+    let tmp = tmpdir();
+    let cal = env!("CARGO_BIN_EXE_tracer");
+
+    // --comm: only the task named "xargs" is traced; the shell that waits for xargs is not.
+    let out = tmp.path().join("comm");
+    let st = tracer()
+        .args([
+            "record",
+            "--targets",
+            "do_wait",
+            "--no-samples",
+            "--comm",
+            "xargs",
+            "-o",
+        ])
+        .arg(&out)
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "echo 0.01 | xargs sleep; echo 0.01 | xargs sleep; /bin/true",
+        ])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let run = read_run(&out);
+    assert!(run["filter"].as_str().unwrap().contains("xargs"));
+    assert_eq!(
+        do_wait_calls(&run),
+        2,
+        "one wait per xargs, none of the shell's"
+    );
+
+    // --cgroup: a fresh cgroup v2 directory; the command moves itself in, then does K waits.
+    let root = ["/sys/fs/cgroup/unified", "/sys/fs/cgroup"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|p| p.join("cgroup.procs").exists() && p.join("cgroup.controllers").exists())
+        .expect("a cgroup v2 hierarchy (cgroup.controllers) at /sys/fs/cgroup[/unified]");
+    let cg = root.join(format!("tracer-test-{}", std::process::id()));
+    std::fs::create_dir(&cg).unwrap();
+    let out = tmp.path().join("cgroup");
+    let script = format!(
+        "echo $$ > {}/cgroup.procs && exec {cal} __calibrate fork-wait 9",
+        cg.display()
+    );
+    let st = tracer()
+        .args(["record", "--targets", "do_wait", "--no-samples", "--cgroup"])
+        .arg(&cg)
+        .arg("-o")
+        .arg(&out)
+        .args(["--", "sh", "-c", &script])
+        .stdin(Stdio::null())
+        .status()
+        .unwrap();
+    let _ = std::fs::remove_dir(&cg);
+    assert!(st.success());
+    assert_eq!(
+        do_wait_calls(&read_run(&out)),
+        9,
+        "exactly the cgroup's 9 waits"
+    );
+
+    // --system: everything, so at least the command's own waits.
+    let out = tmp.path().join("system");
+    let st = tracer()
+        .args([
+            "record",
+            "--targets",
+            "do_wait",
+            "--no-samples",
+            "--system",
+            "-o",
+        ])
+        .arg(&out)
+        .args(["--", cal, "__calibrate", "fork-wait", "12"])
+        .stdin(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let run = read_run(&out);
+    assert_eq!(run["filter"], "system-wide");
+    assert!(do_wait_calls(&run) >= 12);
+    assert!(nothing_loaded());
+}
+
+#[test]
+fn verbose_shows_the_probes_own_log_messages() {
+    let _g = serial();
+    let tmp = tmpdir();
+    let workloads = Path::new(env!("CARGO_BIN_EXE_tracer")).with_file_name("workloads");
+    assert!(
+        workloads.exists(),
+        "build the workloads first (cargo test --workspace does)"
+    );
+    let out = tmp.path().join("run");
+    let o = tracer()
+        .args(["-v", "record", "--targets", "getpid", "--no-verify", "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg(&workloads)
+        .args([
+            "getpid",
+            "--variant",
+            "getpid-syscall",
+            "--n",
+            "100",
+            "--iterations",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    // Logged by the uprobe on the workload's phase marker, through aya-log.
+    assert!(
+        stderr.contains("phase begin") && stderr.contains("n 100"),
+        "{stderr}"
+    );
+    let quiet = tracer()
+        .args([
+            "record",
+            "--targets",
+            "getpid",
+            "--no-verify",
+            "--force",
+            "-o",
+        ])
+        .arg(&out)
+        .arg("--")
+        .arg(&workloads)
+        .args([
+            "getpid",
+            "--variant",
+            "getpid-syscall",
+            "--n",
+            "100",
+            "--iterations",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&quiet.stderr).contains("phase begin"));
+}

@@ -325,6 +325,19 @@ const WAITPID_SCALING: &str =
 echo scaling=$? >> /out/status
 ";
 
+/// The calibration target's function plans (the native tests cover its tracepoint plan).
+const GETPID_PLANS: &str = "for plan in fentry kprobe; do
+  tracer record --targets getpid --plan getpid=$plan --no-samples -o /out/getpid-$plan -- workloads getpid --variant getpid-syscall --n 5000 --iterations 3 --warmup 0
+  echo getpid_$plan=$? >> /out/status
+done
+";
+
+/// A kernel without BTF: hide /sys/kernel/btf and ask what the tracer can do.
+const NO_BTF: &str = "mount -t tmpfs none /sys/kernel/btf
+tracer probes --json > /out/nobtf.json 2> /out/nobtf.err
+echo nobtf=$? >> /out/status
+";
+
 /// K forks under a kprobe and under fentry on dup_mmap, and a blocking wait (6.1).
 const K_FORKS: u64 = 23;
 
@@ -372,6 +385,9 @@ echo inlined=$? >> /out/status
 echo spawn=$? >> /out/status
 ",
             );
+            s.push_str(GETPID_PLANS);
+            // Last, because it hides the kernel's BTF from everything after it.
+            s.push_str(NO_BTF);
         }
         Kernel::V6_12 => {}
     }
@@ -504,6 +520,122 @@ fn linux_6_1_dup_mmap_kprobe_and_fentry_count_k_forks_exactly() {
         (oncpu as f64) < 0.1 * wall as f64,
         "on-CPU {oncpu} of {wall} ns wall"
     );
+}
+
+#[test]
+#[ignore = "boots a VM: run through cargo xtask test"]
+fn linux_6_1_getpid_fentry_and_kprobe_count_every_syscall() {
+    let out = kernel_out(Kernel::V6_1);
+    let st = status_of(&out);
+    for plan in ["fentry", "kprobe"] {
+        assert_eq!(st[&format!("getpid_{plan}")], 0, "getpid with {plan}");
+        let v = RunView::load(&out.join(format!("getpid-{plan}")));
+        assert_eq!(v.plan("getpid"), plan);
+        let phases = v.phases("getpid-syscall");
+        assert!(!phases.is_empty(), "no getpid phases");
+        for (case, n, ops) in phases {
+            assert_eq!(
+                v.calls("getpid", &case, n),
+                ops,
+                "{plan}: getpid calls in {case} N={n}"
+            );
+        }
+    }
+}
+
+/// Without kernel BTF, fentry plans are rejected with that reason and kprobes take over.
+#[test]
+#[ignore = "boots a VM: run through cargo xtask test"]
+fn linux_6_1_without_btf_falls_back_to_kprobes_and_says_why() {
+    let out = kernel_out(Kernel::V6_1);
+    assert_eq!(
+        status_of(&out)["nobtf"],
+        0,
+        "{}",
+        fs::read_to_string(out.join("nobtf.err")).unwrap()
+    );
+    let doc = read_json(&out.join("nobtf.json"));
+    assert_eq!(doc["facts"]["btf"], false);
+    for t in doc["targets"].as_array().unwrap() {
+        let name = t["name"].as_str().unwrap();
+        let fentry = t["rejected"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["plan"] == "fentry");
+        if let Some(r) = fentry {
+            assert!(r["reason"].as_str().unwrap().contains("BTF"), "{name}: {r}");
+        }
+        let mech = t["plan"]["mechanism"].as_str().unwrap_or("");
+        assert!(
+            !mech.starts_with("fentry"),
+            "{name} used fentry without BTF"
+        );
+        assert!(!t["plan"].is_null(), "{name}: no plan without BTF");
+    }
+}
+
+/// Kernel lockdown (confidentiality) forbids what the probes need; the tracer must end in
+/// one clear message, not a crash.
+#[test]
+#[ignore = "boots a VM: run through cargo xtask test"]
+fn linux_6_1_lockdown_ends_in_one_clear_message() {
+    let script = "cat /sys/kernel/security/lockdown > /out/lockdown
+tracer record --no-verify -o /out/run -- true > /out/stdout 2> /out/stderr
+echo record=$? >> /out/status
+exit 0
+";
+    let work = std::env::temp_dir().join(format!("tracer-vm-lockdown-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&work);
+    fs::create_dir_all(&work).unwrap();
+    let sp = work.join("script.sh");
+    fs::write(&sp, script).unwrap();
+    let out = work.join("out");
+    let mut cfg = VmConfig::new(Kernel::V6_1, ["sh", sp.to_str().unwrap()])
+        .guest(guest())
+        .include(&sp)
+        .out_dir(&out)
+        .timeout_secs(300);
+    cfg.extra_cmdline.push("lockdown=confidentiality".into());
+    let r = vm::run(&cfg).expect("VM starts");
+    assert!(
+        matches!(r.status, VmStatus::Exited(0)),
+        "{:?}\n{}",
+        r.status,
+        r.console
+    );
+    let mode = fs::read_to_string(out.join("lockdown")).unwrap_or_default();
+    assert!(
+        mode.contains("[confidentiality]"),
+        "lockdown not active: {mode:?}"
+    );
+    let code = status_of(&out)["record"];
+    let stderr = fs::read_to_string(out.join("stderr")).unwrap();
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("backtrace"),
+        "{stderr}"
+    );
+    // Either the probes still work (code 0) or the tracer names lockdown as the reason.
+    if code != 0 {
+        assert!(
+            stderr.contains("lockdown"),
+            "exit {code} without naming lockdown: {stderr}"
+        );
+        assert!([3, 4].contains(&code), "exit {code}: {stderr}");
+        assert_eq!(
+            stderr
+                .trim()
+                .lines()
+                .filter(|l| l.starts_with("tracer:"))
+                .count(),
+            1,
+            "{stderr}"
+        );
+        assert!(
+            !out.join("run").exists(),
+            "no run directory for a run that never started"
+        );
+    }
 }
 
 /// Run the guest's static tracer on the host (analysis needs no root and no VM).
