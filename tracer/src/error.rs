@@ -97,12 +97,17 @@ fn classify_engine(e: EngineError) -> TracerError {
     let lower = text.to_lowercase();
     // Under kernel lockdown the verifier refuses helpers that read kernel memory (or the
     // load is denied outright): say that, not "invalid argument".
-    if let Some(mode) = crate::kernel::privileges::lockdown().filter(|m| m != "none") {
-        if matches!(e, EngineError::Program { .. } | EngineError::Load(_)) {
-            return TracerError::Unsupported(format!(
-                "kernel lockdown is {mode:?}: it forbids the BPF tracing the probes need                  (reading kernel memory, kprobes); boot without lockdown (no lockdown=                  parameter, or Secure Boot's lockdown lifted) to trace\n  ({text})"
-            ));
-        }
+    if let Some(mode) = crate::kernel::privileges::lockdown().filter(|m| m != "none")
+        && matches!(
+            e,
+            EngineError::Program { .. } | EngineError::Load(_) | EngineError::Tracefs(_)
+        )
+    {
+        return TracerError::Unsupported(format!(
+            "kernel lockdown is {mode:?}: it forbids the tracing the probes need (tracefs, \
+                 reading kernel memory from BPF, kprobes); boot without lockdown (no lockdown= \
+                 parameter, or with Secure Boot's lockdown lifted) to trace\n  ({text})"
+        ));
     }
     if lower.contains("operation not permitted") || lower.contains("permission denied") {
         return TracerError::Privileges(text);

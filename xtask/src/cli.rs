@@ -41,6 +41,25 @@ pub enum Cmd {
     /// The whole job: sweep every workload under the tracer (natively when this kernel
     /// allows function probes, else in VMs on 5.10 and 6.1), report, compare kernels.
     Run(RunArgs),
+    /// Benchmarks of the tracer's own cost against bpftrace and the counter-only floor;
+    /// writes BENCHMARKS.md and bench.json at the workspace root (not part of `test`).
+    Bench(BenchArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Fewer rounds and a shorter memory run (about 4 minutes instead of about 15).
+    #[arg(long)]
+    pub quick: bool,
+    /// Also measure the fentry and kprobe plans in a Debian 6.1 VM (TCG; several minutes).
+    #[arg(long)]
+    pub vm: bool,
+    /// Interleaved rounds per comparison (default 9, --quick 3; VM: 5, --quick 2).
+    #[arg(long, value_name = "R", value_parser = clap::value_parser!(u64).range(1..=100))]
+    pub rounds: Option<u64>,
+    /// Measure nothing: recompute the summaries from bench.json and rewrite BENCHMARKS.md.
+    #[arg(long, conflicts_with_all = ["quick", "vm", "rounds"])]
+    pub render_only: bool,
 }
 
 #[derive(Debug, Args)]

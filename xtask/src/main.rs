@@ -1,5 +1,7 @@
 //! `cargo xtask`: see `cargo xtask --help` and the library docs (`xtask::vm` etc.).
 
+mod bench;
+
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
@@ -42,6 +44,15 @@ fn main() -> ExitCode {
             vm_only: t.vm_only,
         })),
         Cmd::Vm(args) => run_vm(args),
+        Cmd::Bench(b) => {
+            vm::install_interrupt_handler();
+            report(bench::run(bench::BenchOptions {
+                quick: b.quick,
+                vm: b.vm,
+                rounds: b.rounds.map(|r| r as usize),
+                render_only: b.render_only,
+            }))
+        }
         Cmd::Run(r) => {
             vm::install_interrupt_handler();
             report(xtask::run::run(xtask::run::RunOptions {

@@ -1,0 +1,100 @@
+//! Analysis speed: `tracer report` on a synthetic run (raw spans in events.csv, aggregates in
+//! run.json, stack samples in folded files), with and without flamegraphs, and once with
+//! events.csv moved away to show whether the report reads it at all.
+
+use anyhow::{Context, Result, ensure};
+use serde::{Deserialize, Serialize};
+
+use super::exec::{Cmd, argv, fresh_dir, path_str};
+use super::measure::Tools;
+use super::synth::{SynthInfo, SynthSpec, generate};
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ReportTiming {
+    pub name: String,
+    pub command: String,
+    pub wall_s: f64,
+    pub maxrss_kib: u64,
+    pub files_written: usize,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Analysis {
+    pub synth: SynthInfo,
+    pub timings: Vec<ReportTiming>,
+    /// summary.json is identical with and without events.csv.
+    pub events_csv_ignored: bool,
+}
+
+pub fn measure(tools: &Tools, spec: &SynthSpec) -> Result<Analysis> {
+    let root = fresh_dir(tools.scratch.join("analysis"))?;
+    let run = root.join("synthetic-run");
+    eprintln!(
+        "xtask bench: analysis: generating {} spans and {} stack samples",
+        spec.spans, spec.samples
+    );
+    let synth = generate(&run, spec)?;
+    let mut timings = Vec::new();
+    let mut summaries = Vec::new();
+    let cases: [(&str, &[&str], bool); 3] = [
+        ("full report (flamegraphs)", &[], true),
+        ("--no-flamegraphs", &["--no-flamegraphs"], true),
+        ("full report, events.csv moved away", &[], false),
+    ];
+    for (i, (name, extra, with_events)) in cases.iter().enumerate() {
+        let hidden = root.join("events.csv.away");
+        if !with_events {
+            std::fs::rename(run.join("events.csv"), &hidden)?;
+        }
+        let out = root.join(format!("report-{i}"));
+        let mut a = argv([
+            path_str(&tools.tracer).as_str(),
+            "report",
+            &path_str(&run),
+            "-o",
+            &path_str(&out),
+        ]);
+        a.extend(argv(*extra));
+        eprintln!("xtask bench: analysis: tracer report, {name}");
+        let o = Cmd::new(a, &root, format!("report-{i}")).run();
+        if !with_events {
+            std::fs::rename(&hidden, run.join("events.csv"))?;
+        }
+        let o = o?;
+        let summary = std::fs::read_to_string(out.join("summary.json"))
+            .with_context(|| format!("tracer report ({name}) wrote no summary.json"))?;
+        ensure!(
+            summary.contains("sysvipc_find_ipc"),
+            "tracer report ({name}) summary does not mention the synthetic targets"
+        );
+        summaries.push(summary);
+        timings.push(ReportTiming {
+            name: name.to_string(),
+            command: format!("tracer report RUN -o OUT {}", extra.join(" "))
+                .trim_end()
+                .to_string(),
+            wall_s: o.wall.as_secs_f64(),
+            maxrss_kib: o.maxrss_kib,
+            files_written: count_files(&out),
+        });
+    }
+    let events_csv_ignored = summaries[0] == summaries[2];
+    let _ = std::fs::remove_dir_all(&root);
+    Ok(Analysis {
+        synth,
+        timings,
+        events_csv_ignored,
+    })
+}
+
+fn count_files(dir: &std::path::Path) -> usize {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    rd.filter_map(Result::ok)
+        .map(|e| {
+            let p = e.path();
+            if p.is_dir() { count_files(&p) } else { 1 }
+        })
+        .sum()
+}

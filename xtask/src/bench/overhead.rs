@@ -1,0 +1,326 @@
+//! Added cost per traced call: interleaved rounds of every configuration (ABCDE ABCDE ...),
+//! medians with spread, and the figures of merit tracer/bpftrace and tracer/floor.
+
+use anyhow::{Result, ensure};
+use serde::{Deserialize, Serialize};
+
+use super::measure::{Attach, Config, Sample, Tools, Workload, run_config};
+use super::stats::{Summary, paired_diff, ratio};
+
+/// One configuration over all rounds.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ConfigResult {
+    pub name: String,
+    /// Workload ns per op, one per round.
+    pub ns_per_op: Vec<f64>,
+    pub summary: Option<Summary>,
+    /// Paired with the same round's untraced run: ns added per traced call.
+    pub added_ns: Option<Summary>,
+    /// What the tool counted per round (None for untraced).
+    pub counted: Vec<Option<u64>>,
+    pub ops_per_run: u64,
+}
+
+/// `numerator added cost / denominator added cost`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RatioResult {
+    pub numerator: String,
+    pub denominator: String,
+    /// Ratio of the median added costs: the figure of merit.
+    pub of_medians: Option<f64>,
+    /// The per-round ratios (rounds where the denominator's added cost was positive).
+    pub per_round: Option<Summary>,
+    /// The target for this ratio (at most this).
+    pub limit: f64,
+    pub met: Option<bool>,
+}
+
+/// The added-cost comparison for one workload and mechanism.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct OverheadSet {
+    /// e.g. "getpid, tracepoint (host)".
+    pub title: String,
+    pub workload: Workload,
+    pub attach: Attach,
+    pub rounds: usize,
+    pub configs: Vec<ConfigResult>,
+    pub ratios: Vec<RatioResult>,
+    pub notes: Vec<String>,
+}
+
+#[cfg(test)]
+impl OverheadSet {
+    pub fn config(&self, name: &str) -> Option<&ConfigResult> {
+        self.configs.iter().find(|c| c.name == name)
+    }
+
+    pub fn ratio(&self, num: &str, den: &str) -> Option<&RatioResult> {
+        self.ratios
+            .iter()
+            .find(|r| r.numerator == num && r.denominator == den)
+    }
+}
+
+/// Run `rounds` interleaved rounds of `configs` (the first must be untraced) and summarise.
+pub fn measure(
+    tools: &Tools,
+    title: &str,
+    w: &Workload,
+    attach: &Attach,
+    configs: &[Config],
+    rounds: usize,
+) -> Result<OverheadSet> {
+    ensure!(configs.first() == Some(&Config::Untraced), "untraced first");
+    let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); configs.len()];
+    for r in 0..rounds {
+        for (i, c) in configs.iter().enumerate() {
+            let tag = format!("{}-{}-r{r}", slug(title), c.name());
+            eprintln!(
+                "xtask bench: {title}: round {}/{rounds}: {}",
+                r + 1,
+                c.name()
+            );
+            samples[i].push(run_config(tools, w, attach, c, &tag)?);
+        }
+    }
+    let names: Vec<String> = configs.iter().map(Config::name).collect();
+    Ok(assemble(
+        title,
+        w,
+        attach,
+        &names,
+        &samples,
+        &ratio_pairs(&names),
+    ))
+}
+
+/// The ratios worth reporting among the configurations present, with the limits.
+pub fn ratio_pairs(names: &[String]) -> Vec<(String, String, f64)> {
+    let mut out = Vec::new();
+    for num in names.iter().filter(|n| n.starts_with("tracer")) {
+        for (den, limit) in [("bpftrace", 1.0), ("floor", 1.5)] {
+            if names.iter().any(|n| n == den) {
+                out.push((num.clone(), den.to_string(), limit));
+            }
+        }
+    }
+    out
+}
+
+/// Summaries and ratios from per-round samples (`samples[config][round]`, config 0 untraced).
+pub fn assemble(
+    title: &str,
+    w: &Workload,
+    attach: &Attach,
+    names: &[String],
+    samples: &[Vec<Sample>],
+    pairs: &[(String, String, f64)],
+) -> OverheadSet {
+    let base: Vec<f64> = samples[0].iter().map(|s| s.ns_per_op).collect();
+    let configs: Vec<ConfigResult> = names
+        .iter()
+        .zip(samples)
+        .enumerate()
+        .map(|(i, (name, s))| {
+            let v: Vec<f64> = s.iter().map(|x| x.ns_per_op).collect();
+            ConfigResult {
+                name: name.clone(),
+                summary: Summary::of(&v),
+                added_ns: if i == 0 {
+                    None
+                } else {
+                    Summary::of(&paired_diff(&v, &base))
+                },
+                counted: s.iter().map(|x| x.counted).collect(),
+                ops_per_run: s.first().map_or(0, |x| x.ops),
+                ns_per_op: v,
+            }
+        })
+        .collect();
+    // (median added cost, per-round added costs, whether the added cost is clearly above
+    // the noise: its lower quartile is positive).
+    let added = |name: &str| -> Option<(f64, Vec<f64>, bool)> {
+        let c = configs.iter().find(|c| c.name == name)?;
+        let a = c.added_ns?;
+        Some((a.median, paired_diff(&c.ns_per_op, &base), a.q1 > 0.0))
+    };
+    let ratios = pairs
+        .iter()
+        .filter_map(|(num, den, limit)| {
+            let (nm, nv, _) = added(num)?;
+            let (dm, dv, den_clear) = added(den)?;
+            let per: Vec<f64> = nv
+                .iter()
+                .zip(&dv)
+                .filter_map(|(n, d)| ratio(*n, *d))
+                .collect();
+            // A ratio to a cost lost in the noise would be any number: not measurable.
+            let of_medians = if den_clear { ratio(nm, dm) } else { None };
+            Some(RatioResult {
+                numerator: num.clone(),
+                denominator: den.clone(),
+                of_medians,
+                per_round: Summary::of(&per),
+                limit: *limit,
+                met: of_medians.map(|r| r <= *limit),
+            })
+        })
+        .collect();
+    OverheadSet {
+        title: title.to_string(),
+        workload: w.clone(),
+        attach: attach.clone(),
+        rounds: base.len(),
+        configs,
+        ratios,
+        notes: Vec::new(),
+    }
+}
+
+/// The same set recomputed from its stored per-round figures (after a change to the rules).
+pub fn reassemble(set: &OverheadSet) -> OverheadSet {
+    let names: Vec<String> = set.configs.iter().map(|c| c.name.clone()).collect();
+    let samples: Vec<Vec<Sample>> = set
+        .configs
+        .iter()
+        .map(|c| {
+            c.ns_per_op
+                .iter()
+                .zip(&c.counted)
+                .map(|(&ns_per_op, &counted)| Sample {
+                    ns_per_op,
+                    ops: c.ops_per_run,
+                    counted,
+                })
+                .collect()
+        })
+        .collect();
+    let pairs: Vec<(String, String, f64)> = set
+        .ratios
+        .iter()
+        .map(|r| (r.numerator.clone(), r.denominator.clone(), r.limit))
+        .collect();
+    let mut out = assemble(
+        &set.title,
+        &set.workload,
+        &set.attach,
+        &names,
+        &samples,
+        &pairs,
+    );
+    out.notes = set.notes.clone();
+    out
+}
+
+pub fn slug(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect::<String>()
+        .split('-')
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join("-")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(ns: f64) -> Sample {
+        Sample {
+            ns_per_op: ns,
+            ops: 1000,
+            counted: Some(1000),
+        }
+    }
+
+    #[test]
+    fn added_costs_are_paired_per_round_and_ratios_use_medians() {
+        let names: Vec<String> = ["untraced", "tracer", "bpftrace", "floor"]
+            .iter()
+            .map(|x| x.to_string())
+            .collect();
+        // Round 2 is slower for everyone (a noisy neighbour): pairing removes it.
+        let samples = vec![
+            vec![s(100.0), s(200.0), s(100.0)],
+            vec![s(400.0), s(500.0), s(400.0)],
+            vec![s(300.0), s(400.0), s(300.0)],
+            vec![s(150.0), s(250.0), s(150.0)],
+        ];
+        let w = Workload::getpid(10, 1);
+        let a = Attach {
+            mechanism: "tracepoint".into(),
+            plan: "p".into(),
+            points: vec![],
+        };
+        let set = assemble("t", &w, &a, &names, &samples, &ratio_pairs(&names));
+        let tracer = set.config("tracer").unwrap();
+        let added = tracer.added_ns.unwrap();
+        assert_eq!((added.median, added.min, added.max), (300.0, 300.0, 300.0));
+        assert_eq!(tracer.summary.unwrap().median, 400.0);
+        assert!(set.config("untraced").unwrap().added_ns.is_none());
+        let rb = set.ratio("tracer", "bpftrace").unwrap();
+        assert_eq!(
+            (rb.of_medians, rb.limit, rb.met),
+            (Some(1.5), 1.0, Some(false))
+        );
+        let rf = set.ratio("tracer", "floor").unwrap();
+        assert_eq!((rf.of_medians, rf.met), (Some(6.0), Some(false)));
+        assert_eq!(set.rounds, 3);
+    }
+
+    #[test]
+    fn ratio_to_a_cost_lost_in_noise_is_none() {
+        let names: Vec<String> = ["untraced", "tracer", "floor"]
+            .iter()
+            .map(|x| x.to_string())
+            .collect();
+        // The floor's added cost: +5, -4, +1 over three rounds: its lower quartile is not
+        // above zero, so the median (+1) is noise and no ratio is claimed.
+        let samples = vec![
+            vec![s(100.0), s(100.0), s(100.0)],
+            vec![s(150.0), s(150.0), s(150.0)],
+            vec![s(105.0), s(96.0), s(101.0)],
+        ];
+        let w = Workload::getpid(10, 1);
+        let a = Attach {
+            mechanism: "tracepoint".into(),
+            plan: "p".into(),
+            points: vec![],
+        };
+        let set = assemble("t", &w, &a, &names, &samples, &ratio_pairs(&names));
+        let r = set.ratio("tracer", "floor").unwrap();
+        assert_eq!((r.of_medians, r.met), (None, None));
+        assert_eq!(set.config("floor").unwrap().added_ns.unwrap().median, 1.0);
+        assert!(set.ratio("tracer", "bpftrace").is_none());
+    }
+
+    #[test]
+    fn reassembling_stored_figures_gives_the_same_set() {
+        let names: Vec<String> = ["untraced", "tracer", "floor"]
+            .iter()
+            .map(|x| x.to_string())
+            .collect();
+        let samples = vec![
+            vec![s(100.0), s(110.0)],
+            vec![s(300.0), s(320.0)],
+            vec![s(150.0), s(160.0)],
+        ];
+        let w = Workload::getpid(10, 1);
+        let a = Attach {
+            mechanism: "tracepoint".into(),
+            plan: "p".into(),
+            points: vec![],
+        };
+        let mut set = assemble("t", &w, &a, &names, &samples, &ratio_pairs(&names));
+        set.notes.push("kept".into());
+        assert_eq!(reassemble(&set), set);
+        assert_eq!(set.ratio("tracer", "floor").unwrap().of_medians, Some(4.1));
+    }
+
+    #[test]
+    fn slugs() {
+        assert_eq!(slug("getpid, tracepoint (host)"), "getpid-tracepoint-host");
+        assert_eq!(slug("fork+waitpid"), "fork-waitpid");
+    }
+}
