@@ -6,9 +6,8 @@
 
 /// Most traced targets in one run (the four mission targets plus room for more).
 pub const MAX_TARGETS: usize = 8;
-/// Frames remembered per (thread, target); deeper recursion is counted, not timed.
-pub const MAX_DEPTH: usize = 8;
-/// Nesting remembered across targets per thread (target A calling target B ...).
+/// Open calls remembered per thread, over all targets (nesting and recursion); calls nested
+/// deeper are counted, not timed.
 pub const MAX_NEST: usize = 16;
 /// Attach slots per program kind (fentry, fexit, kprobe, kretprobe). One slot is one attach
 /// point; a target measured through a set of functions uses several slots.
@@ -126,6 +125,10 @@ pub struct Config {
     pub path_prefix: [u8; 32],
     /// Period of the cpu-clock sampler; each on-CPU sample is weighted by it.
     pub sample_period_ns: u64,
+    /// With `FILTER_FOLLOW`: the traced command's process, passed without a map lookup
+    /// (0 = none).
+    pub root_tgid: u32,
+    pub _pad: u32,
 }
 
 pub const FILTER_ALL: u32 = 0;
@@ -183,7 +186,7 @@ pub struct AggKey {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SpanStats {
     pub calls: u64,
-    /// Calls counted without a duration (point events, or recursion deeper than MAX_DEPTH).
+    /// Calls counted without a duration (point events, or calls nested deeper than MAX_NEST).
     pub untimed: u64,
     pub wall_sum: u64,
     pub wall_min: u64,
@@ -196,6 +199,8 @@ pub struct SpanStats {
 /// Histogram kinds.
 pub const HIST_WALL: u32 = 0;
 pub const HIST_ONCPU: u32 = 1;
+/// Wall and on-CPU time fell in the same bucket (a call that did not block): counts for both.
+pub const HIST_BOTH: u32 = 2;
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -281,7 +286,7 @@ pub struct SpanEvent {
 pub mod counter {
     /// Raw events that did not fit in the ring buffer.
     pub const RINGBUF_DROPS: u32 = 0;
-    /// Calls nested deeper than MAX_DEPTH (counted, untimed).
+    /// Calls nested deeper than MAX_NEST (counted, untimed).
     pub const DEPTH_OVERFLOW: u32 = 1;
     /// Exits without a matching entry (probe attached mid-call, or a missed entry).
     pub const UNPAIRED_EXIT: u32 = 2;

@@ -15,7 +15,6 @@
 #![feature(asm_experimental_arch)]
 
 use aya_ebpf::{
-    EbpfContext,
     bindings::{BPF_F_USER_STACK, BPF_NOEXIST},
     btf_maps::StackTrace,
     helpers::{
@@ -34,29 +33,21 @@ use aya_ebpf::{
 };
 use tracer_ebpf::*;
 
-/// One open call of one target on one thread.
+/// One open call on one thread.
 #[repr(C)]
 #[derive(Clone, Copy)]
 struct Frame {
     entry_ns: u64,
     /// The thread's on-CPU clock at entry; the span's on-CPU time is the difference at exit.
     oncpu_at_entry: u64,
-    kstack: i32,
-    ustack: i32,
+    target: u32,
+    _pad: u32,
 }
 
-/// Key of one open frame: which thread, target and nesting depth.
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct FrameKey {
-    tid: u32,
-    target: u16,
-    depth: u16,
-}
-
-/// Per-thread state, kept from a thread's first traced call until it exits. Small, because
-/// the perf_event sampler reads it and (before 6.1) perf_event programs may only use
-/// preallocated hash maps; the open frames live in `FRAMES`.
+/// Per-thread state, kept from a thread's first traced call until it exits, with the open
+/// calls inline: one hash lookup per entry and exit instead of a frame map insert, lookup
+/// and delete per call. Preallocated, because the perf_event sampler reads it and (before
+/// 6.1) perf_event programs may only use preallocated hash maps.
 #[repr(C)]
 struct ThreadState {
     /// On-CPU time accumulated since the first open frame, up to `last_in_ns`.
@@ -69,11 +60,12 @@ struct ThreadState {
     off_case: u32,
     off_target: u32,
     off_kstack: i32,
-    /// Open frames over all targets, including untimed ones beyond MAX_DEPTH.
+    /// Open calls over all targets, including untimed ones beyond MAX_NEST.
     active: u32,
+    /// Open calls per target (to tell a missed entry from a nested exit).
     depth: [u32; MAX_TARGETS],
-    /// Targets in order of entry; `order[active - 1]` is the innermost.
-    order: [u32; MAX_NEST],
+    /// The open calls, innermost at `active - 1`.
+    frames: [Frame; MAX_NEST],
 }
 
 const FN_SLOT_BASE_FENTRY: u32 = SLOT_BASE_FENTRY;
@@ -96,9 +88,9 @@ static THREADS: HashMap<u32, ThreadState> = HashMap::with_max_entries(16384, 0);
 #[map]
 static ZERO_THREAD: Array<ThreadState> = Array::with_max_entries(1, 0);
 
-/// Open frames, one entry per call in progress (preallocated: no allocation in probes).
+/// Per-CPU call counter for sampling caller stacks of short calls (see `on_exit`).
 #[map]
-static FRAMES: HashMap<FrameKey, Frame> = HashMap::with_max_entries(32768, 0);
+static CALLER_TICK: PerCpuArray<u64> = PerCpuArray::with_max_entries(1, 0);
 
 #[map]
 static CURRENT_PHASE: HashMap<u32, CurrentPhase> = HashMap::with_max_entries(16384, 0);
@@ -147,7 +139,7 @@ static TRACKED_FD: HashMap<u64, u8> = HashMap::with_max_entries(4096, 0);
 // bounds from a 32-bit compare over to the 64-bit register used for the address, and reject
 // "math between map_value pointer and register with unbounded min value". A mask bounds the
 // register on every kernel. The sizes are powers of two (asserted below).
-const _: () = assert!(MAX_TARGETS.is_power_of_two() && MAX_DEPTH.is_power_of_two());
+const _: () = assert!(MAX_TARGETS.is_power_of_two());
 const _: () = assert!(MAX_NEST.is_power_of_two());
 
 /// Hide a value's known range from LLVM, so the mask that follows is not optimised away
@@ -201,7 +193,8 @@ fn filter_pass(cfg: &Config) -> bool {
         FILTER_ALL => true,
         FILTER_FOLLOW => {
             let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
-            unsafe { FOLLOW.get(&tgid) }.is_some()
+            // The traced command itself, without a hash lookup.
+            tgid == cfg.root_tgid || unsafe { FOLLOW.get(&tgid) }.is_some()
         }
         FILTER_COMM => match bpf_get_current_comm() {
             Ok(comm) => {
@@ -260,7 +253,7 @@ fn thread_state(tid: u32) -> Option<*mut ThreadState> {
 }
 
 #[inline(always)]
-fn on_enter<C: StackIdContext>(ctx: &C, slot: u32) {
+fn on_enter(slot: u32) {
     let Some(target) = slot_target(slot) else {
         return;
     };
@@ -281,36 +274,14 @@ fn on_enter<C: StackIdContext>(ctx: &C, slot: u32) {
         return;
     }
     let t = target_ix(target);
-    let d = st.depth[t];
-    if (d as usize) < MAX_DEPTH {
-        let (kstack, ustack) = if cfg.flags & FLAG_CALLER_STACKS != 0 {
-            (stack_id(ctx, 0), stack_id(ctx, BPF_F_USER_STACK as u64))
-        } else {
-            (-1, -1)
-        };
-        let frame = Frame {
-            entry_ns: ts,
-            oncpu_at_entry: st.oncpu_ns + ts.saturating_sub(st.last_in_ns),
-            kstack,
-            ustack,
-        };
-        let key = FrameKey {
-            tid,
-            target: target as u16,
-            depth: d as u16,
-        };
-        if FRAMES.insert(&key, &frame, 0).is_err() {
-            // No room to time this call: count it untimed at exit instead of losing it.
-            bump(counter::THREAD_MAP_FULL);
-        }
+    let a = st.active;
+    if (a as usize) < MAX_NEST {
+        let oncpu_at_entry = st.oncpu_ns + ts.saturating_sub(st.last_in_ns);
+        st.frames[nest_ix(a)] = Frame { entry_ns: ts, oncpu_at_entry, target, _pad: 0 };
     } else {
         bump(counter::DEPTH_OVERFLOW);
     }
-    st.depth[t] = d + 1;
-    let a = st.active;
-    if (a as usize) < MAX_NEST {
-        st.order[nest_ix(a)] = target;
-    }
+    st.depth[t] += 1;
     st.active = a + 1;
 }
 
@@ -326,7 +297,7 @@ fn stack_id<C: StackIdContext>(ctx: &C, flags: u64) -> i32 {
 }
 
 #[inline(always)]
-fn on_exit<C: EbpfContext>(_ctx: &C, slot: u32, count_unpaired: bool) {
+fn on_exit<C: StackIdContext>(ctx: &C, slot: u32, count_unpaired: bool) {
     let Some(target) = slot_target(slot) else {
         return;
     };
@@ -335,7 +306,7 @@ fn on_exit<C: EbpfContext>(_ctx: &C, slot: u32, count_unpaired: bool) {
     let tid = pid_tgid as u32;
     let tgid = (pid_tgid >> 32) as u32;
     // Exits fire for every task (the filter is applied at entry): a task without state was
-    // never traced. A traced task with no open frame for this target missed an entry (the
+    // never traced. A traced task with no open call of this target missed an entry (the
     // probe was attached mid-call); for exit tracepoints that also happens for every
     // unfiltered call (reads of untracked fds), so only function probes count it.
     let Some(st) = THREADS.get_ptr_mut(&tid) else {
@@ -346,50 +317,78 @@ fn on_exit<C: EbpfContext>(_ctx: &C, slot: u32, count_unpaired: bool) {
         return;
     }
     let t = target_ix(target);
-    let d = st.depth[t];
-    if d == 0 {
+    if st.depth[t] == 0 {
         if count_unpaired {
             bump(counter::UNPAIRED_EXIT);
         }
         return;
     }
-    let d = d - 1;
-    st.depth[t] = d;
-    st.active = st.active.saturating_sub(1);
+    st.depth[t] -= 1;
     let (case, n) = current_phase(tgid);
     let key = AggKey { target, case, n };
-    if d as usize >= MAX_DEPTH {
+    let a = st.active;
+    if a == 0 {
         record_untimed(&key);
         return;
     }
-    let fkey = FrameKey {
-        tid,
-        target: target as u16,
-        depth: d as u16,
-    };
-    let Some(f) = (unsafe { FRAMES.get(&fkey) }).copied() else {
-        // The entry could not store its frame (map full): still a call.
+    let mut top = a - 1;
+    st.active = top;
+    if top as usize >= MAX_NEST {
         record_untimed(&key);
         return;
-    };
-    let _ = FRAMES.remove(&fkey);
+    }
+    // Calls exit innermost first. If the innermost open call is another target's, its exit
+    // was lost (a kretprobe miss): drop the frames above this target's.
+    let mut found = st.frames[nest_ix(top)].target == target;
+    let mut i = 0;
+    while !found && i < MAX_NEST as u32 && top > 0 {
+        top -= 1;
+        found = st.frames[nest_ix(top)].target == target;
+        i += 1;
+    }
+    if !found {
+        record_untimed(&key);
+        return;
+    }
+    if top != a - 1 {
+        if let Some(c) = COUNTERS.get_ptr_mut(counter::ABANDONED_FRAMES) {
+            unsafe { *c += (a - 1 - top) as u64 };
+        }
+        st.active = top;
+    }
+    let f = st.frames[nest_ix(top)];
     let wall = ts.saturating_sub(f.entry_ns);
     let oncpu_now = st.oncpu_ns + ts.saturating_sub(st.last_in_ns);
     let oncpu = oncpu_now.saturating_sub(f.oncpu_at_entry).min(wall);
     record_span(&key, wall, oncpu);
 
     let Some(cfg) = config() else { return };
-    if cfg.flags & FLAG_CALLER_STACKS != 0 && (f.kstack >= 0 || f.ustack >= 0) {
-        add_stack(
-            &StackKey {
+    if cfg.flags & FLAG_CALLER_STACKS != 0 {
+        // Walking two stacks costs about a microsecond: always worth it for a call that
+        // took longer than CALLER_ALWAYS_NS, sampled 1 in CALLER_SAMPLE (and weighted by
+        // as much) for shorter ones, so the weights stay unbiased.
+        let weight = if wall >= CALLER_ALWAYS_NS {
+            1
+        } else {
+            match CALLER_TICK.get_ptr_mut(0) {
+                Some(c) => {
+                    let v = unsafe { *c };
+                    unsafe { *c = v + 1 };
+                    if v % CALLER_SAMPLE == 0 { CALLER_SAMPLE } else { 0 }
+                }
+                None => 0,
+            }
+        };
+        if weight > 0 {
+            let skey = StackKey {
                 agg: key,
                 kind: STACK_CALLER,
-                kstack: f.kstack,
-                ustack: f.ustack,
+                kstack: stack_id(ctx, 0),
+                ustack: stack_id(ctx, BPF_F_USER_STACK as u64),
                 tgid,
-            },
-            wall,
-        );
+            };
+            add_stack_weighted(&skey, weight, wall * weight);
+        }
     }
     if cfg.flags & FLAG_RAW_EVENTS != 0 {
         let ev = SpanEvent {
@@ -407,6 +406,11 @@ fn on_exit<C: EbpfContext>(_ctx: &C, slot: u32, count_unpaired: bool) {
         }
     }
 }
+
+/// Calls at least this long always get their caller stacks recorded.
+const CALLER_ALWAYS_NS: u64 = 20_000;
+/// Shorter calls get them 1 in this many times (a power of two), weighted by as much.
+const CALLER_SAMPLE: u64 = 16;
 
 /// A call counted without a duration.
 #[inline(always)]
@@ -456,8 +460,14 @@ fn record_span(key: &AggKey, wall: u64, oncpu: u64) {
             }
         }
     }
-    hist_add(key, HIST_WALL, wall);
-    hist_add(key, HIST_ONCPU, oncpu);
+    // A call that never blocked lands in the same bucket twice: one update says so.
+    let (bw, bo) = (hist_bucket(wall), hist_bucket(oncpu));
+    if bw == bo {
+        hist_add(key, HIST_BOTH, bw);
+    } else {
+        hist_add(key, HIST_WALL, bw);
+        hist_add(key, HIST_ONCPU, bo);
+    }
 }
 
 #[inline(always)]
@@ -482,11 +492,11 @@ fn update_stats(s: &mut SpanStats, wall: u64, oncpu: u64) {
 }
 
 #[inline(always)]
-fn hist_add(key: &AggKey, kind: u32, v: u64) {
+fn hist_add(key: &AggKey, kind: u32, bucket: u32) {
     let hk = HistKey {
         agg: *key,
         kind,
-        bucket: hist_bucket(v),
+        bucket,
     };
     if let Some(c) = HIST.get_ptr_mut(&hk) {
         atomic_add(c, 1);
@@ -502,18 +512,23 @@ fn hist_add(key: &AggKey, kind: u32, v: u64) {
 
 #[inline(always)]
 fn add_stack(key: &StackKey, ns: u64) {
+    add_stack_weighted(key, 1, ns)
+}
+
+#[inline(always)]
+fn add_stack_weighted(key: &StackKey, count: u64, ns: u64) {
     if let Some(v) = STACKS.get_ptr_mut(key) {
         let v = v as *mut u64;
-        atomic_add(v, 1);
+        atomic_add(v, count);
         atomic_add(unsafe { v.add(1) }, ns);
         return;
     }
-    let val = StackVal { count: 1, ns };
+    let val = StackVal { count, ns };
     if STACKS.insert(key, &val, BPF_NOEXIST as u64).is_err() {
         match STACKS.get_ptr_mut(key) {
             Some(v) => {
                 let v = v as *mut u64;
-                atomic_add(v, 1);
+                atomic_add(v, count);
                 atomic_add(unsafe { v.add(1) }, ns);
             }
             None => bump(counter::STACK_ERRORS),
@@ -542,7 +557,7 @@ macro_rules! fn_slot {
     ($i:literal, $fentry:ident, $fexit:ident, $kprobe:ident, $kretprobe:ident) => {
         #[fentry]
         pub fn $fentry(ctx: FEntryContext) -> i32 {
-            on_enter(&ctx, FN_SLOT_BASE_FENTRY + $i);
+            on_enter(FN_SLOT_BASE_FENTRY + $i);
             0
         }
         #[fexit]
@@ -552,7 +567,7 @@ macro_rules! fn_slot {
         }
         #[kprobe]
         pub fn $kprobe(ctx: ProbeContext) -> u32 {
-            on_enter(&ctx, FN_SLOT_BASE_KPROBE + $i);
+            on_enter(FN_SLOT_BASE_KPROBE + $i);
             0
         }
         #[kretprobe]
@@ -583,7 +598,7 @@ macro_rules! uprobe_slot {
     ($i:literal, $entry:ident, $exit:ident) => {
         #[uprobe]
         pub fn $entry(ctx: ProbeContext) -> u32 {
-            on_enter(&ctx, SLOT_BASE_UPROBE + $i);
+            on_enter(SLOT_BASE_UPROBE + $i);
             0
         }
         #[uretprobe]
@@ -618,7 +633,7 @@ fn on_tp(ctx: &TracePointContext, j: u32) {
                     return;
                 }
             }
-            on_enter(ctx, slot)
+            on_enter(slot)
         }
         ROLE_EXIT => on_exit(ctx, slot, false),
         ROLE_POINT => on_point(slot),
@@ -721,7 +736,7 @@ fn top_target(st: &ThreadState) -> u32 {
     } else {
         a
     };
-    st.order[nest_ix(i - 1)]
+    st.frames[nest_ix(i - 1)].target
 }
 
 /// `sched:sched_process_fork`: children of followed processes are followed too.
@@ -753,21 +768,6 @@ pub fn sched_exit(_ctx: TracePointContext) -> u32 {
             if let Some(c) = COUNTERS.get_ptr_mut(counter::ABANDONED_FRAMES) {
                 unsafe { *c += st.active as u64 };
             }
-            // Free the frames it left open (bounded: MAX_TARGETS x MAX_DEPTH keys).
-            let mut t = 0u32;
-            while t < MAX_TARGETS as u32 {
-                let open = st.depth[target_ix(t)];
-                let mut d = 0u32;
-                while d < MAX_DEPTH as u32 && d < open {
-                    let _ = FRAMES.remove(&FrameKey {
-                        tid,
-                        target: t as u16,
-                        depth: d as u16,
-                    });
-                    d += 1;
-                }
-                t += 1;
-            }
         }
         let _ = THREADS.remove(&tid);
     }
@@ -775,6 +775,12 @@ pub fn sched_exit(_ctx: TracePointContext) -> u32 {
     if tid == tgid {
         let _ = FOLLOW.remove(&tgid);
         let _ = CURRENT_PHASE.remove(&tgid);
+        // A reused pid must not inherit the fast path.
+        if let Some(cfg) = CONFIG.get_ptr_mut(0) {
+            if unsafe { (*cfg).root_tgid } == tgid {
+                unsafe { (*cfg).root_tgid = 0 };
+            }
+        }
     }
     0
 }

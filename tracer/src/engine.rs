@@ -373,6 +373,8 @@ impl Engine {
                 for &pid in pids {
                     self.follow(pid)?;
                 }
+                // The last pid is the command's (or the --pid given): the hot one.
+                self.config.root_tgid = pids.last().copied().unwrap_or(0);
                 FILTER_FOLLOW
             }
             Filter::Comm(c) => {
@@ -905,12 +907,19 @@ impl Engine {
                 source,
             })?;
             if total > 0 {
-                *snap
-                    .hist
-                    .entry((k.agg, k.kind))
-                    .or_default()
-                    .entry(k.bucket)
-                    .or_default() += total;
+                let kinds: &[u32] = if k.kind == HIST_BOTH {
+                    &[HIST_WALL, HIST_ONCPU]
+                } else {
+                    std::slice::from_ref(&k.kind)
+                };
+                for &kind in kinds {
+                    *snap
+                        .hist
+                        .entry((k.agg, kind))
+                        .or_default()
+                        .entry(k.bucket)
+                        .or_default() += total;
+                }
             }
         }
 

@@ -189,9 +189,10 @@ fn pairs_nested_and_recursive_calls_exactly() {
     for _ in 0..10 {
         assert_eq!(tracer_test_recurse(5), 7);
     }
-    // 3 recursions 12 deep: deeper than the frame stack (8) -> 4 untimed calls each.
+    // 3 recursions 20 deep plus the leaf: 21 open calls, 16 remembered -> the innermost 5
+    // (4 recurse, 1 leaf) of each are counted untimed.
     for _ in 0..3 {
-        tracer_test_recurse(12);
+        tracer_test_recurse(20);
     }
     engine.detach_all();
     let snap = engine.snapshot().unwrap();
@@ -212,7 +213,7 @@ fn pairs_nested_and_recursive_calls_exactly() {
         .filter(|(k, _)| k.target == 1)
         .map(|(_, v)| v.calls)
         .sum();
-    assert_eq!(recurse.calls, 50 + 36, "every recursive call is counted");
+    assert_eq!(recurse.calls, 50 + 60, "every recursive call is counted");
     assert_eq!(
         recurse.untimed,
         3 * 4,
@@ -225,7 +226,7 @@ fn pairs_nested_and_recursive_calls_exactly() {
         0,
         "every exit found its entry"
     );
-    assert_eq!(c[tracer_ebpf::counter::DEPTH_OVERFLOW as usize], 12);
+    assert_eq!(c[tracer_ebpf::counter::DEPTH_OVERFLOW as usize], 15);
     // Exact pairing: the 5-deep recursion's outermost span contains the other four, so the
     // largest recurse span is at least as long as the largest leaf span.
     let max_recurse = snap
