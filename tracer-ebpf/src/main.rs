@@ -410,7 +410,7 @@ fn on_exit<C: StackIdContext>(ctx: &C, slot: u32, count_unpaired: bool) {
 /// Calls at least this long always get their caller stacks recorded.
 const CALLER_ALWAYS_NS: u64 = 20_000;
 /// Shorter calls get them 1 in this many times (a power of two), weighted by as much.
-const CALLER_SAMPLE: u64 = 16;
+const CALLER_SAMPLE: u64 = 64;
 
 /// A call counted without a duration.
 #[inline(always)]
