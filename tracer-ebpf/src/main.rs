@@ -556,7 +556,7 @@ fn on_point(slot: u32) {
 macro_rules! fn_slot {
     ($i:literal, $fentry:ident, $fexit:ident, $kprobe:ident, $kretprobe:ident) => {
         #[fentry]
-        pub fn $fentry(ctx: FEntryContext) -> i32 {
+        pub fn $fentry(_ctx: FEntryContext) -> i32 {
             on_enter(FN_SLOT_BASE_FENTRY + $i);
             0
         }
@@ -566,7 +566,7 @@ macro_rules! fn_slot {
             0
         }
         #[kprobe]
-        pub fn $kprobe(ctx: ProbeContext) -> u32 {
+        pub fn $kprobe(_ctx: ProbeContext) -> u32 {
             on_enter(FN_SLOT_BASE_KPROBE + $i);
             0
         }
@@ -597,7 +597,7 @@ fn_slot!(11, fentry_11, fexit_11, kprobe_11, kretprobe_11);
 macro_rules! uprobe_slot {
     ($i:literal, $entry:ident, $exit:ident) => {
         #[uprobe]
-        pub fn $entry(ctx: ProbeContext) -> u32 {
+        pub fn $entry(_ctx: ProbeContext) -> u32 {
             on_enter(SLOT_BASE_UPROBE + $i);
             0
         }
