@@ -529,16 +529,18 @@ fn why_missed(md: &mut String, r: &Results) {
     let overhead_missed = missed.iter().any(|t| t.contains("added ns per call"));
     if overhead_missed {
         md.push_str(
-            "- **Added cost per call.** Per call, the tracer's entry program looks up `SLOTS`, \
-             `CONFIG`, the `FOLLOW` filter hash and the `THREADS` hash, and inserts the open \
-             frame into the `FRAMES` hash; its exit program looks up `THREADS`, \
-             `CURRENT_PHASE`, `FRAMES` (then deletes the frame), the per-CPU `SPANS` hash and \
-             the shared `HIST` hash twice (wall and on-CPU buckets). That is about ten hash-map \
-             operations per call where bpftrace's equivalent does about five (start map update, \
-             lookup, delete, histogram and count), and where the floor does none. With default \
-             options every entry also walks the kernel and the user stack (`bpf_get_stackid` \
-             twice) and updates the `STACKS` hash at exit: that is most of the difference \
-             between *tracer* and *tracer-lean*.\n",
+            "- **Added cost per call.** The misses are against the floor, a bare per-CPU \
+             counter. Per call the tracer's entry program reads `SLOTS` and `CONFIG` (arrays), \
+             checks the filter (no lookup for the traced command itself, the `FOLLOW` hash for \
+             its descendants) and looks up the `THREADS` hash, where the open call is stored \
+             inline; the exit program looks up `THREADS` and `CURRENT_PHASE`, updates the \
+             per-CPU `SPANS` hash and one `HIST` bucket (two when the call blocked). That is \
+             four or five hash operations per call, about what bpftrace's start-map-and-hist \
+             probe does, and what no timing probe can avoid; the floor does none. With default \
+             options, calls shorter than 20 us also have their kernel and user stacks walked \
+             1 time in 64 (longer calls every time), the on-CPU sampler runs at 999 Hz and \
+             blocked calls record where they blocked: the difference between *tracer* and \
+             *tracer-lean*.\n",
         );
         if let Some(p) = &r.profile {
             let get = |tool: &str, cat: &str| {
