@@ -277,7 +277,12 @@ fn on_enter(slot: u32) {
     let a = st.active;
     if (a as usize) < MAX_NEST {
         let oncpu_at_entry = st.oncpu_ns + ts.saturating_sub(st.last_in_ns);
-        st.frames[nest_ix(a)] = Frame { entry_ns: ts, oncpu_at_entry, target, _pad: 0 };
+        st.frames[nest_ix(a)] = Frame {
+            entry_ns: ts,
+            oncpu_at_entry,
+            target,
+            _pad: 0,
+        };
     } else {
         bump(counter::DEPTH_OVERFLOW);
     }
@@ -374,7 +379,11 @@ fn on_exit<C: StackIdContext>(ctx: &C, slot: u32, count_unpaired: bool) {
                 Some(c) => {
                     let v = unsafe { *c };
                     unsafe { *c = v + 1 };
-                    if v % CALLER_SAMPLE == 0 { CALLER_SAMPLE } else { 0 }
+                    if v % CALLER_SAMPLE == 0 {
+                        CALLER_SAMPLE
+                    } else {
+                        0
+                    }
                 }
                 None => 0,
             }

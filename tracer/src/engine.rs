@@ -37,7 +37,15 @@ pub struct EngineOptions {
     /// Attach the scheduler programs (on/off-CPU split, process-tree following). Only the
     /// overhead floor measurement turns this off.
     pub scheduler: bool,
+    /// Entries of the shared histogram map: one per (target, phase, bucket) seen. When it
+    /// fills, further buckets are lost (counted in `aggregate_map_full`); counts, sums, min
+    /// and max stay exact because they live in the span map.
+    pub hist_entries: u32,
 }
+
+/// Default size of the histogram map: ~5 MiB of locked memory, room for 4096 phases of
+/// ~16 distinct buckets each.
+pub const DEFAULT_HIST_ENTRIES: u32 = 65536;
 
 impl Default for EngineOptions {
     fn default() -> Self {
@@ -48,6 +56,7 @@ impl Default for EngineOptions {
             raw_events_bytes: 0,
             bpf_log: false,
             scheduler: true,
+            hist_entries: DEFAULT_HIST_ENTRIES,
         }
     }
 }
@@ -193,6 +202,7 @@ impl Engine {
         let mut loader = EbpfLoader::new();
         loader.btf(btf.as_ref());
         loader.map_max_entries("EVENTS", ringbuf);
+        loader.map_max_entries("HIST", options.hist_entries.max(1));
         // Stack maps are the big consumers of locked memory: size them by what is recorded.
         let stacks_for_calls = options.caller_stacks || options.offcpu_stacks;
         loader.map_max_entries("STACK_TRACES", if stacks_for_calls { 16384 } else { 1 });

@@ -216,6 +216,10 @@ struct RecordArgs {
     /// drops are counted in run.json.
     #[arg(long, value_parser = cli::parse_size, value_name = "BYTES")]
     raw_events: Option<u32>,
+    /// Histogram buckets kept in the kernel, over all targets and phases (each costs about
+    /// 100 bytes of locked memory). Raise it when a run warns aggregate_map_full.
+    #[arg(long, default_value_t = tracer::engine::DEFAULT_HIST_ENTRIES, value_parser = cli::parse_buckets, value_name = "N")]
+    max_buckets: u32,
     /// Embed this JSON file (e.g. the command's own benchmark report) in run.json.
     #[arg(long, value_name = "FILE")]
     attach_json: Option<PathBuf>,
@@ -263,6 +267,10 @@ struct SweepArgs {
     /// Do not sample on-CPU stacks.
     #[arg(long)]
     no_samples: bool,
+    /// Histogram buckets kept in the kernel, over all targets and phases (each costs about
+    /// 100 bytes of locked memory). Raise it when a run warns aggregate_map_full.
+    #[arg(long, default_value_t = tracer::engine::DEFAULT_HIST_ENTRIES, value_parser = cli::parse_buckets, value_name = "N")]
+    max_buckets: u32,
     /// Skip flamegraph SVGs in the report rendered after the sweep.
     #[arg(long)]
     no_flamegraphs: bool,
@@ -333,6 +341,7 @@ fn floor_main(args: &[String]) -> i32 {
         raw_events_bytes: 0,
         bpf_log: false,
         scheduler: false,
+        hist_entries: tracer::engine::DEFAULT_HIST_ENTRIES,
     };
     let result = (|| -> Result<u64, TracerError> {
         record::check_privileges()?;
@@ -395,6 +404,7 @@ fn run_record(a: RecordArgs, verbose: bool) -> Result<i32, TracerError> {
             raw_events_bytes: a.raw_events.unwrap_or(0),
             bpf_log: verbose,
             scheduler: true,
+            hist_entries: a.max_buckets,
         },
         progress: true,
         attach_json: a.attach_json,
@@ -436,6 +446,7 @@ fn run_sweep(a: SweepArgs, verbose: bool) -> Result<i32, TracerError> {
             raw_events_bytes: 0,
             bpf_log: verbose,
             scheduler: true,
+            hist_entries: a.max_buckets,
         },
         progress: true,
     };
@@ -539,7 +550,14 @@ fn print_record_summary(o: &record::RecordOutcome) {
             "ringbuf_drops" | "aggregate_map_full" | "thread_map_full" | "depth_overflow"
         );
         if bad && *v > 0 {
-            eprintln!("tracer: warning: {k} = {v}");
+            let hint = match k.as_str() {
+                "aggregate_map_full" => {
+                    " (histogram buckets lost; call counts and sums stay exact; raise --max-buckets)"
+                }
+                "ringbuf_drops" => " (raw events lost; raise --raw-events)",
+                _ => "",
+            };
+            eprintln!("tracer: warning: {k} = {v}{hint}");
         }
     }
     if let Some(r) = &run.partial_reason {

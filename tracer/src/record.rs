@@ -183,6 +183,7 @@ pub fn resolve_only(
         raw_events_bytes: 0,
         bpf_log: verbose,
         scheduler: true,
+        hist_entries: crate::engine::DEFAULT_HIST_ENTRIES,
     };
     let mut engine = Engine::load(engine_opts)?;
     let ksyms = Kallsyms::load().map_err(|e| TracerError::Other(format!("/proc/kallsyms: {e}")))?;

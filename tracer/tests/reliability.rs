@@ -1827,6 +1827,9 @@ const FLOOD_KEYS: u64 = 4000;
 /// Read sizes, in /proc/sysvipc/shm lines, so that each read takes a different time (a
 /// read returns at most one page, ~25 lines, so all sizes stay below that).
 const FLOOD_READS: [usize; 14] = [1, 2, 3, 4, 5, 6, 8, 10, 12, 14, 17, 20, 23, 26];
+/// The histogram map size the flood runs with: well below its ~52k buckets, so the test does
+/// not depend on how finely this machine's read times spread over buckets.
+const FLOOD_MAX_BUCKETS: u64 = 16384;
 
 /// SysV shm segments removed on drop.
 struct ShmSegments(Vec<i32>);
@@ -1855,9 +1858,10 @@ impl Drop for ShmSegments {
 
 /// Not a test: the traced command of `a_full_histogram_map_keeps_the_run`. Announces
 /// `FLOOD_KEYS` phases through the workloads' phase markers (linked into this binary) and in
-/// each reads /proc/sysvipc/shm with 14 different sizes, so every phase fills ~14 histogram
-/// buckets of each kind: ~110k buckets in total, more than the histogram map's 65536, while
-/// the span and phase maps (4096 each) stay within their limits.
+/// each reads /proc/sysvipc/shm with 14 different sizes, so every phase fills ~13 histogram
+/// buckets (a call whose wall and on-CPU times share a bucket takes one entry): ~52k in
+/// total, more than the `FLOOD_MAX_BUCKETS` the tracer is given, while the span and phase
+/// maps (4096 each) stay within their limits.
 #[test]
 #[ignore = "helper process run under the tracer by a_full_histogram_map_keeps_the_run"]
 fn helper_sysvipc_read_flood() {
@@ -1901,6 +1905,7 @@ fn a_full_histogram_map_keeps_the_run() {
                 "--no-callers",
                 "--no-offcpu",
             ])
+            .args(["--max-buckets", &FLOOD_MAX_BUCKETS.to_string()])
             .args(["--targets", "sysvipc_find_ipc", "-o"])
             .arg(&out)
             .arg("--")
@@ -1917,11 +1922,32 @@ fn a_full_histogram_map_keeps_the_run() {
         "the helper's segments were not removed"
     );
     // The histogram map overflowing loses buckets, not the run.
-    r.expect(0, what).stderr_has("aggregate_map_full", what);
+    r.expect(0, what)
+        .stderr_has("aggregate_map_full", what)
+        .stderr_has("raise --max-buckets", what);
     let runj = read_json(&out.join("run.json"));
     assert!(
         counter(&runj, "aggregate_map_full") > 0,
         "precondition: the map filled"
+    );
+    // The buckets that were kept are the map's size: --max-buckets reached the kernel map.
+    let kept: u64 = runj["spans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let wall = s["wall"]["hist"].as_array().unwrap();
+            let oncpu = s["oncpu"]["hist"].as_array().unwrap();
+            // Shared entries show up in both lists; count distinct buckets once.
+            let mut b: Vec<_> = wall.iter().chain(oncpu).map(|e| e[0].as_u64()).collect();
+            b.sort_unstable();
+            b.dedup();
+            b.len() as u64
+        })
+        .sum();
+    assert!(
+        kept <= FLOOD_MAX_BUCKETS && kept > FLOOD_MAX_BUCKETS * 9 / 10,
+        "{kept} distinct buckets kept with a {FLOOD_MAX_BUCKETS}-entry map"
     );
     assert_eq!(
         calls_of(&runj, "sysvipc_find_ipc", Some("sysvipc-shm")),
