@@ -985,7 +985,9 @@ pub fn phase_end(ctx: ProbeContext) -> u32 {
 
 // ---------------------------------------------------------------------------------------------
 // Floor programs for benchmarks: the cheapest possible probe of each mechanism (a per-CPU
-// counter increment), to measure how much the span machinery adds on top.
+// counter increment), to measure how much the span machinery adds on top. Function
+// mechanisms get an exit counter too: timing a call needs both ends, and a kretprobe costs
+// more than its kprobe.
 
 #[kprobe]
 pub fn floor_kprobe(_ctx: ProbeContext) -> u32 {
@@ -993,8 +995,20 @@ pub fn floor_kprobe(_ctx: ProbeContext) -> u32 {
     0
 }
 
+#[kretprobe]
+pub fn floor_kretprobe(_ctx: RetProbeContext) -> u32 {
+    bump(counter::FLOOR_HITS);
+    0
+}
+
 #[fentry]
 pub fn floor_fentry(_ctx: FEntryContext) -> i32 {
+    bump(counter::FLOOR_HITS);
+    0
+}
+
+#[fexit]
+pub fn floor_fexit(_ctx: FExitContext) -> i32 {
     bump(counter::FLOOR_HITS);
     0
 }

@@ -1074,7 +1074,8 @@ impl Engine {
 
     /// Attach the cheapest possible probe of a mechanism (a per-CPU counter increment) to
     /// `point`: the floor against which the span machinery's cost is measured.
-    /// `mech` is "tracepoint" (point = category:name), "kprobe" or "fentry" (point = function).
+    /// `mech` is "tracepoint" (point = category:name), "kprobe" or "fentry" (point = function;
+    /// both ends are counted, kprobe+kretprobe or fentry+fexit, so a call makes 2 hits).
     pub fn attach_floor(&mut self, mech: &str, point: &str) -> Result<(), EngineError> {
         let what = format!("floor {mech} on {point}");
         let err = |source| EngineError::Program {
@@ -1099,16 +1100,18 @@ impl Engine {
                 p.attach(cat, name).map_err(err)?;
             }
             "kprobe" => {
-                let p: &mut KProbe = self
-                    .bpf
-                    .program_mut("floor_kprobe")
-                    .expect("floor_kprobe")
-                    .try_into()
-                    .map_err(err)?;
-                if p.fd().is_err() {
-                    p.load().map_err(err)?;
+                for prog in ["floor_kprobe", "floor_kretprobe"] {
+                    let p: &mut KProbe = self
+                        .bpf
+                        .program_mut(prog)
+                        .expect("floor kprobe programs")
+                        .try_into()
+                        .map_err(err)?;
+                    if p.fd().is_err() {
+                        p.load().map_err(err)?;
+                    }
+                    p.attach(point, 0).map_err(err)?;
                 }
-                p.attach(point, 0).map_err(err)?;
             }
             _ => {
                 let btf = self.btf.as_ref().ok_or_else(|| EngineError::Program {
@@ -1119,6 +1122,14 @@ impl Engine {
                     .bpf
                     .program_mut("floor_fentry")
                     .expect("floor_fentry")
+                    .try_into()
+                    .map_err(err)?;
+                p.load(point, btf).map_err(err)?;
+                p.attach().map_err(err)?;
+                let p: &mut FExit = self
+                    .bpf
+                    .program_mut("floor_fexit")
+                    .expect("floor_fexit")
                     .try_into()
                     .map_err(err)?;
                 p.load(point, btf).map_err(err)?;

@@ -213,7 +213,7 @@ struct RecordArgs {
     #[arg(long)]
     no_offcpu: bool,
     /// Also write every call to events.csv through a ring buffer of this size (e.g. 16M);
-    /// drops are counted in run.json.
+    /// drops are counted in run.json. `tracer report` then gives exact percentiles.
     #[arg(long, value_parser = cli::parse_size, value_name = "BYTES")]
     raw_events: Option<u32>,
     /// Histogram buckets kept in the kernel, over all targets and phases (each costs about

@@ -7,7 +7,7 @@
 //! | `run.json` | [`Run`]: metadata, attach plans, counters, per-(target, case, N) span aggregates with histograms, workload phases |
 //! | `spans.csv` | the span aggregates as a flat table for spreadsheets and scripts |
 //! | `stacks/<kind>/<target>/<case>/n<N>.folded` | folded stacks (`frame;frame;frame weight_ns`), kind = `oncpu`, `offcpu` or `callers` |
-//! | `events.csv` | raw per-call spans, only with `--raw-events` |
+//! | `events.csv` | raw per-call spans, only with `--raw-events` (exact percentiles in reports) |
 //!
 //! The directory is written under a temporary name and renamed into place when complete, so a
 //! directory named like the output is never half-written. `run.json`'s `status` says whether

@@ -36,7 +36,9 @@ fn our_program_names() -> Vec<String> {
         "phase_begin",
         "phase_end",
         "floor_kprobe",
+        "floor_kretprobe",
         "floor_fentry",
+        "floor_fexit",
         "floor_tp",
     ]
     .into_iter()
@@ -653,4 +655,88 @@ fn verbose_shows_the_probes_own_log_messages() {
         .output()
         .unwrap();
     assert!(!String::from_utf8_lossy(&quiet.stderr).contains("phase begin"));
+}
+
+/// With `--raw-events`, the report's percentiles are the exact nearest-rank values of every
+/// call's span, recomputed here from events.csv independently of the tracer's own reader.
+#[test]
+fn raw_events_make_the_reported_percentiles_exact() {
+    let _g = serial();
+    let tmp = tmpdir();
+    let out = tmp.path().join("run");
+    let workloads = Path::new(env!("CARGO_BIN_EXE_tracer")).with_file_name("workloads");
+    assert!(
+        workloads.is_file(),
+        "precondition: {} is built",
+        workloads.display()
+    );
+    let st = tracer()
+        .args([
+            "record",
+            "--no-verify",
+            "--no-samples",
+            "--targets",
+            "getpid",
+        ])
+        .args(["--raw-events", "4M", "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg(&workloads)
+        .args(["getpid", "--variant", "getpid-syscall", "--n", "1000,5000"])
+        .args(["--iterations", "3", "--warmup", "0"])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let run = read_run(&out);
+    assert_eq!(
+        run["counters"]["ringbuf_drops"], 0,
+        "precondition: no span lost"
+    );
+    let rep = tmp.path().join("rep");
+    let st = tracer()
+        .arg("report")
+        .arg(&out)
+        .args(["--no-flamegraphs", "-o"])
+        .arg(&rep)
+        .status()
+        .unwrap();
+    assert!(st.success());
+
+    // Our own nearest-rank percentiles of the on-CPU times, per N.
+    let events = std::fs::read_to_string(out.join("events.csv")).unwrap();
+    let mut by_n: std::collections::BTreeMap<u64, Vec<u64>> = Default::default();
+    for line in events.lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        if f[3] == "getpid" && f[4] != "0" {
+            by_n.entry(f[5].parse().unwrap())
+                .or_default()
+                .push(f[7].parse().unwrap());
+        }
+    }
+    assert_eq!(by_n.keys().copied().collect::<Vec<_>>(), [1000, 5000]);
+    let table = std::fs::read_to_string(rep.join("tables/getpid.csv")).unwrap();
+    let mut lines = table.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let mut seen = 0;
+    for line in lines {
+        let f: Vec<&str> = line.split(',').collect();
+        let n: u64 = f[col("n")].parse().unwrap();
+        let mut v = by_n[&n].clone();
+        v.sort_unstable();
+        assert_eq!(f[col("calls")].parse::<usize>().unwrap(), v.len(), "N={n}");
+        assert_eq!(f[col("percentiles_from")], "raw-spans", "N={n}");
+        for (name, q) in [
+            ("oncpu_p50_ns", 0.5),
+            ("oncpu_p90_ns", 0.9),
+            ("oncpu_p99_ns", 0.99),
+        ] {
+            let rank = ((q * v.len() as f64).ceil() as usize).max(1);
+            assert_eq!(f[col(name)], v[rank - 1].to_string(), "{name} at N={n}");
+        }
+        seen += 1;
+    }
+    assert_eq!(seen, 2, "{table}");
+    let md = std::fs::read_to_string(rep.join("tables/getpid.md")).unwrap();
+    assert!(md.contains("percentiles: exact"), "{md}");
 }

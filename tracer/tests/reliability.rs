@@ -1250,6 +1250,18 @@ fn corruptions() -> Vec<Corruption> {
             });
             d.to_path_buf()
         }),
+        ("truncated events.csv", |d| {
+            std::fs::write(
+                d.join("events.csv"),
+                "end_ns,tid,tgid,target,case,n,wall_ns,oncpu_ns\n1,2,3,dup_mmap,1,10,50",
+            )
+            .unwrap();
+            d.to_path_buf()
+        }),
+        ("events.csv of another format", |d| {
+            std::fs::write(d.join("events.csv"), "time,pid,latency\n1,2,3\n").unwrap();
+            d.to_path_buf()
+        }),
         ("histogram disagreeing with calls", |d| {
             edit_run_json(d, |v| v["spans"][0]["wall"]["hist"][0][1] = 1.into());
             d.to_path_buf()

@@ -183,7 +183,18 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Result<Analysis, LoadErr
             });
         }
 
-        for t in tables(run, &lr.label, &topts) {
+        let raw = super::raw::read(&lr.dir)?;
+        if let Some(r) = &raw {
+            let lost = run.counters.get("ringbuf_drops").copied().unwrap_or(0);
+            if lost > 0 {
+                a.warnings.push(format!(
+                    "{}: events.csv lacks {lost} dropped span(s): percentiles of the rows that lost spans come from the histograms",
+                    lr.label
+                ));
+            }
+            log::debug!("{}: {} raw spans read from events.csv", lr.label, r.rows);
+        }
+        for t in tables(run, &lr.label, &topts, raw.as_ref()) {
             let verdict = verdict(&t);
             let target_report = run.targets.iter().find(|x| x.name == t.target);
             let anchors = Anchors::new(&t.target, target_report.and_then(|x| x.plan.as_ref()));
@@ -369,7 +380,7 @@ mod tests {
     fn verdict_lines() {
         let ns = [1, 10, 100, 1000, 5000, 8000];
         let run = testdata::waitpid_run(&ns, |n| 1000 + 5 * n);
-        let t = &tables(&run, "r", &TableOptions::default())[0];
+        let t = &tables(&run, "r", &TableOptions::default(), None)[0];
         let v = verdict(t);
         assert_eq!(v.class(), Some(Complexity::Linear));
         assert!(
@@ -390,7 +401,7 @@ mod tests {
         );
 
         let run = testdata::waitpid_run(&ns, |_| 1500);
-        let v = verdict(&tables(&run, "r", &TableOptions::default())[0]);
+        let v = verdict(&tables(&run, "r", &TableOptions::default(), None)[0]);
         assert_eq!(v.class(), Some(Complexity::Constant));
         assert!(
             v.line.starts_with(
@@ -402,7 +413,7 @@ mod tests {
 
         // +50% at the largest N only: O(1) within noise, with the reason.
         let run = testdata::waitpid_run(&[1, 100, 1000], |n| if n == 1000 { 13_000 } else { 8700 });
-        let v = verdict(&tables(&run, "r", &TableOptions::default())[0]);
+        let v = verdict(&tables(&run, "r", &TableOptions::default(), None)[0]);
         assert_eq!(v.class(), Some(Complexity::Constant));
         assert!(
             v.line.starts_with("do_wait [waitpid-pid]: O(1) within noise, 8.70µs -> 13.0µs per call over N=1..1000 (x1.49: above the baseline at N=1000 only)"),
@@ -411,7 +422,7 @@ mod tests {
         );
         // The repeats scatter by 10% (9, 10 and 11 µs per op): +22% is within the noise.
         let run = testdata::waitpid_run(&[1, 100, 1000], |n| if n == 1 { 1000 } else { 1220 });
-        let v = verdict(&tables(&run, "r", &TableOptions::default())[0]);
+        let v = verdict(&tables(&run, "r", &TableOptions::default(), None)[0]);
         assert!(
             v.line.contains("(x1.22: within the noise: needs +"),
             "{}",
@@ -425,7 +436,7 @@ mod tests {
             1000 => 1800,
             _ => 1000,
         });
-        let v = verdict(&tables(&run, "r", &TableOptions::default())[0]);
+        let v = verdict(&tables(&run, "r", &TableOptions::default(), None)[0]);
         assert!(
             v.class().is_some_and(|c| c != Complexity::Constant),
             "{}",
@@ -451,7 +462,7 @@ mod tests {
         ]
         .map(String::from)
         .to_vec();
-        let v = verdict(&tables(&run, "r", &TableOptions::default())[0]);
+        let v = verdict(&tables(&run, "r", &TableOptions::default(), None)[0]);
         assert!(
             v.line.ends_with("; via syscall-bracket (wait4, waitid)"),
             "{}",

@@ -36,6 +36,10 @@ pub enum LoadError {
         expected: u64,
         found: u64,
     },
+    /// A corrupt `events.csv`: the exact percentiles cannot be trusted, and reporting from
+    /// the histograms instead would hide that.
+    #[error("{0} (move events.csv out of the run directory to report from the histograms)")]
+    Raw(#[from] super::raw::RawError),
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,

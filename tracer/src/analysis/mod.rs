@@ -6,6 +6,7 @@ pub mod compare;
 pub mod fit;
 pub mod hist;
 pub mod load;
+pub mod raw;
 pub mod rootcause;
 pub mod stacks;
 pub mod stats;

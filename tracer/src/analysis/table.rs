@@ -8,6 +8,7 @@ use crate::rundata::{Dist, PlanUsed, Run, SpanRow};
 
 use super::fit::Point;
 use super::hist;
+use super::raw::RawPercentiles;
 use super::stats::{mean, median, variance};
 
 /// Which per-call time the scaling fit and plots use.
@@ -32,6 +33,16 @@ impl Metric {
     }
 }
 
+/// Where a row's percentiles come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PercentileSource {
+    /// Estimated from the in-kernel log-linear histogram: within 1/16 of the value.
+    Histogram,
+    /// Exact nearest-rank values from every call's span in `events.csv`.
+    RawSpans,
+}
+
 /// One N of a [`CaseTable`]. Timing fields are None when not measured (count-only plans,
 /// no timed calls): "unavailable", never zero.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -47,6 +58,8 @@ pub struct Row {
     pub oncpu_p90_ns: Option<f64>,
     pub oncpu_p99_ns: Option<f64>,
     pub oncpu_max_ns: Option<f64>,
+    /// None when there are no percentiles.
+    pub percentiles_from: Option<PercentileSource>,
     /// Wall minus on-CPU, per call: time blocked.
     pub offcpu_mean_ns: Option<f64>,
     pub wall_mean_ns: Option<f64>,
@@ -294,7 +307,14 @@ pub struct TableOptions {
 }
 
 /// Tables for every (target, case) with spans in `run`, in target order then case id.
-pub fn tables(run: &Run, label: &str, opts: &TableOptions) -> Vec<CaseTable> {
+/// Percentiles are exact where `raw` (the run's `events.csv`) holds every timed call of a row,
+/// and estimated from the histograms elsewhere.
+pub fn tables(
+    run: &Run,
+    label: &str,
+    opts: &TableOptions,
+    raw: Option<&RawPercentiles>,
+) -> Vec<CaseTable> {
     let workload = run
         .workload
         .as_ref()
@@ -323,7 +343,11 @@ pub fn tables(run: &Run, label: &str, opts: &TableOptions) -> Vec<CaseTable> {
         let case_name = spans[0].case_name.clone();
         let rows: Vec<Row> = spans
             .iter()
-            .map(|s| row(run, s, plan_timed, has_oncpu, metric, workload.as_ref()))
+            .map(|s| {
+                let mut r = row(run, s, plan_timed, has_oncpu, metric, workload.as_ref());
+                exact_percentiles(&mut r, raw, s);
+                r
+            })
             .collect();
         let timed = plan_timed && rows.iter().any(|r| r.timed_calls > 0);
         out.push(CaseTable {
@@ -339,6 +363,25 @@ pub fn tables(run: &Run, label: &str, opts: &TableOptions) -> Vec<CaseTable> {
         });
     }
     out
+}
+
+/// Replace a row's estimated percentiles by exact ones when the raw spans hold every timed
+/// call of it (none were dropped from the ring buffer, nor missing from the file).
+fn exact_percentiles(r: &mut Row, raw: Option<&RawPercentiles>, s: &SpanRow) {
+    if r.oncpu_p50_ns.is_none() {
+        return;
+    }
+    let Some(e) = raw.and_then(|raw| raw.get(&s.target, s.case, s.n)) else {
+        return;
+    };
+    if e.count != r.timed_calls {
+        return;
+    }
+    let [p50, p90, p99] = e.oncpu.map(|v| Some(v as f64));
+    r.oncpu_p50_ns = p50;
+    r.oncpu_p90_ns = p90;
+    r.oncpu_p99_ns = p99;
+    r.percentiles_from = Some(PercentileSource::RawSpans);
 }
 
 fn row(
@@ -416,6 +459,7 @@ fn row(
         oncpu_p90_ns: on(&s.oncpu, &|d| hist::quantile(d, 0.9)),
         oncpu_p99_ns: on(&s.oncpu, &|d| hist::quantile(d, 0.99)),
         oncpu_max_ns: on(&s.oncpu, &|d| Some(d.max_ns as f64)),
+        percentiles_from: (timed && has_oncpu).then_some(PercentileSource::Histogram),
         offcpu_mean_ns,
         wall_mean_ns,
         total_ns: timed.then_some(s.wall.sum_ns),
@@ -437,9 +481,46 @@ mod tests {
     use crate::analysis::testdata;
 
     #[test]
+    fn raw_spans_make_percentiles_exact_only_where_they_hold_every_call() {
+        let mut run = testdata::waitpid_run(&[10, 100], |n| n);
+        let values: Vec<u64> = (1..=200).collect();
+        run.spans[0].oncpu = hist::from_values(&values);
+        run.spans[0].wall = hist::from_values(&values.iter().map(|v| v + 2000).collect::<Vec<_>>());
+        let mut csv = crate::collect::EVENTS_HEADER.to_string();
+        for v in &values {
+            csv.push_str(&format!("1,2,3,do_wait,1,10,{},{v}\n", v + 2000));
+        }
+        // N=100 lost one of its 200 spans.
+        for _ in 0..199 {
+            csv.push_str("1,2,3,do_wait,1,100,2100,100\n");
+        }
+        let raw = super::super::raw::read_from(csv.as_bytes(), std::path::Path::new("e")).unwrap();
+        let opts = TableOptions::default();
+        let estimated = &tables(&run, "r", &opts, None)[0];
+        let t = &tables(&run, "r", &opts, Some(&raw))[0];
+        let (r10, r100) = (&t.rows[0], &t.rows[1]);
+        assert_eq!(r10.percentiles_from, Some(PercentileSource::RawSpans));
+        assert_eq!(
+            (r10.oncpu_p50_ns, r10.oncpu_p90_ns, r10.oncpu_p99_ns),
+            (Some(100.0), Some(180.0), Some(198.0))
+        );
+        // The histogram's estimate of the same row is close but not exact.
+        let e10 = &estimated.rows[0];
+        assert_eq!(e10.percentiles_from, Some(PercentileSource::Histogram));
+        assert_ne!(e10.oncpu_p90_ns, Some(180.0));
+        assert!((e10.oncpu_p90_ns.unwrap() / 180.0 - 1.0).abs() < 1.0 / 16.0);
+        // An incomplete row keeps the histogram's figures, and says so.
+        assert_eq!(r100.percentiles_from, Some(PercentileSource::Histogram));
+        assert_eq!(r100.oncpu_p50_ns, estimated.rows[1].oncpu_p50_ns);
+        // Everything but the percentiles is the same either way.
+        assert_eq!(r10.oncpu_mean_ns, e10.oncpu_mean_ns);
+        assert_eq!(r10.time_per_call_ns, e10.time_per_call_ns);
+    }
+
+    #[test]
     fn rows_combine_spans_phases_and_workload() {
         let run = testdata::waitpid_run(&[10, 100, 1000], |n| 1000 + 5 * n);
-        let t = tables(&run, "r", &TableOptions::default());
+        let t = tables(&run, "r", &TableOptions::default(), None);
         assert_eq!(t.len(), 1);
         let t = &t[0];
         assert_eq!(
@@ -479,7 +560,7 @@ mod tests {
             s.oncpu = Dist::default();
         }
         run.workload = None;
-        let t = &tables(&run, "r", &TableOptions::default())[0];
+        let t = &tables(&run, "r", &TableOptions::default(), None)[0];
         assert!(!t.timed);
         let r = &t.rows[0];
         assert_eq!(r.calls, 200);

@@ -12,7 +12,7 @@
 //! | `index.html`, `README.md` | findings first (one verdict per target and case, grouped into growing, flat and not fitted, each with its root cause), then links to everything below |
 //! | `report.txt` | warnings, then the compact terminal rendering ([`ReportSummary::terminal`]) |
 //! | `summary.json` | runs, verdicts (with fits), root causes (with rankings), warnings |
-//! | `tables/<target>.{md,csv,json}` | per-N tables of every case of the target |
+//! | `tables/<target>.{md,csv,json}` | per-N tables of every case of the target (percentiles exact where the run kept raw spans) |
 //! | `plots/<target>.svg` | log-log time per call vs N, one line per case, fitted model dotted |
 //! | `flamegraphs/[<run>/]<kind>/<target>/<case>/n<N>.svg` | stacks of one N (`<run>/` in sweeps) |
 //! | `flamegraphs/[<run>/]<kind>/<target>/<case>/diff-n<A>-n<B>.svg` | differential, smallest → largest N |

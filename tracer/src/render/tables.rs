@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use crate::analysis::compare::{Comparison, Quantity};
-use crate::analysis::table::{CaseTable, Row};
+use crate::analysis::table::{CaseTable, PercentileSource, Row};
 use crate::analysis::{Analysis, CaseRootCause, Verdict};
 
 use super::digest::{Kind, findings};
@@ -71,6 +71,23 @@ fn metric_text(t: &CaseTable) -> &'static str {
     }
 }
 
+/// Where the table's percentiles come from, when it has any.
+fn percentile_text(t: &CaseTable) -> Option<String> {
+    let from: Vec<PercentileSource> = t.rows.iter().filter_map(|r| r.percentiles_from).collect();
+    let exact = from
+        .iter()
+        .filter(|p| **p == PercentileSource::RawSpans)
+        .count();
+    match (exact, from.len()) {
+        (_, 0) => None,
+        (0, _) => Some("estimated from the in-kernel histograms (within 1/16 of the value)".into()),
+        (e, n) if e == n => Some("exact, from every call's span in events.csv".into()),
+        (e, n) => Some(format!(
+            "exact from events.csv in {e} of {n} rows; the others lost spans and are estimated from the in-kernel histograms"
+        )),
+    }
+}
+
 fn md_escape(s: &str) -> String {
     s.replace('|', "\\|")
 }
@@ -87,6 +104,9 @@ pub fn markdown(target: &str, a: &Analysis, idx: &[usize]) -> String {
         ));
         out.push_str(&format!("- {}\n", md_escape(&plan_line(t))));
         out.push_str(&format!("- fitted: {}\n", metric_text(t)));
+        if let Some(p) = percentile_text(t) {
+            out.push_str(&format!("- percentiles: {p}\n"));
+        }
         out.push_str(&format!("- verdict: `{}`\n", v.line));
         if let Some(rc) = root_cause_of(a, t) {
             out.push_str(&format!(
@@ -132,7 +152,7 @@ fn num(v: Option<f64>) -> String {
 /// Flat CSV of the tables: raw nanoseconds, empty fields for unavailable values.
 pub fn csv(a: &Analysis, idx: &[usize]) -> String {
     let mut out = String::from(
-        "run,kernel,target,case,case_name,n,calls,untimed,ops,calls_per_op,oncpu_mean_ns,oncpu_p50_ns,oncpu_p90_ns,oncpu_p99_ns,oncpu_max_ns,offcpu_mean_ns,wall_mean_ns,total_ns,op_ns,op_source,repeat_rel_sd,target_ns_per_op,share_of_op\n",
+        "run,kernel,target,case,case_name,n,calls,untimed,ops,calls_per_op,oncpu_mean_ns,oncpu_p50_ns,oncpu_p90_ns,oncpu_p99_ns,oncpu_max_ns,offcpu_mean_ns,wall_mean_ns,total_ns,op_ns,op_source,repeat_rel_sd,target_ns_per_op,share_of_op,percentiles_from\n",
     );
     for &i in idx {
         let t = &a.tables[i];
@@ -161,6 +181,11 @@ pub fn csv(a: &Analysis, idx: &[usize]) -> String {
                 num(r.repeat_rel_sd),
                 num(r.target_ns_per_op),
                 num(r.share_of_op),
+                match r.percentiles_from {
+                    Some(PercentileSource::RawSpans) => "raw-spans".to_string(),
+                    Some(PercentileSource::Histogram) => "histogram".to_string(),
+                    None => String::new(),
+                },
             ];
             out.push_str(&fields.join(","));
             out.push('\n');

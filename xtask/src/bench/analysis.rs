@@ -1,6 +1,7 @@
 //! Analysis speed: `tracer report` on a synthetic run (raw spans in events.csv, aggregates in
 //! run.json, stack samples in folded files), with and without flamegraphs, and once with
-//! events.csv moved away to show whether the report reads it at all.
+//! events.csv moved away: with it the report's percentiles are exact (read from every span),
+//! without it they are estimated from the histograms.
 
 use anyhow::{Context, Result, ensure};
 use serde::{Deserialize, Serialize};
@@ -24,6 +25,12 @@ pub struct Analysis {
     pub timings: Vec<ReportTiming>,
     /// summary.json is identical with and without events.csv.
     pub events_csv_ignored: bool,
+    /// Table rows of the full report, and how many of them have exact percentiles (read from
+    /// events.csv) rather than histogram estimates.
+    #[serde(default)]
+    pub table_rows: usize,
+    #[serde(default)]
+    pub exact_rows: usize,
 }
 
 pub fn measure(tools: &Tools, spec: &SynthSpec) -> Result<Analysis> {
@@ -79,12 +86,43 @@ pub fn measure(tools: &Tools, spec: &SynthSpec) -> Result<Analysis> {
         });
     }
     let events_csv_ignored = summaries[0] == summaries[2];
+    let (table_rows, exact_rows) = percentile_sources(&root.join("report-0"))?;
+    let (_, exact_without) = percentile_sources(&root.join("report-2"))?;
+    ensure!(
+        exact_without == 0,
+        "tracer report claims exact percentiles without events.csv"
+    );
     let _ = std::fs::remove_dir_all(&root);
     Ok(Analysis {
         synth,
         timings,
         events_csv_ignored,
+        table_rows,
+        exact_rows,
     })
+}
+
+/// (rows, rows with exact percentiles) over a report's `tables/*.csv`.
+fn percentile_sources(report: &std::path::Path) -> Result<(usize, usize)> {
+    let (mut rows, mut exact) = (0, 0);
+    for e in std::fs::read_dir(report.join("tables"))? {
+        let p = e?.path();
+        if p.extension().is_none_or(|x| x != "csv") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&p)?;
+        let mut lines = text.lines();
+        let header: Vec<&str> = lines.next().unwrap_or("").split(',').collect();
+        let col = header
+            .iter()
+            .position(|h| *h == "percentiles_from")
+            .with_context(|| format!("{}: no percentiles_from column", p.display()))?;
+        for l in lines {
+            rows += 1;
+            exact += usize::from(l.split(',').nth(col) == Some("raw-spans"));
+        }
+    }
+    Ok((rows, exact))
 }
 
 fn count_files(dir: &std::path::Path) -> usize {

@@ -336,13 +336,13 @@ impl Attach {
         ))
     }
 
-    /// Arguments of `tracer __floor` and the hits one traced call makes: a counter on every
-    /// point for tracepoints (a call enters and exits one syscall: 2 hits); on the one
-    /// function for fentry/kprobe (an entry-only counter: the floor has no exit probe).
+    /// Arguments of `tracer __floor` and the hits one traced call makes: 2 either way. A
+    /// counter on every point for tracepoints (a call enters and exits one syscall); on both
+    /// ends of the one function for fentry/kprobe (fentry+fexit, kprobe+kretprobe).
     pub fn floor_args(&self) -> (String, String, u64) {
         match self.mechanism.as_str() {
             "tracepoint" => ("tracepoint".into(), self.points.join(","), 2),
-            m => (m.to_string(), self.points[0].clone(), 1),
+            m => (m.to_string(), self.points[0].clone(), 2),
         }
     }
 }
@@ -602,7 +602,7 @@ mod tests {
             plan: "fentry".into(),
             points: vec!["do_wait".into()],
         };
-        assert_eq!(f.floor_args(), ("fentry".into(), "do_wait".into(), 1));
+        assert_eq!(f.floor_args(), ("fentry".into(), "do_wait".into(), 2));
     }
 
     #[test]
