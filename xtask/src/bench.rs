@@ -194,7 +194,7 @@ fn resolve(tools: &Tools, target: &str) -> Result<Attach> {
 pub fn evaluate(r: &Results) -> Vec<TargetCheck> {
     let mut out = Vec::new();
     let fmt_ratio = |x: Option<f64>| {
-        x.map_or("n/a (added cost not above noise)".into(), |v| {
+        x.map_or("n/a (an added cost not above noise)".into(), |v| {
             format!("{v:.2}")
         })
     };

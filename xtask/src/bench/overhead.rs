@@ -147,15 +147,20 @@ pub fn assemble(
     let ratios = pairs
         .iter()
         .filter_map(|(num, den, limit)| {
-            let (nm, nv, _) = added(num)?;
+            let (nm, nv, num_clear) = added(num)?;
             let (dm, dv, den_clear) = added(den)?;
             let per: Vec<f64> = nv
                 .iter()
                 .zip(&dv)
                 .filter_map(|(n, d)| ratio(*n, *d))
                 .collect();
-            // A ratio to a cost lost in the noise would be any number: not measurable.
-            let of_medians = if den_clear { ratio(nm, dm) } else { None };
+            // A ratio to a cost lost in the noise would be any number, and one of a cost lost
+            // in the noise could be negative: neither is measurable.
+            let of_medians = if num_clear && den_clear {
+                ratio(nm, dm)
+            } else {
+                None
+            };
             Some(RatioResult {
                 numerator: num.clone(),
                 denominator: den.clone(),
@@ -293,6 +298,17 @@ mod tests {
         assert_eq!((r.of_medians, r.met), (None, None));
         assert_eq!(set.config("floor").unwrap().added_ns.unwrap().median, 1.0);
         assert!(set.ratio("tracer", "bpftrace").is_none());
+
+        // The other way round: a tracer whose added cost is lost in the noise (-35, +10, -2)
+        // is not "met" against a clear floor, even though its median ratio is below the limit.
+        let samples = vec![
+            vec![s(100.0), s(100.0), s(100.0)],
+            vec![s(65.0), s(110.0), s(98.0)],
+            vec![s(120.0), s(120.0), s(120.0)],
+        ];
+        let set = assemble("t", &w, &a, &names, &samples, &ratio_pairs(&names));
+        let r = set.ratio("tracer", "floor").unwrap();
+        assert_eq!((r.of_medians, r.met), (None, None));
     }
 
     #[test]

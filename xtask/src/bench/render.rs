@@ -97,7 +97,7 @@ fn overhead_table(md: &mut String, set: &OverheadSet) {
                 r.numerator,
                 r.denominator,
                 r.of_medians
-                    .map_or("n/a (denominator within noise)".into(), |v| format!(
+                    .map_or("n/a (an added cost within noise)".into(), |v| format!(
                         "{v:.2}"
                     )),
                 r.limit,
@@ -184,10 +184,10 @@ pub fn markdown(r: &Results) -> String {
          Added ns/call = traced run − untraced run of the same round, per op; each op is one \
          traced call (the tracer's runs are rejected unless its call count for the phase \
          equals the workload's ops exactly; bpftrace's `count()` must lie between the ops and \
-         the ops plus the calls outside the phase; the floor must count at least one hit per \
-         point per call). A ratio is reported only when the denominator's added cost is clearly \
-         above the noise (its lower quartile over the rounds is positive); otherwise it reads \
-         \"not measurable\". Configurations:\n\n\
+         the ops plus the calls outside the phase; the floor must count at least two hits per \
+         call, its entry and its exit). A ratio is reported only when both added costs are \
+         clearly above the noise (each one's lower quartile over the rounds is positive); \
+         otherwise it reads \"not measurable\". Configurations:\n\n\
          - **untraced**: the workload alone;\n\
          - **tracer**: `tracer record --targets T --no-verify` (default options: caller stacks \
          at every call, 999 Hz on-CPU sampling, off-CPU stacks);\n\
@@ -195,7 +195,7 @@ pub fn markdown(r: &Results) -> String {
          - **bpftrace**: the equivalent probe, on the same attach points: a start-time map \
          keyed by tid on entry (`/pid == cpid/`), `hist()` of the delta and `count()` on exit;\n\
          - **floor**: `tracer __floor`: only a counter-only eBPF program of the same mechanism \
-         on the same points (no filter, no maps but a per-CPU counter).\n\n",
+         on the same points, entry and exit (no filter, no maps but a per-CPU counter).\n\n",
     );
     for set in &r.overhead {
         overhead_table(&mut md, set);
@@ -410,7 +410,7 @@ pub fn markdown(r: &Results) -> String {
             );
         }
         md.push('\n');
-        if a.events_csv_ignored {
+        if a.exact_rows == 0 {
             md.push_str(
                 "**`tracer report` does not read `events.csv`**: its output is identical with the \
                  file moved away. Its percentiles come from the in-kernel histograms in \
