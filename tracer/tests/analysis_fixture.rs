@@ -261,6 +261,24 @@ fn vm_5_10_waitpid_shows_the_points_behind_a_two_size_class() {
     assert!(c.added.unwrap().fraction > 0.6, "{}", rc.line);
 }
 
+/// 5.10 at 4999 Hz, N=1..6000 (the sizes the VM test now sweeps): with three sizes past the
+/// point where the walk outweighs do_wait's TCG-inflated fixed cost, the fit is O(n) with a
+/// slope near 1, and the walk carries most of the added time.
+#[test]
+fn vm_5_10_waitpid_to_6000_children_is_linear() {
+    let a = vm("vm-5.10-waitpid-6000");
+    let v = verdict_of(&a, "do_wait");
+    assert_eq!(v.class(), Some(Complexity::Linear), "{}", v.line);
+    assert!(v.line.contains("slope 1.03 (R² 0.99)"), "{}", v.line);
+    let rc = cause_of(&a, "do_wait");
+    let c = rc.culprit.as_ref().unwrap_or_else(|| panic!("{}", rc.line));
+    assert_eq!(c.frame(), "wait_consider_task", "{}", rc.line);
+    assert!(c.is_self(), "its own code, not a callee: {}", rc.line);
+    let added = c.added.unwrap();
+    assert!((0.75..=0.85).contains(&added.fraction), "{added:?}");
+    assert!(rc.line.contains(": the walk over the children list"), "{}", rc.line);
+}
+
 /// 6.1 (after the 5.13 fix): do_wait is O(1) and nothing is blamed.
 #[test]
 fn vm_6_1_waitpid_stays_constant() {

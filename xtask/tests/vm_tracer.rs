@@ -318,9 +318,12 @@ const FORCED_6_12: [(&str, &str); 4] = [
     ("get_task_policy", "callers-6.10-kprobe"),
 ];
 
-/// waitpid(pid) over N children, for the 5.10 vs 6.1 scaling comparison.
+/// waitpid(pid) over N children, for the 5.10 vs 6.1 scaling comparison. Under TCG a
+/// do_wait call costs ~200 µs before any child is walked, so the walk only dominates from
+/// N≈1000: the sizes above it give the fit three points of clear growth (6000 children fit
+/// the guest's threads-max).
 const WAITPID_SCALING: &str =
-    "tracer sweep waitpid --n 1,10,100,1000,2000 --no-report -o /out/scaling \
+    "tracer sweep waitpid --n 1,10,100,1000,2000,4000,6000 --no-report -o /out/scaling \
     -- --variant waitpid-pid --iterations 40 --repeats 2 --cpu 1
 echo scaling=$? >> /out/status
 ";
@@ -700,10 +703,7 @@ fn waitpid_do_wait_grows_on_5_10_and_is_constant_on_6_1() {
     let v61 = verdict(&summaries[1], "do_wait", "waitpid-pid");
     let c510 = v510["scaling"]["class"].as_str().unwrap();
     let c61 = v61["scaling"]["class"].as_str().unwrap();
-    // The growth must be named on 5.10. Which growth class, the emulator decides: under TCG
-    // the per-call cost is inflated by a large constant and a walk over thousands of
-    // task_structs turns superlinear once it outgrows qemu's software TLB (bare metal: O(n)).
-    assert_ne!(c510, "O(1)", "5.10 do_wait must grow: {}", v510["line"]);
+    assert_eq!(c510, "O(n)", "5.10 do_wait: {}", v510["line"]);
     assert_eq!(c61, "O(1)", "6.1 do_wait: {}", v61["line"]);
     let rc = root_cause(&summaries[0], "do_wait", "waitpid-pid");
     let path: Vec<&str> = rc["cause"]["culprit"]["path"]
