@@ -276,7 +276,11 @@ fn vm_5_10_waitpid_to_6000_children_is_linear() {
     assert!(c.is_self(), "its own code, not a callee: {}", rc.line);
     let added = c.added.unwrap();
     assert!((0.75..=0.85).contains(&added.fraction), "{added:?}");
-    assert!(rc.line.contains(": the walk over the children list"), "{}", rc.line);
+    assert!(
+        rc.line.contains(": the walk over the children list"),
+        "{}",
+        rc.line
+    );
 }
 
 /// 6.1 (after the 5.13 fix): do_wait is O(1) and nothing is blamed.
