@@ -347,6 +347,11 @@ pub fn verdict(t: &CaseTable) -> Verdict {
                 Some(FlatReason::NoGrowth) => {
                     format!("{head}: O(1), {range} (x{:.2})", s.growth_ratio)
                 }
+                Some(r @ FlatReason::Falls) => format!(
+                    "{head}: no rising trend, {range} (x{:.2}: {})",
+                    s.growth_ratio,
+                    r.text(s)
+                ),
                 Some(r) => format!(
                     "{head}: O(1) within noise, {range} (x{:.2}: {})",
                     s.growth_ratio,

@@ -30,6 +30,8 @@
 //!    the two-size visibility rule stands in for it. The plain log-log slope's interval is not
 //!    used as the test: a fixed cost bends the log-log curve, so its residuals (and interval)
 //!    are wide even for clean linear growth.
+//!    Growth that is lower at the largest N than where it became visible (the growing part's
+//!    log-log slope is not positive) is a step or a bump, not a class: "no rising trend".
 //! 4. **What exponent?** The slope of `log(t − baseline)` against `log N` over the points
 //!    where growth is visible: the exponent of the part that grows, which is what "O(n)" is
 //!    about (a plain log-log slope of `t` is dragged towards 0 by the fixed cost). With fewer
@@ -143,6 +145,9 @@ pub enum FlatReason {
     NotSignificant,
     /// No growing model has a positive growth term.
     NoGrowingModel,
+    /// Above the baseline from some N on, but lower at the largest N than where it became
+    /// visible: a step or a bump (a cache or THP threshold), not growth that continues.
+    Falls,
 }
 
 impl FlatReason {
@@ -164,6 +169,11 @@ impl FlatReason {
                 None => "no significant trend".to_string(),
             },
             FlatReason::NoGrowingModel => "no growing model fits".to_string(),
+            FlatReason::Falls => format!(
+                "up from N≈{}, then down again at N={}",
+                fmt_n(s.visible_from.unwrap_or(s.points[0].n)),
+                fmt_n(s.points[s.points.len() - 1].n)
+            ),
         }
     }
 }
@@ -238,6 +248,16 @@ pub fn fit_scaling(points: &[Point]) -> Option<Scaling> {
     let mut candidates = growing;
     candidates.sort_by(|a, b| a.nrms.total_cmp(&b.nrms).then(a.class.cmp(&b.class)));
 
+    // The growing part (t − baseline) over the sizes where growth is visible.
+    let excess_fit = match visible_idx {
+        Some(i) if pts.len() - i >= 2 => {
+            let xs: Vec<f64> = pts[i..].iter().map(|p| p.n.ln()).collect();
+            let ys: Vec<f64> = pts[i..].iter().map(|p| (p.t - baseline).ln()).collect();
+            ols(&xs, &ys)
+        }
+        _ => None,
+    };
+
     let flat_reason = if visible_idx.is_none() {
         Some(if growth_ratio <= 1.0 + MIN_MARGIN {
             FlatReason::NoGrowth
@@ -255,6 +275,10 @@ pub fn fit_scaling(points: &[Point]) -> Option<Scaling> {
                     && growth_ratio - 1.0 < SCATTER_MARGIN * m.nrms =>
             {
                 Some(FlatReason::NotSignificant)
+            }
+            // Growth that shrinks again over the visible sizes is not a complexity class.
+            Some(_) if excess_fit.as_ref().is_some_and(|f| f.slope <= 0.0) => {
+                Some(FlatReason::Falls)
             }
             Some(_) => None,
         }
@@ -278,14 +302,7 @@ pub fn fit_scaling(points: &[Point]) -> Option<Scaling> {
     };
     let class = model.class;
 
-    let excess = match visible_idx {
-        Some(i) if class != Complexity::Constant && pts.len() - i >= 2 => {
-            let xs: Vec<f64> = pts[i..].iter().map(|p| p.n.ln()).collect();
-            let ys: Vec<f64> = pts[i..].iter().map(|p| (p.t - baseline).ln()).collect();
-            ols(&xs, &ys)
-        }
-        _ => None,
-    };
+    let excess = excess_fit.filter(|_| class != Complexity::Constant);
     let slope_of_excess = excess.is_some();
     let slope = excess.unwrap_or_else(|| loglog.clone());
 
@@ -425,6 +442,32 @@ mod tests {
     /// Known shapes, with a fixed cost that dominates at small N and 3% multiplicative noise:
     /// every seed must recover the class.
     type Shape = fn(f64) -> f64;
+
+    /// dup_mmap under mempolicy-fork on 6.1 (TCG): fork time rises by N=1000 pages and falls
+    /// again at 4000 (transparent huge pages: fewer page tables to copy). A bump is not a
+    /// growth class; the same sweep still rising at 4000 is.
+    #[test]
+    fn growth_that_falls_back_is_no_trend() {
+        let bump = pts(
+            &[1.0, 10.0, 100.0, 1000.0, 4000.0],
+            &[1.51e6, 1.46e6, 1.57e6, 2.54e6, 2.18e6],
+            Some(0.05),
+        );
+        let s = fit_scaling(&bump).unwrap();
+        assert_eq!(s.class, Complexity::Constant);
+        assert_eq!(s.flat_reason, Some(FlatReason::Falls));
+        assert_eq!(s.visible_from, Some(1000.0));
+        assert_eq!(
+            s.flat_reason.unwrap().text(&s),
+            "up from N≈1000, then down again at N=4000"
+        );
+        let mut rising = bump.clone();
+        rising[4].t = 4.4e6;
+        let s = fit_scaling(&rising).unwrap();
+        assert_ne!(s.class, Complexity::Constant, "{s:?}");
+        assert_eq!(s.flat_reason, None);
+        assert!(s.slope_of_excess && s.slope.slope > 0.0);
+    }
 
     #[test]
     fn recovers_known_classes_under_noise() {

@@ -966,23 +966,31 @@ pub fn known_loop(frame: &str) -> Option<&'static str> {
     })
 }
 
-/// What to call the culprit: the deepest known frame on its path, else the target's entry,
-/// else a generic sentence.
+/// What to call the culprit: a known loop when the culprit frame is one; when it is a
+/// callee of one, the callee named with the loop it was called from (a callee is not
+/// necessarily per-iteration work: wait_consider_task -> release_task reaps one child, it does
+/// not walk them); else the target's entry, else a generic sentence.
 fn describe(target: &str, c: &FrameGrowth) -> String {
-    let known = c
+    let frames: Vec<&String> = c
         .path
         .iter()
-        .rev()
         .filter(|f| *f != SELF_FRAME && *f != OUTSIDE_FRAME)
-        .find_map(|f| known_loop(f))
-        .or_else(|| {
-            if c.path.len() == 1 && c.is_self() {
-                known_loop(target)
-            } else {
-                None
-            }
-        });
-    if let Some(k) = known {
+        .collect();
+    if let Some(last) = frames.last() {
+        if let Some(k) = known_loop(last) {
+            return k.to_string();
+        }
+        if let Some((caller, k)) = frames
+            .iter()
+            .rev()
+            .find_map(|f| known_loop(f).map(|k| (f, k)))
+        {
+            return format!("{last}, called from {caller} ({k})");
+        }
+    } else if c.path.len() == 1
+        && c.is_self()
+        && let Some(k) = known_loop(target)
+    {
         return k.to_string();
     }
     if c.is_self() {
@@ -1021,6 +1029,44 @@ mod tests {
                 StacksAtN { n, stacks: Folded::parse(&text).unwrap(), calls: Some(calls), samples: None, ns_per_call: None }
             })
             .collect()
+    }
+
+    /// When what grows is a callee of a known loop frame (here the reaping of a child, below
+    /// wait_consider_task), the line names the callee and where it was called from, not the
+    /// walk: the callee is not the walk.
+    #[test]
+    fn a_growing_callee_of_a_known_loop_is_not_called_the_loop() {
+        let samples: Vec<StacksAtN> = NS
+            .iter()
+            .map(|&n| {
+                let calls = 100u64;
+                let text = format!(
+                    "do_wait;wait_consider_task {}\n\
+                     do_wait;wait_consider_task;release_task;_raw_write_unlock_irq {}\n\
+                     do_wait {}\n",
+                    50 * calls,
+                    5 * n * calls,
+                    300 * calls,
+                );
+                StacksAtN {
+                    n,
+                    stacks: Folded::parse(&text).unwrap(),
+                    calls: Some(calls),
+                    samples: None,
+                    ns_per_call: None,
+                }
+            })
+            .collect();
+        let rc = root_cause("do_wait", "spawn", &Anchors::new("do_wait", None), &samples).unwrap();
+        let c = rc.culprit.as_ref().expect("a culprit");
+        assert_eq!(c.frame(), "_raw_write_unlock_irq", "{}", rc.line);
+        assert!(
+            rc.line.ends_with(
+                ": _raw_write_unlock_irq, called from wait_consider_task (the walk over the children list)"
+            ),
+            "{}",
+            rc.line
+        );
     }
 
     #[test]
