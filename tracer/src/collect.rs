@@ -26,6 +26,31 @@ pub const COUNTER_NAMES: [&str; counter::COUNT as usize] = [
     "floor_hits",
 ];
 
+/// What a non-zero loss counter costs the results, and what to do about it, for warnings.
+pub fn counter_meaning(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "ringbuf_drops" => "raw events lost: events.csv is incomplete (raise --raw-events)",
+        "aggregate_map_full" => {
+            "histogram buckets lost: call counts and sums stay exact, percentiles of the \
+             affected rows do not (raise --max-buckets)"
+        }
+        "thread_map_full" => "threads not tracked: their calls were neither counted nor timed",
+        "depth_overflow" => "calls nested deeper than 16 frames were counted without a duration",
+        "unpaired_exits" => {
+            "exits without a recorded entry (calls already running when tracing began)"
+        }
+        "abandoned_frames" => {
+            "calls whose exit was never seen (a missed return probe, or the thread exited \
+             mid-call): not timed"
+        }
+        "stack_errors" => {
+            "stacks not recorded (stack-map collisions or unreadable user stacks): flamegraphs \
+             and root causes rest on fewer samples; counts and times are unaffected"
+        }
+        _ => return None,
+    })
+}
+
 /// Header of `events.csv`, one row per call (raw-events mode).
 pub const EVENTS_HEADER: &str = "end_ns,tid,tgid,target,case,n,wall_ns,oncpu_ns\n";
 
@@ -263,6 +288,28 @@ pub fn stack_files(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_loss_counter_explains_itself() {
+        let informational = [
+            "samples_in_target",
+            "samples_total",
+            "phase_markers",
+            "floor_hits",
+        ];
+        for name in COUNTER_NAMES {
+            assert_eq!(
+                counter_meaning(name).is_some(),
+                !informational.contains(&name),
+                "{name}"
+            );
+        }
+        assert!(
+            counter_meaning("aggregate_map_full")
+                .unwrap()
+                .contains("--max-buckets")
+        );
+    }
     use tracer_ebpf::{SpanStats, StackKey, StackVal};
 
     fn snap() -> Snapshot {

@@ -550,13 +550,9 @@ fn print_record_summary(o: &record::RecordOutcome) {
             "ringbuf_drops" | "aggregate_map_full" | "thread_map_full" | "depth_overflow"
         );
         if bad && *v > 0 {
-            let hint = match k.as_str() {
-                "aggregate_map_full" => {
-                    " (histogram buckets lost; call counts and sums stay exact; raise --max-buckets)"
-                }
-                "ringbuf_drops" => " (raw events lost; raise --raw-events)",
-                _ => "",
-            };
+            let hint = tracer::collect::counter_meaning(k)
+                .map(|m| format!(" ({m})"))
+                .unwrap_or_default();
             eprintln!("tracer: warning: {k} = {v}{hint}");
         }
     }

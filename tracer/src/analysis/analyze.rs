@@ -139,8 +139,11 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Result<Analysis, LoadErr
         }
         for (name, v) in &run.counters {
             if *v > 0 && LOSS_WORDS.iter().any(|w| name.contains(w)) {
+                let meaning = crate::collect::counter_meaning(name)
+                    .map(|m| format!(" ({m})"))
+                    .unwrap_or_default();
                 a.warnings
-                    .push(format!("{}: counter {name} = {v}", lr.label));
+                    .push(format!("{}: counter {name} = {v}{meaning}", lr.label));
             }
         }
         for t in &run.targets {
