@@ -154,6 +154,8 @@ Output (read later without root by `tracer report`):
   stacks/<kind>/<target>/<case>/n<N>.folded
                                  folded stacks; kind = oncpu (sampled inside the target),
                                  offcpu (where it blocked), callers (who called it)
+  events.csv                     with --raw-events: one row per call
+                                 (end_ns,tid,tgid,target,case,n,wall_ns,oncpu_ns)
 The directory appears only when complete; a run cut short by a signal says
 \"status\": \"partial\" in run.json.
 
@@ -217,7 +219,7 @@ struct RecordArgs {
     #[arg(long, value_parser = cli::parse_size, value_name = "BYTES")]
     raw_events: Option<u32>,
     /// Histogram buckets kept in the kernel, over all targets and phases (each costs about
-    /// 100 bytes of locked memory). Raise it when a run warns aggregate_map_full.
+    /// 110 bytes of locked memory, measured). Raise it when a run warns aggregate_map_full.
     #[arg(long, default_value_t = tracer::engine::DEFAULT_HIST_ENTRIES, value_parser = cli::parse_buckets, value_name = "N")]
     max_buckets: u32,
     /// Embed this JSON file (e.g. the command's own benchmark report) in run.json.
@@ -268,7 +270,7 @@ struct SweepArgs {
     #[arg(long)]
     no_samples: bool,
     /// Histogram buckets kept in the kernel, over all targets and phases (each costs about
-    /// 100 bytes of locked memory). Raise it when a run warns aggregate_map_full.
+    /// 110 bytes of locked memory, measured). Raise it when a run warns aggregate_map_full.
     #[arg(long, default_value_t = tracer::engine::DEFAULT_HIST_ENTRIES, value_parser = cli::parse_buckets, value_name = "N")]
     max_buckets: u32,
     /// Skip flamegraph SVGs in the report rendered after the sweep.
