@@ -24,6 +24,19 @@ use crate::plan::FnMech;
 /// The eBPF object, built by build.rs and embedded.
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/tracer-ebpf"));
 
+/// Names of every program in the embedded eBPF object, as the kernel reports them (truncated
+/// to 15 bytes), for checking from outside that nothing of ours stays loaded.
+pub fn program_names() -> Vec<String> {
+    let obj = aya_obj::Object::parse(OBJECT).expect("the embedded eBPF object parses");
+    let mut names: Vec<String> = obj
+        .programs
+        .keys()
+        .map(|n| n.chars().take(15).collect())
+        .collect();
+    names.sort();
+    names
+}
+
 #[derive(Clone, Debug)]
 pub struct EngineOptions {
     /// cpu-clock sampling frequency for on-CPU stacks (0 = off).
@@ -1253,6 +1266,33 @@ fn shorten(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The list the tests use to find leftovers covers every program, slots included: a
+    /// short list would make "nothing loaded" pass vacuously.
+    #[test]
+    fn program_names_cover_every_program_of_the_object() {
+        let names = program_names();
+        let fixed = [
+            "sched_switch",
+            "sampler",
+            "phase_begin",
+            "floor_kprobe",
+            "floor_kretprobe",
+            "floor_fexit",
+            "floor_tp",
+        ];
+        for n in fixed {
+            assert!(names.iter().any(|x| x == n), "{n} missing from {names:?}");
+        }
+        for i in 0..FN_SLOTS {
+            for k in ["fentry", "fexit", "kprobe", "kretprobe"] {
+                assert!(names.contains(&format!("{k}_{i}")), "{k}_{i}");
+            }
+        }
+        assert!(names.contains(&format!("tp_{}", TP_SLOTS - 1)));
+        assert!(names.contains(&format!("uretprobe_{}", UPROBE_SLOTS - 1)));
+        assert!(names.iter().all(|n| n.len() <= 15));
+    }
 
     #[test]
     fn merging_ignores_cpus_without_timed_calls() {

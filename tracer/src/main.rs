@@ -174,6 +174,15 @@ struct TargetArgs {
     plan: Vec<(String, String)>,
 }
 
+/// Kernel map sizes shared by record and sweep.
+#[derive(Args)]
+struct MapArgs {
+    /// Histogram buckets kept in the kernel, over all targets and phases (each costs about
+    /// 110 bytes of locked memory, measured). Raise it when a run warns aggregate_map_full.
+    #[arg(long, default_value_t = tracer::engine::DEFAULT_HIST_ENTRIES, value_parser = cli::parse_buckets, value_name = "N")]
+    max_buckets: u32,
+}
+
 #[derive(Args)]
 struct RecordArgs {
     /// Follow this process and its descendants (repeatable).
@@ -218,10 +227,8 @@ struct RecordArgs {
     /// drops are counted in run.json. `tracer report` then gives exact percentiles.
     #[arg(long, value_parser = cli::parse_size, value_name = "BYTES")]
     raw_events: Option<u32>,
-    /// Histogram buckets kept in the kernel, over all targets and phases (each costs about
-    /// 110 bytes of locked memory, measured). Raise it when a run warns aggregate_map_full.
-    #[arg(long, default_value_t = tracer::engine::DEFAULT_HIST_ENTRIES, value_parser = cli::parse_buckets, value_name = "N")]
-    max_buckets: u32,
+    #[command(flatten)]
+    maps: MapArgs,
     /// Embed this JSON file (e.g. the command's own benchmark report) in run.json.
     #[arg(long, value_name = "FILE")]
     attach_json: Option<PathBuf>,
@@ -269,10 +276,8 @@ struct SweepArgs {
     /// Do not sample on-CPU stacks.
     #[arg(long)]
     no_samples: bool,
-    /// Histogram buckets kept in the kernel, over all targets and phases (each costs about
-    /// 110 bytes of locked memory, measured). Raise it when a run warns aggregate_map_full.
-    #[arg(long, default_value_t = tracer::engine::DEFAULT_HIST_ENTRIES, value_parser = cli::parse_buckets, value_name = "N")]
-    max_buckets: u32,
+    #[command(flatten)]
+    maps: MapArgs,
     /// Skip flamegraph SVGs in the report rendered after the sweep.
     #[arg(long)]
     no_flamegraphs: bool,
@@ -406,7 +411,7 @@ fn run_record(a: RecordArgs, verbose: bool) -> Result<i32, TracerError> {
             raw_events_bytes: a.raw_events.unwrap_or(0),
             bpf_log: verbose,
             scheduler: true,
-            hist_entries: a.max_buckets,
+            hist_entries: a.maps.max_buckets,
         },
         progress: true,
         attach_json: a.attach_json,
@@ -448,7 +453,7 @@ fn run_sweep(a: SweepArgs, verbose: bool) -> Result<i32, TracerError> {
             raw_events_bytes: 0,
             bpf_log: verbose,
             scheduler: true,
-            hist_entries: a.max_buckets,
+            hist_entries: a.maps.max_buckets,
         },
         progress: true,
     };

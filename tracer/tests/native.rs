@@ -23,45 +23,9 @@ fn tracer() -> Command {
     Command::new(env!("CARGO_BIN_EXE_tracer"))
 }
 
-/// Names of every program in our eBPF object, as the kernel truncates them (15 bytes).
-fn our_program_names() -> Vec<String> {
-    let mut names: Vec<String> = vec![
-        "sched_switch",
-        "sched_fork",
-        "sched_exit",
-        "openat_enter",
-        "openat_exit",
-        "close_enter",
-        "sampler",
-        "phase_begin",
-        "phase_end",
-        "floor_kprobe",
-        "floor_kretprobe",
-        "floor_fentry",
-        "floor_fexit",
-        "floor_tp",
-    ]
-    .into_iter()
-    .map(String::from)
-    .collect();
-    for i in 0..tracer_ebpf::FN_SLOTS {
-        for k in ["fentry", "fexit", "kprobe", "kretprobe"] {
-            names.push(format!("{k}_{i}"));
-        }
-    }
-    for j in 0..tracer_ebpf::TP_SLOTS {
-        names.push(format!("tp_{j}"));
-    }
-    for i in 0..tracer_ebpf::UPROBE_SLOTS {
-        names.push(format!("uprobe_{i}"));
-        names.push(format!("uretprobe_{i}"));
-    }
-    names
-}
-
 /// Loaded programs that are ours.
 fn loaded_tracer_programs() -> Vec<String> {
-    let ours = our_program_names();
+    let ours = tracer::engine::program_names();
     aya::programs::loaded_programs()
         .filter_map(Result::ok)
         .filter_map(|p| p.name_as_str().map(str::to_string))
@@ -106,6 +70,17 @@ fn target_calls(run: &Value, target: &str) -> (u64, u64, u64, u64, u64) {
         }
     }
     (calls, untimed, wall, oncpu, wall_max)
+}
+
+/// The workloads binary, built next to the tracer by `cargo test --workspace`.
+fn workloads_bin() -> PathBuf {
+    let p = Path::new(env!("CARGO_BIN_EXE_tracer")).with_file_name("workloads");
+    assert!(
+        p.is_file(),
+        "precondition: {} is built (cargo test --workspace builds it)",
+        p.display()
+    );
+    p
 }
 
 fn tmpdir() -> tempfile::TempDir {
@@ -602,11 +577,7 @@ fn comm_cgroup_and_system_filters_select_the_right_tasks() {
 fn verbose_shows_the_probes_own_log_messages() {
     let _g = serial();
     let tmp = tmpdir();
-    let workloads = Path::new(env!("CARGO_BIN_EXE_tracer")).with_file_name("workloads");
-    assert!(
-        workloads.exists(),
-        "build the workloads first (cargo test --workspace does)"
-    );
+    let workloads = workloads_bin();
     let out = tmp.path().join("run");
     let o = tracer()
         .args(["-v", "record", "--targets", "getpid", "--no-verify", "-o"])
@@ -664,12 +635,7 @@ fn raw_events_make_the_reported_percentiles_exact() {
     let _g = serial();
     let tmp = tmpdir();
     let out = tmp.path().join("run");
-    let workloads = Path::new(env!("CARGO_BIN_EXE_tracer")).with_file_name("workloads");
-    assert!(
-        workloads.is_file(),
-        "precondition: {} is built",
-        workloads.display()
-    );
+    let workloads = workloads_bin();
     let st = tracer()
         .args([
             "record",

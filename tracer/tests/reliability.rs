@@ -176,42 +176,8 @@ fn spawn(cmd: &mut Command) -> std::process::Child {
         .expect("start tracer")
 }
 
-/// Names of every program in our eBPF object, as the kernel truncates them (15 bytes).
-fn our_program_names() -> Vec<String> {
-    let mut names: Vec<String> = [
-        "sched_switch",
-        "sched_fork",
-        "sched_exit",
-        "openat_enter",
-        "openat_exit",
-        "close_enter",
-        "sampler",
-        "phase_begin",
-        "phase_end",
-        "floor_kprobe",
-        "floor_fentry",
-        "floor_tp",
-    ]
-    .into_iter()
-    .map(String::from)
-    .collect();
-    for i in 0..tracer_ebpf::FN_SLOTS {
-        for k in ["fentry", "fexit", "kprobe", "kretprobe"] {
-            names.push(format!("{k}_{i}"));
-        }
-    }
-    for j in 0..tracer_ebpf::TP_SLOTS {
-        names.push(format!("tp_{j}"));
-    }
-    for i in 0..tracer_ebpf::UPROBE_SLOTS {
-        names.push(format!("uprobe_{i}"));
-        names.push(format!("uretprobe_{i}"));
-    }
-    names
-}
-
 fn loaded_tracer_programs() -> Vec<String> {
-    let ours = our_program_names();
+    let ours = tracer::engine::program_names();
     aya::programs::loaded_programs()
         .filter_map(Result::ok)
         .filter_map(|p| p.name_as_str().map(str::to_string))

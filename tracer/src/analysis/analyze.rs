@@ -93,9 +93,6 @@ pub struct Analysis {
     pub warnings: Vec<String>,
 }
 
-/// Counter names that mean data was lost or mismeasured when non-zero.
-const LOSS_WORDS: [&str; 6] = ["drop", "full", "error", "unpaired", "overflow", "abandoned"];
-
 /// Analyse a loaded data set: reads every stack file it lists.
 pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Result<Analysis, LoadError> {
     let topts = TableOptions {
@@ -138,12 +135,12 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Result<Analysis, LoadErr
                 .push(format!("{}: the workload was interrupted", lr.label));
         }
         for (name, v) in &run.counters {
-            if *v > 0 && LOSS_WORDS.iter().any(|w| name.contains(w)) {
-                let meaning = crate::collect::counter_meaning(name)
-                    .map(|m| format!(" ({m})"))
-                    .unwrap_or_default();
+            // Every loss counter explains itself; the others are informational.
+            if *v > 0
+                && let Some(meaning) = crate::collect::counter_meaning(name)
+            {
                 a.warnings
-                    .push(format!("{}: counter {name} = {v}{meaning}", lr.label));
+                    .push(format!("{}: counter {name} = {v} ({meaning})", lr.label));
             }
         }
         for t in &run.targets {
@@ -186,17 +183,8 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Result<Analysis, LoadErr
             });
         }
 
+        // Rows that lost raw spans (ringbuf_drops, warned above) keep histogram percentiles.
         let raw = super::raw::read(&lr.dir)?;
-        if let Some(r) = &raw {
-            let lost = run.counters.get("ringbuf_drops").copied().unwrap_or(0);
-            if lost > 0 {
-                a.warnings.push(format!(
-                    "{}: events.csv lacks {lost} dropped span(s): percentiles of the rows that lost spans come from the histograms",
-                    lr.label
-                ));
-            }
-            log::debug!("{}: {} raw spans read from events.csv", lr.label, r.rows);
-        }
         for t in tables(run, &lr.label, &topts, raw.as_ref()) {
             let verdict = verdict(&t);
             let target_report = run.targets.iter().find(|x| x.name == t.target);

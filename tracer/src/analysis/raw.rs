@@ -26,13 +26,17 @@ pub struct Exact {
 /// Exact percentiles of every (target, case, N) in one run's `events.csv`.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RawPercentiles {
-    pub rows: u64,
     by_key: HashMap<(String, u32, u64), Exact>,
 }
 
 impl RawPercentiles {
     pub fn get(&self, target: &str, case: u32, n: u64) -> Option<&Exact> {
         self.by_key.get(&(target.to_string(), case, n))
+    }
+
+    /// Spans read.
+    pub fn rows(&self) -> u64 {
+        self.by_key.values().map(|e| e.count).sum()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -118,7 +122,6 @@ pub fn read_from(r: impl Read, path: &Path) -> Result<RawPercentiles, RawError> 
     // Target names repeat on every line: intern them so a key is (index, case, n).
     let mut names: Vec<String> = Vec::new();
     let mut values: HashMap<(usize, u32, u64), Vec<u64>> = HashMap::new();
-    let mut rows = 0u64;
     let mut lineno = 1u64;
     loop {
         line.clear();
@@ -141,7 +144,6 @@ pub fn read_from(r: impl Read, path: &Path) -> Result<RawPercentiles, RawError> 
             }
         };
         values.entry((ti, case, n)).or_default().push(oncpu);
-        rows += 1;
     }
     let by_key = values
         .into_iter()
@@ -155,7 +157,7 @@ pub fn read_from(r: impl Read, path: &Path) -> Result<RawPercentiles, RawError> 
             ((names[ti].clone(), case, n), exact)
         })
         .collect();
-    Ok(RawPercentiles { rows, by_key })
+    Ok(RawPercentiles { by_key })
 }
 
 /// Read a run directory's `events.csv`; None when the run has none.
@@ -196,7 +198,7 @@ mod tests {
         }
         body.push_str(&line("dup_mmap", 1, 100, 4, 4));
         let r = parse(&body).unwrap();
-        assert_eq!(r.rows, 1008);
+        assert_eq!(r.rows(), 1008);
         let e = r.get("do_wait", 1, 100).unwrap();
         assert_eq!(e.count, 1000);
         assert_eq!(e.oncpu, [500, 900, 990]);
@@ -253,7 +255,7 @@ mod tests {
     fn a_header_only_file_has_no_percentiles_and_a_missing_file_is_none() {
         let r = parse("").unwrap();
         assert!(r.is_empty());
-        assert_eq!(r.rows, 0);
+        assert_eq!(r.rows(), 0);
         let dir = std::env::temp_dir().join(format!("tracer-raw-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         assert!(read(&dir).unwrap().is_none());

@@ -43,6 +43,16 @@ pub enum PercentileSource {
     RawSpans,
 }
 
+impl PercentileSource {
+    /// The name in CSV and JSON output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PercentileSource::Histogram => "histogram",
+            PercentileSource::RawSpans => "raw-spans",
+        }
+    }
+}
+
 /// One N of a [`CaseTable`]. Timing fields are None when not measured (count-only plans,
 /// no timed calls): "unavailable", never zero.
 #[derive(Clone, Debug, PartialEq, Serialize)]

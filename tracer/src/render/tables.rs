@@ -181,11 +181,8 @@ pub fn csv(a: &Analysis, idx: &[usize]) -> String {
                 num(r.repeat_rel_sd),
                 num(r.target_ns_per_op),
                 num(r.share_of_op),
-                match r.percentiles_from {
-                    Some(PercentileSource::RawSpans) => "raw-spans".to_string(),
-                    Some(PercentileSource::Histogram) => "histogram".to_string(),
-                    None => String::new(),
-                },
+                r.percentiles_from
+                    .map_or(String::new(), |p| p.as_str().to_string()),
             ];
             out.push_str(&fields.join(","));
             out.push('\n');
