@@ -25,6 +25,10 @@ pub const SLOT_COUNT: u32 = SLOT_BASE_UPROBE + UPROBE_SLOTS as u32;
 
 /// Phase "case" of spans that happened outside any announced phase.
 pub const CASE_UNPHASED: u32 = 0;
+/// Aggregate row of the unphased spans: reserved by userspace at load.
+pub const ROW_UNPHASED: u32 = 0;
+/// A phase that got no aggregate row (more phases than `Config::max_phases`).
+pub const NO_ROW: u32 = u32::MAX;
 
 /// Log-linear histogram: values below `2^HIST_SUB_BITS` get one bucket each; above, every
 /// power of two is split into `2^HIST_SUB_BITS` equal sub-buckets. With 4 bits the midpoint of
@@ -33,6 +37,9 @@ pub const HIST_SUB_BITS: u32 = 4;
 pub const HIST_SUB: u64 = 1 << HIST_SUB_BITS;
 /// Number of distinct buckets (exponents 0..=63).
 pub const HIST_BUCKETS: u32 = (64 - HIST_SUB_BITS + 1) << HIST_SUB_BITS;
+
+/// One histogram: a count per bucket, the value of one `HIST` array element.
+pub type HistRow = [u64; HIST_BUCKETS as usize];
 
 /// Index of the highest set bit (v > 0). Written as a branchy binary search because the BPF
 /// instruction set has no count-leading-zeros and the verifier likes straight-line code.
@@ -128,6 +135,12 @@ pub struct Config {
     /// With `FILTER_FOLLOW`: the traced command's process, passed without a map lookup
     /// (0 = none).
     pub root_tgid: u32,
+    /// Targets per aggregate row: the span aggregates of (row, target) are element
+    /// `row * target_stride + target` of `SPANS`, its histograms elements `2 * that + kind`
+    /// of `HIST`. Userspace sizes both maps by it and by `max_phases`.
+    pub target_stride: u32,
+    /// Aggregate rows (phases, the unphased row included) the maps hold.
+    pub max_phases: u32,
     pub _pad: u32,
 }
 
@@ -169,7 +182,7 @@ pub const ROLE_POINT: u32 = 3;
 /// Enter only if the fd at `arg_off` was opened from `Config::path_prefix`.
 pub const SLOT_FLAG_TRACKED_FD: u32 = 1 << 0;
 
-/// Key of the per-(target, phase) aggregates.
+/// A (target, phase) aggregate as userspace reports it.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct AggKey {
@@ -199,15 +212,19 @@ pub struct SpanStats {
 /// Histogram kinds.
 pub const HIST_WALL: u32 = 0;
 pub const HIST_ONCPU: u32 = 1;
-/// Wall and on-CPU time fell in the same bucket (a call that did not block): counts for both.
-pub const HIST_BOTH: u32 = 2;
+/// Histograms per (row, target).
+pub const HIST_KINDS: u32 = 2;
 
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct HistKey {
-    pub agg: AggKey,
-    pub kind: u32,
-    pub bucket: u32,
+/// Element of `SPANS` holding the aggregates of `target` in aggregate row `row`.
+#[inline(always)]
+pub fn span_index(row: u32, stride: u32, target: u32) -> u32 {
+    row.wrapping_mul(stride).wrapping_add(target)
+}
+
+/// Element of `HIST` holding histogram `kind` of `SPANS` element `span_ix`.
+#[inline(always)]
+pub fn hist_index(span_ix: u32, kind: u32) -> u32 {
+    span_ix.wrapping_mul(HIST_KINDS).wrapping_add(kind)
 }
 
 /// Stack aggregation kinds.
@@ -262,7 +279,8 @@ pub struct PhaseStats {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CurrentPhase {
     pub case: u32,
-    pub _pad: u32,
+    /// The phase's aggregate row (`NO_ROW` if the rows ran out).
+    pub row: u32,
     pub n: u64,
     pub begin_ns: u64,
 }
@@ -292,7 +310,8 @@ pub mod counter {
     pub const UNPAIRED_EXIT: u32 = 2;
     /// Thread-state map full: a call could not be timed.
     pub const THREAD_MAP_FULL: u32 = 3;
-    /// An aggregate map (spans, histograms) was full: data lost.
+    /// Calls lost because their phase got no aggregate row (more phases than the maps were
+    /// sized for), or a phase's statistics lost to a full `PHASE_STATS`.
     pub const AGG_MAP_FULL: u32 = 4;
     /// A stack map or stack-aggregate map was full or a stack could not be taken.
     pub const STACK_ERRORS: u32 = 5;
@@ -306,8 +325,10 @@ pub mod counter {
     pub const PHASE_MARKERS: u32 = 9;
     /// Calls counted by the floor (counter-only) programs used by benchmarks.
     pub const FLOOR_HITS: u32 = 10;
+    /// Nanoseconds between entry and exit summed by the timed floor programs.
+    pub const FLOOR_NS: u32 = 11;
     /// Number of counters.
-    pub const COUNT: u32 = 11;
+    pub const COUNT: u32 = 12;
 }
 
 #[cfg(feature = "user")]
@@ -319,7 +340,6 @@ mod pod {
     unsafe impl aya::Pod for SlotConf {}
     unsafe impl aya::Pod for AggKey {}
     unsafe impl aya::Pod for SpanStats {}
-    unsafe impl aya::Pod for HistKey {}
     unsafe impl aya::Pod for StackKey {}
     unsafe impl aya::Pod for StackVal {}
     unsafe impl aya::Pod for PhaseKey {}

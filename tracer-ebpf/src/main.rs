@@ -4,8 +4,14 @@
 //! small frame stack, so nested and recursive calls pair exactly. On-CPU time is accumulated
 //! from `sched_switch`, so a call that sleeps (do_wait waiting for its child) reports its
 //! blocked time as off-CPU instead of loop cost. Spans are aggregated in the kernel per
-//! (target, workload case, N): counts and sums in per-CPU hashes, log-linear histograms, and
-//! stack weights. Userspace reads a few maps at the end, so nothing is lost at any call rate.
+//! (target, workload case, N): counts and sums in a per-CPU array, log-linear histograms in
+//! an array, and stack weights. Userspace reads a few maps at the end, so nothing is lost at
+//! any call rate.
+//!
+//! The hot path (one entry and one exit per traced call) does one hash lookup each, for the
+//! thread's state; everything else it touches is an array element. A phase (case, N) gets an
+//! aggregate *row* when it begins, and threads cache their process's phase and row, checked
+//! against a generation number that every phase change bumps.
 //!
 //! Attach points are *slots*: one program per slot and kind, all sharing the handlers below.
 //! Userspace decides at run time which slot measures which target (the `SLOTS` array), so the
@@ -24,7 +30,7 @@ use aya_ebpf::{
     macros::{
         btf_map, fentry, fexit, kprobe, kretprobe, map, perf_event, tracepoint, uprobe, uretprobe,
     },
-    maps::{Array, HashMap, PerCpuArray, PerCpuHashMap, RingBuf},
+    maps::{Array, HashMap, PerCpuArray, RingBuf},
     programs::tracing::StackIdContext,
     programs::{
         FEntryContext, FExitContext, PerfEventContext, ProbeContext, RetProbeContext,
@@ -66,6 +72,12 @@ struct ThreadState {
     depth: [u32; MAX_TARGETS],
     /// The open calls, innermost at `active - 1`.
     frames: [Frame; MAX_NEST],
+    /// The process's phase as last looked up, valid while `PHASE_GEN` equals
+    /// `phase_gen - 1` (0 = never looked up).
+    phase_gen: u64,
+    phase_n: u64,
+    phase_case: u32,
+    phase_row: u32,
 }
 
 const FN_SLOT_BASE_FENTRY: u32 = SLOT_BASE_FENTRY;
@@ -95,16 +107,34 @@ static CALLER_TICK: PerCpuArray<u64> = PerCpuArray::with_max_entries(1, 0);
 #[map]
 static CURRENT_PHASE: HashMap<u32, CurrentPhase> = HashMap::with_max_entries(16384, 0);
 
+/// Bumped whenever any process's phase changes: invalidates the threads' cached phases.
+#[map]
+static PHASE_GEN: Array<u64> = Array::with_max_entries(1, 0);
+
+/// Aggregate row of each phase seen, and the phase that owns each row. A row is claimed by
+/// inserting into `ROW_OWNER` with BPF_NOEXIST, which is atomic: kernels before 5.12 have no
+/// atomic fetch-and-add to hand out numbers with. `NEXT_ROW` is only a hint where to start.
+/// Userspace sizes both hashes to `Config::max_phases` and claims row 0 for unphased spans.
+#[map]
+static PHASE_ROWS: HashMap<PhaseKey, u32> = HashMap::with_max_entries(128, 0);
+
+#[map]
+static ROW_OWNER: HashMap<u32, PhaseKey> = HashMap::with_max_entries(128, 0);
+
+#[map]
+static NEXT_ROW: Array<u64> = Array::with_max_entries(1, 0);
+
 #[map]
 static PHASE_STATS: HashMap<PhaseKey, PhaseStats> = HashMap::with_max_entries(4096, 0);
 
+/// Element `span_index(row, stride, target)`. Sized by userspace.
 #[map]
-static SPANS: PerCpuHashMap<AggKey, SpanStats> = PerCpuHashMap::with_max_entries(4096, 0);
+static SPANS: PerCpuArray<SpanStats> = PerCpuArray::with_max_entries(128 * 8, 0);
 
-/// Shared (not per-CPU) with atomic adds: a per-CPU hash this size would lock
-/// entries x CPUs x 8 bytes, hundreds of MiB on a large machine.
+/// Element `hist_index(span element, kind)`: one whole histogram. Shared (not per-CPU) with
+/// atomic adds: per-CPU rows would lock rows x CPUs x 7.8 KiB. Sized by userspace.
 #[map]
-static HIST: HashMap<HistKey, u64> = HashMap::with_max_entries(65536, 0);
+static HIST: Array<HistRow> = Array::with_max_entries(128 * 8 * 2, 0);
 
 #[map]
 static STACKS: HashMap<StackKey, StackVal> = HashMap::with_max_entries(32768, 0);
@@ -217,12 +247,57 @@ fn filter_pass(cfg: &Config) -> bool {
     }
 }
 
-/// The (case, n) of the phase the current process is in.
+/// The phase generation, plus one (so that a zeroed cache is never valid).
 #[inline(always)]
-fn current_phase(tgid: u32) -> (u32, u64) {
+fn phase_gen() -> u64 {
+    match PHASE_GEN.get(0) {
+        Some(g) => *g + 1,
+        None => 0,
+    }
+}
+
+/// (case, n, aggregate row) of the phase process `tgid` is in.
+#[inline(always)]
+fn lookup_phase(tgid: u32) -> (u32, u64, u32) {
     match unsafe { CURRENT_PHASE.get(&tgid) } {
-        Some(p) => (p.case, p.n),
-        None => (CASE_UNPHASED, 0),
+        Some(p) => (p.case, p.n, p.row),
+        None => (CASE_UNPHASED, 0, ROW_UNPHASED),
+    }
+}
+
+/// The current thread's phase, from its cache when no phase changed since it was filled.
+/// The generation is read before the lookup, so a change racing with it invalidates the
+/// cache again.
+#[inline(always)]
+fn thread_phase(st: &mut ThreadState, tgid: u32) -> (u32, u64, u32) {
+    let current = phase_gen();
+    if current == 0 || st.phase_gen != current {
+        let (case, n, row) = lookup_phase(tgid);
+        st.phase_case = case;
+        st.phase_n = n;
+        st.phase_row = row;
+        st.phase_gen = current;
+    }
+    (st.phase_case, st.phase_n, st.phase_row)
+}
+
+/// The same without filling the cache, for the sampler: it interrupts the exit program of
+/// the same thread, so it must not write fields that program may be writing.
+#[inline(always)]
+fn peek_phase(st: &ThreadState, tgid: u32) -> (u32, u64) {
+    let current = phase_gen();
+    if current != 0 && st.phase_gen == current {
+        (st.phase_case, st.phase_n)
+    } else {
+        let (case, n, _) = lookup_phase(tgid);
+        (case, n)
+    }
+}
+
+#[inline(always)]
+fn bump_phase_gen() {
+    if let Some(g) = PHASE_GEN.get_ptr_mut(0) {
+        atomic_add(g, 1);
     }
 }
 
@@ -329,17 +404,19 @@ fn on_exit<C: StackIdContext>(ctx: &C, slot: u32, count_unpaired: bool) {
         return;
     }
     st.depth[t] -= 1;
-    let (case, n) = current_phase(tgid);
+    let Some(cfg) = config() else { return };
+    let (case, n, row) = thread_phase(st, tgid);
     let key = AggKey { target, case, n };
+    let ix = span_index(row, cfg.target_stride, target);
     let a = st.active;
     if a == 0 {
-        record_untimed(&key);
+        record_untimed(row, ix);
         return;
     }
     let mut top = a - 1;
     st.active = top;
     if top as usize >= MAX_NEST {
-        record_untimed(&key);
+        record_untimed(row, ix);
         return;
     }
     // Calls exit innermost first. If the innermost open call is another target's, its exit
@@ -352,7 +429,7 @@ fn on_exit<C: StackIdContext>(ctx: &C, slot: u32, count_unpaired: bool) {
         i += 1;
     }
     if !found {
-        record_untimed(&key);
+        record_untimed(row, ix);
         return;
     }
     if top != a - 1 {
@@ -365,9 +442,8 @@ fn on_exit<C: StackIdContext>(ctx: &C, slot: u32, count_unpaired: bool) {
     let wall = ts.saturating_sub(f.entry_ns);
     let oncpu_now = st.oncpu_ns + ts.saturating_sub(st.last_in_ns);
     let oncpu = oncpu_now.saturating_sub(f.oncpu_at_entry).min(wall);
-    record_span(&key, wall, oncpu);
+    record_span(row, ix, wall, oncpu);
 
-    let Some(cfg) = config() else { return };
     if cfg.flags & FLAG_CALLER_STACKS != 0 {
         // Walking two stacks costs about a microsecond: always worth it for a call that
         // took longer than CALLER_ALWAYS_NS, sampled 1 in CALLER_SAMPLE (and weighted by
@@ -421,62 +497,36 @@ const CALLER_ALWAYS_NS: u64 = 20_000;
 /// Shorter calls get them 1 in this many times (a power of two), weighted by as much.
 const CALLER_SAMPLE: u64 = 64;
 
+/// The `SPANS` element of a call, or None (counted as lost) when its phase got no row.
+#[inline(always)]
+fn span_stats(row: u32, ix: u32) -> Option<*mut SpanStats> {
+    if row == NO_ROW {
+        bump(counter::AGG_MAP_FULL);
+        return None;
+    }
+    let s = SPANS.get_ptr_mut(ix);
+    if s.is_none() {
+        bump(counter::AGG_MAP_FULL);
+    }
+    s
+}
+
 /// A call counted without a duration.
 #[inline(always)]
-fn record_untimed(key: &AggKey) {
-    if let Some(s) = SPANS.get_ptr_mut(key) {
+fn record_untimed(row: u32, ix: u32) {
+    if let Some(s) = span_stats(row, ix) {
         let s = unsafe { &mut *s };
         s.calls += 1;
         s.untimed += 1;
-        return;
-    }
-    let s = SpanStats {
-        calls: 1,
-        untimed: 1,
-        ..SpanStats::default()
-    };
-    if SPANS.insert(key, &s, BPF_NOEXIST as u64).is_err() {
-        if let Some(s) = SPANS.get_ptr_mut(key) {
-            let s = unsafe { &mut *s };
-            s.calls += 1;
-            s.untimed += 1;
-        } else {
-            bump(counter::AGG_MAP_FULL);
-        }
     }
 }
 
 #[inline(always)]
-fn record_span(key: &AggKey, wall: u64, oncpu: u64) {
-    match SPANS.get_ptr_mut(key) {
-        Some(s) => update_stats(unsafe { &mut *s }, wall, oncpu),
-        None => {
-            let s = SpanStats {
-                calls: 1,
-                untimed: 0,
-                wall_sum: wall,
-                wall_min: wall,
-                wall_max: wall,
-                oncpu_sum: oncpu,
-                oncpu_min: oncpu,
-                oncpu_max: oncpu,
-            };
-            if SPANS.insert(key, &s, BPF_NOEXIST as u64).is_err() {
-                match SPANS.get_ptr_mut(key) {
-                    Some(s) => update_stats(unsafe { &mut *s }, wall, oncpu),
-                    None => bump(counter::AGG_MAP_FULL),
-                }
-            }
-        }
-    }
-    // A call that never blocked lands in the same bucket twice: one update says so.
-    let (bw, bo) = (hist_bucket(wall), hist_bucket(oncpu));
-    if bw == bo {
-        hist_add(key, HIST_BOTH, bw);
-    } else {
-        hist_add(key, HIST_WALL, bw);
-        hist_add(key, HIST_ONCPU, bo);
-    }
+fn record_span(row: u32, ix: u32, wall: u64, oncpu: u64) {
+    let Some(s) = span_stats(row, ix) else { return };
+    update_stats(unsafe { &mut *s }, wall, oncpu);
+    hist_add(hist_index(ix, HIST_WALL), hist_bucket(wall));
+    hist_add(hist_index(ix, HIST_ONCPU), hist_bucket(oncpu));
 }
 
 #[inline(always)]
@@ -501,22 +551,17 @@ fn update_stats(s: &mut SpanStats, wall: u64, oncpu: u64) {
 }
 
 #[inline(always)]
-fn hist_add(key: &AggKey, kind: u32, bucket: u32) {
-    let hk = HistKey {
-        agg: *key,
-        kind,
-        bucket,
+fn hist_add(hist_ix: u32, bucket: u32) {
+    let Some(h) = HIST.get_ptr_mut(hist_ix) else {
+        bump(counter::AGG_MAP_FULL);
+        return;
     };
-    if let Some(c) = HIST.get_ptr_mut(&hk) {
-        atomic_add(c, 1);
+    // A 64-bit bound on a value the verifier cannot otherwise bound (hist_bucket's result).
+    let b = opaque(bucket as u64);
+    if b >= HIST_BUCKETS as u64 {
         return;
     }
-    if HIST.insert(&hk, &1u64, BPF_NOEXIST as u64).is_err() {
-        match HIST.get_ptr_mut(&hk) {
-            Some(c) => atomic_add(c, 1),
-            None => bump(counter::AGG_MAP_FULL),
-        }
-    }
+    atomic_add(unsafe { (h as *mut u64).add(b as usize) }, 1);
 }
 
 #[inline(always)]
@@ -554,9 +599,10 @@ fn on_point(slot: u32) {
     if !filter_pass(cfg) {
         return;
     }
+    // Point events are rare (plans that can only count): no thread state, a direct lookup.
     let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
-    let (case, n) = current_phase(tgid);
-    record_untimed(&AggKey { target, case, n });
+    let (_, _, row) = lookup_phase(tgid);
+    record_untimed(row, span_index(row, cfg.target_stride, target));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -694,7 +740,7 @@ pub fn sched_switch(ctx: TracePointContext) -> u32 {
                 st.oncpu_ns += ts.saturating_sub(st.last_in_ns);
                 st.off_since_ns = ts;
                 if cfg.flags & FLAG_OFFCPU_STACKS != 0 {
-                    let (case, n) = current_phase((pid_tgid >> 32) as u32);
+                    let (case, n, _) = thread_phase(st, (pid_tgid >> 32) as u32);
                     st.off_case = case;
                     st.off_n = n;
                     st.off_target = top_target(st);
@@ -783,7 +829,9 @@ pub fn sched_exit(_ctx: TracePointContext) -> u32 {
     let _ = PENDING_OPEN.remove(&tid);
     if tid == tgid {
         let _ = FOLLOW.remove(&tgid);
-        let _ = CURRENT_PHASE.remove(&tgid);
+        if CURRENT_PHASE.remove(&tgid).is_ok() {
+            bump_phase_gen();
+        }
         // A reused pid must not inherit the fast path.
         if let Some(cfg) = CONFIG.get_ptr_mut(0) {
             if unsafe { (*cfg).root_tgid } == tgid {
@@ -882,7 +930,7 @@ pub fn sampler(ctx: PerfEventContext) -> u32 {
     }
     bump(counter::SAMPLES_IN_TARGET);
     let target = top_target(st);
-    let (case, n) = current_phase((pid_tgid >> 32) as u32);
+    let (case, n) = peek_phase(st, (pid_tgid >> 32) as u32);
     let kstack = match ctx.get_stackid(&SAMPLED_STACKS, 0) {
         Ok(id) => id as i32,
         Err(_) => {
@@ -906,6 +954,40 @@ pub fn sampler(ctx: PerfEventContext) -> u32 {
 // Phase markers: uprobes on `tracer_phase_begin(case: u32, n: u64)` and
 // `tracer_phase_end(case: u32, n: u64, ops: u64)` in the workload binary.
 
+/// The aggregate row of a phase: the one it already has, or a newly claimed one (NO_ROW
+/// when all `max_phases` rows are taken).
+#[inline(always)]
+fn phase_row(key: &PhaseKey, max_phases: u32) -> u32 {
+    if let Some(r) = unsafe { PHASE_ROWS.get(key) } {
+        return *r;
+    }
+    let Some(next) = NEXT_ROW.get_ptr_mut(0) else {
+        return NO_ROW;
+    };
+    let mut r = unsafe { *next };
+    let mut tries = 0;
+    // Rows claimed by racing phase markers are skipped; a bounded walk keeps the verifier
+    // happy and is never exhausted in practice (markers are rare and rows handed out in
+    // order).
+    while tries < 32 && r < max_phases as u64 {
+        let row = r as u32;
+        if ROW_OWNER.insert(&row, key, BPF_NOEXIST as u64).is_ok() {
+            unsafe { *next = r + 1 };
+            // Another CPU may have given this phase a row meanwhile: use that one. Ours
+            // stays owned by the phase, empty; userspace merges rows by owner.
+            if PHASE_ROWS.insert(key, &row, BPF_NOEXIST as u64).is_err() {
+                if let Some(theirs) = unsafe { PHASE_ROWS.get(key) } {
+                    return *theirs;
+                }
+            }
+            return row;
+        }
+        r += 1;
+        tries += 1;
+    }
+    NO_ROW
+}
+
 #[uprobe]
 pub fn phase_begin(ctx: ProbeContext) -> u32 {
     let Some(cfg) = config() else { return 0 };
@@ -915,13 +997,19 @@ pub fn phase_begin(ctx: ProbeContext) -> u32 {
     let case: u64 = ctx.arg(0).unwrap_or(0);
     let n: u64 = ctx.arg(1).unwrap_or(0);
     let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
-    let p = CurrentPhase {
+    let key = PhaseKey {
         case: case as u32,
         _pad: 0,
+        n,
+    };
+    let p = CurrentPhase {
+        case: case as u32,
+        row: phase_row(&key, cfg.max_phases),
         n,
         begin_ns: now(),
     };
     let _ = CURRENT_PHASE.insert(&tgid, &p, 0);
+    bump_phase_gen();
     bump(counter::PHASE_MARKERS);
     aya_log_ebpf::debug!(
         &ctx,
@@ -971,6 +1059,7 @@ pub fn phase_end(ctx: ProbeContext) -> u32 {
         bump(counter::AGG_MAP_FULL);
     }
     let _ = CURRENT_PHASE.remove(&tgid);
+    bump_phase_gen();
     bump(counter::PHASE_MARKERS);
     aya_log_ebpf::debug!(
         &ctx,
@@ -1016,6 +1105,60 @@ pub fn floor_fexit(_ctx: FExitContext) -> i32 {
 #[tracepoint]
 pub fn floor_tp(_ctx: TracePointContext) -> u32 {
     bump(counter::FLOOR_HITS);
+    0
+}
+
+/// Entry time of the call in progress on this CPU, for the timed floor.
+#[map]
+static FLOOR_CLOCK: PerCpuArray<u64> = PerCpuArray::with_max_entries(1, 0);
+
+/// The timed floor: the counter plus what any timing probe must do, a clock read at both
+/// ends and the entry time kept from one to the other (here per CPU and alternating, which
+/// is only right for calls that neither nest nor migrate: the benchmarks' getpid).
+#[inline(always)]
+fn floor_timed() {
+    let ts = now();
+    if let Some(p) = FLOOR_CLOCK.get_ptr_mut(0) {
+        let start = unsafe { *p };
+        if start == 0 {
+            unsafe { *p = ts };
+        } else {
+            unsafe { *p = 0 };
+            if let Some(c) = COUNTERS.get_ptr_mut(counter::FLOOR_NS) {
+                unsafe { *c += ts.saturating_sub(start) };
+            }
+        }
+    }
+    bump(counter::FLOOR_HITS);
+}
+
+#[kprobe]
+pub fn floor_kprobe_timed(_ctx: ProbeContext) -> u32 {
+    floor_timed();
+    0
+}
+
+#[kretprobe]
+pub fn floor_kretprobe_timed(_ctx: RetProbeContext) -> u32 {
+    floor_timed();
+    0
+}
+
+#[fentry]
+pub fn floor_fentry_timed(_ctx: FEntryContext) -> i32 {
+    floor_timed();
+    0
+}
+
+#[fexit]
+pub fn floor_fexit_timed(_ctx: FExitContext) -> i32 {
+    floor_timed();
+    0
+}
+
+#[tracepoint]
+pub fn floor_tp_timed(_ctx: TracePointContext) -> u32 {
+    floor_timed();
     0
 }
 

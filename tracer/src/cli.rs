@@ -81,21 +81,20 @@ pub fn parse_size(s: &str) -> Result<u32, String> {
     Ok(bytes as u32)
 }
 
-/// A histogram-map size: 1024..=16M entries (suffixes K and M are powers of 1024).
-pub fn parse_buckets(s: &str) -> Result<u32, String> {
+/// The number of aggregate rows (phases): 2..=8192 (a suffix K is 1024).
+pub fn parse_phases(s: &str) -> Result<u32, String> {
     let t = s.trim();
     let (num, mult) = match t.chars().last() {
         Some('K' | 'k') => (&t[..t.len() - 1], 1u64 << 10),
-        Some('M' | 'm') => (&t[..t.len() - 1], 1 << 20),
         _ => (t, 1),
     };
     let n = num
         .parse::<u64>()
         .ok()
         .and_then(|v| v.checked_mul(mult))
-        .ok_or_else(|| format!("{s:?} is not a bucket count (try 262144 or 256K)"))?;
-    if !(1024..=(16 << 20)).contains(&n) {
-        return Err(format!("bucket count {s:?} out of range 1024..=16M"));
+        .ok_or_else(|| format!("{s:?} is not a phase count (try 1024 or 1K)"))?;
+    if !(2..=8192).contains(&n) {
+        return Err(format!("phase count {s:?} out of range 2..=8192"));
     }
     Ok(n as u32)
 }
@@ -164,14 +163,14 @@ mod tests {
         assert_eq!(parse_size("4M").unwrap(), 4 << 20);
         assert!(parse_size("1").is_err());
         assert!(parse_size("2G").is_err());
-        assert_eq!(parse_buckets("256K").unwrap(), 256 << 10);
-        assert_eq!(parse_buckets("4096").unwrap(), 4096);
-        assert!(parse_buckets("100").is_err());
-        assert!(parse_buckets("32M").is_err());
+        assert_eq!(parse_phases("1K").unwrap(), 1024);
+        assert_eq!(parse_phases("300").unwrap(), 300);
+        assert!(parse_phases("1").is_err());
+        assert!(parse_phases("16K").is_err());
         assert!(
-            parse_buckets("lots")
+            parse_phases("lots")
                 .unwrap_err()
-                .contains("not a bucket count")
+                .contains("not a phase count")
         );
     }
 

@@ -24,6 +24,7 @@ pub const COUNTER_NAMES: [&str; counter::COUNT as usize] = [
     "abandoned_frames",
     "phase_markers",
     "floor_hits",
+    "floor_ns",
 ];
 
 /// What a non-zero loss counter costs the results, and what to do about it, for warnings.
@@ -31,8 +32,8 @@ pub fn counter_meaning(name: &str) -> Option<&'static str> {
     Some(match name {
         "ringbuf_drops" => "raw events lost: events.csv is incomplete (raise --raw-events)",
         "aggregate_map_full" => {
-            "histogram buckets lost: call counts and sums stay exact, percentiles of the \
-             affected rows do not (raise --max-buckets)"
+            "calls not counted: their phases came after the kernel aggregates were full, \
+             or a phase's own statistics were lost (raise --max-phases)"
         }
         "thread_map_full" => "threads not tracked: their calls were neither counted nor timed",
         "depth_overflow" => "calls nested deeper than 16 frames were counted without a duration",
@@ -296,6 +297,7 @@ mod tests {
             "samples_total",
             "phase_markers",
             "floor_hits",
+            "floor_ns",
         ];
         for name in COUNTER_NAMES {
             assert_eq!(
@@ -307,7 +309,7 @@ mod tests {
         assert!(
             counter_meaning("aggregate_map_full")
                 .unwrap()
-                .contains("--max-buckets")
+                .contains("--max-phases")
         );
     }
     use tracer_ebpf::{SpanStats, StackKey, StackVal};

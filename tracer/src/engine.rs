@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, HashMap as StdHashMap};
 use std::path::{Path, PathBuf};
 
-use aya::maps::{Array, HashMap, MapData, PerCpuArray, PerCpuHashMap, StackTraceMap};
+use aya::maps::{Array, HashMap, MapData, PerCpuArray, StackTraceMap};
 use aya::programs::perf_event::{PerfEventConfig, PerfEventScope, SamplePolicy, SoftwareEvent};
 use aya::programs::{
     FEntry, FExit, KProbe, PerfEvent, ProgramError, TracePoint, UProbe, uprobe::UProbeScope,
@@ -50,15 +50,18 @@ pub struct EngineOptions {
     /// Attach the scheduler programs (on/off-CPU split, process-tree following). Only the
     /// overhead floor measurement turns this off.
     pub scheduler: bool,
-    /// Entries of the shared histogram map: one per (target, phase, bucket) seen. When it
-    /// fills, further buckets are lost (counted in `aggregate_map_full`); counts, sums, min
-    /// and max stay exact because they live in the span map.
-    pub hist_entries: u32,
+    /// Phases (distinct (case, N) pairs, plus one row for spans outside phases) the kernel
+    /// aggregates can hold. Calls in phases beyond it are lost, counted in
+    /// `aggregate_map_full`.
+    pub max_phases: u32,
+    /// Target indices the run uses (0..targets): the aggregate maps hold this many per
+    /// phase.
+    pub targets: u32,
 }
 
-/// Default size of the histogram map: ~5 MiB of locked memory, room for 4096 phases of
-/// ~16 distinct buckets each.
-pub const DEFAULT_HIST_ENTRIES: u32 = 65536;
+/// Default number of aggregate rows: 256 phases of 4 targets lock ~16 MiB (two 7.6 KiB
+/// histograms per target and phase).
+pub const DEFAULT_MAX_PHASES: u32 = 256;
 
 impl Default for EngineOptions {
     fn default() -> Self {
@@ -69,7 +72,8 @@ impl Default for EngineOptions {
             raw_events_bytes: 0,
             bpf_log: false,
             scheduler: true,
-            hist_entries: DEFAULT_HIST_ENTRIES,
+            max_phases: DEFAULT_MAX_PHASES,
+            targets: MAX_TARGETS as u32,
         }
     }
 }
@@ -91,6 +95,8 @@ pub enum EngineError {
     Cpus(std::io::Error),
     #[error("no free {kind} attach slot (at most {max} attach points of this kind per run)")]
     NoSlot { kind: &'static str, max: usize },
+    #[error("target index {target} is beyond the {targets} targets the maps were sized for")]
+    TargetIndex { target: u32, targets: u32 },
 }
 
 /// Why one attach point could not be used, classified for the plan report.
@@ -215,7 +221,12 @@ impl Engine {
         let mut loader = EbpfLoader::new();
         loader.btf(btf.as_ref());
         loader.map_max_entries("EVENTS", ringbuf);
-        loader.map_max_entries("HIST", options.hist_entries.max(1));
+        let phases = options.max_phases.max(2);
+        let stride = options.targets.clamp(1, MAX_TARGETS as u32);
+        loader.map_max_entries("PHASE_ROWS", phases);
+        loader.map_max_entries("ROW_OWNER", phases);
+        loader.map_max_entries("SPANS", phases * stride);
+        loader.map_max_entries("HIST", phases * stride * HIST_KINDS);
         // Stack maps are the big consumers of locked memory: size them by what is recorded.
         let stacks_for_calls = options.caller_stacks || options.offcpu_stacks;
         loader.map_max_entries("STACK_TRACES", if stacks_for_calls { 16384 } else { 1 });
@@ -285,6 +296,8 @@ impl Engine {
         let fork = EventFormat::load(&self.tracefs, "sched", "sched_process_fork")?;
         let mut c = Config {
             filter: FILTER_FOLLOW,
+            max_phases: self.options.max_phases.max(2),
+            target_stride: self.options.targets.clamp(1, MAX_TARGETS as u32),
             switch_next_pid_off: sw.offset("next_pid")?,
             fork_child_pid_off: fork.offset("child_pid")?,
             sample_period_ns: self.sample_period_ns,
@@ -313,7 +326,95 @@ impl Engine {
             c.close_fd_off = f.offset("fd").unwrap_or(16);
         }
         self.config = c;
-        self.write_config()
+        self.write_config()?;
+        self.init_rows()
+    }
+
+    /// Claim aggregate row 0 for spans outside phases; the probes hand out the others.
+    fn init_rows(&mut self) -> Result<(), EngineError> {
+        let unphased = PhaseKey {
+            case: CASE_UNPHASED,
+            _pad: 0,
+            n: 0,
+        };
+        let map_err = |name| move |source| EngineError::Map { name, source };
+        let mut owner: HashMap<&mut MapData, u32, PhaseKey> =
+            HashMap::try_from(self.bpf.map_mut("ROW_OWNER").expect("ROW_OWNER"))
+                .map_err(map_err("ROW_OWNER"))?;
+        owner
+            .insert(ROW_UNPHASED, unphased, 0)
+            .map_err(map_err("ROW_OWNER"))?;
+        let mut rows: HashMap<&mut MapData, PhaseKey, u32> =
+            HashMap::try_from(self.bpf.map_mut("PHASE_ROWS").expect("PHASE_ROWS"))
+                .map_err(map_err("PHASE_ROWS"))?;
+        rows.insert(unphased, ROW_UNPHASED, 0)
+            .map_err(map_err("PHASE_ROWS"))?;
+        let mut next: Array<&mut MapData, u64> =
+            Array::try_from(self.bpf.map_mut("NEXT_ROW").expect("NEXT_ROW"))
+                .map_err(map_err("NEXT_ROW"))?;
+        next.set(0, ROW_UNPHASED as u64 + 1, 0)
+            .map_err(map_err("NEXT_ROW"))?;
+        // Threads may have cached a phase and row from before: make them look again.
+        let mut generation: Array<&mut MapData, u64> =
+            Array::try_from(self.bpf.map_mut("PHASE_GEN").expect("PHASE_GEN"))
+                .map_err(map_err("PHASE_GEN"))?;
+        let g = generation.get(&0, 0).map_err(map_err("PHASE_GEN"))?;
+        generation
+            .set(0, g.wrapping_add(1), 0)
+            .map_err(map_err("PHASE_GEN"))
+    }
+
+    /// The aggregate rows in use and the phase each belongs to (a phase may own more than
+    /// one row when two CPUs raced to give it one; its rows are summed).
+    fn rows(&self) -> Result<Vec<(u32, PhaseKey)>, EngineError> {
+        let m: HashMap<&MapData, u32, PhaseKey> =
+            HashMap::try_from(self.bpf.map("ROW_OWNER").expect("ROW_OWNER")).map_err(|source| {
+                EngineError::Map {
+                    name: "ROW_OWNER",
+                    source,
+                }
+            })?;
+        let mut rows = Vec::new();
+        for item in m.iter() {
+            rows.push(item.map_err(|source| EngineError::Map {
+                name: "ROW_OWNER",
+                source,
+            })?);
+        }
+        rows.sort_unstable_by_key(|r| r.0);
+        Ok(rows)
+    }
+
+    /// Every (row, target) aggregate that saw a call, with its `SPANS` element.
+    fn span_elements(&self) -> Result<Vec<(u32, AggKey, SpanStats)>, EngineError> {
+        let stride = self.config.target_stride;
+        let m: PerCpuArray<&MapData, SpanStats> =
+            PerCpuArray::try_from(self.bpf.map("SPANS").expect("SPANS")).map_err(|source| {
+                EngineError::Map {
+                    name: "SPANS",
+                    source,
+                }
+            })?;
+        let mut out = Vec::new();
+        for (row, phase) in self.rows()? {
+            for target in 0..stride {
+                let ix = span_index(row, stride, target);
+                let per_cpu = m.get(&ix, 0).map_err(|source| EngineError::Map {
+                    name: "SPANS",
+                    source,
+                })?;
+                let stats = merge_stats(per_cpu.iter());
+                if stats.calls > 0 {
+                    let key = AggKey {
+                        target,
+                        case: phase.case,
+                        n: phase.n,
+                    };
+                    out.push((ix, key, stats));
+                }
+            }
+        }
+        Ok(out)
     }
 
     fn write_config(&mut self) -> Result<(), EngineError> {
@@ -457,6 +558,12 @@ impl Engine {
     }
 
     fn set_slot(&mut self, index: u32, conf: SlotConf) -> Result<(), EngineError> {
+        if conf.role != ROLE_NONE && conf.target >= self.config.target_stride {
+            return Err(EngineError::TargetIndex {
+                target: conf.target,
+                targets: self.config.target_stride,
+            });
+        }
         let map = self.bpf.map_mut("SLOTS").expect("SLOTS map");
         let mut arr: Array<&mut MapData, SlotConf> =
             Array::try_from(map).map_err(|source| EngineError::Map {
@@ -880,19 +987,9 @@ impl Engine {
     /// Sum of calls per target over all phases (for progress and calibration).
     pub fn calls_per_target(&self) -> Result<[u64; MAX_TARGETS], EngineError> {
         let mut out = [0u64; MAX_TARGETS];
-        let map = self.bpf.map("SPANS").expect("SPANS");
-        let m: PerCpuHashMap<&MapData, AggKey, SpanStats> =
-            PerCpuHashMap::try_from(map).map_err(|source| EngineError::Map {
-                name: "SPANS",
-                source,
-            })?;
-        for item in m.iter() {
-            let (k, v) = item.map_err(|source| EngineError::Map {
-                name: "SPANS",
-                source,
-            })?;
+        for (_, k, stats) in self.span_elements()? {
             if let Some(slot) = out.get_mut(k.target as usize) {
-                *slot += v.iter().map(|s| s.calls).sum::<u64>();
+                *slot += stats.calls;
             }
         }
         Ok(out)
@@ -902,46 +999,26 @@ impl Engine {
     pub fn snapshot(&self) -> Result<Snapshot, EngineError> {
         let mut snap = Snapshot::default();
 
-        let m: PerCpuHashMap<&MapData, AggKey, SpanStats> =
-            PerCpuHashMap::try_from(self.bpf.map("SPANS").expect("SPANS")).map_err(|source| {
-                EngineError::Map {
-                    name: "SPANS",
-                    source,
-                }
-            })?;
-        for item in m.iter() {
-            let (k, per_cpu) = item.map_err(|source| EngineError::Map {
-                name: "SPANS",
-                source,
-            })?;
-            snap.spans.insert(k, merge_stats(per_cpu.iter()));
-        }
-
-        let m: HashMap<&MapData, HistKey, u64> =
-            HashMap::try_from(self.bpf.map("HIST").expect("HIST")).map_err(|source| {
-                EngineError::Map {
-                    name: "HIST",
-                    source,
-                }
-            })?;
-        for item in m.iter() {
-            let (k, total) = item.map_err(|source| EngineError::Map {
-                name: "HIST",
-                source,
-            })?;
-            if total > 0 {
-                let kinds: &[u32] = if k.kind == HIST_BOTH {
-                    &[HIST_WALL, HIST_ONCPU]
-                } else {
-                    std::slice::from_ref(&k.kind)
-                };
-                for &kind in kinds {
-                    *snap
-                        .hist
-                        .entry((k.agg, kind))
-                        .or_default()
-                        .entry(k.bucket)
-                        .or_default() += total;
+        let hist: Array<&MapData, HistRow> = Array::try_from(self.bpf.map("HIST").expect("HIST"))
+            .map_err(|source| EngineError::Map {
+            name: "HIST",
+            source,
+        })?;
+        for (ix, key, stats) in self.span_elements()? {
+            let merged = snap.spans.entry(key).or_default();
+            *merged = merge_stats([*merged, stats].iter());
+            for kind in [HIST_WALL, HIST_ONCPU] {
+                let row =
+                    hist.get(&hist_index(ix, kind), 0)
+                        .map_err(|source| EngineError::Map {
+                            name: "HIST",
+                            source,
+                        })?;
+                let dest = snap.hist.entry((key, kind)).or_default();
+                for (bucket, &count) in row.iter().enumerate() {
+                    if count > 0 {
+                        *dest.entry(bucket as u32).or_default() += count;
+                    }
                 }
             }
         }
@@ -1035,24 +1112,57 @@ impl Engine {
             }
             Ok(())
         }
-        fn clear_percpu<K: aya::Pod, V: aya::Pod>(
-            bpf: &mut Ebpf,
-            name: &'static str,
-        ) -> Result<(), EngineError> {
-            let mut m: PerCpuHashMap<&mut MapData, K, V> =
-                PerCpuHashMap::try_from(bpf.map_mut(name).expect("map"))
-                    .map_err(|source| EngineError::Map { name, source })?;
-            let keys: Vec<K> = m.keys().filter_map(Result::ok).collect();
-            for k in keys {
-                let _ = m.remove(&k);
+        let ncpu = aya::util::nr_cpus().map_err(|(_, e)| EngineError::Cpus(e))?;
+        let stride = self.config.target_stride;
+        let used = self.rows()?;
+        {
+            let mut spans: PerCpuArray<&mut MapData, SpanStats> = PerCpuArray::try_from(
+                self.bpf.map_mut("SPANS").expect("SPANS"),
+            )
+            .map_err(|source| EngineError::Map {
+                name: "SPANS",
+                source,
+            })?;
+            for &(row, _) in &used {
+                for target in 0..stride {
+                    let zeros = aya::maps::PerCpuValues::try_from(vec![SpanStats::default(); ncpu])
+                        .map_err(EngineError::Cpus)?;
+                    spans
+                        .set(span_index(row, stride, target), zeros, 0)
+                        .map_err(|source| EngineError::Map {
+                            name: "SPANS",
+                            source,
+                        })?;
+                }
             }
-            Ok(())
         }
-        clear_percpu::<AggKey, SpanStats>(&mut self.bpf, "SPANS")?;
-        clear_hash::<HistKey, u64>(&mut self.bpf, "HIST")?;
+        {
+            let mut hist: Array<&mut MapData, HistRow> =
+                Array::try_from(self.bpf.map_mut("HIST").expect("HIST")).map_err(|source| {
+                    EngineError::Map {
+                        name: "HIST",
+                        source,
+                    }
+                })?;
+            let zero: HistRow = [0; HIST_BUCKETS as usize];
+            for &(row, _) in &used {
+                for target in 0..stride {
+                    for kind in [HIST_WALL, HIST_ONCPU] {
+                        let ix = hist_index(span_index(row, stride, target), kind);
+                        hist.set(ix, zero, 0).map_err(|source| EngineError::Map {
+                            name: "HIST",
+                            source,
+                        })?;
+                    }
+                }
+            }
+        }
         clear_hash::<StackKey, StackVal>(&mut self.bpf, "STACKS")?;
         clear_hash::<PhaseKey, PhaseStats>(&mut self.bpf, "PHASE_STATS")?;
         clear_hash::<u32, CurrentPhase>(&mut self.bpf, "CURRENT_PHASE")?;
+        clear_hash::<u32, PhaseKey>(&mut self.bpf, "ROW_OWNER")?;
+        clear_hash::<PhaseKey, u32>(&mut self.bpf, "PHASE_ROWS")?;
+        self.init_rows()?;
         for map in ["STACK_TRACES", "SAMPLED_STACKS"] {
             let mut m: StackTraceMap<&mut MapData> = StackTraceMap::try_from(
                 self.bpf.map_mut(map).expect("stack map"),
@@ -1066,7 +1176,6 @@ impl Engine {
                 let _ = m.remove(&id);
             }
         }
-        let ncpu = aya::util::nr_cpus().map_err(|(_, e)| EngineError::Cpus(e))?;
         let mut m: PerCpuArray<&mut MapData, u64> = PerCpuArray::try_from(
             self.bpf.map_mut("COUNTERS").expect("COUNTERS"),
         )
@@ -1089,8 +1198,16 @@ impl Engine {
     /// `point`: the floor against which the span machinery's cost is measured.
     /// `mech` is "tracepoint" (point = category:name), "kprobe" or "fentry" (point = function;
     /// both ends are counted, kprobe+kretprobe or fentry+fexit, so a call makes 2 hits).
-    pub fn attach_floor(&mut self, mech: &str, point: &str) -> Result<(), EngineError> {
+    /// With `timed`, the programs also read the clock at both ends and keep the entry time
+    /// until the exit: the floor of any timing probe.
+    pub fn attach_floor(
+        &mut self,
+        mech: &str,
+        point: &str,
+        timed: bool,
+    ) -> Result<(), EngineError> {
         let what = format!("floor {mech} on {point}");
+        let sfx = if timed { "_timed" } else { "" };
         let err = |source| EngineError::Program {
             what: what.clone(),
             source,
@@ -1103,7 +1220,7 @@ impl Engine {
                 })?;
                 let p: &mut TracePoint = self
                     .bpf
-                    .program_mut("floor_tp")
+                    .program_mut(&format!("floor_tp{sfx}"))
                     .expect("floor_tp")
                     .try_into()
                     .map_err(err)?;
@@ -1116,7 +1233,7 @@ impl Engine {
                 for prog in ["floor_kprobe", "floor_kretprobe"] {
                     let p: &mut KProbe = self
                         .bpf
-                        .program_mut(prog)
+                        .program_mut(&format!("{prog}{sfx}"))
                         .expect("floor kprobe programs")
                         .try_into()
                         .map_err(err)?;
@@ -1133,7 +1250,7 @@ impl Engine {
                 })?;
                 let p: &mut FEntry = self
                     .bpf
-                    .program_mut("floor_fentry")
+                    .program_mut(&format!("floor_fentry{sfx}"))
                     .expect("floor_fentry")
                     .try_into()
                     .map_err(err)?;
@@ -1141,7 +1258,7 @@ impl Engine {
                 p.attach().map_err(err)?;
                 let p: &mut FExit = self
                     .bpf
-                    .program_mut("floor_fexit")
+                    .program_mut(&format!("floor_fexit{sfx}"))
                     .expect("floor_fexit")
                     .try_into()
                     .map_err(err)?;
@@ -1152,8 +1269,8 @@ impl Engine {
         Ok(())
     }
 
-    /// Calls counted by the floor programs.
-    pub fn floor_hits(&self) -> Result<u64, EngineError> {
+    /// Hits counted by the floor programs, and the nanoseconds the timed ones measured.
+    pub fn floor_hits(&self) -> Result<(u64, u64), EngineError> {
         let m: PerCpuArray<&MapData, u64> = PerCpuArray::try_from(
             self.bpf.map("COUNTERS").expect("COUNTERS"),
         )
@@ -1161,13 +1278,14 @@ impl Engine {
             name: "COUNTERS",
             source,
         })?;
-        let v = m
-            .get(&counter::FLOOR_HITS, 0)
-            .map_err(|source| EngineError::Map {
+        let sum = |ix: u32| -> Result<u64, EngineError> {
+            let v = m.get(&ix, 0).map_err(|source| EngineError::Map {
                 name: "COUNTERS",
                 source,
             })?;
-        Ok(v.iter().sum())
+            Ok(v.iter().sum())
+        };
+        Ok((sum(counter::FLOOR_HITS)?, sum(counter::FLOOR_NS)?))
     }
 
     /// Names of attach points currently used by tracepoint slots.
@@ -1280,6 +1398,11 @@ mod tests {
             "floor_kretprobe",
             "floor_fexit",
             "floor_tp",
+            "floor_tp_timed",
+            "floor_kprobe_ti",
+            "floor_kretprobe",
+            "floor_fentry_ti",
+            "floor_fexit_tim",
         ];
         for n in fixed {
             assert!(names.iter().any(|x| x == n), "{n} missing from {names:?}");

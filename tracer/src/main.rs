@@ -177,10 +177,12 @@ struct TargetArgs {
 /// Kernel map sizes shared by record and sweep.
 #[derive(Args)]
 struct MapArgs {
-    /// Histogram buckets kept in the kernel, over all targets and phases (each costs about
-    /// 110 bytes of locked memory, measured). Raise it when a run warns aggregate_map_full.
-    #[arg(long, default_value_t = tracer::engine::DEFAULT_HIST_ENTRIES, value_parser = cli::parse_buckets, value_name = "N")]
-    max_buckets: u32,
+    /// Phases (distinct workload case and N) the kernel aggregates hold, plus one for calls
+    /// outside phases. Each costs about 15.6 KiB of locked memory per target (two
+    /// histograms). Calls in phases beyond it are lost and warned about as
+    /// aggregate_map_full.
+    #[arg(long, default_value_t = tracer::engine::DEFAULT_MAX_PHASES, value_parser = cli::parse_phases, value_name = "N")]
+    max_phases: u32,
 }
 
 #[derive(Args)]
@@ -331,14 +333,22 @@ fn main() -> ExitCode {
     }
 }
 
-/// `tracer __floor MECH POINT[,POINT...] -- COMMAND...`: run COMMAND with only the cheapest
-/// probe of a mechanism attached (a counter), and print {"hits": N}. The benchmarks use it as
+/// `tracer __floor [--timed] MECH POINT[,POINT...] -- COMMAND...`: run COMMAND with only the
+/// cheapest probe of a mechanism attached (a counter; with --timed also two clock reads and
+/// the entry time kept per CPU), and print {"hits": N, "ns": T}. The benchmarks use it as
 /// the floor that the real probes' cost is compared with; not part of the CLI.
 fn floor_main(args: &[String]) -> i32 {
-    let (Some(mech), Some(points), Some("--")) =
-        (args.first(), args.get(1), args.get(2).map(String::as_str))
-    else {
-        eprintln!("usage: tracer __floor tracepoint|kprobe|fentry POINT[,POINT] -- COMMAND...");
+    let timed = args.first().map(String::as_str) == Some("--timed");
+    let args = if timed { &args[1..] } else { args };
+    let (Some(mech), Some(points), Some("--"), Some(cmd)) = (
+        args.first(),
+        args.get(1),
+        args.get(2).map(String::as_str),
+        args.get(3),
+    ) else {
+        eprintln!(
+            "usage: tracer __floor [--timed] tracepoint|kprobe|fentry POINT[,POINT] -- COMMAND..."
+        );
         return exit::USAGE;
     };
     let opts = EngineOptions {
@@ -348,26 +358,26 @@ fn floor_main(args: &[String]) -> i32 {
         raw_events_bytes: 0,
         bpf_log: false,
         scheduler: false,
-        hist_entries: tracer::engine::DEFAULT_HIST_ENTRIES,
+        ..EngineOptions::default()
     };
-    let result = (|| -> Result<u64, TracerError> {
+    let result = (|| -> Result<(u64, u64), TracerError> {
         record::check_privileges()?;
         let mut engine = tracer::engine::Engine::load(opts)?;
         for p in points.split(',') {
-            engine.attach_floor(mech, p)?;
+            engine.attach_floor(mech, p, timed)?;
         }
-        let st = std::process::Command::new(&args[3])
+        let st = std::process::Command::new(cmd)
             .args(&args[4..])
             .status()
-            .map_err(|e| TracerError::Usage(format!("{}: {e}", args[3])))?;
+            .map_err(|e| TracerError::Usage(format!("{cmd}: {e}")))?;
         if !st.success() {
-            return Err(TracerError::Other(format!("{} failed: {st}", args[3])));
+            return Err(TracerError::Other(format!("{cmd} failed: {st}")));
         }
         Ok(engine.floor_hits()?)
     })();
     match result {
-        Ok(hits) => {
-            out!("{}", serde_json::json!({ "hits": hits }));
+        Ok((hits, ns)) => {
+            out!("{}", serde_json::json!({ "hits": hits, "ns": ns }));
             exit::OK
         }
         Err(e) => {
@@ -411,7 +421,8 @@ fn run_record(a: RecordArgs, verbose: bool) -> Result<i32, TracerError> {
             raw_events_bytes: a.raw_events.unwrap_or(0),
             bpf_log: verbose,
             scheduler: true,
-            hist_entries: a.maps.max_buckets,
+            max_phases: a.maps.max_phases,
+            targets: tracer_ebpf::MAX_TARGETS as u32,
         },
         progress: true,
         attach_json: a.attach_json,
@@ -453,7 +464,8 @@ fn run_sweep(a: SweepArgs, verbose: bool) -> Result<i32, TracerError> {
             raw_events_bytes: 0,
             bpf_log: verbose,
             scheduler: true,
-            hist_entries: a.maps.max_buckets,
+            max_phases: a.maps.max_phases,
+            targets: tracer_ebpf::MAX_TARGETS as u32,
         },
         progress: true,
     };

@@ -183,7 +183,7 @@ pub fn resolve_only(
         raw_events_bytes: 0,
         bpf_log: verbose,
         scheduler: true,
-        hist_entries: crate::engine::DEFAULT_HIST_ENTRIES,
+        ..EngineOptions::default()
     };
     let mut engine = Engine::load(engine_opts)?;
     let ksyms = Kallsyms::load().map_err(|e| TracerError::Other(format!("/proc/kallsyms: {e}")))?;
@@ -402,6 +402,9 @@ impl Session {
         let attach_started = Instant::now();
         let mut signals = Signals::install()?;
         let progress = Progress::new(show_progress);
+        // The aggregate maps hold as many targets per phase as this run measures.
+        let mut engine_opts = engine_opts;
+        engine_opts.targets = targets.iter().map(|t| t.0 + 1).max().unwrap_or(1);
         let mut engine = Engine::load(engine_opts.clone())?;
         if engine.mounted_tracefs {
             progress.println("tracer: tracefs was not mounted; mounted it at /sys/kernel/tracing");

@@ -348,6 +348,7 @@ pub fn run(opts: BenchOptions) -> Result<()> {
         configs.push(Config::Bpftrace);
     }
     configs.push(Config::Floor);
+    configs.push(Config::TimedFloor);
     let getpid_attach = resolve(&tools, "getpid")?;
     let wait_attach = resolve(&tools, "do_wait")?;
     let mut overhead_sets = Vec::new();
@@ -356,7 +357,9 @@ pub fn run(opts: BenchOptions) -> Result<()> {
         let mut set = overhead::measure(&tools, &title, w, a, &configs, plan.rounds)?;
         set.notes.push(format!(
             "floor = `tracer __floor {} {}`: a per-CPU counter on every attach point, \
-             system-wide, nothing else",
+             system-wide, nothing else; timed-floor = the same with `--timed`: also a clock \
+             read at each end and the entry time kept per CPU until the exit, the least any \
+             probe that times calls does",
             a.floor_args().0,
             a.floor_args().1
         ));

@@ -358,6 +358,9 @@ pub enum Config {
     },
     Bpftrace,
     Floor,
+    /// The floor plus what timing itself needs: a clock read at each end and the entry time
+    /// carried to the exit (`tracer __floor --timed`).
+    TimedFloor,
 }
 
 impl Config {
@@ -368,6 +371,7 @@ impl Config {
             Config::Tracer { lean: true, .. } => "tracer-lean".into(),
             Config::Bpftrace => "bpftrace".into(),
             Config::Floor => "floor".into(),
+            Config::TimedFloor => "timed-floor".into(),
         }
     }
 }
@@ -462,15 +466,13 @@ pub fn run_config(
                 counted: Some(calls),
             })
         }
-        Config::Floor => {
+        Config::Floor | Config::TimedFloor => {
             let (mech, points, per_call) = attach.floor_args();
-            let mut a = argv([
-                path_str(&tools.tracer).as_str(),
-                "__floor",
-                &mech,
-                &points,
-                "--",
-            ]);
+            let mut a = argv([path_str(&tools.tracer).as_str(), "__floor"]);
+            if *config == Config::TimedFloor {
+                a.push("--timed".into());
+            }
+            a.extend(argv([&mech, &points, "--"]));
             a.extend(cmd);
             let out = Cmd::new(a, &dir, tag).run()?;
             let hits = floor_hits(&out.stdout)

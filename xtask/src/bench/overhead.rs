@@ -95,14 +95,19 @@ pub fn measure(
 }
 
 /// The ratios worth reporting among the configurations present, with the limits.
+/// The timed floor is held to the floor's limit too: whether any timing probe could meet it.
 pub fn ratio_pairs(names: &[String]) -> Vec<(String, String, f64)> {
     let mut out = Vec::new();
+    let has = |n: &str| names.iter().any(|x| x == n);
     for num in names.iter().filter(|n| n.starts_with("tracer")) {
         for (den, limit) in [("bpftrace", 1.0), ("floor", 1.5)] {
-            if names.iter().any(|n| n == den) {
+            if has(den) {
                 out.push((num.clone(), den.to_string(), limit));
             }
         }
+    }
+    if has("timed-floor") && has("floor") {
+        out.push(("timed-floor".into(), "floor".into(), 1.5));
     }
     out
 }

@@ -195,7 +195,10 @@ pub fn markdown(r: &Results) -> String {
          - **bpftrace**: the equivalent probe, on the same attach points: a start-time map \
          keyed by tid on entry (`/pid == cpid/`), `hist()` of the delta and `count()` on exit;\n\
          - **floor**: `tracer __floor`: only a counter-only eBPF program of the same mechanism \
-         on the same points, entry and exit (no filter, no maps but a per-CPU counter).\n\n",
+         on the same points, entry and exit (no filter, no maps but a per-CPU counter);\n\
+         - **timed-floor**: `tracer __floor --timed`: the floor plus a clock read at both ends \
+         and the entry time kept per CPU until the exit: what timing a call costs at the \
+         least, whatever the tool.\n\n",
     );
     for set in &r.overhead {
         overhead_table(&mut md, set);
@@ -534,18 +537,51 @@ fn why_missed(md: &mut String, r: &Results) {
     if overhead_missed {
         md.push_str(
             "- **Added cost per call.** The misses are against the floor, a bare per-CPU \
-             counter. Per call the tracer's entry program reads `SLOTS` and `CONFIG` (arrays), \
-             checks the filter (no lookup for the traced command itself, the `FOLLOW` hash for \
-             its descendants) and looks up the `THREADS` hash, where the open call is stored \
-             inline; the exit program looks up `THREADS` and `CURRENT_PHASE`, updates the \
-             per-CPU `SPANS` hash and one `HIST` bucket (two when the call blocked). That is \
-             four or five hash operations per call, about what bpftrace's start-map-and-hist \
-             probe does, and what no timing probe can avoid; the floor does none. With default \
-             options, calls shorter than 20 us also have their kernel and user stacks walked \
-             1 time in 64 (longer calls every time), the on-CPU sampler runs at 999 Hz and \
-             blocked calls record where they blocked: the difference between *tracer* and \
-             *tracer-lean*.\n",
+             counter. Timing a call needs more than counting it, whoever does it: a clock read \
+             at entry and at exit, and the entry time carried from one to the other. The \
+             *timed-floor* configuration does exactly that and nothing else (the entry time \
+             in a per-CPU slot, which is only right for calls that do not migrate), so it is \
+             the least any timing probe can cost; where it already costs more than 1.5x the \
+             floor, no timing probe can meet that target on this machine. Per call the tracer \
+             does one hash lookup at entry and one at exit (the thread's state, where open \
+             calls are kept so nested, recursive and blocking calls pair exactly) and then only \
+             array updates: the phase and its aggregate row are cached in the thread's state, \
+             counts and sums go to a per-CPU array, the two histogram buckets to an array. \
+             With default options, calls shorter than 20 us also have their kernel and user \
+             stacks walked 1 time in 64 (longer calls every time), the on-CPU sampler runs at \
+             999 Hz and blocked calls record where they blocked: the difference between \
+             *tracer* and *tracer-lean*.\n",
         );
+        for set in r
+            .overhead
+            .iter()
+            .chain(r.vm.iter().flat_map(|v| v.sets.iter()))
+        {
+            let added = |name: &str| {
+                set.configs
+                    .iter()
+                    .find(|c| c.name == name)
+                    .and_then(|c| c.added_ns)
+                    .filter(|a| a.q1 > 0.0)
+                    .map(|a| a.median)
+            };
+            if let (Some(f), Some(t), Some(lean)) =
+                (added("floor"), added("timed-floor"), added("tracer-lean"))
+            {
+                let _ = writeln!(
+                    md,
+                    "  - {}: timing alone costs {:.2}x the floor ({} vs {} ns added per call); \
+                     the lean tracer costs {:.2}x that timed floor ({} ns): the thread-state \
+                     lookups and the aggregation.",
+                    set.title,
+                    t / f,
+                    ns(t),
+                    ns(f),
+                    lean / t,
+                    ns(lean)
+                );
+            }
+        }
         if let Some(p) = &r.profile {
             let get = |tool: &str, cat: &str| {
                 p.profiles

@@ -58,7 +58,7 @@ fn combos(getpid: &Workload, waitpid: &Workload) -> Vec<Combo> {
     ]
 }
 
-const CONFIGS: [&str; 4] = ["untraced", "tracer", "tracer-lean", "floor"];
+const CONFIGS: [&str; 5] = ["untraced", "tracer", "tracer-lean", "floor", "timed-floor"];
 
 fn guest_workload_cmd(w: &Workload, json: &str) -> String {
     format!("workloads {} --json {json}", w.args.join(" "))
@@ -104,13 +104,15 @@ pub fn script(getpid: &Workload, waitpid: &Workload, rounds: usize) -> String {
                         cmd = guest_workload_cmd(wl, &wj),
                     ));
                 }
-                let tag = format!("{}-floor-r{r}", c.key());
-                s.push_str(&format!(
-                    "tracer __floor {m} {p} -- {cmd} >/tmp/floor.out\ntail -n 1 /tmp/floor.out > /out/{tag}.hits\n",
-                    m = c.mech,
-                    p = c.point,
-                    cmd = guest_workload_cmd(wl, &format!("/out/{tag}.workload.json")),
-                ));
+                for (name, flag) in [("floor", ""), ("timed-floor", "--timed ")] {
+                    let tag = format!("{}-{name}-r{r}", c.key());
+                    s.push_str(&format!(
+                        "tracer __floor {flag}{m} {p} -- {cmd} >/tmp/floor.out\ntail -n 1 /tmp/floor.out > /out/{tag}.hits\n",
+                        m = c.mech,
+                        p = c.point,
+                        cmd = guest_workload_cmd(wl, &format!("/out/{tag}.workload.json")),
+                    ));
+                }
             }
         }
     }
@@ -167,22 +169,25 @@ pub fn parse_out(
                     counted: Some(run.calls_in_case),
                 });
             }
-            let tag = format!("{}-floor-r{r}", c.key());
-            let hits_text = std::fs::read_to_string(out.join(format!("{tag}.hits")))?;
-            let hits = floor_hits(&hits_text).ok_or_else(|| anyhow!("{tag}: no floor hits"))?;
-            let w = WorkloadResult::parse(&read_json(&out.join(format!("{tag}.workload.json")))?)?;
-            // Entry and exit of every call: two hits each.
-            ensure!(
-                hits >= 2 * w.ops,
-                "{tag}: the {} floor counted {hits} hits for {} ops",
-                c.mech,
-                w.ops
-            );
-            samples[3].push(Sample {
-                ns_per_op: w.ns_per_op(),
-                ops: w.ops,
-                counted: Some(hits),
-            });
+            for (i, name) in [(3, "floor"), (4, "timed-floor")] {
+                let tag = format!("{}-{name}-r{r}", c.key());
+                let hits_text = std::fs::read_to_string(out.join(format!("{tag}.hits")))?;
+                let hits = floor_hits(&hits_text).ok_or_else(|| anyhow!("{tag}: no floor hits"))?;
+                let w =
+                    WorkloadResult::parse(&read_json(&out.join(format!("{tag}.workload.json")))?)?;
+                // Entry and exit of every call: two hits each.
+                ensure!(
+                    hits >= 2 * w.ops,
+                    "{tag}: the {} {name} counted {hits} hits for {} ops",
+                    c.mech,
+                    w.ops
+                );
+                samples[i].push(Sample {
+                    ns_per_op: w.ns_per_op(),
+                    ops: w.ops,
+                    counted: Some(hits),
+                });
+            }
         }
         let names: Vec<String> = CONFIGS.iter().map(|s| s.to_string()).collect();
         let attach = Attach {
@@ -190,10 +195,7 @@ pub fn parse_out(
             plan: c.mech.into(),
             points: vec![c.point.into()],
         };
-        let pairs = vec![
-            ("tracer".to_string(), "floor".to_string(), 1.5),
-            ("tracer-lean".to_string(), "floor".to_string(), 1.5),
-        ];
+        let pairs = super::overhead::ratio_pairs(&names);
         let mut set = assemble(
             &format!("{}, {} (6.1 VM, TCG)", c.workload.label, c.mech),
             &c.workload,
@@ -204,7 +206,8 @@ pub fn parse_out(
         );
         set.notes.push(format!(
             "floor = `tracer __floor {} {}`: a per-CPU counter on both ends of the function \
-             ({}), the least a timing probe of this mechanism attaches",
+             ({}), the least a timing probe of this mechanism attaches; timed-floor = the same \
+             with `--timed` (a clock read at each end, the entry time kept per CPU)",
             c.mech,
             c.point,
             if c.mech == "fentry" {
@@ -286,9 +289,10 @@ mod tests {
         let g = Workload::getpid(1000, 2);
         let w = Workload::waitpid(10);
         let s = script(&g, &w, 2);
-        // Per round: 2 untraced, 3 combos x (2 tracer runs + 1 floor).
+        // Per round: 2 untraced, 3 combos x (2 tracer runs + 2 floors).
         assert_eq!(s.matches("tracer record --targets").count(), 2 * 6 + 1);
-        assert_eq!(s.matches("tracer __floor").count(), 2 * 3);
+        assert_eq!(s.matches("tracer __floor").count(), 2 * 3 * 2);
+        assert_eq!(s.matches("tracer __floor --timed").count(), 2 * 3);
         assert!(s.contains("--plan do_wait=fentry") && s.contains("--plan getpid=kprobe"));
         assert!(s.contains("tracer __floor fentry do_wait --"));
         let r0 = s.find("-r0.run.json").unwrap();
