@@ -208,9 +208,17 @@ impl Engine {
     /// Load the programs and attach the always-on ones (scheduler, optional sampler).
     pub fn load(options: EngineOptions) -> Result<Engine, EngineError> {
         let (tracefs_root, mounted_tracefs) = tracefs::ensure_mounted()?;
-        let (btf, btf_error) = match Btf::from_sys_fs() {
-            Ok(b) => (Some(b), None),
-            Err(e) => (None, Some(e.to_string())),
+        // aya's loader parses the kernel's BTF for itself (tens of milliseconds); ours, kept
+        // for attaching fentry programs, is parsed on another core meanwhile.
+        let (parsed, mut loader) = std::thread::scope(|s| {
+            let ours = s.spawn(Btf::from_sys_fs);
+            let loader = EbpfLoader::new();
+            (ours.join(), loader)
+        });
+        let (btf, btf_error) = match parsed {
+            Ok(Ok(b)) => (Some(b), None),
+            Ok(Err(e)) => (None, Some(e.to_string())),
+            Err(_) => (None, Some("parsing the kernel's BTF panicked".to_string())),
         };
         let ringbuf = if options.raw_events_bytes > 0 {
             options.raw_events_bytes.next_power_of_two().max(4096)
@@ -218,7 +226,6 @@ impl Engine {
             4096
         };
         let log_level: u8 = if options.bpf_log { 0xff } else { 0 };
-        let mut loader = EbpfLoader::new();
         loader.btf(btf.as_ref());
         loader.map_max_entries("EVENTS", ringbuf);
         let phases = options.max_phases.max(2);

@@ -405,12 +405,17 @@ impl Session {
         // The aggregate maps hold as many targets per phase as this run measures.
         let mut engine_opts = engine_opts;
         engine_opts.targets = targets.iter().map(|t| t.0 + 1).max().unwrap_or(1);
+        // Reading and indexing /proc/kallsyms takes about as long as loading the probes: do
+        // both at once (on an error below the reader finishes on its own and is dropped).
+        let ksyms_job = std::thread::spawn(Kallsyms::load);
         let mut engine = Engine::load(engine_opts.clone())?;
         if engine.mounted_tracefs {
             progress.println("tracer: tracefs was not mounted; mounted it at /sys/kernel/tracing");
         }
-        let ksyms =
-            Kallsyms::load().map_err(|e| TracerError::Other(format!("/proc/kallsyms: {e}")))?;
+        let ksyms = ksyms_job
+            .join()
+            .map_err(|_| TracerError::Other("/proc/kallsyms: the reader panicked".into()))?
+            .map_err(|e| TracerError::Other(format!("/proc/kallsyms: {e}")))?;
         let (resolved, verify_time) = resolve::resolve(&mut engine, &ksyms, targets, ropts, |m| {
             progress.set(m.to_string())
         })?;

@@ -1,8 +1,36 @@
 //! /proc/kallsyms: which functions exist out of line on this kernel, and symbolization of
 //! kernel stack addresses.
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::io;
 use std::path::Path;
+
+/// FNV-1a: the name index holds ~60k kernel symbol names, built on every record before the
+/// probes attach; SipHash (the default, DoS-resistant) spent more time hashing them than the
+/// kernel spent producing the file. The names come from the kernel, not from an adversary.
+#[derive(Default)]
+struct Fnv(u64);
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for &b in bytes {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+type NameIndex = HashMap<String, Vec<usize>, BuildHasherDefault<Fnv>>;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Symbol {
@@ -19,7 +47,7 @@ pub struct Symbol {
 pub struct Kallsyms {
     syms: Vec<Symbol>,
     /// name -> indices into `syms` (a static name can appear several times).
-    by_name: HashMap<String, Vec<usize>>,
+    by_name: NameIndex,
 }
 
 impl Kallsyms {
@@ -58,7 +86,7 @@ impl Kallsyms {
             });
         }
         syms.sort_by_key(|s| s.addr);
-        let mut by_name: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut by_name = NameIndex::with_capacity_and_hasher(syms.len(), Default::default());
         for (i, s) in syms.iter().enumerate() {
             by_name.entry(s.name.clone()).or_default().push(i);
         }
