@@ -903,17 +903,9 @@ impl Engine {
     }
 
     fn unload_prog(&mut self, name: &str) {
-        use aya::programs::Program;
-        // NotLoaded is fine: the slot may have failed before loading.
-        let _ = match self.bpf.program_mut(name) {
-            Some(Program::KProbe(p)) => p.unload(),
-            Some(Program::FEntry(p)) => p.unload(),
-            Some(Program::FExit(p)) => p.unload(),
-            Some(Program::TracePoint(p)) => p.unload(),
-            Some(Program::UProbe(p)) => p.unload(),
-            Some(Program::PerfEvent(p)) => p.unload(),
-            _ => Ok(()),
-        };
+        if let Some(p) = self.bpf.program_mut(name) {
+            unload(p);
+        }
     }
 
     /// Attach the phase-marker uprobes to `binary` if it exports the marker symbols.
@@ -974,15 +966,35 @@ impl Engine {
     /// Detach and unload every program. Maps stay readable.
     pub fn detach_all(&mut self) {
         // Entry-side programs first, so in-flight calls can still exit.
-        let mut names: Vec<String> = self.bpf.programs().map(|(n, _)| n.to_string()).collect();
-        names.sort_by_key(|n| {
-            (n.starts_with("fexit_")
+        let exit_side = |n: &str| {
+            n.starts_with("fexit_")
                 || n.starts_with("kretprobe_")
                 || n.starts_with("uretprobe_")
-                || n.starts_with("sched_")) as u8
-        });
-        for n in names {
-            self.unload_prog(&n);
+                || n.starts_with("sched_")
+        };
+        let (mut exits, mut entries): (Vec<_>, Vec<_>) = self
+            .bpf
+            .programs_mut()
+            .partition(|(name, _)| exit_side(name));
+        // Closing a tracepoint's perf event waits for an RCU grace period (tens of
+        // milliseconds), one after the other when done in one thread: ~1.5 s for the default
+        // targets. Programs are independent, so each group is closed from several threads.
+        for group in [&mut entries, &mut exits] {
+            let threads = group.len().clamp(1, DETACH_THREADS);
+            let mut shares: Vec<Vec<&mut aya::programs::Program>> =
+                (0..threads).map(|_| Vec::new()).collect();
+            for (i, (_, prog)) in group.drain(..).enumerate() {
+                shares[i % threads].push(prog);
+            }
+            std::thread::scope(|s| {
+                for share in shares {
+                    s.spawn(move || {
+                        for prog in share {
+                            unload(prog);
+                        }
+                    });
+                }
+            });
         }
         self.fentry_used = [false; FN_SLOTS];
         self.kprobe_used = [false; FN_SLOTS];
@@ -1299,6 +1311,23 @@ impl Engine {
     pub fn tracepoint_points(&self) -> Vec<String> {
         self.tp_points.iter().flatten().cloned().collect()
     }
+}
+
+/// Threads that close links at the end of a run.
+const DETACH_THREADS: usize = 8;
+
+/// Detach and unload one program (NotLoaded is fine: a slot may have failed before loading).
+fn unload(prog: &mut aya::programs::Program) {
+    use aya::programs::Program;
+    let _ = match prog {
+        Program::KProbe(p) => p.unload(),
+        Program::FEntry(p) => p.unload(),
+        Program::FExit(p) => p.unload(),
+        Program::TracePoint(p) => p.unload(),
+        Program::UProbe(p) => p.unload(),
+        Program::PerfEvent(p) => p.unload(),
+        _ => Ok(()),
+    };
 }
 
 /// Merge per-CPU span statistics. CPUs that only counted untimed calls (or none) carry no
