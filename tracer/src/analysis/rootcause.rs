@@ -632,8 +632,15 @@ pub fn root_cause(
                             parts.iter().map(part_text).collect::<Vec<_>>().join(", ")
                         )
                     };
+                    // Above 100% (clear of noise): the rest of the call got cheaper as N grew,
+                    // which "carries 133%" alone leaves the reader to work out.
+                    let over = if a.fraction - 2.0 * a.fraction_se > 1.0 {
+                        "; more than all of it, as the rest of the call got cheaper"
+                    } else {
+                        ""
+                    };
                     format!(
-                        "{path}: carries {} of the added time ({}); share {} -> {}: {description}{also}{sizes_note}",
+                        "{path}: carries {} of the added time ({}){over}; share {} -> {}: {description}{also}{sizes_note}",
                         fraction_text(&a),
                         detail.join(", "),
                         pct(s0),
@@ -1645,6 +1652,15 @@ mod tests {
         assert_eq!(many[0].samples, Some(600));
         let rc = root_cause("do_wait", "", &anchors, &many).unwrap();
         assert_eq!(rc.culprit.unwrap().frame(), "walk", "{}", rc.line);
+        // "fixed" shrank (4000 -> 2000 samples' worth): walk's part is above 100%, and the
+        // line says why rather than leaving "133%" to puzzle over.
+        assert!(
+            rc.line.starts_with(
+                "do_wait -> walk: carries 133% ± 7 of the added time (333ns -> 1.00µs per call, N=10..1000, slope 0.2); more than all of it, as the rest of the call got cheaper; share 33% -> 67%"
+            ),
+            "{}",
+            rc.line
+        );
 
         // Two frames carry about half each: neither is named, both are listed.
         let split = vec![
