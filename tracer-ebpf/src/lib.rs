@@ -182,7 +182,8 @@ pub const ROLE_POINT: u32 = 3;
 /// Enter only if the fd at `arg_off` was opened from `Config::path_prefix`.
 pub const SLOT_FLAG_TRACKED_FD: u32 = 1 << 0;
 
-/// A (target, phase) aggregate as userspace reports it.
+/// (target, case, N): the key of stack aggregates, and of the span rows userspace reads back
+/// from the aggregate arrays.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct AggKey {

@@ -344,49 +344,41 @@ impl Engine {
             _pad: 0,
             n: 0,
         };
-        let map_err = |name| move |source| EngineError::Map { name, source };
         let mut owner: HashMap<&mut MapData, u32, PhaseKey> =
             HashMap::try_from(self.bpf.map_mut("ROW_OWNER").expect("ROW_OWNER"))
-                .map_err(map_err("ROW_OWNER"))?;
+                .map_err(map_error("ROW_OWNER"))?;
         owner
             .insert(ROW_UNPHASED, unphased, 0)
-            .map_err(map_err("ROW_OWNER"))?;
+            .map_err(map_error("ROW_OWNER"))?;
         let mut rows: HashMap<&mut MapData, PhaseKey, u32> =
             HashMap::try_from(self.bpf.map_mut("PHASE_ROWS").expect("PHASE_ROWS"))
-                .map_err(map_err("PHASE_ROWS"))?;
+                .map_err(map_error("PHASE_ROWS"))?;
         rows.insert(unphased, ROW_UNPHASED, 0)
-            .map_err(map_err("PHASE_ROWS"))?;
+            .map_err(map_error("PHASE_ROWS"))?;
         let mut next: Array<&mut MapData, u64> =
             Array::try_from(self.bpf.map_mut("NEXT_ROW").expect("NEXT_ROW"))
-                .map_err(map_err("NEXT_ROW"))?;
+                .map_err(map_error("NEXT_ROW"))?;
         next.set(0, ROW_UNPHASED as u64 + 1, 0)
-            .map_err(map_err("NEXT_ROW"))?;
+            .map_err(map_error("NEXT_ROW"))?;
         // Threads may have cached a phase and row from before: make them look again.
         let mut generation: Array<&mut MapData, u64> =
             Array::try_from(self.bpf.map_mut("PHASE_GEN").expect("PHASE_GEN"))
-                .map_err(map_err("PHASE_GEN"))?;
-        let g = generation.get(&0, 0).map_err(map_err("PHASE_GEN"))?;
+                .map_err(map_error("PHASE_GEN"))?;
+        let g = generation.get(&0, 0).map_err(map_error("PHASE_GEN"))?;
         generation
             .set(0, g.wrapping_add(1), 0)
-            .map_err(map_err("PHASE_GEN"))
+            .map_err(map_error("PHASE_GEN"))
     }
 
     /// The aggregate rows in use and the phase each belongs to (a phase may own more than
     /// one row when two CPUs raced to give it one; its rows are summed).
     fn rows(&self) -> Result<Vec<(u32, PhaseKey)>, EngineError> {
         let m: HashMap<&MapData, u32, PhaseKey> =
-            HashMap::try_from(self.bpf.map("ROW_OWNER").expect("ROW_OWNER")).map_err(|source| {
-                EngineError::Map {
-                    name: "ROW_OWNER",
-                    source,
-                }
-            })?;
+            HashMap::try_from(self.bpf.map("ROW_OWNER").expect("ROW_OWNER"))
+                .map_err(map_error("ROW_OWNER"))?;
         let mut rows = Vec::new();
         for item in m.iter() {
-            rows.push(item.map_err(|source| EngineError::Map {
-                name: "ROW_OWNER",
-                source,
-            })?);
+            rows.push(item.map_err(map_error("ROW_OWNER"))?);
         }
         rows.sort_unstable_by_key(|r| r.0);
         Ok(rows)
@@ -396,20 +388,13 @@ impl Engine {
     fn span_elements(&self) -> Result<Vec<(u32, AggKey, SpanStats)>, EngineError> {
         let stride = self.config.target_stride;
         let m: PerCpuArray<&MapData, SpanStats> =
-            PerCpuArray::try_from(self.bpf.map("SPANS").expect("SPANS")).map_err(|source| {
-                EngineError::Map {
-                    name: "SPANS",
-                    source,
-                }
-            })?;
+            PerCpuArray::try_from(self.bpf.map("SPANS").expect("SPANS"))
+                .map_err(map_error("SPANS"))?;
         let mut out = Vec::new();
         for (row, phase) in self.rows()? {
             for target in 0..stride {
                 let ix = span_index(row, stride, target);
-                let per_cpu = m.get(&ix, 0).map_err(|source| EngineError::Map {
-                    name: "SPANS",
-                    source,
-                })?;
+                let per_cpu = m.get(&ix, 0).map_err(map_error("SPANS"))?;
                 let stats = merge_stats(per_cpu.iter());
                 if stats.calls > 0 {
                     let key = AggKey {
@@ -427,15 +412,8 @@ impl Engine {
     fn write_config(&mut self) -> Result<(), EngineError> {
         let map = self.bpf.map_mut("CONFIG").expect("CONFIG map");
         let mut arr: Array<&mut MapData, Config> =
-            Array::try_from(map).map_err(|source| EngineError::Map {
-                name: "CONFIG",
-                source,
-            })?;
-        arr.set(0, self.config, 0)
-            .map_err(|source| EngineError::Map {
-                name: "CONFIG",
-                source,
-            })
+            Array::try_from(map).map_err(map_error("CONFIG"))?;
+        arr.set(0, self.config, 0).map_err(map_error("CONFIG"))
     }
 
     fn tracepoint(&mut self, prog: &str, category: &str, name: &str) -> Result<(), EngineError> {
@@ -449,10 +427,13 @@ impl Engine {
                 what: what.clone(),
                 source,
             })?;
-        p.load().map_err(|source| EngineError::Program {
-            what: what.clone(),
-            source,
-        })?;
+        // One program may serve several tracepoints (the floor's): load it once.
+        if p.fd().is_err() {
+            p.load().map_err(|source| EngineError::Program {
+                what: what.clone(),
+                source,
+            })?;
+        }
         p.attach(category, name)
             .map_err(|source| EngineError::Program { what, source })?;
         Ok(())
@@ -528,14 +509,8 @@ impl Engine {
     pub fn follow(&mut self, pid: u32) -> Result<(), EngineError> {
         let map = self.bpf.map_mut("FOLLOW").expect("FOLLOW map");
         let mut m: HashMap<&mut MapData, u32, u8> =
-            HashMap::try_from(map).map_err(|source| EngineError::Map {
-                name: "FOLLOW",
-                source,
-            })?;
-        m.insert(pid, 1, 0).map_err(|source| EngineError::Map {
-            name: "FOLLOW",
-            source,
-        })
+            HashMap::try_from(map).map_err(map_error("FOLLOW"))?;
+        m.insert(pid, 1, 0).map_err(map_error("FOLLOW"))
     }
 
     pub fn unfollow(&mut self, pid: u32) {
@@ -573,14 +548,8 @@ impl Engine {
         }
         let map = self.bpf.map_mut("SLOTS").expect("SLOTS map");
         let mut arr: Array<&mut MapData, SlotConf> =
-            Array::try_from(map).map_err(|source| EngineError::Map {
-                name: "SLOTS",
-                source,
-            })?;
-        arr.set(index, conf, 0).map_err(|source| EngineError::Map {
-            name: "SLOTS",
-            source,
-        })
+            Array::try_from(map).map_err(map_error("SLOTS"))?;
+        arr.set(index, conf, 0).map_err(map_error("SLOTS"))
     }
 
     /// Time calls of kernel function `symbol` as target `target`.
@@ -1018,21 +987,15 @@ impl Engine {
     pub fn snapshot(&self) -> Result<Snapshot, EngineError> {
         let mut snap = Snapshot::default();
 
-        let hist: Array<&MapData, HistRow> = Array::try_from(self.bpf.map("HIST").expect("HIST"))
-            .map_err(|source| EngineError::Map {
-            name: "HIST",
-            source,
-        })?;
+        let hist: Array<&MapData, HistRow> =
+            Array::try_from(self.bpf.map("HIST").expect("HIST")).map_err(map_error("HIST"))?;
         for (ix, key, stats) in self.span_elements()? {
             let merged = snap.spans.entry(key).or_default();
             *merged = merge_stats([*merged, stats].iter());
             for kind in [HIST_WALL, HIST_ONCPU] {
-                let row =
-                    hist.get(&hist_index(ix, kind), 0)
-                        .map_err(|source| EngineError::Map {
-                            name: "HIST",
-                            source,
-                        })?;
+                let row = hist
+                    .get(&hist_index(ix, kind), 0)
+                    .map_err(map_error("HIST"))?;
                 let dest = snap.hist.entry((key, kind)).or_default();
                 for (bucket, &count) in row.iter().enumerate() {
                     if count > 0 {
@@ -1043,56 +1006,31 @@ impl Engine {
         }
 
         let m: HashMap<&MapData, StackKey, StackVal> =
-            HashMap::try_from(self.bpf.map("STACKS").expect("STACKS")).map_err(|source| {
-                EngineError::Map {
-                    name: "STACKS",
-                    source,
-                }
-            })?;
+            HashMap::try_from(self.bpf.map("STACKS").expect("STACKS"))
+                .map_err(map_error("STACKS"))?;
         for item in m.iter() {
-            snap.stacks.push(item.map_err(|source| EngineError::Map {
-                name: "STACKS",
-                source,
-            })?);
+            snap.stacks.push(item.map_err(map_error("STACKS"))?);
         }
 
-        let m: HashMap<&MapData, PhaseKey, PhaseStats> = HashMap::try_from(
-            self.bpf.map("PHASE_STATS").expect("PHASE_STATS"),
-        )
-        .map_err(|source| EngineError::Map {
-            name: "PHASE_STATS",
-            source,
-        })?;
+        let m: HashMap<&MapData, PhaseKey, PhaseStats> =
+            HashMap::try_from(self.bpf.map("PHASE_STATS").expect("PHASE_STATS"))
+                .map_err(map_error("PHASE_STATS"))?;
         for item in m.iter() {
-            snap.phases.push(item.map_err(|source| EngineError::Map {
-                name: "PHASE_STATS",
-                source,
-            })?);
+            snap.phases.push(item.map_err(map_error("PHASE_STATS"))?);
         }
 
-        let m: PerCpuArray<&MapData, u64> = PerCpuArray::try_from(
-            self.bpf.map("COUNTERS").expect("COUNTERS"),
-        )
-        .map_err(|source| EngineError::Map {
-            name: "COUNTERS",
-            source,
-        })?;
+        let m: PerCpuArray<&MapData, u64> =
+            PerCpuArray::try_from(self.bpf.map("COUNTERS").expect("COUNTERS"))
+                .map_err(map_error("COUNTERS"))?;
         for (i, c) in snap.counters.iter_mut().enumerate() {
-            let v = m.get(&(i as u32), 0).map_err(|source| EngineError::Map {
-                name: "COUNTERS",
-                source,
-            })?;
+            let v = m.get(&(i as u32), 0).map_err(map_error("COUNTERS"))?;
             *c = v.iter().sum();
         }
 
         for (map, oncpu) in [("STACK_TRACES", false), ("SAMPLED_STACKS", true)] {
-            let traces: StackTraceMap<&MapData> = StackTraceMap::try_from(
-                self.bpf.map(map).expect("stack map"),
-            )
-            .map_err(|source| EngineError::Map {
-                name: "STACK_TRACES",
-                source,
-            })?;
+            let traces: StackTraceMap<&MapData> =
+                StackTraceMap::try_from(self.bpf.map(map).expect("stack map"))
+                    .map_err(map_error(map))?;
             let mut wanted: Vec<i32> = Vec::new();
             for (k, _) in &snap.stacks {
                 if (k.kind == STACK_ONCPU) == oncpu {
@@ -1135,43 +1073,29 @@ impl Engine {
         let stride = self.config.target_stride;
         let used = self.rows()?;
         {
-            let mut spans: PerCpuArray<&mut MapData, SpanStats> = PerCpuArray::try_from(
-                self.bpf.map_mut("SPANS").expect("SPANS"),
-            )
-            .map_err(|source| EngineError::Map {
-                name: "SPANS",
-                source,
-            })?;
+            let mut spans: PerCpuArray<&mut MapData, SpanStats> =
+                PerCpuArray::try_from(self.bpf.map_mut("SPANS").expect("SPANS"))
+                    .map_err(map_error("SPANS"))?;
             for &(row, _) in &used {
                 for target in 0..stride {
                     let zeros = aya::maps::PerCpuValues::try_from(vec![SpanStats::default(); ncpu])
                         .map_err(EngineError::Cpus)?;
                     spans
                         .set(span_index(row, stride, target), zeros, 0)
-                        .map_err(|source| EngineError::Map {
-                            name: "SPANS",
-                            source,
-                        })?;
+                        .map_err(map_error("SPANS"))?;
                 }
             }
         }
         {
             let mut hist: Array<&mut MapData, HistRow> =
-                Array::try_from(self.bpf.map_mut("HIST").expect("HIST")).map_err(|source| {
-                    EngineError::Map {
-                        name: "HIST",
-                        source,
-                    }
-                })?;
+                Array::try_from(self.bpf.map_mut("HIST").expect("HIST"))
+                    .map_err(map_error("HIST"))?;
             let zero: HistRow = [0; HIST_BUCKETS as usize];
             for &(row, _) in &used {
                 for target in 0..stride {
                     for kind in [HIST_WALL, HIST_ONCPU] {
                         let ix = hist_index(span_index(row, stride, target), kind);
-                        hist.set(ix, zero, 0).map_err(|source| EngineError::Map {
-                            name: "HIST",
-                            source,
-                        })?;
+                        hist.set(ix, zero, 0).map_err(map_error("HIST"))?;
                     }
                 }
             }
@@ -1183,32 +1107,21 @@ impl Engine {
         clear_hash::<PhaseKey, u32>(&mut self.bpf, "PHASE_ROWS")?;
         self.init_rows()?;
         for map in ["STACK_TRACES", "SAMPLED_STACKS"] {
-            let mut m: StackTraceMap<&mut MapData> = StackTraceMap::try_from(
-                self.bpf.map_mut(map).expect("stack map"),
-            )
-            .map_err(|source| EngineError::Map {
-                name: "STACK_TRACES",
-                source,
-            })?;
+            let mut m: StackTraceMap<&mut MapData> =
+                StackTraceMap::try_from(self.bpf.map_mut(map).expect("stack map"))
+                    .map_err(map_error(map))?;
             let ids: Vec<u32> = m.stack_ids().filter_map(Result::ok).collect();
             for id in ids {
                 let _ = m.remove(&id);
             }
         }
-        let mut m: PerCpuArray<&mut MapData, u64> = PerCpuArray::try_from(
-            self.bpf.map_mut("COUNTERS").expect("COUNTERS"),
-        )
-        .map_err(|source| EngineError::Map {
-            name: "COUNTERS",
-            source,
-        })?;
+        let mut m: PerCpuArray<&mut MapData, u64> =
+            PerCpuArray::try_from(self.bpf.map_mut("COUNTERS").expect("COUNTERS"))
+                .map_err(map_error("COUNTERS"))?;
         for i in 0..counter::COUNT {
             let zeros =
                 aya::maps::PerCpuValues::try_from(vec![0u64; ncpu]).map_err(EngineError::Cpus)?;
-            m.set(i, zeros, 0).map_err(|source| EngineError::Map {
-                name: "COUNTERS",
-                source,
-            })?;
+            m.set(i, zeros, 0).map_err(map_error("COUNTERS"))?;
         }
         Ok(())
     }
@@ -1237,16 +1150,7 @@ impl Engine {
                     what: what.clone(),
                     source: ProgramError::NotAttached,
                 })?;
-                let p: &mut TracePoint = self
-                    .bpf
-                    .program_mut(&format!("floor_tp{sfx}"))
-                    .expect("floor_tp")
-                    .try_into()
-                    .map_err(err)?;
-                if p.fd().is_err() {
-                    p.load().map_err(err)?;
-                }
-                p.attach(cat, name).map_err(err)?;
+                self.tracepoint(&format!("floor_tp{sfx}"), cat, name)?;
             }
             "kprobe" => {
                 for prog in ["floor_kprobe", "floor_kretprobe"] {
@@ -1290,18 +1194,11 @@ impl Engine {
 
     /// Hits counted by the floor programs, and the nanoseconds the timed ones measured.
     pub fn floor_hits(&self) -> Result<(u64, u64), EngineError> {
-        let m: PerCpuArray<&MapData, u64> = PerCpuArray::try_from(
-            self.bpf.map("COUNTERS").expect("COUNTERS"),
-        )
-        .map_err(|source| EngineError::Map {
-            name: "COUNTERS",
-            source,
-        })?;
+        let m: PerCpuArray<&MapData, u64> =
+            PerCpuArray::try_from(self.bpf.map("COUNTERS").expect("COUNTERS"))
+                .map_err(map_error("COUNTERS"))?;
         let sum = |ix: u32| -> Result<u64, EngineError> {
-            let v = m.get(&ix, 0).map_err(|source| EngineError::Map {
-                name: "COUNTERS",
-                source,
-            })?;
+            let v = m.get(&ix, 0).map_err(map_error("COUNTERS"))?;
             Ok(v.iter().sum())
         };
         Ok((sum(counter::FLOOR_HITS)?, sum(counter::FLOOR_NS)?))
@@ -1311,6 +1208,11 @@ impl Engine {
     pub fn tracepoint_points(&self) -> Vec<String> {
         self.tp_points.iter().flatten().cloned().collect()
     }
+}
+
+/// The error of a failed operation on map `name`, for `map_err`.
+fn map_error(name: &'static str) -> impl Fn(aya::maps::MapError) -> EngineError {
+    move |source| EngineError::Map { name, source }
 }
 
 /// Threads that close links at the end of a run.
