@@ -141,6 +141,12 @@ pub struct Config {
     pub target_stride: u32,
     /// Aggregate rows (phases, the unphased row included) the maps hold.
     pub max_phases: u32,
+    /// The phase of a traced process that announced none itself: `CASE_UNPHASED` and
+    /// `ROW_UNPHASED` normally; an external sweep sets it to the (case, N) of the command it
+    /// is running, so the whole process tree of one run of the command is one phase.
+    pub default_row: u32,
+    pub default_n: u64,
+    pub default_case: u32,
     pub _pad: u32,
 }
 
@@ -158,6 +164,10 @@ pub const FLAG_CALLER_STACKS: u32 = 1 << 1;
 pub const FLAG_OFFCPU_STACKS: u32 = 1 << 2;
 /// Capture kernel stacks from the perf_event sampler while inside a target.
 pub const FLAG_ONCPU_SAMPLES: u32 = 1 << 3;
+/// Discover mode: the sampler keeps every sample of a traced task (not only those inside a
+/// target) as a `STACK_PROFILE` stack, and `sched_switch` records where traced tasks block
+/// (`STACK_PROFILE_OFFCPU`), so functions nobody named can be found.
+pub const FLAG_DISCOVER: u32 = 1 << 4;
 
 /// What one attach slot does, element `slot` of a `*_SLOTS` array.
 #[repr(C)]
@@ -232,6 +242,22 @@ pub fn hist_index(span_ix: u32, kind: u32) -> u32 {
 pub const STACK_ONCPU: u32 = 0;
 pub const STACK_OFFCPU: u32 = 1;
 pub const STACK_CALLER: u32 = 2;
+/// Discover mode: every on-CPU sample of a traced task, target 0; `kstack` -1 when the
+/// sample hit user mode (no kernel frames).
+pub const STACK_PROFILE: u32 = 3;
+/// Discover mode: where a traced task blocked (kernel stack at switch-out), weighted by the
+/// time until it ran again; target 0.
+pub const STACK_PROFILE_OFFCPU: u32 = 4;
+
+/// Where a traced task blocked, kept from switch-out to switch-in (discover mode).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OffStart {
+    pub since_ns: u64,
+    pub n: u64,
+    pub case: u32,
+    pub kstack: i32,
+}
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -347,6 +373,7 @@ mod pod {
     unsafe impl aya::Pod for PhaseStats {}
     unsafe impl aya::Pod for CurrentPhase {}
     unsafe impl aya::Pod for SpanEvent {}
+    unsafe impl aya::Pod for OffStart {}
 }
 
 #[cfg(test)]

@@ -154,6 +154,10 @@ static SAMPLED_STACKS: StackTrace<16384, 0, 48> = StackTrace::new();
 #[map]
 static EVENTS: RingBuf = RingBuf::with_byte_size(4 << 20, 0);
 
+/// Discover mode: traced tasks that blocked, from switch-out to switch-in.
+#[map]
+static OFF_START: HashMap<u32, OffStart> = HashMap::with_max_entries(16384, 0);
+
 #[map]
 static COUNTERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(counter::COUNT, 0);
 
@@ -261,7 +265,12 @@ fn phase_gen() -> u64 {
 fn lookup_phase(tgid: u32) -> (u32, u64, u32) {
     match unsafe { CURRENT_PHASE.get(&tgid) } {
         Some(p) => (p.case, p.n, p.row),
-        None => (CASE_UNPHASED, 0, ROW_UNPHASED),
+        // A process that announced no phase is in the run's default one (an external
+        // sweep's current N; unphased otherwise).
+        None => match config() {
+            Some(c) => (c.default_case, c.default_n, c.default_row),
+            None => (CASE_UNPHASED, 0, ROW_UNPHASED),
+        },
     }
 }
 
@@ -749,10 +758,40 @@ pub fn sched_switch(ctx: TracePointContext) -> u32 {
             }
         }
     }
+    if cfg.flags & FLAG_DISCOVER != 0 && prev != 0 && filter_pass(cfg) {
+        let (case, n, _) = lookup_phase((pid_tgid >> 32) as u32);
+        let start = OffStart {
+            since_ns: ts,
+            n,
+            case,
+            kstack: stack_id(&ctx, 0),
+        };
+        if OFF_START.insert(&prev, &start, 0).is_err() {
+            bump(counter::STACK_ERRORS);
+        }
+    }
     let Ok(next) = (unsafe { ctx.read_at::<i32>(cfg.switch_next_pid_off as usize) }) else {
         return 0;
     };
     let next = next as u32;
+    if cfg.flags & FLAG_DISCOVER != 0 && next != 0 {
+        if let Some(start) = unsafe { OFF_START.get(&next) } {
+            let start = *start;
+            let _ = OFF_START.remove(&next);
+            let key = StackKey {
+                agg: AggKey {
+                    target: 0,
+                    case: start.case,
+                    n: start.n,
+                },
+                kind: STACK_PROFILE_OFFCPU,
+                kstack: start.kstack,
+                ustack: -1,
+                tgid: 0,
+            };
+            add_stack(&key, ts.saturating_sub(start.since_ns));
+        }
+    }
     if next != 0 {
         if let Some(st) = THREADS.get_ptr_mut(&next) {
             let st = unsafe { &mut *st };
@@ -827,6 +866,7 @@ pub fn sched_exit(_ctx: TracePointContext) -> u32 {
         let _ = THREADS.remove(&tid);
     }
     let _ = PENDING_OPEN.remove(&tid);
+    let _ = OFF_START.remove(&tid);
     if tid == tgid {
         let _ = FOLLOW.remove(&tgid);
         if CURRENT_PHASE.remove(&tgid).is_ok() {
@@ -918,6 +958,11 @@ pub fn sampler(ctx: PerfEventContext) -> u32 {
     if tid == 0 {
         return 0;
     }
+    if let Some(cfg) = config() {
+        if cfg.flags & FLAG_DISCOVER != 0 && filter_pass(cfg) {
+            profile_sample(&ctx, cfg, pid_tgid);
+        }
+    }
     let Some(st) = (unsafe { THREADS.get(&tid) }) else {
         return 0;
     };
@@ -948,6 +993,31 @@ pub fn sampler(ctx: PerfEventContext) -> u32 {
     // Weight: one sample stands for one sample period of CPU time.
     add_stack(&key, cfg.sample_period_ns);
     0
+}
+
+/// Discover mode: one sample of a traced task, wherever it is. A sample that interrupted
+/// user mode has no kernel frames (bpf_get_stackid says EFAULT): it is kept with kstack -1,
+/// so the report can tell kernel time from user time and compare it with the rusage.
+#[inline(always)]
+fn profile_sample(ctx: &PerfEventContext, cfg: &Config, pid_tgid: u64) {
+    const EFAULT: i32 = 14;
+    let kstack = match ctx.get_stackid(&SAMPLED_STACKS, 0) {
+        Ok(id) => id as i32,
+        Err(e) if e == -EFAULT => -1,
+        Err(_) => {
+            bump(counter::STACK_ERRORS);
+            -2
+        }
+    };
+    let (case, n, _) = lookup_phase((pid_tgid >> 32) as u32);
+    let key = StackKey {
+        agg: AggKey { target: 0, case, n },
+        kind: STACK_PROFILE,
+        kstack,
+        ustack: -1,
+        tgid: 0,
+    };
+    add_stack(&key, cfg.sample_period_ns);
 }
 
 // ---------------------------------------------------------------------------------------------

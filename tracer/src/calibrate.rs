@@ -39,6 +39,7 @@ pub fn child_args(cal: Calibration) -> Vec<String> {
         }
         Calibration::TouchPages { pages } => vec!["touch-pages".into(), pages.to_string()],
         Calibration::Getpid { count } => vec!["getpid".into(), count.to_string()],
+        Calibration::None => vec!["none".into()],
     }
 }
 
@@ -57,6 +58,7 @@ pub fn parse_child_args(args: &[String]) -> Result<Calibration, String> {
         }),
         Some("touch-pages") => Ok(Calibration::TouchPages { pages: num(1)? }),
         Some("getpid") => Ok(Calibration::Getpid { count: num(1)? }),
+        Some("none") => Ok(Calibration::None),
         other => Err(format!("unknown calibration {other:?}")),
     }
 }
@@ -160,6 +162,13 @@ fn wait_for_eof() {
 
 fn child_work(cal: Calibration) -> Result<(), String> {
     match cal {
+        Calibration::None => {
+            say("ready").map_err(|e| e.to_string())?;
+            wait_for_go().map_err(|e| e.to_string())?;
+            say("done").map_err(|e| e.to_string())?;
+            wait_for_eof();
+            Ok(())
+        }
         Calibration::ForkWait { count } => {
             say("ready").map_err(|e| e.to_string())?;
             wait_for_go().map_err(|e| e.to_string())?;

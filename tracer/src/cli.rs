@@ -99,6 +99,169 @@ pub fn parse_phases(s: &str) -> Result<u32, String> {
     Ok(n as u32)
 }
 
+/// `--ops EXPR`: operations per run of an external sweep's command, as an arithmetic
+/// expression of N: integers, `{n}` (or `n`), `+ - * /` and parentheses, e.g. `100`,
+/// `{n}*10`, `({n}+1)*50`. Evaluated in integers, saturating; a result below 1 counts as 1.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpsExpr {
+    text: String,
+    expr: Expr,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Expr {
+    Num(u64),
+    N,
+    Bin(Box<Expr>, u8, Box<Expr>),
+}
+
+impl OpsExpr {
+    pub fn parse(s: &str) -> Result<OpsExpr, String> {
+        let tokens = tokenize(s)?;
+        let mut p = ExprParser { t: &tokens, i: 0 };
+        let expr = p.sum()?;
+        if p.i != tokens.len() {
+            return Err(format!("--ops {s:?}: unexpected {:?}", tokens[p.i]));
+        }
+        Ok(OpsExpr {
+            text: s.trim().to_string(),
+            expr,
+        })
+    }
+
+    pub fn eval(&self, n: u64) -> u64 {
+        fn ev(e: &Expr, n: u64) -> u64 {
+            match e {
+                Expr::Num(v) => *v,
+                Expr::N => n,
+                Expr::Bin(a, op, b) => {
+                    let (a, b) = (ev(a, n), ev(b, n));
+                    match op {
+                        b'+' => a.saturating_add(b),
+                        b'-' => a.saturating_sub(b),
+                        b'*' => a.saturating_mul(b),
+                        _ => a.checked_div(b).unwrap_or(0),
+                    }
+                }
+            }
+        }
+        ev(&self.expr, n).max(1)
+    }
+
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Tok {
+    Num(u64),
+    N,
+    Op(u8),
+    Open,
+    Close,
+}
+
+fn tokenize(s: &str) -> Result<Vec<Tok>, String> {
+    let b = s.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b' ' => i += 1,
+            b'0'..=b'9' => {
+                let st = i;
+                while i < b.len() && b[i].is_ascii_digit() {
+                    i += 1;
+                }
+                let v = s[st..i]
+                    .parse()
+                    .map_err(|_| format!("--ops {s:?}: {} is too large", &s[st..i]))?;
+                out.push(Tok::Num(v));
+            }
+            b'{' if s[i..].starts_with("{n}") => {
+                out.push(Tok::N);
+                i += 3;
+            }
+            b'n' | b'N' => {
+                out.push(Tok::N);
+                i += 1;
+            }
+            c @ (b'+' | b'-' | b'*' | b'/') => {
+                out.push(Tok::Op(c));
+                i += 1;
+            }
+            b'(' => {
+                out.push(Tok::Open);
+                i += 1;
+            }
+            b')' => {
+                out.push(Tok::Close);
+                i += 1;
+            }
+            _ => {
+                return Err(format!(
+                    "--ops {s:?}: unexpected {:?} (use integers, {{n}}, + - * / and parentheses)",
+                    &s[i..].chars().next().unwrap_or(' ')
+                ));
+            }
+        }
+    }
+    if out.is_empty() {
+        return Err("--ops: empty expression (e.g. 100 or {n}*10)".into());
+    }
+    Ok(out)
+}
+
+struct ExprParser<'a> {
+    t: &'a [Tok],
+    i: usize,
+}
+
+impl ExprParser<'_> {
+    fn sum(&mut self) -> Result<Expr, String> {
+        let mut e = self.product()?;
+        while let Some(Tok::Op(op @ (b'+' | b'-'))) = self.t.get(self.i) {
+            self.i += 1;
+            e = Expr::Bin(Box::new(e), *op, Box::new(self.product()?));
+        }
+        Ok(e)
+    }
+
+    fn product(&mut self) -> Result<Expr, String> {
+        let mut e = self.atom()?;
+        while let Some(Tok::Op(op @ (b'*' | b'/'))) = self.t.get(self.i) {
+            self.i += 1;
+            e = Expr::Bin(Box::new(e), *op, Box::new(self.atom()?));
+        }
+        Ok(e)
+    }
+
+    fn atom(&mut self) -> Result<Expr, String> {
+        let tok = self.t.get(self.i).cloned();
+        self.i += 1;
+        match tok {
+            Some(Tok::Num(v)) => Ok(Expr::Num(v)),
+            Some(Tok::N) => Ok(Expr::N),
+            Some(Tok::Open) => {
+                let e = self.sum()?;
+                if self.t.get(self.i) != Some(&Tok::Close) {
+                    return Err("--ops: missing ')'".into());
+                }
+                self.i += 1;
+                Ok(e)
+            }
+            Some(t) => Err(format!("--ops: unexpected {t:?}")),
+            None => Err("--ops: the expression ends early".into()),
+        }
+    }
+}
+
+/// clap value parser for `--ops`.
+pub fn parse_ops(s: &str) -> Result<OpsExpr, String> {
+    OpsExpr::parse(s)
+}
+
 /// A default output directory name: `tracer-run-YYYYmmdd-HHMMSS` (UTC).
 pub fn default_run_name(prefix: &str) -> String {
     let secs = std::time::SystemTime::now()
@@ -172,6 +335,29 @@ mod tests {
                 .unwrap_err()
                 .contains("not a phase count")
         );
+    }
+
+    #[test]
+    fn ops_expressions() {
+        let e = |s: &str, n| OpsExpr::parse(s).unwrap().eval(n);
+        assert_eq!(e("100", 7), 100);
+        assert_eq!(e("{n}*10", 7), 70);
+        assert_eq!(e("n * 10 + 5", 7), 75);
+        assert_eq!(e("({n}+1)*50", 3), 200);
+        assert_eq!(e("{n}/4", 10), 2);
+        assert_eq!(e("{n}-10", 3), 1, "below one counts as one");
+        assert_eq!(e("{n}/0", 3), 1, "division by zero is not a crash");
+        for bad in [
+            "",
+            "x",
+            "10 +",
+            "(1",
+            "1)",
+            "{m}",
+            "99999999999999999999999",
+        ] {
+            assert!(OpsExpr::parse(bad).is_err(), "{bad:?} accepted");
+        }
     }
 
     #[test]

@@ -3,12 +3,18 @@
 use std::collections::BTreeMap;
 
 use tracer_ebpf::{
-    AggKey, HIST_ONCPU, HIST_WALL, STACK_CALLER, STACK_OFFCPU, STACK_ONCPU, counter,
+    AggKey, HIST_ONCPU, HIST_WALL, STACK_CALLER, STACK_OFFCPU, STACK_ONCPU, STACK_PROFILE,
+    STACK_PROFILE_OFFCPU, counter,
 };
 
 use crate::engine::Snapshot;
 use crate::kernel::kallsyms::Kallsyms;
-use crate::rundata::{Dist, PhaseRow, SpanRow, StackFile, StackKind, stack_file_path};
+use crate::rundata::{
+    Dist, PROFILE_TARGET, PhaseRow, SpanRow, StackFile, StackKind, stack_file_path,
+};
+
+/// The one frame of a whole-process sample taken in user mode.
+pub const USER_FRAME: &str = "[user]";
 use crate::symbols::UserSymbolizer;
 
 /// Names of the kernel-side counters, index = `tracer_ebpf::counter` constant.
@@ -218,18 +224,24 @@ pub fn stack_files(
             STACK_ONCPU => StackKind::Oncpu,
             STACK_OFFCPU => StackKind::Offcpu,
             STACK_CALLER => StackKind::Callers,
+            STACK_PROFILE => StackKind::Profile,
+            STACK_PROFILE_OFFCPU => StackKind::ProfileOffcpu,
             _ => continue,
         };
         let mut frames = Vec::new();
         if kind == StackKind::Callers {
             frames.extend(user_frames(snap, key.ustack, key.tgid, usyms));
         }
-        frames.extend(kernel_frames(
-            snap,
-            key.kstack,
-            kind == StackKind::Oncpu,
-            ksyms,
-        ));
+        match (kind, key.kstack) {
+            // A whole-process sample that interrupted user mode: no kernel frames to show.
+            (StackKind::Profile, -1) => frames.push(USER_FRAME.to_string()),
+            _ => frames.extend(kernel_frames(
+                snap,
+                key.kstack,
+                matches!(kind, StackKind::Oncpu | StackKind::Profile),
+                ksyms,
+            )),
+        }
         if frames.is_empty() {
             // Every frame was the probe's own (a sample taken inside the BPF program).
             frames.push("[probe-only-stack]".to_string());
@@ -251,8 +263,12 @@ pub fn stack_files(
     }
     let mut out = Vec::new();
     for ((kind, target, case, n), lines) in groups {
-        let Some(tname) = target_names.get(target as usize) else {
-            continue;
+        let tname = match kind {
+            StackKind::Profile | StackKind::ProfileOffcpu => PROFILE_TARGET,
+            _ => match target_names.get(target as usize) {
+                Some(t) if !t.is_empty() => t.as_str(),
+                _ => continue,
+            },
         };
         let case_name = workloads::cases::case_name(case);
         let mut content = String::new();
@@ -272,7 +288,7 @@ pub fn stack_files(
         out.push((
             StackFile {
                 kind,
-                target: tname.clone(),
+                target: tname.to_string(),
                 case,
                 case_name,
                 n,

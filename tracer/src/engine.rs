@@ -57,6 +57,9 @@ pub struct EngineOptions {
     /// Target indices the run uses (0..targets): the aggregate maps hold this many per
     /// phase.
     pub targets: u32,
+    /// Discover mode: keep every sample of the traced tasks and where they block, not only
+    /// what happens inside targets (needs `sample_freq_hz` > 0).
+    pub discover: bool,
 }
 
 /// Default number of aggregate rows: 256 phases of 4 targets lock ~16 MiB (two 7.6 KiB
@@ -74,6 +77,7 @@ impl Default for EngineOptions {
             scheduler: true,
             max_phases: DEFAULT_MAX_PHASES,
             targets: MAX_TARGETS as u32,
+            discover: false,
         }
     }
 }
@@ -235,11 +239,17 @@ impl Engine {
         loader.map_max_entries("SPANS", phases * stride);
         loader.map_max_entries("HIST", phases * stride * HIST_KINDS);
         // Stack maps are the big consumers of locked memory: size them by what is recorded.
-        let stacks_for_calls = options.caller_stacks || options.offcpu_stacks;
+        let stacks_for_calls = options.caller_stacks || options.offcpu_stacks || options.discover;
         loader.map_max_entries("STACK_TRACES", if stacks_for_calls { 16384 } else { 1 });
         loader.map_max_entries(
             "SAMPLED_STACKS",
-            if options.sample_freq_hz > 0 { 16384 } else { 1 },
+            match (options.sample_freq_hz > 0, options.discover) {
+                // Whole-process profiles have many more distinct stacks than samples taken
+                // inside a few targets: fewer collisions, fewer lost stacks.
+                (true, true) => 32768,
+                (true, false) => 16384,
+                (false, _) => 1,
+            },
         );
         loader.override_global("AYA_LOG_LEVEL", &log_level, false);
         let mut bpf = loader.load(OBJECT).map_err(EngineError::Load)?;
@@ -322,6 +332,11 @@ impl Engine {
         if self.options.raw_events_bytes > 0 {
             c.flags |= FLAG_RAW_EVENTS;
         }
+        if self.options.discover && self.options.sample_freq_hz > 0 {
+            c.flags |= FLAG_DISCOVER;
+        }
+        c.default_case = CASE_UNPHASED;
+        c.default_row = ROW_UNPHASED;
         // Syscall tracepoint layouts are stable, but read them anyway when present.
         if let Ok(f) = EventFormat::load(&self.tracefs, "syscalls", "sys_enter_openat") {
             c.openat_filename_off = f.offset("filename").unwrap_or(24);
@@ -1033,7 +1048,7 @@ impl Engine {
                     .map_err(map_error(map))?;
             let mut wanted: Vec<i32> = Vec::new();
             for (k, _) in &snap.stacks {
-                if (k.kind == STACK_ONCPU) == oncpu {
+                if is_sampled_kind(k.kind) == oncpu {
                     wanted.extend([k.kstack, k.ustack].into_iter().filter(|&id| id >= 0));
                 }
             }
@@ -1052,6 +1067,89 @@ impl Engine {
             }
         }
         Ok(snap)
+    }
+
+    /// Make `(case, n)` the phase of every traced process that announces none itself (one
+    /// run of an external sweep's command), claiming its aggregate row as the phase markers
+    /// would. Call only while no traced process runs: the probes claim rows too.
+    pub fn set_default_phase(&mut self, case: u32, n: u64) -> Result<(), EngineError> {
+        let key = PhaseKey { case, _pad: 0, n };
+        let row = self.claim_row(key)?;
+        self.config.default_case = case;
+        self.config.default_n = n;
+        self.config.default_row = row;
+        self.write_config()?;
+        self.bump_phase_gen()
+    }
+
+    /// Back to unphased for processes without a phase of their own.
+    pub fn clear_default_phase(&mut self) -> Result<(), EngineError> {
+        self.config.default_case = CASE_UNPHASED;
+        self.config.default_n = 0;
+        self.config.default_row = ROW_UNPHASED;
+        self.write_config()?;
+        self.bump_phase_gen()
+    }
+
+    /// The row of a phase: its own if it has one, else the next free one (`NO_ROW` when
+    /// all are taken; the calls are then counted as lost, as for marker phases).
+    fn claim_row(&mut self, key: PhaseKey) -> Result<u32, EngineError> {
+        {
+            let rows: HashMap<&MapData, PhaseKey, u32> =
+                HashMap::try_from(self.bpf.map("PHASE_ROWS").expect("PHASE_ROWS"))
+                    .map_err(map_error("PHASE_ROWS"))?;
+            if let Ok(r) = rows.get(&key, 0) {
+                return Ok(r);
+            }
+        }
+        let mut next: Array<&mut MapData, u64> =
+            Array::try_from(self.bpf.map_mut("NEXT_ROW").expect("NEXT_ROW"))
+                .map_err(map_error("NEXT_ROW"))?;
+        let row = next.get(&0, 0).map_err(map_error("NEXT_ROW"))?;
+        if row >= self.config.max_phases as u64 {
+            return Ok(NO_ROW);
+        }
+        next.set(0, row + 1, 0).map_err(map_error("NEXT_ROW"))?;
+        let row = row as u32;
+        let mut owner: HashMap<&mut MapData, u32, PhaseKey> =
+            HashMap::try_from(self.bpf.map_mut("ROW_OWNER").expect("ROW_OWNER"))
+                .map_err(map_error("ROW_OWNER"))?;
+        owner.insert(row, key, 0).map_err(map_error("ROW_OWNER"))?;
+        let mut rows: HashMap<&mut MapData, PhaseKey, u32> =
+            HashMap::try_from(self.bpf.map_mut("PHASE_ROWS").expect("PHASE_ROWS"))
+                .map_err(map_error("PHASE_ROWS"))?;
+        rows.insert(key, row, 0).map_err(map_error("PHASE_ROWS"))?;
+        Ok(row)
+    }
+
+    fn bump_phase_gen(&mut self) -> Result<(), EngineError> {
+        let mut generation: Array<&mut MapData, u64> =
+            Array::try_from(self.bpf.map_mut("PHASE_GEN").expect("PHASE_GEN"))
+                .map_err(map_error("PHASE_GEN"))?;
+        let g = generation.get(&0, 0).map_err(map_error("PHASE_GEN"))?;
+        generation
+            .set(0, g.wrapping_add(1), 0)
+            .map_err(map_error("PHASE_GEN"))
+    }
+
+    /// Add one finished run of an external command to its phase's statistics (what the
+    /// end marker does for workloads that announce their phases).
+    pub fn add_phase_stats(
+        &mut self,
+        case: u32,
+        n: u64,
+        ops: u64,
+        wall_ns: u64,
+    ) -> Result<(), EngineError> {
+        let key = PhaseKey { case, _pad: 0, n };
+        let mut m: HashMap<&mut MapData, PhaseKey, PhaseStats> =
+            HashMap::try_from(self.bpf.map_mut("PHASE_STATS").expect("PHASE_STATS"))
+                .map_err(map_error("PHASE_STATS"))?;
+        let mut v = m.get(&key, 0).unwrap_or_default();
+        v.phases += 1;
+        v.ops += ops;
+        v.wall_ns += wall_ns;
+        m.insert(key, v, 0).map_err(map_error("PHASE_STATS"))
     }
 
     /// Forget all aggregates (after calibration, before the real run).
@@ -1105,6 +1203,7 @@ impl Engine {
         clear_hash::<u32, CurrentPhase>(&mut self.bpf, "CURRENT_PHASE")?;
         clear_hash::<u32, PhaseKey>(&mut self.bpf, "ROW_OWNER")?;
         clear_hash::<PhaseKey, u32>(&mut self.bpf, "PHASE_ROWS")?;
+        clear_hash::<u32, OffStart>(&mut self.bpf, "OFF_START")?;
         self.init_rows()?;
         for map in ["STACK_TRACES", "SAMPLED_STACKS"] {
             let mut m: StackTraceMap<&mut MapData> =
@@ -1234,6 +1333,11 @@ fn unload(prog: &mut aya::programs::Program) {
 
 /// Merge per-CPU span statistics. CPUs that only counted untimed calls (or none) carry no
 /// meaningful min.
+/// Stack kinds whose kernel stacks come from the sampler's own stack map.
+fn is_sampled_kind(kind: u32) -> bool {
+    kind == STACK_ONCPU || kind == STACK_PROFILE
+}
+
 pub fn merge_stats<'a>(per_cpu: impl Iterator<Item = &'a SpanStats>) -> SpanStats {
     let mut out = SpanStats::default();
     let mut have_timed = false;

@@ -30,9 +30,17 @@ const LONG_ABOUT: &str = "\
 Time kernel functions with eBPF while a workload sweeps a size N (children, VMAs, SysV \
 segments, pages), and show which kernel loop grows with N.
 
-Targets: do_wait, dup_mmap, sysvipc_find_ipc, get_task_policy. Each is resolved per kernel \
-(fentry -> kprobe -> out-of-line callers -> syscall tracepoints) and verified by a short \
-calibration; `tracer probes` shows what this kernel allows and why.
+Targets: the built-in do_wait, dup_mmap, sysvipc_find_ipc, get_task_policy (each resolved \
+per kernel: fentry -> kprobe -> out-of-line callers -> syscall tracepoints, and verified by a \
+short calibration), or any kernel function by name (fentry -> kprobe -> its compiler clone). \
+`tracer probes` shows what this kernel allows and why.
+
+Do not know which function to suspect? `--discover` samples the kernel stacks of the whole \
+process tree at every N and ranks the functions whose time grows with N; it needs no \
+function probe, so it works on kernels that refuse them.
+
+Sweep your own benchmark: `tracer sweep --n 10,100,1000 -- ./bench {n}` runs it once per N \
+({n} replaced, TRACER_N set), each run one phase.
 
 Needs root, or CAP_BPF + CAP_PERFMON (5.8+) and a kernel with BTF for fentry. When the host \
 kernel forbids function probes (no kprobes, fentry refused), run inside a VM: \
@@ -131,6 +139,13 @@ struct CompareArgs {
 }
 
 const SWEEP_HELP: &str = "\
+Your own command, once per N ({n} in its arguments replaced by N, TRACER_N=N in its
+environment; each run is one phase of case `command`):
+  sudo tracer sweep --n 10,100,1000,3000 --targets do_wait -- ./bench {n} 100
+  sudo tracer sweep --n 1..4000*4 --discover --repeat 3 --ops 20000 -- ./poll {n}
+A run that fails is kept in run.json (invocations) and its N left out of the fits; the
+sweep goes on with the other N and exits 8.
+
 Workloads (from the `workloads` binary next to tracer, or --workloads-bin):
   waitpid    do_wait: fork+wait with N idle children          (default N 1,10,100,1000,5000,8000)
   spawn      dup_mmap: fork+exit+wait with N extra VMAs        (default N 1,10,100,1000,4000,16000)
@@ -140,6 +155,10 @@ Workloads (from the `workloads` binary next to tracer, or --workloads-bin):
 
 N lists: 1,10,100 or ranges 1..8000*4 (geometric) and 1k..4k+1k (linear).
 Ctrl-C keeps the runs finished so far and marks the sweep partial.
+
+--discover: sample every kernel stack of the traced process tree (cpu-clock, --freq) and
+where it blocks, then rank the kernel functions whose time per op grows with N; no function
+probe needed. With --discover and no --targets, nothing else is traced.
 
 Examples:
   sudo tracer sweep waitpid --n 1,10,100,1000,5000,8000
@@ -238,6 +257,10 @@ struct RecordArgs {
     /// command is a script that runs it (repeatable).
     #[arg(long, value_name = "BINARY")]
     markers: Vec<PathBuf>,
+    /// Keep every sampled kernel stack of the traced tasks and where they block (not only
+    /// inside targets): the data `--discover` reports rank functions by. No probe needed.
+    #[arg(long)]
+    discover: bool,
     /// The command to run and trace (with its process tree).
     #[arg(last = true, value_name = "COMMAND")]
     command: Vec<String>,
@@ -286,8 +309,22 @@ struct SweepArgs {
     /// Do not render the report after the sweep (render it later with `tracer report`).
     #[arg(long)]
     no_report: bool,
-    /// Extra arguments passed to every workload, e.g. -- --iterations 50.
-    #[arg(last = true, value_name = "WORKLOAD ARGS")]
+    /// Sample every kernel stack of the traced process tree and rank the functions whose
+    /// time grows with N (no function probe needed; no other target unless --targets).
+    #[arg(long)]
+    discover: bool,
+    /// Runs of your command per N (with -- CMD): more runs, tighter intervals.
+    #[arg(long, default_value_t = 1, value_name = "R")]
+    repeat: u32,
+    /// Operations per run of your command, e.g. 100 or {n}*10: gives per-op columns.
+    #[arg(long, value_parser = cli::parse_ops, value_name = "EXPR")]
+    ops: Option<cli::OpsExpr>,
+    /// Name of your command's run directory in the sweep (default: its file name).
+    #[arg(long, value_name = "NAME")]
+    name: Option<String>,
+    /// With no workload named: the command to run once per N ({n} replaced by N).
+    /// With workloads: extra arguments passed to every workload, e.g. -- --iterations 50.
+    #[arg(last = true, value_name = "COMMAND | WORKLOAD ARGS")]
     extra: Vec<String>,
 }
 
@@ -399,6 +436,11 @@ fn resolve_opts(t: &TargetArgs, verify: bool) -> ResolveOptions {
 }
 
 fn run_record(a: RecordArgs, verbose: bool) -> Result<i32, TracerError> {
+    if a.discover && a.no_samples {
+        return Err(TracerError::Usage(
+            "--discover samples stacks: it cannot be combined with --no-samples".into(),
+        ));
+    }
     let out = a
         .output
         .clone()
@@ -423,6 +465,7 @@ fn run_record(a: RecordArgs, verbose: bool) -> Result<i32, TracerError> {
             scheduler: true,
             max_phases: a.maps.max_phases,
             targets: tracer_ebpf::MAX_TARGETS as u32,
+            discover: a.discover,
         },
         progress: true,
         attach_json: a.attach_json,
@@ -436,13 +479,24 @@ fn run_record(a: RecordArgs, verbose: bool) -> Result<i32, TracerError> {
 fn run_sweep(a: SweepArgs, verbose: bool) -> Result<i32, TracerError> {
     let a_no_flame = a.no_flamegraphs;
     let a_no_report = a.no_report;
-    let workloads = if a.all {
+    if a.discover && a.no_samples {
+        return Err(TracerError::Usage(
+            "--discover samples stacks: it cannot be combined with --no-samples".into(),
+        ));
+    }
+    let workloads: Vec<String> = if a.all {
         tracer::sweep::WORKLOADS
             .iter()
             .map(|w| w.0.to_string())
             .collect()
     } else {
         a.workloads
+    };
+    // No workload named: what follows `--` is the user's own command.
+    let (command, extra) = if workloads.is_empty() {
+        (a.extra, Vec::new())
+    } else {
+        (Vec::new(), a.extra)
     };
     let out = a
         .output
@@ -451,7 +505,7 @@ fn run_sweep(a: SweepArgs, verbose: bool) -> Result<i32, TracerError> {
         workloads,
         n: a.n,
         n_for: a.n_for,
-        extra_args: a.extra,
+        extra_args: extra,
         out,
         force: a.force,
         workloads_bin: a.workloads_bin,
@@ -466,8 +520,13 @@ fn run_sweep(a: SweepArgs, verbose: bool) -> Result<i32, TracerError> {
             scheduler: true,
             max_phases: a.maps.max_phases,
             targets: tracer_ebpf::MAX_TARGETS as u32,
+            discover: a.discover,
         },
         progress: true,
+        command,
+        repeat: a.repeat,
+        ops: a.ops,
+        name: a.name,
     };
     let outcome = tracer::sweep::sweep(opts)?;
     if let Some(p) = &outcome.sweep.partial_reason {
@@ -554,11 +613,16 @@ fn print_record_summary(o: &record::RecordOutcome) {
                 p.attach_points.join(",")
             ),
             Some(p) => out!(
-                "{:<18} {:>10} calls  [{} via {}]",
+                "{:<18} {:>10} calls  [{} via {}]{}",
                 t.name,
                 calls,
                 p.plan,
-                p.attach_points.join(",")
+                p.attach_points.join(","),
+                if calls == 0 && plan::target_by_name(&t.name).is_none() {
+                    "  attached, 0 calls: inlined at its hot call sites, or not on this path?"
+                } else {
+                    ""
+                }
             ),
             None => out!("{:<18} not measurable on this kernel", t.name),
         }
@@ -644,7 +708,7 @@ fn run_probes(a: ProbesArgs, verbose: bool) -> Result<i32, TracerError> {
             }
             let why = plan::target_by_name(&r.name)
                 .map(|(_, t)| t.why)
-                .unwrap_or("");
+                .unwrap_or(plan::ARBITRARY_WHY);
             out!("  why traced: {why}");
         }
     }

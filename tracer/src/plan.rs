@@ -75,6 +75,9 @@ pub enum Calibration {
     TouchPages { pages: u32 },
     /// Call the raw getpid syscall `count` times.
     Getpid { count: u32 },
+    /// No known workload makes a known number of calls (a function the user named): the
+    /// plan is checked after the run instead, by whether it saw calls at all.
+    None,
 }
 
 impl Calibration {
@@ -86,6 +89,7 @@ impl Calibration {
             }
             Calibration::TouchPages { pages } => format!("write to {pages} fresh anonymous pages"),
             Calibration::Getpid { count } => format!("{count} raw getpid() syscalls"),
+            Calibration::None => "none (a function without a known calibration)".into(),
         }
     }
 }
@@ -415,6 +419,51 @@ fn expect_getpid(_plan: &Plan, cal: Calibration) -> Expect {
 
 pub fn target_by_name(name: &str) -> Option<(usize, &'static Target)> {
     TARGETS.iter().enumerate().find(|(_, t)| t.name == name)
+}
+
+/// Why a function the user named (not a built-in target) is traced.
+pub const ARBITRARY_WHY: &str = "named on the command line";
+
+/// Is `name` a kernel function name (or a compiler clone's, `foo.isra.0`)?
+pub fn valid_function_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 128
+        && !name.starts_with(|c: char| c.is_ascii_digit() || c == '.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+}
+
+/// The plan ladder of any kernel function that is not a built-in target: fentry/fexit, then
+/// kprobe/kretprobe (which also takes a compiler clone such as `name.isra.0` when the plain
+/// name is absent). Built-in targets keep their calibrated ladders; this one is checked
+/// after the run by whether it saw calls (`Calibration::None`).
+///
+/// The table is `'static` like the built-ins', so a named function is leaked once per
+/// process: a handful of small allocations that live exactly as long as the run.
+pub fn arbitrary_target(name: &str) -> &'static Target {
+    let name: &'static str = Box::leak(name.to_string().into_boxed_str());
+    let symbols: &'static [&'static str] = Box::leak(Box::new([name]));
+    let plans: &'static [Plan] = Box::leak(Box::new([
+        f("fentry", FnMech::Fentry, symbols, "the function itself"),
+        f(
+            "kprobe",
+            FnMech::Kprobe,
+            symbols,
+            "the function itself (or its compiler clone)",
+        ),
+    ]));
+    Box::leak(Box::new(Target {
+        name,
+        why: ARBITRARY_WHY,
+        plans,
+        calibration: Calibration::None,
+        expect: |_, _| Expect::Between {
+            min: 1,
+            max: u64::MAX,
+        },
+        default: false,
+    }))
 }
 
 fn expect_fork_wait(_plan: &Plan, cal: Calibration) -> Expect {

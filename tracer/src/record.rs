@@ -69,37 +69,78 @@ pub fn check_privileges() -> Result<(), TracerError> {
     }
 }
 
-/// Pick targets by name (all when empty), with their kernel-side ids.
-pub fn select_targets(names: &[String]) -> Result<Vec<(u32, &'static Target)>, TracerError> {
-    if names.is_empty() {
-        return Ok(plan::TARGETS
-            .iter()
-            .enumerate()
-            .filter(|(_, t)| t.default)
-            .map(|(i, t)| (i as u32, t))
-            .collect());
-    }
-    let mut out = Vec::new();
-    for n in names {
-        match plan::target_by_name(n) {
-            Some((i, t)) => {
-                if !out.iter().any(|(j, _)| *j == i as u32) {
-                    out.push((i as u32, t));
+/// Pick targets by name, with their kernel-side ids (dense, in the order named, so the
+/// kernel maps hold just these). No names: the built-in default targets, or none in discover
+/// mode (sampling alone needs no probe). A name that is not a built-in target is any kernel
+/// function, resolved by the generic plan ladder (`plan::arbitrary_target`).
+pub fn select_targets(
+    names: &[String],
+    discover: bool,
+) -> Result<Vec<(u32, &'static Target)>, TracerError> {
+    let chosen: Vec<&'static Target> = if names.is_empty() {
+        if discover {
+            Vec::new()
+        } else {
+            plan::TARGETS.iter().filter(|t| t.default).collect()
+        }
+    } else {
+        let mut out: Vec<&'static Target> = Vec::new();
+        for n in names {
+            if out.iter().any(|t| t.name == n) {
+                continue;
+            }
+            match plan::target_by_name(n) {
+                Some((_, t)) => out.push(t),
+                None if plan::valid_function_name(n) => {
+                    check_function_exists(n)?;
+                    out.push(plan::arbitrary_target(n))
+                }
+                None => {
+                    return Err(TracerError::Usage(format!(
+                        "unknown target {n:?}: not a kernel function name (letters, digits, _ \
+                         and .; built-in targets: {})",
+                        plan::TARGETS
+                            .iter()
+                            .map(|t| t.name)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )));
                 }
             }
-            None => {
-                return Err(TracerError::Usage(format!(
-                    "unknown target {n:?} (known: {})",
-                    plan::TARGETS
-                        .iter()
-                        .map(|t| t.name)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )));
-            }
         }
+        out
+    };
+    if chosen.len() > tracer_ebpf::MAX_TARGETS {
+        return Err(TracerError::Usage(format!(
+            "{} targets named: at most {} per run",
+            chosen.len(),
+            tracer_ebpf::MAX_TARGETS
+        )));
     }
-    Ok(out)
+    Ok(chosen
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| (i as u32, t))
+        .collect())
+}
+
+/// A function the user named must exist in this kernel (as itself or a compiler clone)
+/// before anything is attached or run. Names are readable without privileges.
+fn check_function_exists(name: &str) -> Result<(), TracerError> {
+    static KSYMS: std::sync::OnceLock<Option<Kallsyms>> = std::sync::OnceLock::new();
+    let Some(ksyms) = KSYMS.get_or_init(|| Kallsyms::load().ok()) else {
+        // No kallsyms to check against: the plan ladder reports what it finds.
+        return Ok(());
+    };
+    if ksyms.contains(name) || !ksyms.clones(name).is_empty() {
+        return Ok(());
+    }
+    Err(TracerError::Usage(format!(
+        "unknown target {name:?}: no such function in /proc/kallsyms (not built into this \
+         kernel, or inlined into every caller, which can then be traced instead); \
+         `tracer sweep --discover -- CMD {{n}}` shows the functions a workload's kernel time \
+         goes through"
+    )))
 }
 
 /// Find an executable the way execvp would.
@@ -174,7 +215,7 @@ pub fn resolve_only(
     verbose: bool,
 ) -> Result<(Vec<Resolved>, Engine), TracerError> {
     check_privileges()?;
-    let targets = select_targets(targets)?;
+    let targets = select_targets(targets, false)?;
     check_forced(&ropts.forced)?;
     let engine_opts = EngineOptions {
         sample_freq_hz: 0,
@@ -209,6 +250,17 @@ pub struct RunSpec {
     pub label: String,
     /// The N values the command will sweep, when known (for the progress display).
     pub n_values: Vec<u64>,
+    /// An external sweep: run `command` once per N (and repeat), `{n}` replaced.
+    pub external: Option<ExternalSweep>,
+}
+
+/// How an external sweep runs the user's command.
+#[derive(Clone, Debug)]
+pub struct ExternalSweep {
+    pub n_values: Vec<u64>,
+    pub repeat: u32,
+    /// Operations per run, when the user knows them (`--ops`).
+    pub ops: Option<crate::cli::OpsExpr>,
 }
 
 #[derive(Clone, Debug)]
@@ -288,21 +340,32 @@ pub fn run_spec(opts: &RecordOptions) -> Result<RunSpec, TracerError> {
         marker_binaries: opts.marker_binaries.clone(),
         label: String::new(),
         n_values: Vec::new(),
+        external: None,
     })
 }
 
 /// Every `--plan TARGET=PLAN` must name a known target and one of its plans.
 pub fn check_forced(forced: &BTreeMap<String, String>) -> Result<(), TracerError> {
     for (t, p) in forced {
-        let Some((_, target)) = plan::target_by_name(t) else {
-            return Err(TracerError::Usage(format!(
-                "--plan {t}={p}: unknown target {t:?} (known: {})",
-                plan::TARGETS
-                    .iter()
-                    .map(|t| t.name)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )));
+        let target = match plan::target_by_name(t) {
+            Some((_, target)) => target,
+            None if plan::valid_function_name(t) => {
+                check_function_exists(t).map_err(|e| match e {
+                    TracerError::Usage(m) => TracerError::Usage(format!("--plan {t}={p}: {m}")),
+                    other => other,
+                })?;
+                plan::arbitrary_target(t)
+            }
+            None => {
+                return Err(TracerError::Usage(format!(
+                    "--plan {t}={p}: unknown target {t:?}: not a kernel function name (built-in targets: {})",
+                    plan::TARGETS
+                        .iter()
+                        .map(|t| t.name)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
         };
         if !target.plans.iter().any(|x| x.name == p) {
             return Err(TracerError::Usage(format!(
@@ -321,7 +384,7 @@ pub fn check_forced(forced: &BTreeMap<String, String>) -> Result<(), TracerError
 
 pub fn record(opts: RecordOptions) -> Result<RecordOutcome, TracerError> {
     let spec = run_spec(&opts)?;
-    let targets = select_targets(&opts.targets)?;
+    let targets = select_targets(&opts.targets, opts.engine.discover)?;
     check_forced(&opts.resolve.forced)?;
     check_privileges()?;
     // Fail on an unusable output before attaching anything or running a long benchmark.
@@ -434,7 +497,11 @@ impl Session {
                 return Err(TracerError::Unsupported(msg));
             }
         }
-        if resolved.iter().all(|r| r.active.is_none()) {
+        // Discover mode samples without any probe: unmeasurable targets are only warned about.
+        if !resolved.is_empty()
+            && resolved.iter().all(|r| r.active.is_none())
+            && !engine_opts.discover
+        {
             let mut msg = String::from("no target can be measured on this kernel:");
             for r in &resolved {
                 msg.push_str(&format!("\n  {}:", r.target.name));
@@ -506,7 +573,8 @@ impl Session {
 
     /// Trace one run and write it with `writer`. With `detach`, every probe is detached before
     /// the maps are read (the end of a one-run session); otherwise the probes stay attached
-    /// for the next run and the maps are cleared after reading.
+    /// for the next run and the maps are cleared after reading. An external sweep's run
+    /// (`spec.external`) runs the command once per N (and repeat), each run one phase.
     pub async fn run(
         &mut self,
         spec: &RunSpec,
@@ -515,8 +583,7 @@ impl Session {
     ) -> Result<RecordOutcome, TracerError> {
         let started = Instant::now();
         let started_unix = unix_now();
-        let engine = &mut self.engine;
-        engine.clear()?;
+        self.engine.clear()?;
 
         let mut markers = 0u64;
         for b in spec.marker_binaries.iter().chain(spec.exe.iter()) {
@@ -524,40 +591,12 @@ impl Session {
                 markers += 1;
                 continue;
             }
-            if engine.attach_phase_markers(b)? {
+            if self.engine.attach_phase_markers(b)? {
                 self.markers_attached.push(b.clone());
                 markers += 1;
             }
         }
-        let mut child = None;
-        let mut release: Option<OwnedFd> = None;
-        if !spec.command.is_empty() {
-            let (c, w) = spawn_held(&spec.command)?;
-            child = Some(c);
-            release = Some(w);
-        }
-        let child_pid = child.as_ref().and_then(|c| c.id());
-        let filter = match &spec.filter {
-            FilterSpec::System => Filter::System,
-            FilterSpec::Comm(c) => Filter::Comm(c.clone()),
-            FilterSpec::Cgroup(path, id) => Filter::Cgroup {
-                path: path.clone(),
-                id: *id,
-            },
-            FilterSpec::Follow(pids) => {
-                let mut all = pids.clone();
-                all.extend(pids.iter().flat_map(|p| descendants(*p)));
-                all.extend(child_pid);
-                Filter::Follow(all)
-            }
-        };
-        engine.set_filter(&filter)?;
-        if let Some(w) = release.take() {
-            // Let the command exec now that everything is attached.
-            let _ = nix::unistd::write(&w, b"g");
-        }
-
-        let target_names: Vec<String> = plan::TARGETS.iter().map(|t| t.name.to_string()).collect();
+        let target_names = self.target_names();
         let mut events_out = match self.events {
             Some(_) => {
                 let path = writer.path().join(rundata::EVENTS_CSV);
@@ -588,73 +627,85 @@ impl Session {
             while fd.get_mut().next().is_some() {}
         }
         let mut usyms = UserSymbolizer::default();
-        let deadline = spec.duration.map(|d| tokio::time::Instant::now() + d);
-        let mut tick = tokio::time::interval(Duration::from_millis(200));
-        let mut command_status: Option<std::process::ExitStatus> = None;
-        let signals = &mut self.signals;
+
+        let plan = invocation_plan(spec);
+        let mut invocations: Vec<rundata::Invocation> = Vec::new();
+        let mut stop = Stop::CommandExited;
+        let mut command_status = None;
+        let mut filter_desc = String::new();
+        for (i, inv) in plan.iter().enumerate() {
+            if let Some((case, n)) = inv.phase {
+                self.engine.set_default_phase(case, n)?;
+            }
+            let label = match inv.phase {
+                Some((_, n)) => format!("{} N={n} [{}/{}]", spec.label, i + 1, plan.len()),
+                None => spec.label.clone(),
+            };
+            let res = self
+                .run_one(
+                    spec,
+                    inv,
+                    &label,
+                    &target_names,
+                    &mut events_out,
+                    &mut usyms,
+                )
+                .await?;
+            if inv.phase.is_some() {
+                self.engine.clear_default_phase()?;
+            }
+            filter_desc = res.filter_desc;
+            stop = res.stop.clone();
+            command_status = res.status;
+            let exit = res.status.map(exit_code_of);
+            if let (Some((case, n)), Some(0)) = (inv.phase, exit) {
+                let ops = spec
+                    .external
+                    .as_ref()
+                    .and_then(|e| e.ops.as_ref())
+                    .map(|o| o.eval(n))
+                    .unwrap_or(1);
+                self.engine
+                    .add_phase_stats(case, n, ops, res.wall.as_nanos() as u64)?;
+            }
+            if let Some((_, n)) = inv.phase {
+                let failed = !matches!(exit, Some(0));
+                if failed && !matches!(res.stop, Stop::Signal(_)) {
+                    self.progress.println(&format!(
+                        "tracer: the command failed at N={n} ({}); continuing with the other N",
+                        match exit {
+                            Some(c) => format!("exit {c}"),
+                            None => "no exit status".into(),
+                        }
+                    ));
+                }
+                invocations.push(rundata::Invocation {
+                    n,
+                    command: inv.command.clone(),
+                    exit,
+                    wall_s: res.wall.as_secs_f64(),
+                    user_s: res.user_s,
+                    sys_s: res.sys_s,
+                });
+            } else {
+                invocations.push(rundata::Invocation {
+                    n: 0,
+                    command: inv.command.clone(),
+                    exit,
+                    wall_s: res.wall.as_secs_f64(),
+                    user_s: res.user_s,
+                    sys_s: res.sys_s,
+                });
+            }
+            if let Stop::Signal(s) = res.stop {
+                self.interrupted = Some(s);
+                break;
+            }
+        }
+        let engine = &mut self.engine;
         let progress = &self.progress;
         let resolved = &self.resolved;
         let events = &mut self.events;
-        let stop = loop {
-            tokio::select! {
-                guard = async { events.as_mut().expect("guarded").readable_mut().await }, if events.is_some() => {
-                    if let (Ok(mut g), Some(sink)) = (guard, events_out.as_mut()) {
-                        drain_events(g.get_inner_mut(), sink, &target_names);
-                        g.clear_ready();
-                    }
-                }
-                st = async { child.as_mut().expect("guarded").wait().await }, if child.is_some() && command_status.is_none() => {
-                    command_status = st.ok();
-                    break Stop::CommandExited;
-                }
-                sig = signals.recv() => break Stop::Signal(sig),
-                _ = async { tokio::time::sleep_until(deadline.expect("guarded")).await }, if deadline.is_some() => break Stop::Duration,
-                _ = tick.tick() => {
-                    engine.flush_logs();
-                    // Bounded: a workload may follow thousands of idle children.
-                    for pid in engine.followed().into_iter().take(256) {
-                        usyms.remember(pid);
-                    }
-                    if let Some(p) = child_pid {
-                        usyms.remember(p);
-                    }
-                    progress.set(status_line(engine, resolved, spec, child_pid));
-                    if child.is_none() && matches!(filter, Filter::Follow(_)) && engine.followed().is_empty() {
-                        break Stop::TracedProcessesGone;
-                    }
-                }
-            }
-        };
-
-        // Wind the command down when we stop for another reason than its exit.
-        if let (Some(c), None) = (child.as_mut(), command_status) {
-            let sig = match &stop {
-                Stop::Signal("SIGTERM") => nix::sys::signal::Signal::SIGTERM,
-                Stop::Signal("SIGHUP") => nix::sys::signal::Signal::SIGHUP,
-                Stop::Signal(_) => nix::sys::signal::Signal::SIGINT,
-                _ => nix::sys::signal::Signal::SIGTERM,
-            };
-            if let Some(pid) = c.id() {
-                let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), sig);
-            }
-            progress.set(
-                "waiting for the command to exit (up to 5 s; Ctrl-C again to stop now)".into(),
-            );
-            let grace = tokio::time::sleep(Duration::from_secs(5));
-            tokio::pin!(grace);
-            tokio::select! {
-                st = c.wait() => command_status = st.ok(),
-                _ = &mut grace => {}
-                _ = signals.recv() => {}
-            }
-            if command_status.is_none() {
-                let _ = c.start_kill();
-                command_status = c.wait().await.ok();
-            }
-        }
-        if let Stop::Signal(s) = stop {
-            self.interrupted = Some(s);
-        }
         // Probe log messages queued since the last tick (short commands end between ticks).
         engine.flush_logs();
         progress.set(String::new());
@@ -689,10 +740,17 @@ impl Session {
         for p in &phases {
             cases.insert(p.case, p.case_name.clone());
         }
-        let command_exit = command_status.map(|s| {
-            use std::os::unix::process::ExitStatusExt;
-            s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0))
-        });
+        // One command: its exit. A sweep over N: the first failure, if any run failed.
+        let command_exit = if spec.external.is_some() {
+            invocations
+                .iter()
+                .map(|i| i.exit.unwrap_or(128))
+                .find(|&c| c != 0)
+                .or(Some(0))
+                .filter(|_| !invocations.is_empty())
+        } else {
+            command_status.map(exit_code_of)
+        };
         let workload = spec.attach_json.as_ref().and_then(|p| {
             std::fs::read_to_string(p)
                 .ok()
@@ -731,7 +789,7 @@ impl Session {
             duration_s: started.elapsed().as_secs_f64(),
             command: spec.command.clone(),
             command_exit,
-            filter: filter.describe(),
+            filter: filter_desc,
             sample_freq_hz: self.engine_opts.sample_freq_hz,
             targets: reports,
             counters,
@@ -747,6 +805,8 @@ impl Session {
                 peak_rss_kib: kernel::peak_rss_kib(),
                 map_memlock_bytes: kernel::bpf_map_memlock_bytes(),
             }),
+            invocations,
+            discover: self.engine_opts.discover,
         };
         run.validate()
             .map_err(|e| TracerError::Other(format!("internal: inconsistent run data: {e}")))?;
@@ -772,9 +832,209 @@ impl Session {
         })
     }
 
+    /// Names of the kernel target ids this session measures (index = id).
+    fn target_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for r in &self.resolved {
+            let i = r.index as usize;
+            if names.len() <= i {
+                names.resize(i + 1, String::new());
+            }
+            names[i] = r.target.name.to_string();
+        }
+        names
+    }
+
+    /// Run one command (or follow the given processes) until it exits, a signal arrives or
+    /// the duration ends.
+    async fn run_one(
+        &mut self,
+        spec: &RunSpec,
+        inv: &Invocation,
+        label: &str,
+        target_names: &[String],
+        events_out: &mut Option<EventSink>,
+        usyms: &mut UserSymbolizer,
+    ) -> Result<OneRun, TracerError> {
+        let rusage_before = children_rusage();
+        let started = Instant::now();
+        let engine = &mut self.engine;
+        let mut child = None;
+        let mut release: Option<OwnedFd> = None;
+        if !inv.command.is_empty() {
+            let (c, w) = spawn_held(&inv.command, &inv.env)?;
+            child = Some(c);
+            release = Some(w);
+        }
+        let child_pid = child.as_ref().and_then(|c| c.id());
+        let filter = match &spec.filter {
+            FilterSpec::System => Filter::System,
+            FilterSpec::Comm(c) => Filter::Comm(c.clone()),
+            FilterSpec::Cgroup(path, id) => Filter::Cgroup {
+                path: path.clone(),
+                id: *id,
+            },
+            FilterSpec::Follow(pids) => {
+                let mut all = pids.clone();
+                all.extend(pids.iter().flat_map(|p| descendants(*p)));
+                all.extend(child_pid);
+                Filter::Follow(all)
+            }
+        };
+        engine.set_filter(&filter)?;
+        if let Some(w) = release.take() {
+            // Let the command exec now that everything is attached.
+            let _ = nix::unistd::write(&w, b"g");
+        }
+
+        let deadline = spec.duration.map(|d| tokio::time::Instant::now() + d);
+        let mut tick = tokio::time::interval(Duration::from_millis(200));
+        let mut command_status: Option<std::process::ExitStatus> = None;
+        let signals = &mut self.signals;
+        let progress = &self.progress;
+        let resolved = &self.resolved;
+        let events = &mut self.events;
+        let stop = loop {
+            tokio::select! {
+                guard = async { events.as_mut().expect("guarded").readable_mut().await }, if events.is_some() => {
+                    if let (Ok(mut g), Some(sink)) = (guard, events_out.as_mut()) {
+                        drain_events(g.get_inner_mut(), sink, target_names);
+                        g.clear_ready();
+                    }
+                }
+                st = async { child.as_mut().expect("guarded").wait().await }, if child.is_some() && command_status.is_none() => {
+                    command_status = st.ok();
+                    break Stop::CommandExited;
+                }
+                sig = signals.recv() => break Stop::Signal(sig),
+                _ = async { tokio::time::sleep_until(deadline.expect("guarded")).await }, if deadline.is_some() => break Stop::Duration,
+                _ = tick.tick() => {
+                    engine.flush_logs();
+                    // Bounded: a workload may follow thousands of idle children.
+                    for pid in engine.followed().into_iter().take(256) {
+                        usyms.remember(pid);
+                    }
+                    if let Some(p) = child_pid {
+                        usyms.remember(p);
+                    }
+                    progress.set(status_line(engine, resolved, spec, label, child_pid));
+                    if child.is_none() && matches!(filter, Filter::Follow(_)) && engine.followed().is_empty() {
+                        break Stop::TracedProcessesGone;
+                    }
+                }
+            }
+        };
+
+        // Wind the command down when we stop for another reason than its exit.
+        if let (Some(c), None) = (child.as_mut(), command_status) {
+            let sig = match &stop {
+                Stop::Signal("SIGTERM") => nix::sys::signal::Signal::SIGTERM,
+                Stop::Signal("SIGHUP") => nix::sys::signal::Signal::SIGHUP,
+                Stop::Signal(_) => nix::sys::signal::Signal::SIGINT,
+                _ => nix::sys::signal::Signal::SIGTERM,
+            };
+            if let Some(pid) = c.id() {
+                let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), sig);
+            }
+            progress.set(
+                "waiting for the command to exit (up to 5 s; Ctrl-C again to stop now)".into(),
+            );
+            let grace = tokio::time::sleep(Duration::from_secs(5));
+            tokio::pin!(grace);
+            tokio::select! {
+                st = c.wait() => command_status = st.ok(),
+                _ = &mut grace => {}
+                _ = signals.recv() => {}
+            }
+            if command_status.is_none() {
+                let _ = c.start_kill();
+                command_status = c.wait().await.ok();
+            }
+        }
+        let wall = started.elapsed();
+        let after = children_rusage();
+        Ok(OneRun {
+            stop,
+            status: command_status,
+            wall,
+            user_s: (after.0 - rusage_before.0).max(0.0),
+            sys_s: (after.1 - rusage_before.1).max(0.0),
+            filter_desc: filter.describe(),
+        })
+    }
+
     pub fn finish(self) {
         self.progress.finish();
     }
+}
+
+/// One command run within a run: what to run, with what environment, in which phase.
+#[derive(Clone, Debug)]
+pub struct Invocation {
+    pub command: Vec<String>,
+    pub env: Vec<(String, String)>,
+    /// (case, N) for every process of this run that announces no phase itself.
+    pub phase: Option<(u32, u64)>,
+}
+
+/// What one command run came to.
+struct OneRun {
+    stop: Stop,
+    status: Option<std::process::ExitStatus>,
+    wall: Duration,
+    user_s: f64,
+    sys_s: f64,
+    filter_desc: String,
+}
+
+/// The command runs a run consists of: one, or for an external sweep one per N and repeat.
+fn invocation_plan(spec: &RunSpec) -> Vec<Invocation> {
+    match &spec.external {
+        None => vec![Invocation {
+            command: spec.command.clone(),
+            env: Vec::new(),
+            phase: None,
+        }],
+        Some(ext) => {
+            let mut out = Vec::new();
+            for &n in &ext.n_values {
+                for _ in 0..ext.repeat.max(1) {
+                    out.push(Invocation {
+                        command: substitute_n(&spec.command, n),
+                        env: vec![("TRACER_N".into(), n.to_string())],
+                        phase: Some((workloads::cases::CASE_COMMAND, n)),
+                    });
+                }
+            }
+            out
+        }
+    }
+}
+
+/// The command line for one N: every `{n}` replaced by N.
+pub fn substitute_n(template: &[String], n: u64) -> Vec<String> {
+    template
+        .iter()
+        .map(|a| a.replace("{n}", &n.to_string()))
+        .collect()
+}
+
+/// A wait status as one exit code: the code, or 128 + the signal.
+fn exit_code_of(s: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0))
+}
+
+/// (user, system) CPU seconds of the reaped children of this process so far: the difference
+/// around one command run is that command's tree (its descendants count once reaped).
+fn children_rusage() -> (f64, f64) {
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid out-pointer.
+    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) } != 0 {
+        return (0.0, 0.0);
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    (secs(ru.ru_utime), secs(ru.ru_stime))
 }
 
 struct EventSink {
@@ -809,11 +1069,12 @@ fn status_line(
     engine: &Engine,
     resolved: &[Resolved],
     spec: &RunSpec,
+    label: &str,
     root: Option<u32>,
 ) -> String {
     let mut parts = Vec::new();
-    if !spec.label.is_empty() {
-        parts.push(format!("{}:", spec.label));
+    if !label.is_empty() {
+        parts.push(format!("{label}:"));
     }
     if let Some(p) = root.and_then(|pid| engine.current_phase(pid)) {
         let pos = spec.n_values.iter().position(|&n| n == p.n);
@@ -855,7 +1116,10 @@ fn pending_signal(
 /// Start `command` held before exec: the child is this binary waiting on a pipe; writing a
 /// byte to the returned fd lets it exec the command (same pid, so it is already followed).
 /// If the tracer dies first, the pipe closes and the command never runs untraced.
-fn spawn_held(command: &[String]) -> Result<(tokio::process::Child, OwnedFd), TracerError> {
+fn spawn_held(
+    command: &[String],
+    env: &[(String, String)],
+) -> Result<(tokio::process::Child, OwnedFd), TracerError> {
     let (r, w) = nix::unistd::pipe().map_err(|e| TracerError::Other(format!("pipe: {e}")))?;
     // Only the read end may be inherited.
     nix::fcntl::fcntl(
@@ -869,6 +1133,7 @@ fn spawn_held(command: &[String]) -> Result<(tokio::process::Child, OwnedFd), Tr
         .arg(r.as_raw_fd().to_string())
         .arg("--")
         .args(command)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .spawn()
         .map_err(|e| TracerError::Other(format!("starting {}: {e}", command[0])))?;
     drop(r);
@@ -937,19 +1202,47 @@ mod tests {
 
     #[test]
     fn target_selection() {
-        let all = select_targets(&[]).unwrap();
+        let all = select_targets(&[], false).unwrap();
         assert_eq!(all.len(), 4, "the four mission targets by default");
         assert!(all.iter().all(|(_, t)| t.name != "getpid"));
-        assert_eq!(select_targets(&["getpid".into()]).unwrap()[0].0, 4);
-        let t = select_targets(&["dup_mmap".into(), "dup_mmap".into()]).unwrap();
-        assert_eq!(t.len(), 1);
-        assert_eq!(t[0].0, 1);
         assert!(
-            select_targets(&["nope".into()])
+            select_targets(&[], true).unwrap().is_empty(),
+            "discover needs no probe"
+        );
+        assert_eq!(select_targets(&["getpid".into()], false).unwrap()[0].0, 0);
+        let t = select_targets(&["dup_mmap".into(), "dup_mmap".into()], false).unwrap();
+        assert_eq!(t.len(), 1);
+        assert_eq!(t[0].0, 0);
+        let t = select_targets(&["do_wait".into(), "copy_process".into()], false).unwrap();
+        assert_eq!((t[1].0, t[1].1.name), (1, "copy_process"));
+        assert_eq!(t[1].1.calibration, plan::Calibration::None);
+        assert!(
+            select_targets(&["no/pe".into()], false)
                 .unwrap_err()
                 .to_string()
-                .contains("unknown target")
+                .contains("not a kernel function name")
         );
+        assert!(
+            select_targets(&["no_such_function_xyz".into()], false)
+                .unwrap_err()
+                .to_string()
+                .contains("no such function in /proc/kallsyms")
+        );
+        let many: Vec<String> = [
+            "do_wait",
+            "dup_mmap",
+            "sysvipc_find_ipc",
+            "get_task_policy",
+            "getpid",
+            "schedule",
+            "do_exit",
+            "kernel_clone",
+            "vfs_read",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert!(select_targets(&many, false).is_err());
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use crate::calibrate::{self, CalibrateError};
 use crate::engine::{AttachFailure, Engine, EngineError, Slot, TpRole};
 use crate::kernel::{self, kallsyms::Kallsyms};
-use crate::plan::{FnMech, Method, Plan, Target};
+use crate::plan::{Calibration, FnMech, Method, Plan, Target};
 use crate::rundata::{PlanUsed, Rejection, TargetReport, Verification};
 
 #[derive(Clone, Debug, Default)]
@@ -80,7 +80,7 @@ struct Learned {
     kprobe_refused: Option<String>,
 }
 
-/// Resolve `targets` (indices into `plan::TARGETS`, which is also the kernel-side target id).
+/// Resolve `targets`, each with its kernel-side target id.
 pub fn resolve(
     engine: &mut Engine,
     ksyms: &Kallsyms,
@@ -136,7 +136,7 @@ pub fn resolve(
                         continue;
                     }
                 };
-            if opts.verify {
+            if opts.verify && target.calibration != Calibration::None {
                 progress(&format!("{}: calibrating {}", target.name, plan.name));
                 let t0 = std::time::Instant::now();
                 let counts = calibrate::run(engine, target.calibration)?;

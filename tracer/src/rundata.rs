@@ -63,6 +63,35 @@ pub struct Run {
     /// What the tracer itself cost: timings and memory (absent in older runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resources: Option<Resources>,
+    /// Each run of the command: one for `tracer record`, one per N and repeat for an
+    /// external sweep (absent in older runs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub invocations: Vec<Invocation>,
+    /// Whether every sample of the traced tasks was kept (`--discover`): the `profile` and
+    /// `profile-offcpu` stacks.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub discover: bool,
+}
+
+/// One run of the traced command.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Invocation {
+    /// The N this run was (0 for a plain `tracer record`).
+    pub n: u64,
+    pub command: Vec<String>,
+    /// Exit code, or 128 + signal; None when it never ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit: Option<i32>,
+    pub wall_s: f64,
+    /// CPU time of the command's process tree (its reaped descendants included).
+    pub user_s: f64,
+    pub sys_s: f64,
+}
+
+impl Invocation {
+    pub fn failed(&self) -> bool {
+        self.exit != Some(0)
+    }
 }
 
 /// The tracer's own footprint during a run.
@@ -190,16 +219,30 @@ pub enum StackKind {
     Offcpu,
     /// Kernel+user stacks that called the target; weight = the calls' wall time.
     Callers,
+    /// Every on-CPU sample of the traced tasks (`--discover`), kernel frames, `[user]` for
+    /// samples in user mode; target `process`; weight = sample period.
+    Profile,
+    /// Where the traced tasks blocked (`--discover`); weight = time blocked.
+    #[serde(rename = "profile-offcpu")]
+    ProfileOffcpu,
 }
 
 impl StackKind {
-    pub const ALL: [StackKind; 3] = [StackKind::Oncpu, StackKind::Offcpu, StackKind::Callers];
+    pub const ALL: [StackKind; 5] = [
+        StackKind::Oncpu,
+        StackKind::Offcpu,
+        StackKind::Callers,
+        StackKind::Profile,
+        StackKind::ProfileOffcpu,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             StackKind::Oncpu => "oncpu",
             StackKind::Offcpu => "offcpu",
             StackKind::Callers => "callers",
+            StackKind::Profile => "profile",
+            StackKind::ProfileOffcpu => "profile-offcpu",
         }
     }
 }
@@ -217,6 +260,9 @@ pub struct StackFile {
     pub total_ns: u64,
     pub count: u64,
 }
+
+/// The target name of whole-process stacks (`StackKind::Profile*`): no kernel function.
+pub const PROFILE_TARGET: &str = "process";
 
 /// Relative path of a folded-stack file. Case names and targets are plain identifiers, so
 /// they are safe path components; anything else is replaced.

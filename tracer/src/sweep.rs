@@ -47,6 +47,24 @@ pub struct SweepOptions {
     pub resolve: ResolveOptions,
     pub engine: EngineOptions,
     pub progress: bool,
+    /// An external sweep: run this command (with `{n}` replaced) once per N instead of
+    /// the workloads; `n` is then required.
+    pub command: Vec<String>,
+    /// Runs of the command per N (external sweeps).
+    pub repeat: u32,
+    /// Operations per run of the command (external sweeps), for per-op columns.
+    pub ops: Option<crate::cli::OpsExpr>,
+    /// Name of the external command's run directory (default: the command's file name).
+    pub name: Option<String>,
+}
+
+/// One run directory of a sweep: a workload over its N list, or the user's command.
+struct Job {
+    name: String,
+    values: Vec<u64>,
+    spec: RunSpec,
+    /// The workload's own JSON report, a temporary embedded in run.json.
+    json: Option<PathBuf>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -125,11 +143,25 @@ pub struct SweepOutcome {
 }
 
 pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
-    if opts.workloads.is_empty() {
+    let external = !opts.command.is_empty();
+    if external && !opts.workloads.is_empty() {
+        return Err(TracerError::Usage(
+            "name workloads or give a command after --, not both (workload arguments go \
+             after -- only when a workload is named)"
+                .into(),
+        ));
+    }
+    if !external && opts.workloads.is_empty() {
         return Err(TracerError::Usage(format!(
-            "name the workloads to sweep, or --all (known: {})",
+            "name the workloads to sweep, or --all (known: {}), or sweep your own command: \
+             tracer sweep --n 10,100,1000 -- ./bench {{n}}",
             WORKLOADS.iter().map(|w| w.0).collect::<Vec<_>>().join(", ")
         )));
+    }
+    if !external && (opts.repeat > 1 || opts.ops.is_some() || opts.name.is_some()) {
+        return Err(TracerError::Usage(
+            "--repeat, --ops and --name apply to a command swept with -- CMD {n}".into(),
+        ));
     }
     for (w, _) in &opts.n_for {
         if !WORKLOADS.iter().any(|(n, _)| n == w) {
@@ -163,12 +195,57 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
             .map_err(|e| TracerError::Usage(format!("--n {list:?}: {e}")))?;
         plan.push((w.clone(), values, list));
     }
-    let bin = find_workloads_bin(opts.workloads_bin.as_deref())?;
-    let targets = record::select_targets(&opts.targets)?;
+    let external_job = if external {
+        Some(external_spec(&opts)?)
+    } else {
+        None
+    };
+    let bin = if external {
+        None
+    } else {
+        Some(find_workloads_bin(opts.workloads_bin.as_deref())?)
+    };
+    let targets = record::select_targets(&opts.targets, opts.engine.discover)?;
     record::check_forced(&opts.resolve.forced)?;
     record::check_privileges()?;
     let writer = DirWriter::prepare(&opts.out, opts.force)?;
     let tmp_root = writer.path().to_path_buf();
+
+    let mut jobs: Vec<Job> = Vec::new();
+    if let Some(job) = external_job {
+        jobs.push(job);
+    }
+    for (i, (name, values, list)) in plan.iter().enumerate() {
+        let bin = bin
+            .clone()
+            .expect("workloads binary found when workloads are named");
+        let json = tmp_root.join(format!(".{name}.workload.json"));
+        let mut command = vec![
+            bin.to_string_lossy().into_owned(),
+            name.clone(),
+            "--n".into(),
+            list.clone(),
+        ];
+        command.push("--json".into());
+        command.push(json.to_string_lossy().into_owned());
+        command.extend(opts.extra_args.iter().cloned());
+        jobs.push(Job {
+            name: name.clone(),
+            values: values.clone(),
+            spec: RunSpec {
+                command,
+                exe: Some(bin.clone()),
+                filter: FilterSpec::Follow(Vec::new()),
+                duration: None,
+                attach_json: Some(json.clone()),
+                marker_binaries: Vec::new(),
+                label: format!("{name} ({}/{})", i + 1, plan.len()),
+                n_values: values.clone(),
+                external: None,
+            },
+            json: Some(json),
+        });
+    }
 
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -179,58 +256,59 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
         let mut session =
             Session::attach(opts.engine.clone(), &targets, &opts.resolve, opts.progress).await?;
         let mut runs = Vec::new();
-        for (i, (name, values, list)) in plan.iter().enumerate() {
-            let json = tmp_root.join(format!(".{name}.workload.json"));
-            let mut command = vec![
-                bin.to_string_lossy().into_owned(),
-                name.clone(),
-                "--n".into(),
-                list.clone(),
-            ];
-            command.push("--json".into());
-            command.push(json.to_string_lossy().into_owned());
-            command.extend(opts.extra_args.iter().cloned());
-            let spec = RunSpec {
-                command: command.clone(),
-                exe: Some(bin.clone()),
-                filter: FilterSpec::Follow(Vec::new()),
-                duration: None,
-                attach_json: Some(json.clone()),
-                marker_binaries: Vec::new(),
-                label: format!("{name} ({}/{})", i + 1, plan.len()),
-                n_values: values.clone(),
-            };
-            let run_writer = DirWriter::prepare(&tmp_root.join(name), false)?;
-            let outcome = session.run(&spec, run_writer, false).await?;
-            let _ = std::fs::remove_file(&json);
+        for job in &jobs {
+            let run_writer = DirWriter::prepare(&tmp_root.join(&job.name), false)?;
+            let outcome = session.run(&job.spec, run_writer, false).await?;
+            if let Some(json) = &job.json {
+                let _ = std::fs::remove_file(json);
+            }
+            let failed: Vec<u64> = outcome
+                .run
+                .invocations
+                .iter()
+                .filter(|i| job.spec.external.is_some() && i.failed())
+                .map(|i| i.n)
+                .collect();
             session.println(&format!(
-                "{name}: {} ({} N values){}",
+                "{}: {} ({} N values){}{}",
+                job.name,
                 if outcome.run.status == RunStatus::Complete {
                     "done"
                 } else {
                     "partial"
                 },
-                values.len(),
+                job.values.len(),
                 match outcome.run.command_exit {
-                    Some(0) | None => String::new(),
-                    Some(c) => format!(", workload exited {c}"),
+                    Some(c) if c != 0 && failed.is_empty() => format!(", exited {c}"),
+                    _ => String::new(),
+                },
+                if failed.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        ", the command failed at N = {}",
+                        failed
+                            .iter()
+                            .map(u64::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
                 }
             ));
             // The report file was a temporary; run.json embeds it as `workload`.
-            let shown: Vec<String> = command
+            let shown: Vec<String> = job
+                .spec
+                .command
                 .iter()
-                .map(|a| {
-                    if *a == json.to_string_lossy() {
-                        "<run.json:workload>".into()
-                    } else {
-                        a.clone()
-                    }
+                .map(|a| match &job.json {
+                    Some(j) if *a == j.to_string_lossy() => "<run.json:workload>".into(),
+                    _ => a.clone(),
                 })
                 .collect();
             runs.push(SweepRun {
-                workload: name.clone(),
-                dir: name.clone(),
-                n: values.clone(),
+                workload: job.name.clone(),
+                dir: job.name.clone(),
+                n: job.values.clone(),
                 command: shown,
                 command_exit: outcome.run.command_exit,
                 status: outcome.run.status,
@@ -244,7 +322,7 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
         Ok::<_, TracerError>((runs, interrupted))
     })?;
 
-    let complete = interrupted.is_none() && runs.len() == plan.len();
+    let complete = interrupted.is_none() && runs.len() == jobs.len();
     let sweep = Sweep {
         format: SWEEP_FORMAT.into(),
         status: if complete {
@@ -283,6 +361,74 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
     })
 }
 
+/// The run of an external sweep: the user's command once per N (and repeat).
+fn external_spec(opts: &SweepOptions) -> Result<Job, TracerError> {
+    let Some(list) = &opts.n else {
+        return Err(TracerError::Usage(
+            "sweeping a command needs --n LIST (e.g. --n 10,100,1000); {n} in its arguments \
+             is replaced by each N"
+                .into(),
+        ));
+    };
+    let values = workloads::nlist::parse(list)
+        .map_err(|e| TracerError::Usage(format!("--n {list:?}: {e}")))?;
+    if !(1..=1000).contains(&opts.repeat) {
+        return Err(TracerError::Usage(format!(
+            "--repeat {}: must be 1..=1000",
+            opts.repeat
+        )));
+    }
+    let exe = record::find_executable(&opts.command[0]).ok_or_else(|| {
+        TracerError::Usage(format!(
+            "command not found or not executable: {}",
+            opts.command[0]
+        ))
+    })?;
+    let name = match &opts.name {
+        Some(n) => n.clone(),
+        None => exe
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "command".into()),
+    };
+    if name.is_empty()
+        || name.starts_with('.')
+        || name.contains('/')
+        || name == SWEEP_FILE
+        || name == "report"
+    {
+        return Err(TracerError::Usage(format!(
+            "--name {name:?}: a plain directory name, not report or {SWEEP_FILE}"
+        )));
+    }
+    if !opts.command.iter().any(|a| a.contains("{n}")) {
+        eprintln!(
+            "tracer: note: the command has no {{n}} in its arguments: every N runs the same \
+             command line, which gets N only from the TRACER_N environment variable"
+        );
+    }
+    Ok(Job {
+        name,
+        values: values.clone(),
+        spec: RunSpec {
+            command: opts.command.clone(),
+            exe: Some(exe),
+            filter: FilterSpec::Follow(Vec::new()),
+            duration: None,
+            attach_json: None,
+            marker_binaries: Vec::new(),
+            label: opts.command[0].clone(),
+            n_values: values.clone(),
+            external: Some(record::ExternalSweep {
+                n_values: values,
+                repeat: opts.repeat,
+                ops: opts.ops.clone(),
+            }),
+        },
+        json: None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -309,6 +455,10 @@ mod tests {
             resolve: ResolveOptions::default(),
             engine: EngineOptions::default(),
             progress: false,
+            command: vec![],
+            repeat: 1,
+            ops: None,
+            name: None,
         };
         let e = sweep(base.clone()).err().unwrap();
         assert!(matches!(e, TracerError::Usage(_)), "{e}");

@@ -75,6 +75,8 @@ fn empty_run(kernel: &str, targets: Vec<TargetReport>) -> Run {
         stack_files: vec![],
         workload: None,
         resources: None,
+        invocations: Vec::new(),
+        discover: false,
     }
 }
 

@@ -36,7 +36,7 @@ fn loaded_tracer_programs() -> Vec<String> {
 /// Nothing of ours is loaded. The kernel frees a closed program asynchronously (RCU), so
 /// give it a moment before calling a leftover a leak.
 fn nothing_loaded() -> bool {
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + Duration::from_secs(15);
     loop {
         if loaded_tracer_programs().is_empty() {
             return true;
@@ -289,8 +289,12 @@ fn start_recording(out: &Path, extra: &[&str]) -> std::process::Child {
         assert!(Instant::now() < deadline, "tracer never attached");
         std::thread::sleep(Duration::from_millis(50));
     }
-    // The command is released right after attaching.
-    std::thread::sleep(Duration::from_millis(300));
+    // The command is released (exec'd from its held state) once every probe is attached:
+    // wait for it, however long attaching takes on a loaded machine.
+    while no_sleep_30_left() {
+        assert!(Instant::now() < deadline, "the command was never released");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     child
 }
 

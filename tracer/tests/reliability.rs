@@ -324,7 +324,7 @@ fn stray_processes() -> Vec<String> {
 
 fn assert_no_strays(what: &str) {
     // Reaping by init after the tracer exits takes a moment.
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + Duration::from_secs(15);
     loop {
         let s = stray_processes();
         if s.is_empty() {

@@ -63,7 +63,15 @@ pub const CASES: &[(u32, &str, &str)] = &[
         "N getpid() from a MADV_WIPEONFORK cache",
     ),
     (90, "calibration", "the tracer's own calibration workload"),
+    (
+        CASE_COMMAND,
+        "command",
+        "one run of the user's command at N (tracer sweep -- CMD {n})",
+    ),
 ];
+
+/// The case of an external sweep: each run of the user's command is a phase of this case.
+pub const CASE_COMMAND: u32 = 100;
 
 /// Name of a case id; unknown ids (another program's) get a stable generic name.
 pub fn case_name(id: u32) -> String {

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use crate::rundata::{RunStatus, StackFile, StackKind, TargetReport};
 
+use super::discover::{Discovery, ProfiledRun, discover};
 use super::fit::{Complexity, FlatReason, Scaling, fit_scaling};
 use super::load::{Dataset, LoadError, read_stack_file};
 use super::rootcause::{RootCause, StacksAtN, root_cause};
@@ -87,6 +88,8 @@ pub struct Analysis {
     pub tables: Vec<CaseTable>,
     pub verdicts: Vec<Verdict>,
     pub root_causes: Vec<CaseRootCause>,
+    /// Whole-process discoveries (`--discover` runs), one per run and case.
+    pub discoveries: Vec<Discovery>,
     #[serde(skip)]
     pub stacks: Vec<StackData>,
     /// Things a reader should know (partial runs, lost events, unreadable workload results).
@@ -107,11 +110,43 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Result<Analysis, LoadErr
         tables: Vec::new(),
         verdicts: Vec::new(),
         root_causes: Vec::new(),
+        discoveries: Vec::new(),
         stacks: Vec::new(),
         warnings: ds.notes.clone(),
     };
+    let mut profile_runs = Vec::new();
     for (ri, lr) in ds.runs.iter().enumerate() {
-        let run = &lr.run;
+        // An external sweep's N where the command failed is left out of every table and fit.
+        let failed: Vec<&crate::rundata::Invocation> = lr
+            .run
+            .invocations
+            .iter()
+            .filter(|i| i.n > 0 && i.failed())
+            .collect();
+        let kept;
+        let run = if failed.is_empty() {
+            &lr.run
+        } else {
+            for i in &failed {
+                a.warnings.push(format!(
+                    "{}: the command failed at N={} ({}): that N is left out",
+                    lr.label,
+                    i.n,
+                    match i.exit {
+                        Some(c) if c > 128 => format!("killed by signal {}", c - 128),
+                        Some(c) => format!("exit {c}"),
+                        None => "it never ended".into(),
+                    }
+                ));
+            }
+            let bad = |n: u64| failed.iter().any(|i| i.n == n);
+            let mut r = lr.run.clone();
+            r.spans.retain(|x| !bad(x.n));
+            r.phases.retain(|x| !bad(x.n));
+            r.stack_files.retain(|x| !bad(x.n));
+            kept = r;
+            &kept
+        };
         let workload = run.workload.as_ref().map(WorkloadReport::from_value);
         if let Some((_, bad)) = &workload
             && *bad > 0
@@ -144,6 +179,29 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Result<Analysis, LoadErr
             }
         }
         for t in &run.targets {
+            let calls: u64 = run
+                .spans
+                .iter()
+                .filter(|r| r.target == t.name)
+                .map(|r| r.calls)
+                .sum();
+            // A function the user named (not a built-in target, whose plans are calibrated)
+            // that was attached but never fired.
+            if let Some(p) = &t.plan
+                && calls == 0
+                && run.status == RunStatus::Complete
+                && crate::plan::target_by_name(&t.name).is_none()
+            {
+                a.warnings.push(format!(
+                    "{}: {} was attached ({} at {}) but saw 0 calls while the command ran: \
+                     inlined at its hot call sites, or not on this workload's path? \
+                     (--discover shows the functions the time goes through)",
+                    lr.label,
+                    t.name,
+                    p.plan,
+                    p.attach_points.join(", ")
+                ));
+            }
             if t.plan.is_none() {
                 let why: Vec<String> = t
                     .rejected
@@ -202,7 +260,15 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Result<Analysis, LoadErr
             a.verdicts.push(verdict);
             a.tables.push(t);
         }
+        profile_runs.push(ProfiledRun {
+            label: lr.label.clone(),
+            kernel: run.kernel.release.clone(),
+            sample_freq_hz: run.sample_freq_hz,
+            phases: run.phases.clone(),
+            invocations: run.invocations.clone(),
+        });
     }
+    a.discoveries = discover(&a.stacks, &profile_runs);
     Ok(a)
 }
 

@@ -3,6 +3,7 @@
 
 pub mod analyze;
 pub mod compare;
+pub mod discover;
 pub mod fit;
 pub mod hist;
 pub mod load;

@@ -52,6 +52,8 @@ pub fn empty_run(kernel: &str, targets: &[&str]) -> Run {
         stack_files: vec![],
         workload: None,
         resources: None,
+        invocations: Vec::new(),
+        discover: false,
     }
 }
 

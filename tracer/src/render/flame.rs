@@ -27,6 +27,8 @@ pub fn kind_title(kind: StackKind) -> &'static str {
         StackKind::Oncpu => "on-CPU stacks inside",
         StackKind::Offcpu => "off-CPU (blocked) stacks inside",
         StackKind::Callers => "caller stacks of",
+        StackKind::Profile => "every sampled stack of the",
+        StackKind::ProfileOffcpu => "where it blocked: the",
     }
 }
 
@@ -36,6 +38,8 @@ pub fn kind_label(kind: StackKind) -> &'static str {
         StackKind::Oncpu => "on-CPU stacks",
         StackKind::Offcpu => "off-CPU stacks",
         StackKind::Callers => "caller stacks",
+        StackKind::Profile => "whole-process profile",
+        StackKind::ProfileOffcpu => "whole-process off-CPU",
     }
 }
 
@@ -44,6 +48,8 @@ fn palette(kind: StackKind) -> Palette {
         StackKind::Oncpu => "hot",
         StackKind::Offcpu => "io",
         StackKind::Callers => "aqua",
+        StackKind::Profile => "hot",
+        StackKind::ProfileOffcpu => "io",
     };
     Palette::from_str(name).expect("inferno knows its palettes")
 }

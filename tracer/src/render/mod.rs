@@ -18,6 +18,7 @@
 //! | `flamegraphs/[<run>/]<kind>/<target>/<case>/diff-n<A>-n<B>.svg` | differential, smallest → largest N |
 
 pub mod digest;
+pub mod discover;
 pub mod flame;
 pub mod fmt;
 mod index;
@@ -229,6 +230,7 @@ struct SummaryJson<'a> {
     runs: &'a [crate::analysis::analyze::RunInfo],
     verdicts: &'a [crate::analysis::Verdict],
     root_causes: &'a [crate::analysis::CaseRootCause],
+    discoveries: &'a [crate::analysis::discover::Discovery],
     warnings: &'a [String],
 }
 
@@ -263,6 +265,41 @@ fn render_analysis(
         }
     }
 
+    let mut target_list = target_list;
+    if !a.discoveries.is_empty() {
+        // Whole-process profiles: a section of their own, with the scaling plot of the top
+        // functions of each discovery.
+        let target = crate::rundata::PROFILE_TARGET.to_string();
+        let l = links.entry(target.clone()).or_default();
+        for (i, d) in a.discoveries.iter().enumerate() {
+            let series: Vec<plot::Series> = d
+                .ranked
+                .iter()
+                .take(discover::TERMINAL_TOP)
+                .map(|g| plot::Series {
+                    label: format!("{} · {}", g.function, g.scaling.class.label()),
+                    points: g.points.iter().map(|p| (p.n as f64, p.incl_ns)).collect(),
+                    model: Some(g.scaling.model.clone()),
+                    style: 0,
+                })
+                .collect();
+            let title = format!(
+                "{} [{}]: kernel functions whose time grows (ns per {})",
+                d.run, d.case_name, d.per
+            );
+            if let Some(svg) = plot::loglog_svg(&title, &format!("ns per {}", d.per), &series) {
+                let rel = format!("plots/discover-{i}-{}.svg", out::safe(&d.case_name));
+                out.write(&rel, svg.as_bytes())?;
+                if l.plot.is_none() {
+                    l.plot = Some(rel.clone());
+                }
+                l.tables
+                    .push((format!("plot: {} [{}]", d.run, d.case_name), rel));
+            }
+        }
+        target_list.insert(0, (target, Vec::new()));
+    }
+
     if opts.flamegraphs {
         render_flamegraphs(a, out, opts, &mut links)?;
     }
@@ -273,6 +310,7 @@ fn render_analysis(
         runs: &a.runs,
         verdicts: &a.verdicts,
         root_causes: &a.root_causes,
+        discoveries: &a.discoveries,
         warnings: &a.warnings,
     };
     let mut json = serde_json::to_string_pretty(&summary).expect("summary serializes");
@@ -287,9 +325,9 @@ fn render_analysis(
     let page = index::Page {
         title: format!("tracer report: {}", a.label),
         source: a.root.display().to_string(),
-        findings: digest::findings(a)
+        findings: discover_findings(a)
             .into_iter()
-            .map(|(kind, items)| {
+            .chain(digest::findings(a).into_iter().map(|(kind, items)| {
                 let items = items
                     .into_iter()
                     .map(|f| index::Item {
@@ -302,7 +340,7 @@ fn render_analysis(
                     })
                     .collect();
                 (kind.title().to_string(), items)
-            })
+            }))
             .collect(),
         warnings: a.warnings.clone(),
         runs: a
@@ -354,6 +392,45 @@ fn render_analysis(
         method: METHOD.iter().map(|m| m.to_string()).collect(),
     };
     index::write(out, &page)
+}
+
+/// Discoveries as findings, first on the page: the answer, its root cause and coverage.
+fn discover_findings(a: &Analysis) -> Vec<(String, Vec<index::Item>)> {
+    if a.discoveries.is_empty() {
+        return Vec::new();
+    }
+    let items = a
+        .discoveries
+        .iter()
+        .map(|d| {
+            let mut details = Vec::new();
+            if let Some(c) = &d.cause {
+                details.push(format!(
+                    "root cause: {} (self) carries {} of the added kernel time; via {}",
+                    c.function,
+                    fmt::pct(c.self_share.clamp(0.0, 1.0)),
+                    c.callers.join(" → ")
+                ));
+            }
+            for g in d.ranked.iter().skip(1).take(discover::TERMINAL_TOP - 1) {
+                details.push(format!(
+                    "also grows: {} {} ({} of the added time)",
+                    g.function,
+                    g.scaling.class.label(),
+                    fmt::pct(g.added_share.min(1.0))
+                ));
+            }
+            details.extend(discover::coverage_line(d));
+            index::Item {
+                line: discover::answer(d),
+                details,
+            }
+        })
+        .collect();
+    vec![(
+        "Discovered from whole-process samples (--discover)".to_string(),
+        items,
+    )]
 }
 
 fn render_flamegraphs(

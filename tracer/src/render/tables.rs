@@ -244,6 +244,24 @@ fn align(rows: &[Vec<String>]) -> String {
 /// table is in `tables/`.
 pub fn terminal(a: &Analysis) -> String {
     let mut out = String::new();
+    // The answer first: what grows, found without naming a function.
+    for d in &a.discoveries {
+        out.push_str(&format!(
+            "Discover ({}, {}):\n",
+            d.kernel,
+            if d.nothing_grows() {
+                "nothing grows"
+            } else {
+                "from whole-process kernel stack samples"
+            }
+        ));
+        out.push_str(&super::discover::text(
+            d,
+            super::discover::TERMINAL_TOP,
+            align,
+        ));
+        out.push('\n');
+    }
     let groups = findings(a);
     for (kind, items) in &groups {
         out.push_str(&format!("{}:\n", kind.title()));

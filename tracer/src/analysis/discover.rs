@@ -1,0 +1,772 @@
+//! Discover: which kernel functions' time grows with N, from whole-process stack samples
+//! (`--discover`), without being told which function to suspect.
+//!
+//! Per N, every kernel function gets an *inclusive* time per op (the samples whose stack
+//! contains it, counted once per stack however often it recurses, times the sampling period,
+//! over the ops of that N) and a *self* time per op (samples where it is the innermost
+//! frame). Each function's inclusive time is fitted against N by the same fitter as the
+//! targets, with Poisson sampling error (1/√samples) as each point's relative error.
+//!
+//! Ranking: a function *carries* the difference of its inclusive time per op between the
+//! smallest and largest N. The entry code above every syscall carries all of it, so a
+//! function is only a candidate when no single callee carries [`PASS_THROUGH`] or more of its
+//! added time (then that callee speaks for it): `do_syscall_64 → kernel_wait4 → do_wait →
+//! __do_wait → wait_consider_task` leaves `wait_consider_task`, while `dup_mmap`, whose
+//! growth splits between its callees, stays. Candidates are ranked by the time they carry.
+//! A candidate counts as growing only when its fit is a growth class, its added time is at
+//! least [`MIN_ADDED_SIGMA`] Poisson standard errors and [`MIN_SHARE`] of the kernel time at
+//! the largest N: a benchmark whose kernel time does not grow yields no candidate rather than
+//! a noise-driven winner.
+//!
+//! Root cause: the frame whose *self* time carries the most added time, with the heaviest
+//! caller chain leading to it at the largest N.
+//!
+//! Coverage: per N, the sampled kernel time against the system time of the command's process
+//! tree (rusage), so a reader knows how much of the kernel time the samples saw.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use crate::collect::USER_FRAME;
+use crate::rundata::{Invocation, PhaseRow, StackKind};
+
+use super::analyze::StackData;
+use super::fit::{Complexity, Point, Scaling, fit_scaling};
+
+/// A function whose single callee carries this much of its added time is a pass-through.
+pub const PASS_THROUGH: f64 = 0.75;
+/// Added time must exceed this many standard errors of sampling noise.
+pub const MIN_ADDED_SIGMA: f64 = 4.0;
+/// ... and be at least this share of the kernel time per op at the largest N.
+pub const MIN_SHARE: f64 = 0.05;
+/// Samples a function needs at the largest N to be ranked at all.
+pub const MIN_SAMPLES: u64 = 20;
+/// Samples a size needs to take part in a function's fit.
+pub const MIN_FIT_SAMPLES: u64 = 5;
+/// Candidates kept in the ranking.
+pub const MAX_RANKED: usize = 20;
+
+/// One function at one N.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FnPoint {
+    pub n: u64,
+    /// Inclusive and self time per op (ns).
+    pub incl_ns: f64,
+    pub self_ns: f64,
+    /// Samples behind `incl_ns` (or blocked periods, for off-CPU).
+    pub samples: u64,
+    /// Share of the kernel time at this N (inclusive).
+    pub share: f64,
+}
+
+/// A function whose time grows with N.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Grower {
+    pub function: String,
+    pub points: Vec<FnPoint>,
+    pub scaling: Scaling,
+    /// Inclusive time per op at the largest N minus at the smallest (ns).
+    pub added_ns: f64,
+    /// Its one standard error from sampling.
+    pub added_se_ns: f64,
+    /// `added_ns` over the kernel's whole added time per op.
+    pub added_share: f64,
+    /// The caller chain (outermost first) of its heaviest stack at the largest N.
+    pub callers: Vec<String>,
+    /// The function also grows in blocked time.
+    pub also_blocked: bool,
+}
+
+/// Sampled kernel time against the command's system time at one N (or the whole run).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Coverage {
+    /// None: the whole run (built-in workloads run every N in one process).
+    pub n: Option<u64>,
+    pub sampled_kernel_s: f64,
+    pub sampled_user_s: f64,
+    pub sys_s: f64,
+    pub user_s: f64,
+    /// sampled_kernel_s / sys_s.
+    pub ratio: Option<f64>,
+}
+
+/// The root cause: the frame whose self time carries most of the added time.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DiscoverCause {
+    pub function: String,
+    /// Its self time's part of the kernel's added time per op.
+    pub self_share: f64,
+    pub self_added_ns: f64,
+    /// Caller chain, outermost first.
+    pub callers: Vec<String>,
+    /// The fit of its self time.
+    pub class: Complexity,
+    pub slope: f64,
+}
+
+/// Discovery for one run and case.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Discovery {
+    pub run: String,
+    pub kernel: String,
+    pub case_name: String,
+    /// The N values with samples, ascending.
+    pub ns: Vec<u64>,
+    /// "op" when the command said (or `--ops` gave) how many ops each N did, else "run".
+    pub per: String,
+    /// Samples at each N (kernel and user) and the sampling period.
+    pub samples: Vec<u64>,
+    pub period_ns: u64,
+    /// Kernel time per op at each N, and its fit.
+    pub kernel_ns: Vec<f64>,
+    pub total: Option<Scaling>,
+    /// Kernel functions whose time grows, most added time first.
+    pub ranked: Vec<Grower>,
+    /// Functions whose blocked (off-CPU) time grows, most added time first.
+    pub blocked: Vec<Grower>,
+    pub cause: Option<DiscoverCause>,
+    pub coverage: Vec<Coverage>,
+    /// N values left out because the command failed there.
+    pub failed_n: Vec<u64>,
+}
+
+impl Discovery {
+    /// Nothing grows: no candidate passed the tests.
+    pub fn nothing_grows(&self) -> bool {
+        self.ranked.is_empty()
+    }
+
+    /// Total samples the finding rests on.
+    pub fn total_samples(&self) -> u64 {
+        self.samples.iter().sum()
+    }
+}
+
+/// Per-N aggregates of one profile.
+#[derive(Default)]
+struct Profile {
+    /// function -> (inclusive weight, inclusive samples)
+    incl: BTreeMap<String, (u64, u64)>,
+    /// function -> self weight
+    selfw: BTreeMap<String, u64>,
+    /// (function, callee or "" for self) -> weight
+    edges: BTreeMap<(String, String), u64>,
+    kernel_w: u64,
+    user_w: u64,
+    samples: u64,
+    /// function -> (weight, chain) of its heaviest stack
+    heaviest: BTreeMap<String, (u64, Vec<String>)>,
+}
+
+fn is_pseudo(frame: &str) -> bool {
+    frame.starts_with('[')
+}
+
+fn profile(stacks: &super::stacks::Folded, period_ns: u64) -> Profile {
+    let mut p = Profile::default();
+    for (frames, w) in stacks.iter() {
+        let samples = w.checked_div(period_ns).unwrap_or(0).max(1);
+        p.samples += samples;
+        if frames.len() == 1 && frames[0] == USER_FRAME {
+            p.user_w += w;
+            continue;
+        }
+        p.kernel_w += w;
+        let mut seen: BTreeSet<&str> = BTreeSet::new();
+        for (i, f) in frames.iter().enumerate() {
+            if is_pseudo(f) {
+                continue;
+            }
+            if seen.insert(f.as_str()) {
+                let e = p.incl.entry(f.clone()).or_default();
+                e.0 += w;
+                e.1 += samples;
+                let h = p.heaviest.entry(f.clone()).or_default();
+                if w > h.0 {
+                    *h = (w, frames[..i].to_vec());
+                }
+            }
+            let callee = frames.get(i + 1).cloned().unwrap_or_default();
+            *p.edges.entry((f.clone(), callee)).or_default() += w;
+        }
+        if let Some(leaf) = frames.last().filter(|f| !is_pseudo(f)) {
+            *p.selfw.entry(leaf.clone()).or_default() += w;
+        }
+    }
+    p
+}
+
+/// What discovery needs to know of one run besides its stacks.
+#[derive(Clone, Debug, Default)]
+pub struct ProfiledRun {
+    pub label: String,
+    pub kernel: String,
+    pub sample_freq_hz: u64,
+    pub phases: Vec<PhaseRow>,
+    pub invocations: Vec<Invocation>,
+}
+
+/// Discoveries of every (run, case) with whole-process profiles; `runs[i]` is run i.
+pub fn discover(stacks: &[StackData], runs: &[ProfiledRun]) -> Vec<Discovery> {
+    let mut groups: BTreeMap<(usize, u32), Vec<&StackData>> = BTreeMap::new();
+    for s in stacks {
+        if s.file.kind == StackKind::Profile && s.file.case != tracer_ebpf::CASE_UNPHASED {
+            groups.entry((s.run, s.file.case)).or_default().push(s);
+        }
+    }
+    let mut out = Vec::new();
+    for ((ri, case), mut files) in groups {
+        let Some(ProfiledRun {
+            label,
+            kernel,
+            sample_freq_hz: freq,
+            phases,
+            invocations,
+        }) = runs.get(ri)
+        else {
+            continue;
+        };
+        let failed: BTreeSet<u64> = invocations
+            .iter()
+            .filter(|i| i.failed() && i.n > 0)
+            .map(|i| i.n)
+            .collect();
+        files.retain(|f| !failed.contains(&f.file.n));
+        files.sort_by_key(|f| f.file.n);
+        if files.is_empty() {
+            continue;
+        }
+        let offcpu: Vec<&StackData> = stacks
+            .iter()
+            .filter(|s| {
+                s.run == ri
+                    && s.file.kind == StackKind::ProfileOffcpu
+                    && s.file.case == case
+                    && !failed.contains(&s.file.n)
+            })
+            .collect();
+        let period_ns = 1_000_000_000u64.checked_div(*freq).unwrap_or(0);
+        out.push(discover_case(
+            label,
+            kernel,
+            &files,
+            &offcpu,
+            period_ns,
+            phases,
+            invocations,
+            case,
+            &failed,
+        ));
+    }
+    out
+}
+
+#[allow(clippy::too_many_arguments)]
+fn discover_case(
+    label: &str,
+    kernel: &str,
+    files: &[&StackData],
+    offcpu: &[&StackData],
+    period_ns: u64,
+    phases: &[PhaseRow],
+    invocations: &[Invocation],
+    case: u32,
+    failed: &BTreeSet<u64>,
+) -> Discovery {
+    let ns: Vec<u64> = files.iter().map(|f| f.file.n).collect();
+    let ops_at = |n: u64| -> Option<f64> {
+        phases
+            .iter()
+            .find(|p| p.case == case && p.n == n)
+            .map(|p| p.ops.max(p.phases).max(1) as f64)
+    };
+    let per_op = ns.iter().all(|&n| {
+        phases
+            .iter()
+            .any(|p| p.case == case && p.n == n && p.ops > p.phases)
+    });
+    let ops: Vec<f64> = ns.iter().map(|&n| ops_at(n).unwrap_or(1.0)).collect();
+    let profiles: Vec<Profile> = files
+        .iter()
+        .map(|f| profile(&f.folded, period_ns))
+        .collect();
+    let kernel_ns: Vec<f64> = profiles
+        .iter()
+        .zip(&ops)
+        .map(|(p, o)| p.kernel_w as f64 / o)
+        .collect();
+    let kernel_samples: Vec<u64> = profiles
+        .iter()
+        .map(|p| p.incl.values().map(|v| v.1).max().unwrap_or(0))
+        .collect();
+    let total = fit_scaling(
+        &ns.iter()
+            .zip(&kernel_ns)
+            .zip(&kernel_samples)
+            .filter(|((_, t), _)| **t > 0.0)
+            .map(|((&n, &t), &c)| Point {
+                n: n as f64,
+                t,
+                rel_se: Some(1.0 / (c.max(1) as f64).sqrt()),
+            })
+            .collect::<Vec<_>>(),
+    );
+    let last = ns.len() - 1;
+    let kernel_added = kernel_ns[last] - kernel_ns[0];
+
+    let ranked = growers(&ns, &ops, &profiles, kernel_added, &kernel_ns);
+    // Blocked time: the same analysis of the off-CPU profiles (weights are time blocked).
+    let off_profiles: Vec<Profile> = ns
+        .iter()
+        .map(|&n| {
+            offcpu
+                .iter()
+                .find(|s| s.file.n == n)
+                .map(|s| profile(&s.folded, 0))
+                .unwrap_or_default()
+        })
+        .collect();
+    let off_total: Vec<f64> = off_profiles
+        .iter()
+        .zip(&ops)
+        .map(|(p, o)| p.kernel_w as f64 / o)
+        .collect();
+    let blocked = if off_profiles.iter().all(|p| p.kernel_w == 0) {
+        Vec::new()
+    } else {
+        growers(
+            &ns,
+            &ops,
+            &off_profiles,
+            off_total[last] - off_total[0],
+            &off_total,
+        )
+    };
+    let mut ranked = ranked;
+    for g in &mut ranked {
+        g.also_blocked = blocked.iter().any(|b| b.function == g.function);
+    }
+    let cause = root_cause(&ns, &ops, &profiles, kernel_added, &ranked);
+
+    let coverage = coverage(&ns, &profiles, invocations, period_ns);
+    Discovery {
+        run: label.to_string(),
+        kernel: kernel.to_string(),
+        case_name: files[0].file.case_name.clone(),
+        ns,
+        per: if per_op { "op" } else { "run" }.to_string(),
+        samples: profiles.iter().map(|p| p.samples).collect(),
+        period_ns,
+        kernel_ns,
+        total,
+        ranked,
+        blocked,
+        cause,
+        coverage,
+        failed_n: failed.iter().copied().collect(),
+    }
+}
+
+/// The candidates (see the module docs) that pass the growth tests, most added time first.
+fn growers(
+    ns: &[u64],
+    ops: &[f64],
+    profiles: &[Profile],
+    kernel_added: f64,
+    kernel_ns: &[f64],
+) -> Vec<Grower> {
+    let last = ns.len() - 1;
+    if last == 0 || kernel_added <= 0.0 {
+        return Vec::new();
+    }
+    let (p0, p1) = (&profiles[0], &profiles[last]);
+    let per = |p: &Profile, f: &str, o: f64| p.incl.get(f).map_or(0.0, |v| v.0 as f64 / o);
+    let edge = |p: &Profile, f: &str, c: &str, o: f64| {
+        p.edges
+            .get(&(f.to_string(), c.to_string()))
+            .map_or(0.0, |w| *w as f64 / o)
+    };
+    let mut out = Vec::new();
+    for (f, &(_, samples1)) in &p1.incl {
+        if samples1 < MIN_SAMPLES {
+            continue;
+        }
+        let added = per(p1, f, ops[last]) - per(p0, f, ops[0]);
+        if added <= 0.0 {
+            continue;
+        }
+        // A pass-through: one callee carries most of the growth.
+        let callees: BTreeSet<&String> = p1
+            .edges
+            .keys()
+            .filter(|(g, c)| g == f && !c.is_empty())
+            .map(|(_, c)| c)
+            .collect();
+        let dominated = callees
+            .iter()
+            .any(|c| edge(p1, f, c, ops[last]) - edge(p0, f, c, ops[0]) >= PASS_THROUGH * added);
+        if dominated {
+            continue;
+        }
+        // Poisson error of the added time, in ns per op.
+        let w_per_sample = |p: &Profile| {
+            p.incl
+                .get(f)
+                .map_or(0.0, |v| v.0 as f64 / v.1.max(1) as f64)
+        };
+        let s0 = p0.incl.get(f).map_or(0, |v| v.1) as f64;
+        let se = ((samples1 as f64).sqrt() * w_per_sample(p1) / ops[last])
+            .hypot(s0.max(1.0).sqrt() * w_per_sample(p0).max(w_per_sample(p1)) / ops[0]);
+        if added < MIN_ADDED_SIGMA * se || per(p1, f, ops[last]) < MIN_SHARE * kernel_ns[last] {
+            continue;
+        }
+        let points: Vec<FnPoint> = ns
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| {
+                let p = &profiles[i];
+                let incl = per(p, f, ops[i]);
+                FnPoint {
+                    n,
+                    incl_ns: incl,
+                    self_ns: p.selfw.get(f).map_or(0.0, |w| *w as f64 / ops[i]),
+                    samples: p.incl.get(f).map_or(0, |v| v.1),
+                    share: if kernel_ns[i] > 0.0 {
+                        incl / kernel_ns[i]
+                    } else {
+                        0.0
+                    },
+                }
+            })
+            .collect();
+        // Sizes with a handful of samples say little about a time (±45% at 5 samples) and
+        // would bend the class: the fit uses the sizes with MIN_FIT_SAMPLES or more.
+        let fit_points: Vec<Point> = points
+            .iter()
+            .filter(|p| p.samples >= MIN_FIT_SAMPLES)
+            .map(|p| Point {
+                n: p.n as f64,
+                t: p.incl_ns,
+                rel_se: Some(1.0 / (p.samples as f64).sqrt()),
+            })
+            .collect();
+        let Some(scaling) = fit_scaling(&fit_points) else {
+            continue;
+        };
+        if scaling.class == Complexity::Constant {
+            continue;
+        }
+        out.push(Grower {
+            function: f.clone(),
+            points,
+            scaling,
+            added_ns: added,
+            added_se_ns: se,
+            added_share: added / kernel_added,
+            callers: p1.heaviest.get(f).map(|h| h.1.clone()).unwrap_or_default(),
+            also_blocked: false,
+        });
+    }
+    out.sort_by(|a, b| b.added_ns.total_cmp(&a.added_ns));
+    out.truncate(MAX_RANKED);
+    out
+}
+
+/// The frame whose self time carries most of the added kernel time, when a growing function
+/// contains it.
+fn root_cause(
+    ns: &[u64],
+    ops: &[f64],
+    profiles: &[Profile],
+    kernel_added: f64,
+    ranked: &[Grower],
+) -> Option<DiscoverCause> {
+    let top = ranked.first()?;
+    let last = ns.len() - 1;
+    let (p0, p1) = (&profiles[0], &profiles[last]);
+    // Leaves under the top candidate at the largest N (or the candidate itself).
+    let mut best: Option<(String, f64)> = None;
+    for (leaf, w1) in &p1.selfw {
+        let under = leaf == &top.function
+            || p1
+                .heaviest
+                .get(leaf)
+                .is_some_and(|h| h.1.contains(&top.function));
+        if !under {
+            continue;
+        }
+        let w0 = p0.selfw.get(leaf).copied().unwrap_or(0);
+        let added = *w1 as f64 / ops[last] - w0 as f64 / ops[0];
+        if best.as_ref().is_none_or(|b| added > b.1) {
+            best = Some((leaf.clone(), added));
+        }
+    }
+    let (function, self_added) = best?;
+    if self_added <= 0.0 {
+        return None;
+    }
+    let points: Vec<Point> = ns
+        .iter()
+        .enumerate()
+        .filter_map(|(i, &n)| {
+            let w = profiles[i].selfw.get(&function).copied().unwrap_or(0);
+            let samples = if period_of(&profiles[i]) > 0.0 {
+                (w as f64 / period_of(&profiles[i])) as u64
+            } else {
+                0
+            };
+            (samples >= MIN_FIT_SAMPLES).then(|| Point {
+                n: n as f64,
+                t: w as f64 / ops[i],
+                rel_se: None,
+            })
+        })
+        .collect();
+    let scaling = fit_scaling(&points);
+    Some(DiscoverCause {
+        callers: p1
+            .heaviest
+            .get(&function)
+            .map(|h| h.1.clone())
+            .unwrap_or_default(),
+        function,
+        self_share: self_added / kernel_added,
+        self_added_ns: self_added,
+        class: scaling.as_ref().map_or(top.scaling.class, |s| s.class),
+        slope: scaling
+            .as_ref()
+            .map_or(top.scaling.slope.slope, |s| s.slope.slope),
+    })
+}
+
+/// Weight of one sample in a profile (its sampling period), from its own totals.
+fn period_of(p: &Profile) -> f64 {
+    if p.samples == 0 {
+        0.0
+    } else {
+        (p.kernel_w + p.user_w) as f64 / p.samples as f64
+    }
+}
+
+fn coverage(
+    ns: &[u64],
+    profiles: &[Profile],
+    invocations: &[Invocation],
+    _period_ns: u64,
+) -> Vec<Coverage> {
+    let per_n = ns.iter().all(|&n| invocations.iter().any(|i| i.n == n));
+    let cov = |n: Option<u64>, kernel_w: u64, user_w: u64, sys_s: f64, user_s: f64| Coverage {
+        n,
+        sampled_kernel_s: kernel_w as f64 * 1e-9,
+        sampled_user_s: user_w as f64 * 1e-9,
+        sys_s,
+        user_s,
+        ratio: (sys_s > 0.0).then(|| kernel_w as f64 * 1e-9 / sys_s),
+    };
+    if per_n {
+        ns.iter()
+            .zip(profiles)
+            .map(|(&n, p)| {
+                let runs = invocations.iter().filter(|i| i.n == n);
+                let (sys, user) = runs.fold((0.0, 0.0), |a, i| (a.0 + i.sys_s, a.1 + i.user_s));
+                cov(Some(n), p.kernel_w, p.user_w, sys, user)
+            })
+            .collect()
+    } else {
+        let (sys, user) = invocations
+            .iter()
+            .fold((0.0, 0.0), |a, i| (a.0 + i.sys_s, a.1 + i.user_s));
+        let kw = profiles.iter().map(|p| p.kernel_w).sum();
+        let uw = profiles.iter().map(|p| p.user_w).sum();
+        vec![cov(None, kw, uw, sys, user)]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::stacks::Folded;
+    use crate::rundata::{StackFile, stack_file_path};
+
+    const PERIOD: u64 = 200_000;
+
+    fn data(n: u64, text: &str) -> StackData {
+        let folded = Folded::parse(text).unwrap();
+        StackData {
+            run: 0,
+            file: StackFile {
+                kind: StackKind::Profile,
+                target: "process".into(),
+                case: 100,
+                case_name: "command".into(),
+                n,
+                path: stack_file_path(StackKind::Profile, "process", "command", n),
+                total_ns: folded.total(),
+                count: folded.total() / PERIOD,
+            },
+            folded,
+        }
+    }
+
+    fn runs(ns: &[u64]) -> Vec<ProfiledRun> {
+        let phases = ns
+            .iter()
+            .map(|&n| PhaseRow {
+                case: 100,
+                case_name: "command".into(),
+                n,
+                phases: 1,
+                ops: 1,
+                wall_ns: 1,
+            })
+            .collect();
+        vec![ProfiledRun {
+            label: "run".into(),
+            kernel: "6.18".into(),
+            sample_freq_hz: 5000,
+            phases,
+            invocations: Vec::new(),
+        }]
+    }
+
+    /// `wait_consider_task` grows ~linearly under a chain of pass-throughs; a constant
+    /// syscall beside it does not.
+    fn walk(n: u64) -> StackData {
+        let wct = 50 * n * PERIOD;
+        let flat = 400 * PERIOD;
+        data(
+            n,
+            &format!(
+                "entry;do_syscall_64;kernel_wait4;do_wait;__do_wait;wait_consider_task {wct}\n\
+                 entry;do_syscall_64;kernel_wait4;do_wait {}\n\
+                 entry;do_syscall_64;ksys_read;read_zero {flat}\n[user] {flat}\n",
+                20 * PERIOD
+            ),
+        )
+    }
+
+    #[test]
+    fn the_innermost_function_that_carries_the_growth_ranks_first() {
+        let ns = [10, 100, 1000, 3000];
+        let stacks: Vec<StackData> = ns.iter().map(|&n| walk(n)).collect();
+        let d = discover(&stacks, &runs(&ns));
+        assert_eq!(d.len(), 1);
+        let d = &d[0];
+        assert_eq!(d.ranked[0].function, "wait_consider_task", "{:?}", d.ranked);
+        assert_eq!(d.ranked[0].scaling.class, Complexity::Linear);
+        assert!(
+            d.ranked.iter().all(|g| g.function != "do_syscall_64"
+                && g.function != "read_zero"
+                && g.function != "do_wait"),
+            "pass-throughs and flat functions are not ranked: {:?}",
+            d.ranked.iter().map(|g| &g.function).collect::<Vec<_>>()
+        );
+        let c = d.cause.as_ref().unwrap();
+        assert_eq!(c.function, "wait_consider_task");
+        assert_eq!(c.callers.last().map(String::as_str), Some("__do_wait"));
+        assert!(c.self_share > 0.95, "{c:?}");
+        assert!(!d.nothing_grows());
+    }
+
+    #[test]
+    fn growth_split_between_callees_names_the_common_caller() {
+        let ns = [1, 100, 1000, 4000];
+        let stacks: Vec<StackData> = ns
+            .iter()
+            .map(|&n| {
+                let part = 10 * n * PERIOD;
+                data(
+                    n,
+                    &format!(
+                        "e;copy_process;dup_mmap;anon_vma_fork {part}\n\
+                         e;copy_process;dup_mmap;vm_area_dup {part}\n\
+                         e;copy_process;dup_mmap;copy_page_range {part}\n\
+                         e;copy_process;copy_thread {}\n",
+                        300 * PERIOD
+                    ),
+                )
+            })
+            .collect();
+        let d = &discover(&stacks, &runs(&ns))[0];
+        assert_eq!(d.ranked[0].function, "dup_mmap", "{:?}", d.ranked);
+        assert!((d.ranked[0].added_share - 1.0).abs() < 0.01);
+        let names: Vec<&str> = d.ranked.iter().map(|g| g.function.as_str()).collect();
+        assert!(names.contains(&"vm_area_dup") && !names.contains(&"copy_process"));
+    }
+
+    #[test]
+    fn flat_kernel_time_with_sampling_noise_finds_nothing() {
+        let ns = [10, 100, 1000, 4000];
+        // Same expected time at every N, with +-10% jitter (well inside Poisson noise of
+        // ~100 samples per frame).
+        let jitter = [1.0, 1.08, 0.93, 1.1];
+        let stacks: Vec<StackData> = ns
+            .iter()
+            .zip(jitter)
+            .map(|(&n, j)| {
+                let w = |s: f64| ((s * j) as u64) * PERIOD;
+                data(
+                    n,
+                    &format!(
+                        "e;do_syscall_64;ksys_read;read_zero {}\ne;do_syscall_64;__x64_sys_getppid {}\n",
+                        w(100.0),
+                        w(120.0)
+                    ),
+                )
+            })
+            .collect();
+        let d = &discover(&stacks, &runs(&ns))[0];
+        assert!(d.nothing_grows(), "{:?}", d.ranked);
+        assert!(d.cause.is_none());
+    }
+
+    #[test]
+    fn coverage_compares_sampled_kernel_time_with_rusage() {
+        let ns = [1, 2];
+        let stacks: Vec<StackData> = ns
+            .iter()
+            .map(|&n| {
+                data(
+                    n,
+                    &format!("e;read_zero {}\n[user] {}\n", 1000 * PERIOD, 10 * PERIOD),
+                )
+            })
+            .collect();
+        let mut r = runs(&ns);
+        r[0].invocations = ns
+            .iter()
+            .map(|&n| Invocation {
+                n,
+                command: vec![],
+                exit: Some(0),
+                wall_s: 0.3,
+                user_s: 0.002,
+                sys_s: 0.25,
+            })
+            .collect();
+        let d = &discover(&stacks, &r)[0];
+        assert_eq!(d.coverage.len(), 2);
+        let c = &d.coverage[0];
+        assert!((c.sampled_kernel_s - 0.2).abs() < 1e-9, "{c:?}");
+        assert!((c.ratio.unwrap() - 0.8).abs() < 1e-9);
+    }
+
+    #[test]
+    fn failed_sizes_are_left_out() {
+        let ns = [10, 100, 1000, 3000];
+        let stacks: Vec<StackData> = ns.iter().map(|&n| walk(n)).collect();
+        let mut r = runs(&ns);
+        r[0].invocations = vec![Invocation {
+            n: 3000,
+            command: vec![],
+            exit: Some(1),
+            wall_s: 0.0,
+            user_s: 0.0,
+            sys_s: 0.0,
+        }];
+        let d = &discover(&stacks, &r)[0];
+        assert_eq!(d.ns, vec![10, 100, 1000]);
+        assert_eq!(d.failed_n, vec![3000]);
+    }
+}

@@ -1,0 +1,315 @@
+//! Sentences and tables of a discovery (`--discover`): the one-line answer first, then the
+//! ranked functions, the blocked-time growers and the coverage of the samples.
+
+use crate::analysis::discover::{Discovery, Grower};
+use crate::analysis::fit::Complexity;
+use crate::analysis::text::{fmt_n, ns};
+
+use super::fmt::pct;
+
+/// How many ranked functions the terminal shows.
+pub const TERMINAL_TOP: usize = 5;
+
+fn n_range(d: &Discovery) -> String {
+    format!(
+        "N={}..{}",
+        fmt_n(d.ns[0] as f64),
+        fmt_n(d.ns[d.ns.len() - 1] as f64)
+    )
+}
+
+fn class_text(g: &Grower) -> String {
+    let s = &g.scaling;
+    match s.slope.slope_ci95 {
+        Some((lo, hi)) => format!(
+            "{}, slope {:.2} [{:.2}, {:.2}]",
+            s.class.label(),
+            s.slope.slope,
+            lo,
+            hi
+        ),
+        None => format!("{}, slope {:.2}", s.class.label(), s.slope.slope),
+    }
+}
+
+fn chain(callers: &[String], keep: usize) -> String {
+    let start = callers.len().saturating_sub(keep);
+    let mut parts: Vec<&str> = callers[start..].iter().map(String::as_str).collect();
+    parts.reverse();
+    let mut s = parts.join(" ← ");
+    if start > 0 {
+        s.push_str(" ← …");
+    }
+    s
+}
+
+/// The one-line answer: which function's time grows, or that none does.
+pub fn answer(d: &Discovery) -> String {
+    let head = format!("{} [{}]", d.run, d.case_name);
+    let basis = format!(
+        "{} samples at {} sizes, sampled without function probes",
+        d.total_samples(),
+        d.ns.len()
+    );
+    let Some(top) = d.ranked.first() else {
+        return format!(
+            "{head}: nothing in the kernel grows with N ({}; kernel time {} → {} per {}; {basis})",
+            n_range(d),
+            ns(d.kernel_ns[0]),
+            ns(d.kernel_ns[d.kernel_ns.len() - 1]),
+            d.per
+        );
+    };
+    let first = &top.points[0];
+    let last = &top.points[top.points.len() - 1];
+    let mut line = format!(
+        "{head}: {} grows {}, {} → {} per {} over {}, {} of the added kernel time",
+        top.function,
+        class_text(top),
+        ns(first.incl_ns),
+        ns(last.incl_ns),
+        d.per,
+        n_range(d),
+        pct(top.added_share.min(1.0)),
+    );
+    if let Some(c) = &d.cause
+        && c.function != top.function
+    {
+        line.push_str(&format!(
+            "; the loop: {} (self, {} of it)",
+            c.function,
+            pct(c.self_share.clamp(0.0, 1.0))
+        ));
+    }
+    if !top.callers.is_empty() {
+        line.push_str(&format!("; called from {}", chain(&top.callers, 3)));
+    }
+    line.push_str(if top.also_blocked {
+        "; on-CPU, and its blocked time grows too"
+    } else {
+        "; on-CPU"
+    });
+    line.push_str(&format!(" [{basis}]"));
+    line
+}
+
+/// Coverage in a few words: "sampled kernel time = 96% of the command's system time".
+pub fn coverage_line(d: &Discovery) -> Option<String> {
+    let ratios: Vec<f64> = d.coverage.iter().filter_map(|c| c.ratio).collect();
+    if ratios.is_empty() {
+        return None;
+    }
+    let lo = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let range = if (hi - lo).abs() < 0.005 {
+        pct(lo)
+    } else {
+        format!("{}–{}", pct(lo), pct(hi))
+    };
+    let mut s = format!(
+        "coverage: sampled kernel time = {range} of the command's system time (rusage{})",
+        if d.coverage.len() > 1 {
+            ", per N"
+        } else {
+            ", whole run"
+        }
+    );
+    if lo < 0.5 {
+        s.push_str(
+            "; low: the samples missed much of the kernel time (very short syscalls, or \
+             time in interrupts), so rankings rest on what was seen",
+        );
+    }
+    Some(s)
+}
+
+/// The ranked table as rows (header first).
+pub fn table_rows(d: &Discovery, growers: &[Grower], top: usize) -> Vec<Vec<String>> {
+    let mut rows = vec![
+        [
+            "#",
+            "function",
+            "class",
+            "slope",
+            &format!("added/{}", d.per),
+            "of added",
+            &format!("share N={}→{}", d.ns[0], d.ns[d.ns.len() - 1]),
+            "samples (largest N)",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect::<Vec<_>>(),
+    ];
+    for (i, g) in growers.iter().take(top).enumerate() {
+        let (f, l) = (&g.points[0], &g.points[g.points.len() - 1]);
+        rows.push(vec![
+            (i + 1).to_string(),
+            g.function.clone(),
+            g.scaling.class.label().to_string(),
+            match g.scaling.slope.slope_ci95 {
+                Some((lo, hi)) => format!("{:.2} [{lo:.2}, {hi:.2}]", g.scaling.slope.slope),
+                None => format!("{:.2}", g.scaling.slope.slope),
+            },
+            format!("{} ± {}", ns(g.added_ns), ns(g.added_se_ns)),
+            pct(g.added_share.min(1.0)),
+            format!("{} → {}", pct(f.share), pct(l.share)),
+            l.samples.to_string(),
+        ]);
+    }
+    rows
+}
+
+/// Plain-text section for the terminal and report.txt.
+pub fn text(d: &Discovery, top: usize, align: impl Fn(&[Vec<String>]) -> String) -> String {
+    let mut out = format!("  {}\n", answer(d));
+    if let Some(c) = &d.cause {
+        out.push_str(&format!(
+            "    root cause: {} (self) carries {} of the added kernel time, {} slope {:.2}; via {}\n",
+            c.function,
+            pct(c.self_share.clamp(0.0, 1.0)),
+            c.class.label(),
+            c.slope,
+            chain(&c.callers, 6)
+        ));
+    }
+    if let Some(c) = coverage_line(d) {
+        out.push_str(&format!("    {c}\n"));
+    }
+    if !d.failed_n.is_empty() {
+        out.push_str(&format!(
+            "    left out: the command failed at N = {}\n",
+            d.failed_n
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    if !d.ranked.is_empty() {
+        out.push_str(&format!(
+            "\n  kernel functions whose time grows (top {} of {}):\n",
+            top.min(d.ranked.len()),
+            d.ranked.len()
+        ));
+        out.push_str(&indent(&align(&table_rows(d, &d.ranked, top))));
+    }
+    let blocked: Vec<&Grower> = d
+        .blocked
+        .iter()
+        .filter(|g| g.scaling.class != Complexity::Constant)
+        .collect();
+    if !blocked.is_empty() {
+        out.push_str(&format!(
+            "\n  blocked (off-CPU) time that grows, e.g. idle processes waiting: {}\n",
+            blocked
+                .iter()
+                .take(3)
+                .map(|g| format!("{} {}", g.function, g.scaling.class.label()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    out
+}
+
+fn indent(s: &str) -> String {
+    s.lines().map(|l| format!("  {l}\n")).collect()
+}
+
+/// Markdown section.
+pub fn markdown(d: &Discovery) -> String {
+    let mut out = format!("{}\n\n", answer(d));
+    if let Some(c) = coverage_line(d) {
+        out.push_str(&format!("{c}\n\n"));
+    }
+    if !d.ranked.is_empty() {
+        let rows = table_rows(d, &d.ranked, d.ranked.len());
+        out.push_str(&format!("| {} |\n", rows[0].join(" | ")));
+        out.push_str(&format!("|{}\n", " --- |".repeat(rows[0].len())));
+        for r in &rows[1..] {
+            out.push_str(&format!("| {} |\n", r.join(" | ")));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::discover::discover;
+    use crate::analysis::stacks::Folded;
+    use crate::rundata::{PhaseRow, StackFile, StackKind, stack_file_path};
+
+    fn discovery(grow: bool) -> Discovery {
+        let ns = [10u64, 100, 1000, 3000];
+        let stacks = ns
+            .iter()
+            .map(|&n| {
+                let w = if grow { 40 * n } else { 400 } * 200_000;
+                let folded = Folded::parse(&format!(
+                    "e;do_syscall_64;do_wait;__do_wait;wait_consider_task {w}\ne;do_syscall_64;read_zero {}\n",
+                    100 * 200_000
+                ))
+                .unwrap();
+                crate::analysis::StackData {
+                    run: 0,
+                    file: StackFile {
+                        kind: StackKind::Profile,
+                        target: "process".into(),
+                        case: 100,
+                        case_name: "command".into(),
+                        n,
+                        path: stack_file_path(StackKind::Profile, "process", "command", n),
+                        total_ns: folded.total(),
+                        count: 1,
+                    },
+                    folded,
+                }
+            })
+            .collect::<Vec<_>>();
+        let phases = ns
+            .iter()
+            .map(|&n| PhaseRow {
+                case: 100,
+                case_name: "command".into(),
+                n,
+                phases: 1,
+                ops: 1,
+                wall_ns: 1,
+            })
+            .collect();
+        let run = crate::analysis::discover::ProfiledRun {
+            label: "bench".into(),
+            kernel: "6.18".into(),
+            sample_freq_hz: 5000,
+            phases,
+            invocations: Vec::new(),
+        };
+        discover(&stacks, &[run]).remove(0)
+    }
+
+    #[test]
+    fn the_answer_names_the_function_its_class_and_its_callers() {
+        let d = discovery(true);
+        let a = answer(&d);
+        assert!(
+            a.starts_with("bench [command]: wait_consider_task grows O(n)"),
+            "{a}"
+        );
+        assert!(a.contains("called from __do_wait ← do_wait"), "{a}");
+        assert!(a.contains("per run over N=10..3000"), "{a}");
+        let t = text(&d, TERMINAL_TOP, |rows| {
+            rows.iter().map(|r| r.join(" ") + "\n").collect()
+        });
+        assert!(t.contains("root cause: wait_consider_task (self)"), "{t}");
+        assert!(t.contains("1 wait_consider_task O(n)"), "{t}");
+    }
+
+    #[test]
+    fn nothing_growing_is_said_plainly() {
+        let d = discovery(false);
+        let a = answer(&d);
+        assert!(a.contains("nothing in the kernel grows with N"), "{a}");
+        assert!(!markdown(&d).contains('|'), "no table without growers");
+    }
+}

@@ -1,0 +1,381 @@
+//! Discover mode and external sweeps, natively on this machine's kernel (which refuses function
+//! probes: everything here rests on perf_event sampling and tracepoints). The benchmarks are
+//! small static C programs of the usual shape (setup, a timed loop in main, teardown, no
+//! markers), built by the test from `tests/c/`.
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Mutex, OnceLock};
+
+use serde_json::Value;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "native eBPF tests need root (run them with sudo or through `cargo xtask test`)"
+    );
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The C benchmarks, compiled once per test process into a temporary directory.
+fn bench(name: &str) -> PathBuf {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    let dir = DIR.get_or_init(|| {
+        let d = tempfile::tempdir().expect("tempdir");
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c");
+        for e in std::fs::read_dir(&src).expect("tests/c") {
+            let p = e.expect("entry").path();
+            if p.extension().is_some_and(|x| x == "c") {
+                let out = d.path().join(p.file_stem().unwrap());
+                let st = Command::new("cc")
+                    .args(["-O2", "-static", "-o"])
+                    .arg(&out)
+                    .arg(&p)
+                    .status()
+                    .expect("precondition: a C compiler (cc) is installed");
+                assert!(st.success(), "compiling {}", p.display());
+            }
+        }
+        d
+    });
+    dir.path().join(name)
+}
+
+/// `tracer sweep ARGS`, then its summary.json and the sweep directory.
+fn sweep(args: &[&str]) -> (Value, tempfile::TempDir, std::process::Output) {
+    let out = tempfile::tempdir().expect("tempdir");
+    let dir = out.path().join("sweep");
+    let o = Command::new(env!("CARGO_BIN_EXE_tracer"))
+        .arg("sweep")
+        .arg("-o")
+        .arg(&dir)
+        .args(["--no-flamegraphs"])
+        .args(args)
+        .output()
+        .expect("tracer runs");
+    let summary = std::fs::read_to_string(dir.join("report/summary.json"))
+        .map(|t| serde_json::from_str(&t).expect("summary.json parses"))
+        .unwrap_or(Value::Null);
+    (summary, out, o)
+}
+
+fn text(o: &std::process::Output) -> String {
+    format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn discovery(summary: &Value) -> &Value {
+    let d = &summary["discoveries"];
+    assert_eq!(
+        d.as_array().map(Vec::len),
+        Some(1),
+        "one discovery: {summary}"
+    );
+    &d[0]
+}
+
+fn ranked(d: &Value) -> Vec<String> {
+    d["ranked"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["function"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn class(g: &Value) -> String {
+    g["scaling"]["class"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn discover_names_the_children_walk_of_waitpid_wnohang() {
+    let _g = serial();
+    let b = bench("wait_children");
+    let b = b.to_str().unwrap();
+    let (s, _dir, o) = sweep(&[
+        "--discover",
+        "--n",
+        "10,200,600,1500",
+        "--ops",
+        "10000",
+        "--",
+        b,
+        "{n}",
+        "10000",
+        "wnohang",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let d = discovery(&s);
+    let names = ranked(d);
+    assert_eq!(
+        names.first().map(String::as_str),
+        Some("wait_consider_task"),
+        "{}",
+        text(&o)
+    );
+    let top = &d["ranked"][0];
+    assert_ne!(class(top), "O(1)");
+    let callers: Vec<&str> = top["callers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert!(
+        callers.contains(&"__do_wait") || callers.contains(&"do_wait"),
+        "called from the wait path: {callers:?}"
+    );
+    assert_eq!(d["cause"]["function"], "wait_consider_task", "{}", text(&o));
+    assert_eq!(d["per"], "op", "--ops gives per-op times");
+    // The terminal leads with the answer.
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let first = stdout
+        .lines()
+        .find(|l| l.contains("[command]:"))
+        .unwrap_or_default();
+    assert!(
+        first.contains("wait_consider_task grows O("),
+        "answer first: {stdout}"
+    );
+}
+
+#[test]
+fn discover_finds_the_per_read_growth_of_proc_sysvipc_shm() {
+    let _g = serial();
+    let b = bench("sysvipc_read");
+    let (s, _dir, o) = sweep(&[
+        "--discover",
+        "--n",
+        "10,300,1000,2500",
+        "--ops",
+        "60",
+        "--",
+        b.to_str().unwrap(),
+        "{n}",
+        "60",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let d = discovery(&s);
+    let top = &d["ranked"][0];
+    assert_ne!(class(top), "O(1)", "{}", text(&o));
+    // What it names on this kernel: the per-segment show function of the seq_file that
+    // /proc/sysvipc/shm reads through (or, where inlined, a function below seq_read).
+    let f = top["function"].as_str().unwrap();
+    let callers = top["callers"].to_string();
+    assert!(
+        f.starts_with("sysvipc_") || callers.contains("sysvipc_") || callers.contains("seq_read"),
+        "{f} via {callers}: {}",
+        text(&o)
+    );
+    assert!(
+        top["added_share"].as_f64().unwrap() > 0.5,
+        "it carries most of the added time: {top}"
+    );
+}
+
+#[test]
+fn discover_finds_the_per_vma_work_of_fork() {
+    let _g = serial();
+    let b = bench("fork_vmas");
+    let (s, _dir, o) = sweep(&[
+        "--discover",
+        "--n",
+        "1,500,2000,8000",
+        "--ops",
+        "60",
+        "--",
+        b.to_str().unwrap(),
+        "{n}",
+        "60",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let d = discovery(&s);
+    let top = &d["ranked"][0];
+    let f = top["function"].as_str().unwrap();
+    assert!(
+        f == "dup_mmap" || top["callers"].to_string().contains("\"dup_mmap\""),
+        "the per-VMA work of fork: {f} ({})",
+        text(&o)
+    );
+    assert_eq!(class(top), "O(n)", "{}", text(&o));
+}
+
+#[test]
+fn discover_says_nothing_grows_when_kernel_time_is_flat() {
+    let _g = serial();
+    let b = bench("flat_syscalls");
+    let (s, _dir, o) = sweep(&[
+        "--discover",
+        "--n",
+        "1,10,30,100",
+        "--ops",
+        "200000",
+        "--",
+        b.to_str().unwrap(),
+        "{n}",
+        "200000",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let d = discovery(&s);
+    assert_eq!(ranked(d), Vec::<String>::new(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("nothing in the kernel grows with N"),
+        "{}",
+        text(&o)
+    );
+    // The samples did see the kernel time: a negative that rests on data.
+    assert!(
+        d["samples"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c.as_u64().unwrap() > 50)
+    );
+}
+
+#[test]
+fn discover_coverage_matches_system_time_on_short_syscalls() {
+    let _g = serial();
+    let b = bench("zero_read");
+    let (s, _dir, o) = sweep(&[
+        "--discover",
+        "--n",
+        "1,2",
+        "--",
+        b.to_str().unwrap(),
+        "{n}",
+        "300000",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let d = discovery(&s);
+    let cov = d["coverage"].as_array().unwrap();
+    assert_eq!(cov.len(), 2, "per N");
+    for c in cov {
+        let sys = c["sys_s"].as_f64().unwrap();
+        let ratio = c["ratio"].as_f64().unwrap();
+        assert!(sys > 0.05, "the loop spends its time in the kernel: {c}");
+        assert!(
+            (0.8..=1.2).contains(&ratio),
+            "sampled kernel time within 20% of the system time: {c}"
+        );
+    }
+}
+
+#[test]
+fn external_sweep_keeps_the_other_sizes_when_one_fails() {
+    let _g = serial();
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("sweep");
+    let o = Command::new(env!("CARGO_BIN_EXE_tracer"))
+        .args([
+            "sweep",
+            "--discover",
+            "--no-flamegraphs",
+            "--n",
+            "10,20,30",
+            "-o",
+        ])
+        .arg(&dir)
+        .args(["--", "sh", "-c", "test {n} -ne 20 && test $TRACER_N = {n}"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(8), "{}", text(&o));
+    assert!(text(&o).contains("failed at N = 20"), "{}", text(&o));
+    let run: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("sh/run.json")).unwrap()).unwrap();
+    let inv = run["invocations"].as_array().unwrap();
+    let exits: Vec<(u64, i64)> = inv
+        .iter()
+        .map(|i| (i["n"].as_u64().unwrap(), i["exit"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(
+        exits,
+        vec![(10, 0), (20, 1), (30, 0)],
+        "TRACER_N and {{n}} agree"
+    );
+    let summary = std::fs::read_to_string(dir.join("report/summary.json")).unwrap();
+    assert!(
+        summary.contains("the command failed at N=20"),
+        "the report says which N was left out"
+    );
+}
+
+#[test]
+fn external_sweep_times_a_named_target_per_n() {
+    let _g = serial();
+    let b = bench("wait_children");
+    // On this kernel do_wait resolves to the wait4/waitid syscall bracket.
+    let (s, dir, o) = sweep(&[
+        "--targets",
+        "do_wait",
+        "--no-samples",
+        "--n",
+        "10,300,1000,2000",
+        "--repeat",
+        "2",
+        "--",
+        b.to_str().unwrap(),
+        "{n}",
+        "3000",
+        "wnohang",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v = &s["verdicts"];
+    let v = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["target"] == "do_wait" && v["case_name"] == "command")
+        .unwrap_or_else(|| panic!("a do_wait verdict for the command: {s}"));
+    // Linear in the children walked; the walk over thousands of task_structs also misses
+    // cache more at the largest N, which can tip the class one step up.
+    let class = v["scaling"]["class"].as_str().unwrap();
+    assert!(
+        matches!(class, "O(n)" | "O(n log n)"),
+        "{class}: {}",
+        text(&o)
+    );
+    let run: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("sweep/wait_children/run.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        run["invocations"].as_array().unwrap().len(),
+        8,
+        "4 N x 2 repeats"
+    );
+    for p in run["phases"].as_array().unwrap() {
+        assert_eq!(p["phases"], 2, "each N is one phase run twice: {p}");
+    }
+}
+
+#[test]
+fn external_sweep_input_errors_are_usage_errors() {
+    let _g = serial();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_tracer"))
+            .arg("sweep")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let o = run(&["--", "true", "{n}"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("needs --n"), "{}", text(&o));
+    let o = run(&["--n", "1,2", "--", "/no/such/bench", "{n}"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("not found"), "{}", text(&o));
+    let o = run(&["--n", "1,2", "--ops", "{n}*", "--", "true"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = run(&["--n", "1,2", "--targets", "not a function", "--", "true"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o).contains("not a kernel function name"),
+        "{}",
+        text(&o)
+    );
+}
