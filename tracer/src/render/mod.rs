@@ -20,6 +20,7 @@
 pub mod digest;
 pub mod flame;
 pub mod fmt;
+pub mod histogram;
 mod index;
 pub mod out;
 pub mod plot;
