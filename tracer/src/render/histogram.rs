@@ -162,7 +162,7 @@ pub fn log2(label: &str, columns: &[Column], bar: usize) -> String {
 
 /// Which of a span's two times a histogram shows: on-CPU when the run measured it (the loop's
 /// cost, as the reports fit), else wall.
-pub fn metric_of(spans: &[&crate::rundata::SpanRow]) -> (&'static str, bool) {
+fn metric_of(spans: &[&crate::rundata::SpanRow]) -> (&'static str, bool) {
     if spans.iter().any(|s| s.oncpu.sum_ns > 0) {
         ("on-CPU", true)
     } else {
