@@ -6,6 +6,7 @@ pub mod engine;
 pub mod error;
 pub mod kernel;
 pub mod output;
+pub mod owner;
 pub mod plan;
 pub mod record;
 pub mod render;

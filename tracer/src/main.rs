@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use tracer::error::{EXIT_CODES_HELP, TracerError, exit};
 use tracer::{calibrate, cli, engine::EngineOptions, plan, record, resolve::ResolveOptions};
@@ -72,6 +72,16 @@ enum Command {
     Report(ReportArgs),
     /// Compare two runs or sweeps (e.g. two kernels) per target, case and N.
     Compare(CompareArgs),
+    /// Print a shell completion script, e.g. `tracer completions bash >
+    /// ~/.local/share/bash-completion/completions/tracer`.
+    Completions(CompletionsArgs),
+}
+
+#[derive(Args)]
+struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    shell: clap_complete::Shell,
 }
 
 const REPORT_HELP: &str = "\
@@ -178,15 +188,21 @@ Output (read later without root by `tracer report`):
 The directory appears only when complete; a run cut short by a signal says
 \"status\": \"partial\" in run.json.
 
+The command may follow the options directly, as with perf (`tracer record ./bench -x`: the
+command's own options stay its own), or after `--`. After the run, each target's per-call
+times are printed as a log2 histogram with p50/p90/p99, as bcc's funclatency does.
+
 Examples:
+  sudo tracer record ./my-benchmark --size 1000
   sudo tracer record -- ./my-benchmark --size 1000
-  sudo tracer record --pid 4242 --duration 30s -o bench-run
+  sudo tracer record -p 4242,4243 -d 30s -o bench-run
+  sudo tracer record -a -F 4999 -t do_wait -d 10s
   sudo tracer record --targets do_wait --plan do_wait=kprobe -- workloads waitpid --n 1,100,1000";
 
 #[derive(Args, Clone)]
 struct TargetArgs {
     /// Targets to trace (comma-separated; default: all).
-    #[arg(long, value_delimiter = ',', value_name = "TARGET")]
+    #[arg(short = 't', long, value_delimiter = ',', value_name = "TARGET")]
     targets: Vec<String>,
     /// Force a plan for a target, e.g. dup_mmap=kprobe (see `tracer probes` for plan names).
     #[arg(long, value_parser = cli::parse_plan, value_name = "TARGET=PLAN")]
@@ -206,8 +222,8 @@ struct MapArgs {
 
 #[derive(Args)]
 struct RecordArgs {
-    /// Follow this process and its descendants (repeatable).
-    #[arg(long, value_name = "PID")]
+    /// Follow these processes and their descendants (comma-separated, repeatable).
+    #[arg(short = 'p', long, value_name = "PID", value_delimiter = ',')]
     pid: Vec<u32>,
     /// Trace tasks with this command name.
     #[arg(long, value_name = "NAME")]
@@ -216,10 +232,10 @@ struct RecordArgs {
     #[arg(long, value_name = "PATH")]
     cgroup: Option<PathBuf>,
     /// Trace every task on the system.
-    #[arg(long)]
+    #[arg(short = 'a', long)]
     system: bool,
     /// Stop after this long (e.g. 30s, 5m).
-    #[arg(long, value_parser = cli::parse_duration)]
+    #[arg(short = 'd', long, value_parser = cli::parse_duration)]
     duration: Option<std::time::Duration>,
     /// Output directory (default: tracer-run-<UTC time>).
     #[arg(short, long)]
@@ -233,7 +249,7 @@ struct RecordArgs {
     #[arg(long)]
     no_verify: bool,
     /// On-CPU stack sampling frequency in Hz.
-    #[arg(long, default_value = "999", value_parser = cli::parse_freq)]
+    #[arg(short = 'F', long, default_value = "999", value_parser = cli::parse_freq)]
     freq: u64,
     /// Do not sample on-CPU stacks.
     #[arg(long)]
@@ -261,8 +277,10 @@ struct RecordArgs {
     /// inside targets): the data `--discover` reports rank functions by. No probe needed.
     #[arg(long)]
     discover: bool,
-    /// The command to run and trace (with its process tree).
-    #[arg(last = true, value_name = "COMMAND")]
+    /// The command to run and trace (with its process tree), with its arguments: everything
+    /// from the first word that is not an option of tracer's, as in `perf record ./bench -x`
+    /// (a `--` before it is optional).
+    #[arg(trailing_var_arg = true, value_name = "COMMAND")]
     command: Vec<String>,
 }
 
@@ -296,7 +314,7 @@ struct SweepArgs {
     no_verify: bool,
     /// On-CPU stack sampling frequency in Hz (higher than record's default: the root cause
     /// needs samples at small N too, where calls are short).
-    #[arg(long, default_value = "4999", value_parser = cli::parse_freq)]
+    #[arg(short = 'F', long, default_value = "4999", value_parser = cli::parse_freq)]
     freq: u64,
     /// Do not sample on-CPU stacks.
     #[arg(long)]
@@ -347,6 +365,7 @@ fn main() -> ExitCode {
         Some(calibrate::CHILD_SUBCOMMAND) => return code(calibrate::child_main(&args[2..])),
         Some(record::EXEC_HELD) => return code(record::exec_held_main(&args[2..])),
         Some("__floor") => return code(floor_main(&args[2..])),
+        Some("__man") => return code(man_main(&args[2..])),
         _ => {}
     }
     let cli = Cli::parse();
@@ -360,6 +379,7 @@ fn main() -> ExitCode {
         Command::Probes(a) => run_probes(a, cli.verbose),
         Command::Report(a) => run_report(a),
         Command::Compare(a) => run_compare(a),
+        Command::Completions(a) => run_completions(a),
     };
     match result {
         Ok(c) => code(c),
@@ -422,6 +442,34 @@ fn floor_main(args: &[String]) -> i32 {
             e.exit_code()
         }
     }
+}
+
+/// `tracer __man DIR`: write the man pages (tracer.1, tracer-record.1, ...) generated from the
+/// command line definition into DIR; `cargo xtask man` runs it. Not part of the CLI.
+fn man_main(args: &[String]) -> i32 {
+    let [dir] = args else {
+        eprintln!("usage: tracer __man DIR");
+        return exit::USAGE;
+    };
+    let result =
+        std::fs::create_dir_all(dir).and_then(|()| clap_mangen::generate_to(Cli::command(), dir));
+    match result {
+        Ok(()) => exit::OK,
+        Err(e) => {
+            eprintln!("tracer __man: {dir}: {e}");
+            exit::OUTPUT
+        }
+    }
+}
+
+/// `tracer completions SHELL`: the script goes to stdout whole or not at all (a closed pipe is
+/// not an error, as for every other command).
+fn run_completions(a: CompletionsArgs) -> Result<i32, TracerError> {
+    let mut script = Vec::new();
+    clap_complete::generate(a.shell, &mut Cli::command(), "tracer", &mut script);
+    use std::io::Write as _;
+    let _ = std::io::stdout().write_all(&script);
+    Ok(exit::OK)
 }
 
 fn code(c: i32) -> ExitCode {
@@ -626,6 +674,9 @@ fn print_record_summary(o: &record::RecordOutcome) {
             ),
             None => out!("{:<18} not measurable on this kernel", t.name),
         }
+        if let Some(h) = tracer::render::histogram::run_target(run, &t.name) {
+            outp!("{h}");
+        }
     }
     for (k, v) in &run.counters {
         let bad = matches!(
@@ -718,3 +769,6 @@ fn run_probes(a: ProbesArgs, verbose: bool) -> Result<i32, TracerError> {
         exit::UNSUPPORTED
     })
 }
+
+#[cfg(test)]
+mod main_tests;

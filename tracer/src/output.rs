@@ -45,7 +45,7 @@ impl DirWriter {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        fs::create_dir_all(&parent).map_err(|source| OutputError::NotWritable {
+        crate::owner::create_dir_all(&parent).map_err(|source| OutputError::NotWritable {
             dir: parent.clone(),
             source,
         })?;
@@ -103,6 +103,8 @@ impl DirWriter {
 
     /// Move the finished directory into place.
     pub fn commit(mut self) -> Result<PathBuf, OutputError> {
+        // Under sudo, the finished run is the invoking user's (before it becomes visible).
+        crate::owner::hand_over(&self.tmp);
         if self.dest.exists() {
             if !self.replace {
                 return Err(OutputError::Exists(self.dest.clone()));

@@ -44,6 +44,13 @@ pub enum Cmd {
     /// Benchmarks of the tracer's own cost against bpftrace and the counter-only floor;
     /// writes BENCHMARKS.md and bench.json at the workspace root (not part of `test`).
     Bench(BenchArgs),
+    /// Generate the tracer's man pages (tracer.1, tracer-record.1, ...) from its command line;
+    /// install with `sudo install -m 644 target/man/man1/*.1 /usr/local/share/man/man1/`.
+    Man {
+        /// Where the pages go (default: the workspace's target/man/man1).
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -5,7 +5,8 @@
 //!   `/out` files back ([`vm::run`], [`vm::VmConfig`], [`vm::VmReport`]);
 //! - [`guest`]: build the static musl guest binaries ([`guest::build`]);
 //! - [`kernel`]: fetch and cache the Debian cloud kernels ([`kernel::fetch`]);
-//! - [`setup`]: provisioning; [`testcmd`]: the test suite driver.
+//! - [`setup`]: provisioning; [`testcmd`]: the test suite driver; [`man`]: the tracer's man
+//!   pages.
 //!
 //! Lower layers: [`cpio`] (newc writer), [`initramfs`] (the guest image),
 //! [`outstream`] (framed file transport), [`console`] (marker filtering),
@@ -21,6 +22,7 @@ pub mod cpio;
 pub mod guest;
 pub mod initramfs;
 pub mod kernel;
+pub mod man;
 pub mod outstream;
 pub mod paths;
 pub mod protocol;

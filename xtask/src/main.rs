@@ -53,6 +53,13 @@ fn main() -> ExitCode {
                 render_only: b.render_only,
             }))
         }
+        Cmd::Man { out } => report(
+            xtask::man::generate(&out.unwrap_or_else(xtask::man::default_dir)).map(|pages| {
+                for p in pages {
+                    println!("{}", p.display());
+                }
+            }),
+        ),
         Cmd::Run(r) => {
             vm::install_interrupt_handler();
             report(xtask::run::run(xtask::run::RunOptions {

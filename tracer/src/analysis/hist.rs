@@ -36,8 +36,8 @@ fn normalized(d: &Dist) -> Vec<(u32, u64)> {
     out
 }
 
-/// Upper edge of a bucket as a float, kept finite for the last bucket.
-fn bucket_range(b: u32) -> (f64, f64) {
+/// A bucket's range `[low, high)` as floats, the high edge kept finite for the last bucket.
+pub fn bucket_range(b: u32) -> (f64, f64) {
     let b = b.min(tracer_ebpf::HIST_BUCKETS - 1);
     let lo = hist_bucket_low(b) as f64;
     let hi = hist_bucket_high(b);

@@ -96,6 +96,10 @@ pub struct Row {
     pub time_per_call_ns: Option<f64>,
     pub time_per_call_sd_ns: Option<f64>,
     pub timed_calls: u64,
+    /// The per-call histogram behind `time_per_call_ns` (None without timed calls), for the
+    /// terminal's histograms. Not in the tables' JSON: run.json has every histogram.
+    #[serde(skip)]
+    pub hist: Option<Dist>,
 }
 
 impl Row {
@@ -482,6 +486,10 @@ fn row(
         time_per_call_ns,
         time_per_call_sd_ns,
         timed_calls,
+        hist: timed.then(|| match metric {
+            Metric::OncpuMean if has_oncpu => s.oncpu.clone(),
+            _ => s.wall.clone(),
+        }),
     }
 }
 

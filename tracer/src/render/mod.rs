@@ -21,6 +21,7 @@ pub mod digest;
 pub mod discover;
 pub mod flame;
 pub mod fmt;
+pub mod histogram;
 mod index;
 pub mod out;
 pub mod plot;

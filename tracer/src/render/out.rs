@@ -57,7 +57,7 @@ impl OutDir {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        std::fs::create_dir_all(&parent).map_err(|source| ReportError::Write {
+        crate::owner::create_dir_all(&parent).map_err(|source| ReportError::Write {
             path: dest.to_path_buf(),
             source,
         })?;
@@ -104,6 +104,8 @@ impl OutDir {
         if let Some(sig) = interrupted() {
             return Err(ReportError::Interrupted(sig));
         }
+        // Under sudo, the report is the invoking user's (before it becomes visible).
+        crate::owner::hand_over(&self.root);
         let old = self.root.with_extension("old");
         let had_old = dest.exists();
         if had_old {

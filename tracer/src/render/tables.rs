@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use crate::analysis::compare::{Comparison, Quantity};
-use crate::analysis::table::{CaseTable, PercentileSource, Row};
+use crate::analysis::table::{CaseTable, Metric, PercentileSource, Row};
 use crate::analysis::{Analysis, CaseRootCause, Verdict};
 
 use super::digest::{Kind, findings};
@@ -310,6 +310,7 @@ pub fn terminal(a: &Analysis) -> String {
         }
         out.push_str(&align(&rows));
     }
+    out.push_str(&histograms(a, &growing));
     if !a.tables.is_empty() {
         out.push_str(&format!(
             "\n{} per-N tables (every case, every column): tables/<target>.md\n",
@@ -319,6 +320,74 @@ pub fn terminal(a: &Analysis) -> String {
                 "Above: growing cases only;"
             }
         ));
+    }
+    out
+}
+
+/// The tables whose histograms the terminal shows: every growing case, and for a target with
+/// none, its timed case with the most timed calls (so each measured target gets one).
+fn histogram_tables(a: &Analysis, growing: &[usize]) -> Vec<usize> {
+    let mut chosen: Vec<usize> = growing.to_vec();
+    let mut seen: Vec<&str> = growing
+        .iter()
+        .map(|&i| a.tables[i].target.as_str())
+        .collect();
+    for (i, t) in a.tables.iter().enumerate() {
+        if seen.contains(&t.target.as_str()) {
+            continue;
+        }
+        let calls = |j: usize| -> u64 { a.tables[j].rows.iter().map(|r| r.timed_calls).sum() };
+        let best = (i..a.tables.len())
+            .filter(|&j| a.tables[j].target == t.target && calls(j) > 0)
+            .max_by_key(|&j| (calls(j), std::cmp::Reverse(j)));
+        seen.push(&t.target);
+        chosen.extend(best);
+    }
+    chosen
+}
+
+/// funclatency-style histograms of the smallest and largest N of each chosen table, side by
+/// side.
+fn histograms(a: &Analysis, growing: &[usize]) -> String {
+    let mut out = String::new();
+    for i in histogram_tables(a, growing) {
+        let t = &a.tables[i];
+        let with: Vec<(u64, &crate::rundata::Dist)> = t
+            .rows
+            .iter()
+            .filter_map(|r| r.hist.as_ref().map(|h| (r.n, h)))
+            .filter(|(_, h)| crate::analysis::hist::count(h) > 0)
+            .collect();
+        let (Some(first), Some(last)) = (
+            with.iter().min_by_key(|x| x.0),
+            with.iter().max_by_key(|x| x.0),
+        ) else {
+            continue;
+        };
+        let mut columns = vec![super::histogram::Column {
+            title: format!("N={}", first.0),
+            dist: first.1,
+        }];
+        if last.0 != first.0 {
+            columns.push(super::histogram::Column {
+                title: format!("N={}", last.0),
+                dist: last.1,
+            });
+        }
+        let run = if a.is_sweep {
+            format!(" · {}", t.run)
+        } else {
+            String::new()
+        };
+        out.push_str(&format!(
+            "\n{}{run} · per-call histogram, smallest and largest N\n",
+            t.key()
+        ));
+        let label = match t.metric {
+            Metric::WallMean => "wall",
+            _ => "on-CPU",
+        };
+        out.push_str(&super::histogram::log2(label, &columns, 20));
     }
     out
 }

@@ -1,0 +1,191 @@
+//! The command line of `main.rs`: perf-style short flags mean what their long forms mean, and a
+//! command after `tracer record` gets its own options untouched, with or without `--`.
+use clap::{CommandFactory, Parser};
+
+use super::{Cli, Command, RecordArgs, SweepArgs};
+
+fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+    Cli::try_parse_from(std::iter::once("tracer").chain(args.iter().copied()))
+}
+
+fn record(args: &[&str]) -> RecordArgs {
+    let mut v = vec!["record"];
+    v.extend(args);
+    match parse(&v).unwrap_or_else(|e| panic!("{v:?}: {e}")).command {
+        Command::Record(a) => a,
+        _ => panic!("{v:?}: not record"),
+    }
+}
+
+fn sweep(args: &[&str]) -> SweepArgs {
+    let mut v = vec!["sweep"];
+    v.extend(args);
+    match parse(&v).unwrap_or_else(|e| panic!("{v:?}: {e}")).command {
+        Command::Sweep(a) => a,
+        _ => panic!("{v:?}: not sweep"),
+    }
+}
+
+/// What a record command line asks for, comparable across spellings.
+fn meaning(a: &RecordArgs) -> String {
+    format!(
+        "pid={:?} system={} duration={:?} freq={} targets={:?} output={:?} command={:?}",
+        a.pid, a.system, a.duration, a.freq, a.targets.targets, a.output, a.command
+    )
+}
+
+#[test]
+fn short_and_long_record_flags_mean_the_same() {
+    let pairs: &[(&[&str], &[&str])] = &[
+        (
+            &["-p", "4242", "-d", "30s"],
+            &["--pid", "4242", "--duration", "30s"],
+        ),
+        (
+            &["-p", "1,2", "-p", "3"],
+            &["--pid", "1", "--pid", "2", "--pid=3"],
+        ),
+        (&["-a", "-F", "4999"], &["--system", "--freq", "4999"]),
+        (
+            &["-t", "do_wait,dup_mmap", "-o", "out"],
+            &[
+                "--targets",
+                "do_wait",
+                "--targets",
+                "dup_mmap",
+                "--output",
+                "out",
+            ],
+        ),
+        (
+            &["-F4999", "-tdo_wait"],
+            &["--freq=4999", "--targets=do_wait"],
+        ),
+    ];
+    for (short, long) in pairs {
+        let (s, l) = (record(short), record(long));
+        assert_eq!(meaning(&s), meaning(&l), "{short:?} vs {long:?}");
+    }
+    let a = record(&["-p", "1,2", "-p", "3", "-d", "30s", "-F", "4999"]);
+    assert_eq!(a.pid, vec![1, 2, 3]);
+    assert_eq!(a.duration, Some(std::time::Duration::from_secs(30)));
+    assert_eq!(a.freq, 4999);
+    assert!(record(&["-a"]).system);
+    assert_eq!(
+        record(&["-t", "do_wait,dup_mmap"]).targets.targets,
+        ["do_wait", "dup_mmap"]
+    );
+}
+
+#[test]
+fn the_command_needs_no_double_dash_and_keeps_its_own_options() {
+    let cmd = |args: &[&str]| record(args).command;
+    assert_eq!(cmd(&["./bench"]), ["./bench"]);
+    assert_eq!(cmd(&["./bench", "arg"]), ["./bench", "arg"]);
+    assert_eq!(cmd(&["--", "./bench", "arg"]), ["./bench", "arg"]);
+    // Options after the command are the command's, even ones tracer also has.
+    assert_eq!(
+        cmd(&[
+            "-F", "99", "./bench", "-x", "--size", "10", "-p", "1", "-v", "--help"
+        ]),
+        ["./bench", "-x", "--size", "10", "-p", "1", "-v", "--help"]
+    );
+    assert_eq!(
+        cmd(&["-t", "do_wait", "--", "./bench", "--", "-x"]),
+        ["./bench", "--", "-x"]
+    );
+    let a = record(&["-v", "./bench", "-v"]);
+    assert_eq!(a.command, ["./bench", "-v"]);
+    assert_eq!(a.freq, 999, "the default frequency is kept");
+    let cli = parse(&["-v", "record", "./bench", "-v"]).unwrap();
+    assert!(cli.verbose, "tracer's own -v before the command");
+    let cli = parse(&["record", "./bench", "-v"]).unwrap();
+    assert!(!cli.verbose, "-v after the command is the command's");
+}
+
+#[test]
+fn mistyped_options_before_the_command_are_usage_errors_not_commands() {
+    for args in [
+        &["record", "--frq", "99", "./bench"][..],
+        &["record", "-x", "./bench"],
+        &["record", "--pid", "-3"],
+        &["record", "-p", "1,x"],
+        &["record", "-F"],
+        &["sweep", "getpid", "-F", "x"],
+    ] {
+        let e = parse(args)
+            .err()
+            .unwrap_or_else(|| panic!("{args:?} parsed"));
+        assert_ne!(e.kind(), clap::error::ErrorKind::DisplayHelp, "{args:?}");
+        assert_eq!(e.exit_code(), 2, "{args:?}: {e}");
+    }
+}
+
+#[test]
+fn sweep_has_the_short_flags_that_apply_and_keeps_its_trailing_arguments() {
+    let s = sweep(&[
+        "waitpid",
+        "-t",
+        "do_wait",
+        "-F",
+        "99",
+        "-o",
+        "out",
+        "--",
+        "--iterations",
+        "5",
+    ]);
+    let l = sweep(&[
+        "waitpid",
+        "--targets",
+        "do_wait",
+        "--freq",
+        "99",
+        "--output",
+        "out",
+        "--",
+        "--iterations",
+        "5",
+    ]);
+    for a in [&s, &l] {
+        assert_eq!(a.workloads, ["waitpid"]);
+        assert_eq!(a.targets.targets, ["do_wait"]);
+        assert_eq!(a.freq, 99);
+        assert_eq!(a.output.as_deref(), Some(std::path::Path::new("out")));
+        assert_eq!(a.extra, ["--iterations", "5"]);
+    }
+    assert_eq!(sweep(&["waitpid"]).freq, 4999);
+}
+
+/// `--help` lists both spellings of every perf-style flag.
+#[test]
+fn help_shows_both_spellings() {
+    let mut cmd = Cli::command();
+    let record = cmd
+        .find_subcommand_mut("record")
+        .unwrap()
+        .render_help()
+        .to_string();
+    for both in [
+        "-p, --pid",
+        "-a, --system",
+        "-F, --freq",
+        "-d, --duration",
+        "-t, --targets",
+        "-o, --output",
+    ] {
+        assert!(
+            record.contains(both),
+            "record --help lacks {both}:\n{record}"
+        );
+    }
+    assert!(record.contains("[COMMAND]..."), "{record}");
+    let sweep = cmd
+        .find_subcommand_mut("sweep")
+        .unwrap()
+        .render_help()
+        .to_string();
+    for both in ["-F, --freq", "-t, --targets", "-o, --output"] {
+        assert!(sweep.contains(both), "sweep --help lacks {both}:\n{sweep}");
+    }
+}
