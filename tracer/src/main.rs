@@ -139,7 +139,9 @@ Workloads (from the `workloads` binary next to tracer, or --workloads-bin):
   getpid     calibration: N getpid() calls                     (default N 1000,10000,100000)
 
 N lists: 1,10,100 or ranges 1..8000*4 (geometric) and 1k..4k+1k (linear).
-Ctrl-C keeps the runs finished so far and marks the sweep partial.
+Ctrl-C keeps the runs finished so far and marks the sweep partial. If the tracer is killed
+(SIGKILL) or crashes, the workload gets SIGKILL and its children and SysV IPC objects go
+with it; nothing is written. A second sweep into an output another one is writing exits 5.
 
 Examples:
   sudo tracer sweep waitpid --n 1,10,100,1000,5000,8000
@@ -158,6 +160,12 @@ Output (read later without root by `tracer report`):
                                  (end_ns,tid,tgid,target,case,n,wall_ns,oncpu_ns)
 The directory appears only when complete; a run cut short by a signal says
 \"status\": \"partial\" in run.json.
+
+If the tracer is killed (SIGKILL) or crashes, the command it started gets SIGKILL too
+(PR_SET_PDEATHSIG; processes the command started themselves are not killed unless they
+arrange the same, as the workloads binary's children do). Processes followed with --pid,
+--comm, --cgroup or --system are never signalled. The temporary .NAME.partial-PID directory
+such a death leaves is removed by the next tracer writing to the same directory.
 
 Examples:
   sudo tracer record -- ./my-benchmark --size 1000
