@@ -39,7 +39,7 @@ Exit status:
   8  the traced command failed; the run data is complete
 
 If the tracer is killed (SIGKILL) or crashes, the kernel detaches its probes and the command
-it started gets SIGKILL too (PR_SET_PDEATHSIG): nothing runs on untraced. Its temporary
+it started gets SIGKILL too (PR_SET_PDEATHSIG), so it does not run on untraced. Its temporary
 .NAME.partial-PID directory stays until the next tracer writes to the same directory.";
 
 #[derive(Debug, thiserror::Error)]

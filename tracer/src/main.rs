@@ -141,7 +141,8 @@ Workloads (from the `workloads` binary next to tracer, or --workloads-bin):
 N lists: 1,10,100 or ranges 1..8000*4 (geometric) and 1k..4k+1k (linear).
 Ctrl-C keeps the runs finished so far and marks the sweep partial. If the tracer is killed
 (SIGKILL) or crashes, the workload gets SIGKILL and its children and SysV IPC objects go
-with it; nothing is written. A second sweep into an output another one is writing exits 5.
+with it; the output is not written, and the next tracer writing in that directory removes
+the temporary one. A second sweep into an output another one is writing exits 5.
 
 Examples:
   sudo tracer sweep waitpid --n 1,10,100,1000,5000,8000
