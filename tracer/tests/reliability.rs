@@ -2520,7 +2520,8 @@ fn two_sweeps_into_one_output_one_wins_the_other_exits_5() {
     finish(a, Duration::from_secs(120), "the first sweep").expect(0, "the first sweep");
     assert_sweep_of(&out, "getpid", "spawn", what);
 
-    // Both start at the same moment: both pass the early check, the commit decides.
+    // Both start at the same moment: the later one is refused by the early check, or both
+    // pass it and the atomic commit decides; either way one wins whole.
     let what = "two sweeps started together";
     let out = tmp.path().join("together");
     let a = spawn(&mut short_sweep("getpid", &out, "0.5"));
