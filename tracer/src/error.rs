@@ -14,7 +14,8 @@ pub mod exit {
     pub const PRIVILEGES: i32 = 3;
     /// The kernel cannot measure what was asked (no usable plan, no tracefs, no BTF ...).
     pub const UNSUPPORTED: i32 = 4;
-    /// The output could not be written (exists, unwritable, disk full).
+    /// The output could not be written (exists, another tracer is writing it, unwritable,
+    /// disk full).
     pub const OUTPUT: i32 = 5;
     /// An input run directory is missing, corrupt or of another format.
     pub const INPUT: i32 = 6;
@@ -31,10 +32,15 @@ Exit status:
   2  bad command line
   3  insufficient privileges (run with sudo, or grant CAP_BPF and CAP_PERFMON)
   4  the kernel cannot measure what was asked (see `tracer probes`)
-  5  output could not be written (exists, unwritable, disk full)
+  5  output could not be written (exists, another tracer is writing it,
+     unwritable, disk full)
   6  input run directory missing, corrupt or of another format
   7  interrupted by a signal; partial data written and marked partial
-  8  the traced command failed; the run data is complete";
+  8  the traced command failed; the run data is complete
+
+If the tracer is killed (SIGKILL) or crashes, the kernel detaches its probes and the command
+it started gets SIGKILL too (PR_SET_PDEATHSIG), so it does not run on untraced. Its temporary
+.NAME.partial-PID directory stays until the next tracer writes to the same directory.";
 
 #[derive(Debug, thiserror::Error)]
 pub enum TracerError {

@@ -12,5 +12,6 @@ pub mod record;
 pub mod render;
 pub mod resolve;
 pub mod rundata;
+pub mod staging;
 pub mod sweep;
 pub mod symbols;

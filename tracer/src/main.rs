@@ -164,7 +164,10 @@ Workloads (from the `workloads` binary next to tracer, or --workloads-bin):
   getpid     calibration: N getpid() calls                     (default N 1000,10000,100000)
 
 N lists: 1,10,100 or ranges 1..8000*4 (geometric) and 1k..4k+1k (linear).
-Ctrl-C keeps the runs finished so far and marks the sweep partial.
+Ctrl-C keeps the runs finished so far and marks the sweep partial. If the tracer is killed
+(SIGKILL) or crashes, the workload gets SIGKILL and its children and SysV IPC objects go
+with it; the output is not written, and the next tracer writing in that directory removes
+the temporary one. A second sweep into an output another one is writing exits 5.
 
 --discover: sample every kernel stack of the traced process tree (cpu-clock, --freq) and
 where it blocks, then rank the kernel functions whose time per op grows with N; no function
@@ -191,6 +194,12 @@ The directory appears only when complete; a run cut short by a signal says
 The command may follow the options directly, as with perf (`tracer record ./bench -x`: the
 command's own options stay its own), or after `--`. After the run, each target's per-call
 times are printed as a log2 histogram with p50/p90/p99, as bcc's funclatency does.
+
+If the tracer is killed (SIGKILL) or crashes, the command it started gets SIGKILL too
+(PR_SET_PDEATHSIG; processes the command started themselves are not killed unless they
+arrange the same, as the workloads binary's children do). Processes followed with --pid,
+--comm, --cgroup or --system are never signalled. The temporary .NAME.partial-PID directory
+such a death leaves is removed by the next tracer writing to the same directory.
 
 Examples:
   sudo tracer record ./my-benchmark --size 1000

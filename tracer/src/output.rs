@@ -1,15 +1,22 @@
 //! Writing a run directory atomically: everything goes into a hidden temporary directory next
 //! to the destination, which is renamed into place only when every file was written. A crash,
 //! a full disk or a signal leaves the destination untouched (absent, or the previous run when
-//! `--force` replaces one).
+//! `--force` replaces one). A SIGKILL or a crash leaves the temporary directory: the next
+//! writer in the same directory removes it (see [`crate::staging`]).
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+
+use crate::staging;
 
 #[derive(Debug, thiserror::Error)]
 pub enum OutputError {
     #[error("{0} already exists (choose another -o, or pass --force to replace it)")]
     Exists(PathBuf),
+    #[error(
+        "{path} is being written by another tracer right now (pid {pid}); wait for it to finish or choose another -o"
+    )]
+    Busy { path: PathBuf, pid: u32 },
     #[error("cannot write to {dir}: {source}")]
     NotWritable {
         dir: PathBuf,
@@ -36,7 +43,8 @@ pub struct DirWriter {
 
 impl DirWriter {
     /// Check the destination and create the temporary directory now, so an unwritable or
-    /// existing output fails before a long recording, not after it.
+    /// existing output, or one another tracer is writing, fails before a long recording, not
+    /// after it. Temporary directories of dead tracers next to it are removed first.
     pub fn prepare(dest: &Path, replace: bool) -> Result<DirWriter, OutputError> {
         if dest.exists() && !replace {
             return Err(OutputError::Exists(dest.to_path_buf()));
@@ -53,7 +61,16 @@ impl DirWriter {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let tmp = parent.join(format!(".{name}.partial-{}", std::process::id()));
+        staging::remove_stale(&parent);
+        // Two tracers started at the same moment both pass this check; then the atomic
+        // rename in `commit` lets exactly one of them win.
+        if let Some(pid) = staging::live_writer(&parent, &name) {
+            return Err(OutputError::Busy {
+                path: dest.to_path_buf(),
+                pid,
+            });
+        }
+        let tmp = staging::staging_path(&parent, &name);
         if tmp.exists() {
             let _ = fs::remove_dir_all(&tmp);
         }
@@ -101,33 +118,40 @@ impl DirWriter {
         Ok(())
     }
 
-    /// Move the finished directory into place.
+    /// Move the finished directory into place. The final rename never replaces anything:
+    /// when another tracer put its output at the destination first, this one fails with
+    /// `Exists` and the other's output stays whole.
     pub fn commit(mut self) -> Result<PathBuf, OutputError> {
         // Under sudo, the finished run is the invoking user's (before it becomes visible).
         crate::owner::hand_over(&self.tmp);
+        let failed = |source: std::io::Error| match source.kind() {
+            std::io::ErrorKind::AlreadyExists => OutputError::Exists(self.dest.clone()),
+            _ => OutputError::Commit {
+                path: self.dest.clone(),
+                source,
+            },
+        };
         if self.dest.exists() {
             if !self.replace {
                 return Err(OutputError::Exists(self.dest.clone()));
             }
-            // Replace: move the old one aside first so a failure leaves one complete copy.
-            let old = self.tmp.with_extension("old");
+            // Replace: move the old one aside first so a failure leaves one complete copy (a
+            // crash between the renames leaves it under a name the next writer restores).
+            let old = staging::old_path(&self.tmp);
             fs::rename(&self.dest, &old).map_err(|source| OutputError::Commit {
                 path: self.dest.clone(),
                 source,
             })?;
-            if let Err(source) = fs::rename(&self.tmp, &self.dest) {
-                let _ = fs::rename(&old, &self.dest);
-                return Err(OutputError::Commit {
-                    path: self.dest.clone(),
-                    source,
-                });
+            if let Err(source) = staging::rename_noreplace(&self.tmp, &self.dest) {
+                if staging::rename_noreplace(&old, &self.dest).is_err() && self.dest.exists() {
+                    // Another writer's output took the place meanwhile: it stays.
+                    let _ = fs::remove_dir_all(&old);
+                }
+                return Err(failed(source));
             }
             let _ = fs::remove_dir_all(&old);
         } else {
-            fs::rename(&self.tmp, &self.dest).map_err(|source| OutputError::Commit {
-                path: self.dest.clone(),
-                source,
-            })?;
+            staging::rename_noreplace(&self.tmp, &self.dest).map_err(failed)?;
         }
         self.committed = true;
         Ok(self.dest.clone())

@@ -1115,7 +1115,8 @@ fn pending_signal(
 
 /// Start `command` held before exec: the child is this binary waiting on a pipe; writing a
 /// byte to the returned fd lets it exec the command (same pid, so it is already followed).
-/// If the tracer dies first, the pipe closes and the command never runs untraced.
+/// If the tracer dies first, the pipe closes and the command never runs untraced; if it dies
+/// later (SIGKILL, a crash), the command gets SIGKILL, so it never runs on untraced either.
 fn spawn_held(
     command: &[String],
     env: &[(String, String)],
@@ -1128,12 +1129,39 @@ fn spawn_held(
     )
     .map_err(|e| TracerError::Other(format!("fcntl: {e}")))?;
     let me = std::env::current_exe().map_err(|e| TracerError::Other(e.to_string()))?;
-    let child = tokio::process::Command::new(me)
-        .arg(EXEC_HELD)
+    let mut cmd = tokio::process::Command::new(me);
+    cmd.arg(EXEC_HELD)
         .arg(r.as_raw_fd().to_string())
         .arg("--")
         .args(command)
-        .envs(env.iter().map(|(k, v)| (k, v)))
+        .envs(env.iter().map(|(k, v)| (k, v)));
+    let parent = nix::unistd::getpid().as_raw();
+    // The parent-death signal goes with the command through both execs (the held child's and
+    // the command's), except into a set-user-ID or file-capability program, whose exec clears
+    // it. It fires when the *thread* that forked dies: this runs on the thread that drives the
+    // runtime (the main thread, for record and sweep), which lives as long as the process.
+    // SAFETY: between fork and exec the child only makes async-signal-safe calls (prctl,
+    // getppid, _exit).
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The tracer died before prctl took effect: the signal will never come.
+            if libc::getppid() != parent {
+                libc::_exit(125);
+            }
+            Ok(())
+        });
+    }
+    let child = cmd
         .spawn()
         .map_err(|e| TracerError::Other(format!("starting {}: {e}", command[0])))?;
     drop(r);

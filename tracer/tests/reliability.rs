@@ -1,7 +1,8 @@
 //! Reliability and safety of the `tracer` CLI (issue 7): missing privileges, impossible plans,
 //! bad command lines, outputs that exist, are unwritable or fill up, corrupt run directories,
-//! signals during attach, sweeps and report writing, traced commands that crash, a closed
-//! stdout, full kernel maps, a soak at a high call rate, and two tracers at once.
+//! signals during attach, sweeps and report writing, SIGKILL of the tracer at every stage,
+//! traced commands that crash, a closed stdout, full kernel maps, a soak at a high call rate,
+//! two tracers at once, and two sweeps racing for one output.
 //!
 //! Every test drives the real binary and asserts an exact exit code (see `tracer --help`) or
 //! message class, the absence of panics and backtraces (`RUST_BACKTRACE=1` is set), and that
@@ -1756,6 +1757,284 @@ fn a_closed_stdout_neither_panics_nor_loses_the_run() {
     assert_no_temporaries(tmp.path(), "closed stdout");
 }
 
+/// The hidden temporary directory tracer `pid` stages `dest` in.
+fn partial_dir_of(dest: &Path, pid: u32) -> PathBuf {
+    let name = dest.file_name().unwrap().to_string_lossy().into_owned();
+    dest.with_file_name(format!(".{name}.partial-{pid}"))
+}
+
+/// The stray processes (see `stray_processes`) that are still running, zombies left out.
+fn running_strays() -> Vec<String> {
+    stray_processes()
+        .into_iter()
+        .filter(|s| !s.contains(" state Z "))
+        .collect()
+}
+
+/// Where SIGKILL hits the tracer in `sigkill_at_each_stage_...`.
+#[derive(Clone, Copy, Debug)]
+enum KillStage {
+    /// While attaching (calibration makes that take seconds); the command was never started.
+    Attach { sweep: bool },
+    /// While the workload runs, once it holds many SysV objects or children.
+    Run { sweep: bool, workload: &'static str },
+    /// While `record` writes the run (after the command ended).
+    WriteRun,
+    /// While `report` writes a report.
+    WriteReport,
+}
+
+#[test]
+fn sigkill_at_each_stage_kills_the_command_and_the_next_run_removes_the_temporaries() {
+    let _g = serial();
+    let wl = workloads_bin();
+    let tmp = tmpdir();
+    assert_no_strays("before");
+    let data = tmp.path().join("data");
+    big_dataset(&data, 6);
+    let documented: [(&str, &[&str]); 2] = [
+        (
+            "record",
+            &["SIGKILL", "PR_SET_PDEATHSIG", ".NAME.partial-PID"],
+        ),
+        ("sweep", &["SIGKILL", "SysV IPC objects"]),
+    ];
+    for (sub, needles) in documented {
+        let help = run(
+            tracer().args([sub, "--help"]),
+            Duration::from_secs(10),
+            "help",
+        );
+        help.expect(0, "help");
+        for needle in needles {
+            assert!(
+                help.stdout.contains(needle),
+                "`tracer {sub} --help` should mention {needle}:\n{}",
+                help.stdout
+            );
+        }
+    }
+    let cases = [
+        ("attach (record)", KillStage::Attach { sweep: false }),
+        ("attach (sweep)", KillStage::Attach { sweep: true }),
+        (
+            "run (record, shm segments)",
+            KillStage::Run {
+                sweep: false,
+                workload: "sysvipc-shm",
+            },
+        ),
+        (
+            "run (sweep, message queues)",
+            KillStage::Run {
+                sweep: true,
+                workload: "sysvipc-msg",
+            },
+        ),
+        (
+            "run (sweep, idle children)",
+            KillStage::Run {
+                sweep: true,
+                workload: "waitpid",
+            },
+        ),
+        ("write (record)", KillStage::WriteRun),
+        ("write (report)", KillStage::WriteReport),
+    ]
+    .into_iter()
+    .enumerate()
+    .map(|(i, (name, stage))| (format!("SIGKILL during {name}"), (i, stage)));
+    each_case(cases, |what, (i, stage)| {
+        let dir = tmp.path().join(format!("case{i}"));
+        std::fs::create_dir(&dir).unwrap();
+        let out = dir.join("out");
+        let marker = dir.join("command-ran");
+        let ipc_before = sysvipc();
+        let (shm0, msg0) = (count_shm(), sysvipc()["msg"].len());
+        let mut attempts = 0;
+        let (pid, killed_at) = loop {
+            attempts += 1;
+            let mut cmd = tracer();
+            match stage {
+                KillStage::Attach { sweep: false } => {
+                    cmd.args(["record", "-o"]).arg(&out).args([
+                        "--",
+                        "touch",
+                        marker.to_str().unwrap(),
+                    ]);
+                }
+                KillStage::Attach { sweep: true } => {
+                    cmd.args(["sweep", "sysvipc", "--n", "10", "-o"])
+                        .arg(&out)
+                        .args(["--", "--iterations", "2"]);
+                }
+                KillStage::Run { sweep, workload } => {
+                    let (name, args): (&str, &[&str]) = match workload {
+                        "sysvipc-shm" | "sysvipc-msg" => ("sysvipc", &["--variant", workload]),
+                        _ => ("waitpid", &[]),
+                    };
+                    if sweep {
+                        cmd.args(["sweep", name, "--no-verify", "--n", "3000", "-o"])
+                            .arg(&out)
+                            .arg("--")
+                            .args(args);
+                    } else {
+                        cmd.args(["record", "--no-verify", "-o"])
+                            .arg(&out)
+                            .arg("--")
+                            .arg(&wl)
+                            .args([name, "--n", "3000"])
+                            .args(args);
+                    }
+                    cmd.args(["--min-time", "60"]);
+                }
+                KillStage::WriteRun => {
+                    cmd.args(["record", "--no-verify", "-o"])
+                        .arg(&out)
+                        .arg("--")
+                        .arg(&wl)
+                        .args(["getpid", "--n", "10,20,30,40,50,60,70,80"])
+                        .args(["--iterations", "2"]);
+                }
+                KillStage::WriteReport => {
+                    cmd.arg("report").arg(&data).arg("-o").arg(&out);
+                }
+            }
+            // Not pipes: a command that outlived the tracer would hold them open, and reading
+            // them to the end would wait for it.
+            let log = tmp.path().join(format!("case{i}.stderr"));
+            let mut child = cmd
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(&log).unwrap())
+                .spawn()
+                .expect("start tracer");
+            let pid = child.id();
+            let partial = partial_dir_of(&out, pid);
+            // Wait for the stage, then SIGKILL at once.
+            let limit = Duration::from_secs(120);
+            let deadline = Instant::now() + limit;
+            let reached = |child: &mut std::process::Child| -> Option<bool> {
+                if child.try_wait().unwrap().is_some() {
+                    return Some(false);
+                }
+                let hit = match stage {
+                    KillStage::Attach { .. } | KillStage::WriteReport => partial.exists(),
+                    KillStage::Run { workload, .. } => match workload {
+                        "sysvipc-shm" => count_shm() > shm0 + 1000,
+                        "sysvipc-msg" => sysvipc()["msg"].len() > msg0 + 1000,
+                        _ => count_workloads_processes() > 1000,
+                    },
+                    // run.json is the first file written once the command has ended.
+                    KillStage::WriteRun => partial.join("run.json").exists(),
+                };
+                hit.then_some(true)
+            };
+            let hit = loop {
+                if let Some(h) = reached(&mut child) {
+                    break h;
+                }
+                assert!(Instant::now() < deadline, "{what}: stage not reached");
+                std::thread::sleep(Duration::from_micros(500));
+            };
+            if hit {
+                if matches!(stage, KillStage::Attach { .. }) {
+                    // Into the attach proper (the output is prepared right before it).
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                if matches!(stage, KillStage::WriteReport) {
+                    // Into the rendering, which takes about a second here.
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                kill(Pid::from_raw(pid as i32), Signal::SIGKILL).unwrap();
+            }
+            let status = child.wait().unwrap();
+            let killed_at = Instant::now();
+            let r = Ran {
+                code: status.code(),
+                stdout: String::new(),
+                stderr: std::fs::read_to_string(&log).unwrap(),
+            };
+            if hit && r.code.is_none() && !out.exists() {
+                assert_no_panic(&r.stderr, what);
+                break (pid, killed_at);
+            }
+            // The tracer finished (or committed) before the signal landed: try again.
+            assert!(
+                attempts < 10,
+                "{what}: the tracer never was in the stage when killed (exit {:?}):\n{}",
+                r.code,
+                r.stderr
+            );
+            r.expect(0, what);
+            std::fs::remove_dir_all(&out).unwrap();
+            assert_nothing_loaded(what);
+        };
+        // The kernel detached everything with the tracer's last file descriptor.
+        assert_nothing_loaded(what);
+        // The command (and the workload's children) got SIGKILL once the tracer was gone.
+        loop {
+            let left = running_strays();
+            if left.is_empty() {
+                break;
+            }
+            assert!(
+                killed_at.elapsed() < Duration::from_secs(2),
+                "{what}: still running 2 s after the tracer died:\n{}",
+                left.join("\n")
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // Their SysV objects are gone too.
+        let ipc_deadline = Instant::now() + Duration::from_secs(2);
+        while sysvipc() != ipc_before && Instant::now() < ipc_deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(
+            sysvipc(),
+            ipc_before,
+            "{what}: SysV IPC objects left behind"
+        );
+        // Zombies are reaped (by init, which may take a moment).
+        assert_no_strays(what);
+        assert!(!marker.exists(), "{what}: the command ran");
+        assert!(!out.exists(), "{what}: an output appeared");
+        // SIGKILL cannot be caught: the temporary directory stays until the next writer.
+        assert!(
+            partial_dir_of(&out, pid).is_dir(),
+            "{what}: precondition: the killed tracer's temporary directory"
+        );
+        let next = dir.join("next");
+        if matches!(
+            stage,
+            KillStage::WriteReport | KillStage::Attach { sweep: true }
+        ) {
+            run(
+                tracer()
+                    .arg("report")
+                    .arg(FIXTURE)
+                    .args(["--no-flamegraphs", "-o"])
+                    .arg(&next),
+                Duration::from_secs(60),
+                "the next report",
+            )
+            .expect(0, "the next report");
+        } else {
+            run(
+                tracer()
+                    .args(["record", "--no-verify", "--targets", "getpid", "-o"])
+                    .arg(&next)
+                    .args(["--", "true"]),
+                Duration::from_secs(60),
+                "the next record",
+            )
+            .expect(0, "the next record");
+        }
+        assert!(next.is_dir(), "{what}: the next run's output");
+        assert_no_temporaries(&dir, what);
+        assert_nothing_loaded(what);
+    });
+}
+
 // =============================================================================================
 // 4. Full kernel maps
 
@@ -2169,4 +2448,102 @@ fn two_tracers_at_once_keep_their_own_exact_counts() {
     }
     assert_nothing_loaded("two tracers");
     assert_no_strays("two tracers");
+}
+
+/// A sweep of one short workload into `out`.
+fn short_sweep(workload: &str, out: &Path, min_time: &str) -> Command {
+    let mut c = tracer();
+    c.args([
+        "sweep",
+        workload,
+        "--no-verify",
+        "--no-samples",
+        "--no-report",
+    ])
+    .args(["--n", "10,100", "-o"])
+    .arg(out)
+    .args(["--", "--min-time", min_time]);
+    c
+}
+
+/// The output holds exactly the sweep of `workload`: its sweep.json, its run, nothing of the
+/// other sweep's, no temporary.
+fn assert_sweep_of(out: &Path, workload: &str, other: &str, what: &str) {
+    let s = read_json(&out.join("sweep.json"));
+    assert_eq!(s["status"], "complete", "{what}: {s}");
+    let runs = s["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1, "{what}: {s}");
+    assert_eq!(runs[0]["workload"], workload, "{what}");
+    assert_eq!(
+        read_json(&out.join(workload).join("run.json"))["status"],
+        "complete",
+        "{what}"
+    );
+    assert!(
+        !out.join(other).exists(),
+        "{what}: the other sweep's run mixed in"
+    );
+    assert_no_temporaries(out.parent().unwrap(), what);
+}
+
+#[test]
+fn two_sweeps_into_one_output_one_wins_the_other_exits_5() {
+    let _g = serial();
+    workloads_bin();
+    let tmp = tmpdir();
+
+    // One starts while the other is writing: it is refused at once, before attaching.
+    let what = "a second sweep while the first is running";
+    let out = tmp.path().join("staggered");
+    let mut a = spawn(&mut short_sweep("getpid", &out, "2"));
+    let a_pid = a.id();
+    wait_for(Duration::from_secs(20), "the first sweep to start", || {
+        partial_dir_exists(&out)
+    });
+    let started = Instant::now();
+    let b = run(
+        &mut short_sweep("spawn", &out, "2"),
+        Duration::from_secs(120),
+        what,
+    );
+    b.expect(5, what).stderr_has("another tracer", what);
+    assert!(
+        b.stderr.contains(&a_pid.to_string()),
+        "{what}: the message should name the running tracer's pid {a_pid}:\n{}",
+        b.stderr
+    );
+    assert!(
+        a.try_wait().unwrap().is_none(),
+        "{what}: the second sweep ran as long as the first ({:?})",
+        started.elapsed()
+    );
+    finish(a, Duration::from_secs(120), "the first sweep").expect(0, "the first sweep");
+    assert_sweep_of(&out, "getpid", "spawn", what);
+
+    // Both start at the same moment: the later one is refused by the early check, or both
+    // pass it and the atomic commit decides; either way one wins whole.
+    let what = "two sweeps started together";
+    let out = tmp.path().join("together");
+    let a = spawn(&mut short_sweep("getpid", &out, "0.5"));
+    let b = spawn(&mut short_sweep("spawn", &out, "0.5"));
+    let ra = finish(a, Duration::from_secs(120), "sweep A");
+    let rb = finish(b, Duration::from_secs(120), "sweep B");
+    let (winner, loser, lost) = match (ra.code, rb.code) {
+        (Some(0), Some(5)) => ("getpid", "spawn", &rb),
+        (Some(5), Some(0)) => ("spawn", "getpid", &ra),
+        _ => panic!(
+            "{what}: exits {:?} and {:?}, want one 0 and one 5\nA:\n{}\nB:\n{}",
+            ra.code, rb.code, ra.stderr, rb.stderr
+        ),
+    };
+    assert_no_panic(&ra.stderr, what);
+    assert_no_panic(&rb.stderr, what);
+    assert!(
+        lost.stderr.contains("already exists") || lost.stderr.contains("another tracer"),
+        "{what}: the loser's message:\n{}",
+        lost.stderr
+    );
+    assert_sweep_of(&out, winner, loser, what);
+    assert_nothing_loaded(what);
+    assert_no_strays(what);
 }

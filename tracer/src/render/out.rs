@@ -1,6 +1,7 @@
 //! The output directory: every file is written under a temporary name in its final directory
 //! and renamed into place, so a reader never sees a half-written file; SVGs are checked to be
-//! well-formed before they are renamed.
+//! well-formed before they are renamed. The staging directory is named and cleaned up like the
+//! run writer's (see [`crate::staging`]): one a killed writer left is removed by the next.
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -52,6 +53,7 @@ pub struct OutDir {
 
 impl OutDir {
     /// Stage a report for `dest` in a hidden sibling directory; `commit` moves it into place.
+    /// Staging directories of dead tracers next to it are removed first.
     pub fn create(dest: &Path) -> Result<OutDir, ReportError> {
         let parent = match dest.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -65,7 +67,8 @@ impl OutDir {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let root = parent.join(format!(".{name}.partial-{}", std::process::id()));
+        crate::staging::remove_stale(&parent);
+        let root = crate::staging::staging_path(&parent, &name);
         let _ = std::fs::remove_dir_all(&root);
         std::fs::create_dir(&root).map_err(|source| ReportError::Write {
             path: dest.to_path_buf(),
@@ -106,7 +109,7 @@ impl OutDir {
         }
         // Under sudo, the report is the invoking user's (before it becomes visible).
         crate::owner::hand_over(&self.root);
-        let old = self.root.with_extension("old");
+        let old = crate::staging::old_path(&self.root);
         let had_old = dest.exists();
         if had_old {
             std::fs::rename(&dest, &old).map_err(|source| ReportError::Write {

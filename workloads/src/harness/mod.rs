@@ -1,6 +1,7 @@
 //! What every workload needs: options, limits, signals, children, timing, table and report.
 pub mod children;
 pub mod error;
+pub mod ipc_janitor;
 pub mod limits;
 pub mod options;
 pub mod session;

@@ -7,7 +7,8 @@
 //! ids (via /proc/sys/kernel/shm_next_id) separate the N term from the highest-id term.
 //!
 //! Every object created here is removed again on success, error, panic and stop signals
-//! (the owner is a guard whose Drop runs on all of those paths).
+//! (the owner is a guard whose Drop runs on all of those paths), and by a janitor process
+//! when this one is killed by SIGKILL (see `harness::ipc_janitor` for why it is done so).
 
 use std::collections::BTreeMap;
 use std::ffi::CString;
@@ -16,6 +17,7 @@ use std::path::Path;
 use clap::{Args, ValueEnum};
 
 use crate::harness::error::{Error, Result};
+use crate::harness::ipc_janitor::{IpcJanitor, IpcKind};
 use crate::harness::options::Common;
 use crate::harness::session::{PhaseSpec, Session};
 use crate::harness::{signals, sys};
@@ -96,17 +98,20 @@ impl Kind {
     }
 }
 
-/// IPC objects this process created; all removed on drop.
-struct IpcSet {
+/// IPC objects this process created; all removed on drop. Each is listed with the janitor
+/// while it exists (slot = its index here).
+struct IpcSet<'j> {
     kind: Kind,
     ids: Vec<i32>,
+    janitor: &'j IpcJanitor,
 }
 
-impl IpcSet {
-    fn new(kind: Kind) -> Self {
+impl<'j> IpcSet<'j> {
+    fn new(kind: Kind, janitor: &'j IpcJanitor) -> Self {
         IpcSet {
             kind,
             ids: Vec::new(),
+            janitor,
         }
     }
 
@@ -129,12 +134,18 @@ impl IpcSet {
             };
             return Err(Error::last_os(call));
         }
+        let kind = match self.kind {
+            Kind::Shm => IpcKind::Shm,
+            Kind::Msg => IpcKind::Msg,
+        };
+        self.janitor.record(self.ids.len(), kind, id);
         self.ids.push(id);
         Ok(id)
     }
 
     fn remove_all(&mut self) {
-        for id in self.ids.drain(..) {
+        for (slot, id) in self.ids.drain(..).enumerate() {
+            self.janitor.forget(slot);
             // SAFETY: IPC_RMID on an id we created; no buffer is passed.
             let r = unsafe {
                 match self.kind {
@@ -153,7 +164,7 @@ impl IpcSet {
     }
 }
 
-impl Drop for IpcSet {
+impl Drop for IpcSet<'_> {
     fn drop(&mut self) {
         self.remove_all();
     }
@@ -217,6 +228,8 @@ pub fn run(args: &SysvipcArgs, s: &mut Session) -> Result<()> {
     s.config("read_size", args.read_size);
     s.config("stride", args.stride);
     s.start_table("reads: open + read() until EOF + close");
+    // One set of at most `max` objects exists at a time.
+    let janitor = IpcJanitor::start(max as usize)?;
 
     let mut buf = vec![0u8; args.read_size as usize];
     for (i, &n) in ns.iter().enumerate() {
@@ -227,7 +240,7 @@ pub fn run(args: &SysvipcArgs, s: &mut Session) -> Result<()> {
                 ns.len(),
                 v.case()
             ));
-            let mut set = IpcSet::new(v.kind());
+            let mut set = IpcSet::new(v.kind(), &janitor);
             let mut max_id = 0i32;
             if v == Variant::ShmSparse {
                 let stride = args.stride.unwrap_or((IPCMNI / n).max(1));
