@@ -519,11 +519,17 @@ fn root_cause(
             (samples >= MIN_FIT_SAMPLES).then(|| Point {
                 n: n as f64,
                 t: w as f64 / ops[i],
-                rel_se: None,
+                rel_se: Some(1.0 / (samples as f64).sqrt()),
             })
         })
         .collect();
-    let scaling = fit_scaling(&points);
+    // The same function as the top candidate: one class and slope for it, not two fits of
+    // nearly the same samples that may land on neighbouring classes.
+    let scaling = if function == top.function {
+        Some(top.scaling.clone())
+    } else {
+        fit_scaling(&points)
+    };
     Some(DiscoverCause {
         callers: p1
             .heaviest
