@@ -127,14 +127,23 @@ pub struct Line<'a> {
 }
 
 /// The readable lines of kallsyms text, in file order.
+/// The kernel writes `%px %c %s` and, for modules, `\t[%s]`: split at those separators with
+/// `split_once` (memchr underneath) rather than a whitespace tokenizer, which took most of a
+/// second for the 120k lines of a 6.x kernel in debug builds.
 pub fn lines(text: &str) -> impl Iterator<Item = Line<'_>> {
     text.lines().filter_map(|line| {
-        let mut it = line.split_whitespace();
-        let (addr, kind, name) = (it.next()?, it.next()?, it.next()?);
+        let (addr, rest) = line.split_once(' ')?;
+        let (kind, rest) = rest.split_once(' ')?;
+        let (name, module) = match rest.split_once('\t') {
+            Some((name, m)) => (name, Some(m.trim().trim_matches(|c| c == '[' || c == ']'))),
+            None => (rest.trim_end(), None),
+        };
         let mut kinds = kind.chars();
         let kind = kinds.next().filter(|_| kinds.next().is_none())?;
+        if name.is_empty() || name.contains(' ') {
+            return None;
+        }
         let addr = u64::from_str_radix(addr, 16).ok()?;
-        let module = it.next().map(|m| m.trim_matches(|c| c == '[' || c == ']'));
         Some(Line {
             addr,
             kind,

@@ -218,13 +218,16 @@ fn bpf_frame(name: &str) -> (String, Option<u64>) {
 struct Range {
     start: u64,
     end: u64,
-    frame: String,
+    /// The frame name: `names[name.0..name.1]`.
+    name: (usize, usize),
 }
 
 /// Named, bounded, non-overlapping address ranges of the running kernel's code.
 #[derive(Clone, Debug, Default)]
 pub struct KernelSymbolizer {
     ranges: Vec<Range>,
+    /// All frame names, back to back: one allocation instead of one per symbol (~120k).
+    names: String,
 }
 
 impl KernelSymbolizer {
@@ -245,6 +248,7 @@ impl KernelSymbolizer {
         lines.sort_by_key(|l| l.addr);
         let core = CoreLayout::from_lines(&lines);
         let mut ranges: Vec<Range> = Vec::new();
+        let mut names = String::new();
         let mut i = 0;
         while i < lines.len() {
             let start = lines[i].addr;
@@ -257,12 +261,21 @@ impl KernelSymbolizer {
             if let Some((frame, region_end)) = best_alias(&lines[i..j], &core, ext) {
                 let end = next.min(region_end);
                 if end > start {
-                    ranges.push(Range { start, end, frame });
+                    let from = names.len();
+                    match frame {
+                        Frame::Symbol(n) => names.push_str(n),
+                        Frame::Owned(n) => names.push_str(&n),
+                    }
+                    ranges.push(Range {
+                        start,
+                        end,
+                        name: (from, names.len()),
+                    });
                 }
             }
             i = j;
         }
-        KernelSymbolizer { ranges }
+        KernelSymbolizer { ranges, names }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -280,15 +293,25 @@ impl KernelSymbolizer {
         };
         let i = self.ranges.partition_point(|r| r.start <= addr);
         match i.checked_sub(1).map(|i| &self.ranges[i]) {
-            Some(r) if addr < r.end => r.frame.clone(),
+            Some(r) if addr < r.end => self.names[r.name.0..r.name.1].to_string(),
             _ => UNKNOWN.to_string(),
         }
     }
 }
 
+/// A frame name: the kallsyms name itself, or one made for a BPF entry.
+enum Frame<'a> {
+    Symbol(&'a str),
+    Owned(String),
+}
+
 /// The frame name and region end of the best of several symbols at one address, or None when
 /// none of them names code that runs (data, section markers, freed init text).
-fn best_alias(aliases: &[Line<'_>], core: &CoreLayout, ext: &Extents) -> Option<(String, u64)> {
+fn best_alias<'a>(
+    aliases: &[Line<'a>],
+    core: &CoreLayout,
+    ext: &Extents,
+) -> Option<(Frame<'a>, u64)> {
     // Position-independent `__pi_` copies lose to the real name; otherwise the alias that
     // kallsyms lists last wins (max_by_key keeps the last of equals), as it always has here.
     let best = aliases
@@ -303,7 +326,7 @@ fn best_alias(aliases: &[Line<'_>], core: &CoreLayout, ext: &Extents) -> Option<
                 return None;
             }
             let end = core.text_end().unwrap_or(capped(UNBOUNDED_SPAN));
-            Some((best.name.to_string(), end))
+            Some((Frame::Symbol(best.name), end))
         }
         Some("bpf") => {
             let (frame, tag) = bpf_frame(best.name);
@@ -311,10 +334,10 @@ fn best_alias(aliases: &[Line<'_>], core: &CoreLayout, ext: &Extents) -> Option<
                 .and_then(|t| ext.bpf_jited.get(&t).copied())
                 .filter(|&l| l > 0)
                 .unwrap_or(ext.page_size);
-            Some((frame, capped(len)))
+            Some((Frame::Owned(frame), capped(len)))
         }
         Some(m) if m.starts_with("__builtin__") => {
-            Some((best.name.to_string(), capped(ext.page_size)))
+            Some((Frame::Symbol(best.name), capped(ext.page_size)))
         }
         Some(m) => {
             let end = match ext.modules.get(m) {
@@ -324,7 +347,7 @@ fn best_alias(aliases: &[Line<'_>], core: &CoreLayout, ext: &Extents) -> Option<
                 // No extent known (or one this kernel reports differently): the fallback span.
                 _ => capped(UNBOUNDED_SPAN),
             };
-            Some((best.name.to_string(), end))
+            Some((Frame::Symbol(best.name), end))
         }
     }
 }

@@ -1,0 +1,217 @@
+//! Native symbolization test: the folded stacks of real recordings (tracepoints and perf_event
+//! sampling on this machine's kernel; needs root) name only code that runs. No BPF program or
+//! trampoline, no init or exit function, no neighbour of an unlisted address, no raw
+//! `[unknown-0x..]`; user frames of a static musl binary are named from its symbol table, and
+//! those of a stripped copy are `[binary+0xoffset]`.
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+use tracer::kernel::{kallsyms, symbolize};
+
+/// Forks and reaps children from a function of its own, entering wait4 with an inline
+/// `syscall` so the user stack starts in our code (musl's wrappers keep no frame pointer).
+const WAITER_C: &str = r#"
+#include <time.h>
+#include <unistd.h>
+
+static inline __attribute__((always_inline)) long raw_wait4(long pid) {
+    long ret;
+    register long r10 __asm__("r10") = 0;
+    __asm__ volatile("syscall"
+                     : "=a"(ret)
+                     : "a"(61L), "D"(pid), "S"(0L), "d"(0L), "r"(r10)
+                     : "rcx", "r11", "memory");
+    return ret;
+}
+
+__attribute__((noinline)) int wait_for_children(int rounds) {
+    int reaped = 0;
+    for (int i = 0; i < rounds; i++) {
+        pid_t p = fork();
+        if (p == 0) _exit(0);
+        if (raw_wait4(p) == p) reaped++;
+        struct timespec ts = {0, 3000000};
+        nanosleep(&ts, 0);
+    }
+    return reaped;
+}
+
+int main(void) { return wait_for_children(250) == 250 ? 0 : 1; }
+"#;
+
+/// Static musl builds of WAITER_C: (with symbols, stripped).
+fn build_waiters(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let src = dir.join("waiter.c");
+    std::fs::write(&src, WAITER_C).unwrap();
+    let bin = dir.join("waiter");
+    let st = Command::new("musl-gcc")
+        .args(["-static", "-O1", "-fno-omit-frame-pointer", "-o"])
+        .arg(&bin)
+        .arg(&src)
+        .status()
+        .expect("precondition: musl-gcc is installed (cargo xtask setup installs musl-tools)");
+    assert!(st.success(), "musl-gcc failed: {st}");
+    let stripped = dir.join("waiter-stripped");
+    let st = Command::new("strip")
+        .args(["-s", "-o"])
+        .arg(&stripped)
+        .arg(&bin)
+        .status()
+        .expect("precondition: strip (binutils) is installed");
+    assert!(st.success(), "strip failed: {st}");
+    (bin, stripped)
+}
+
+fn record(out: &Path, command: &Path) -> Value {
+    let st = Command::new(env!("CARGO_BIN_EXE_tracer"))
+        .args(["record", "--freq", "4999", "-o"])
+        .arg(out)
+        .arg("--")
+        .arg(command)
+        .status()
+        .unwrap();
+    assert!(st.success(), "tracer record failed: {st}");
+    let text = std::fs::read_to_string(out.join("run.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Every stack file of a run: (kind, target, frames of each line).
+fn stacks(out: &Path, run: &Value) -> Vec<(String, String, Vec<Vec<String>>)> {
+    run["stack_files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(out.join(f["path"].as_str().unwrap())).unwrap();
+            let lines = tracer::rundata::parse_folded(&text).unwrap();
+            (
+                f["kind"].as_str().unwrap().to_string(),
+                f["target"].as_str().unwrap().to_string(),
+                lines.into_iter().map(|l| l.frames).collect(),
+            )
+        })
+        .collect()
+}
+
+/// Split a caller stack (root first) into its user and kernel parts at the syscall entry.
+fn split_at_syscall_entry(frames: &[String]) -> (&[String], &[String]) {
+    let at = frames
+        .iter()
+        .position(|f| f.starts_with("entry_SYSCALL"))
+        .unwrap_or_else(|| panic!("a caller stack enters the kernel by a syscall: {frames:?}"));
+    frames.split_at(at)
+}
+
+/// Checks every kernel frame: a text symbol that runs after boot, or one of the bracketed
+/// names the collector gives to what has none. Returns how many kernel frames were checked.
+fn check_kernel_frames(
+    frames: &[String],
+    runs: &BTreeSet<&str>,
+    init_only: &BTreeSet<String>,
+) -> usize {
+    for f in frames {
+        assert!(
+            !f.starts_with("bpf_prog_") && !f.starts_with("bpf_trampoline_"),
+            "a BPF frame: {f} in {frames:?}"
+        );
+        assert!(
+            !symbolize::is_bpf_frame(f),
+            "a BPF frame: {f} in {frames:?}"
+        );
+        assert!(
+            !init_only.contains(f),
+            "an init/exit function: {f} in {frames:?}"
+        );
+        assert!(
+            runs.contains(f.as_str())
+                || matches!(
+                    f.as_str(),
+                    "[no-kernel-stack]" | "[lost-kernel-stack]" | "[probe-only-stack]"
+                ),
+            "not a kernel text symbol that runs: {f} in {frames:?}"
+        );
+    }
+    frames.len()
+}
+
+#[test]
+fn recorded_stacks_name_only_code_that_runs() {
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "native eBPF tests need root (run them with sudo or through `cargo xtask test`)"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let (waiter, stripped) = build_waiters(tmp.path());
+
+    let text = std::fs::read_to_string("/proc/kallsyms").unwrap();
+    let init_only = symbolize::init_only_symbols(&text);
+    assert!(
+        !init_only.is_empty(),
+        "precondition: this kernel lists init functions (start_kernel...)"
+    );
+    assert!(
+        init_only.contains("start_kernel"),
+        "start_kernel runs only at boot"
+    );
+    // Text symbols that run: everything named that is not init-only. Our probes' own BPF
+    // programs are gone from kallsyms by now, and would be bracketed if not.
+    let runs: BTreeSet<&str> = kallsyms::lines(&text)
+        .filter(|l| matches!(l.kind, 't' | 'T' | 'w' | 'W') && l.module != Some("bpf"))
+        .map(|l| l.name)
+        .filter(|n| !init_only.contains(*n))
+        .collect();
+
+    let mut kernel_checked = 0;
+    for (bin, named) in [(&waiter, true), (&stripped, false)] {
+        let out = tmp.path().join(format!("run-{named}"));
+        let run = record(&out, bin);
+        let base = bin.file_name().unwrap().to_string_lossy().into_owned();
+        let mut saw_user_frames = false;
+        for (kind, target, lines) in stacks(&out, &run) {
+            for frames in &lines {
+                for f in frames {
+                    assert!(
+                        !f.contains("[unknown-0x"),
+                        "raw address frame {f} in {frames:?}"
+                    );
+                }
+                if kind != "callers" {
+                    kernel_checked += check_kernel_frames(frames, &runs, &init_only);
+                    continue;
+                }
+                let (user, kernel) = split_at_syscall_entry(frames);
+                kernel_checked += check_kernel_frames(kernel, &runs, &init_only);
+                // Only the waiter itself calls wait4 (its children exit at once).
+                if target != "do_wait" {
+                    continue;
+                }
+                saw_user_frames |= !user.is_empty();
+                if named {
+                    // The static binary's .symtab names the function that entered wait4
+                    // and its caller.
+                    assert!(
+                        user.ends_with(&["main".to_string(), "wait_for_children".to_string()]),
+                        "static musl frames named from .symtab: {frames:?}"
+                    );
+                } else {
+                    for f in user {
+                        assert!(
+                            f.starts_with(&format!("[{base}+0x")) && f.ends_with(']'),
+                            "a stripped binary's frames are [binary+0xoffset]: {frames:?}"
+                        );
+                    }
+                }
+            }
+        }
+        assert!(
+            saw_user_frames,
+            "{base}: do_wait has caller stacks with user frames"
+        );
+    }
+    assert!(
+        kernel_checked > 100,
+        "enough kernel frames to mean something: {kernel_checked}"
+    );
+}
