@@ -136,6 +136,23 @@ fn check_kernel_frames(
     frames.len()
 }
 
+/// Programs of ours still loaded, after giving the kernel's asynchronous (RCU) frees a moment.
+fn leftover_programs() -> Vec<String> {
+    let ours = tracer::engine::program_names();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let left: Vec<String> = aya::programs::loaded_programs()
+            .filter_map(Result::ok)
+            .filter_map(|p| p.name_as_str().map(str::to_string))
+            .filter(|n| ours.contains(n))
+            .collect();
+        if left.is_empty() || std::time::Instant::now() > deadline {
+            return left;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 #[test]
 fn recorded_stacks_name_only_code_that_runs() {
     assert!(
@@ -214,4 +231,6 @@ fn recorded_stacks_name_only_code_that_runs() {
         kernel_checked > 100,
         "enough kernel frames to mean something: {kernel_checked}"
     );
+    let left = leftover_programs();
+    assert!(left.is_empty(), "programs left loaded: {left:?}");
 }
