@@ -97,8 +97,9 @@ struct CoreLayout {
     /// `_sinittext.._einittext` and `__init_begin..__init_end`: freed after boot (exit text
     /// of built-in code sits in the latter on x86).
     init: [Option<(u64, u64)>; 2],
-    /// Start of the first init range: core text beyond `_etext` is freed init or exit text
-    /// even when the kernel lists no `__init_end` (kallsyms without KALLSYMS_ALL).
+    /// Start of the first init range: where running core text ends when `_etext` is not
+    /// listed. (Built-in exit text after `_einittext` is caught by the text bound: without
+    /// KALLSYMS_ALL kallsyms lists no `__init_end`.)
     init_start: Option<u64>,
 }
 
