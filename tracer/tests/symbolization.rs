@@ -6,9 +6,21 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
+use std::sync::Mutex;
 
 use serde_json::Value;
 use tracer::kernel::{kallsyms, symbolize};
+
+/// The tests load programs and look at what is loaded: one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "native eBPF tests need root (run them with sudo or through `cargo xtask test`)"
+    );
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// Forks and reaps children from a function of its own, entering wait4 with an inline
 /// `syscall` so the user stack starts in our code (musl's wrappers keep no frame pointer).
@@ -155,10 +167,7 @@ fn leftover_programs() -> Vec<String> {
 
 #[test]
 fn recorded_stacks_name_only_code_that_runs() {
-    assert!(
-        nix::unistd::geteuid().is_root(),
-        "native eBPF tests need root (run them with sudo or through `cargo xtask test`)"
-    );
+    let _g = serial();
     let tmp = tempfile::tempdir().unwrap();
     let (waiter, stripped) = build_waiters(tmp.path());
 
@@ -231,6 +240,60 @@ fn recorded_stacks_name_only_code_that_runs() {
         kernel_checked > 100,
         "enough kernel frames to mean something: {kernel_checked}"
     );
+    let left = leftover_programs();
+    assert!(left.is_empty(), "programs left loaded: {left:?}");
+}
+
+#[test]
+fn our_loaded_programs_are_bpf_frames_bounded_by_their_jit_length() {
+    let _g = serial();
+    let engine = tracer::engine::Engine::load(tracer::engine::EngineOptions::default())
+        .expect("load the probes");
+    let k = symbolize::KernelSymbolizer::load().unwrap();
+    let text = std::fs::read_to_string("/proc/kallsyms").unwrap();
+    let jited: std::collections::HashMap<u64, u32> = aya::programs::loaded_programs()
+        .filter_map(Result::ok)
+        .map(|p| (p.tag(), p.size_jitted()))
+        .collect();
+    let ours = tracer::engine::program_names();
+    let mut checked = 0;
+    for l in kallsyms::lines(&text).filter(|l| l.module == Some("bpf")) {
+        // bpf_prog_<16 hex digits of tag>_<name>
+        let Some(rest) = l.name.strip_prefix("bpf_prog_") else {
+            continue;
+        };
+        let (tag, name) = rest.split_at(16);
+        let name = name.trim_start_matches('_');
+        // program_names() gives the kernel's 15-byte program names; kallsyms the full one.
+        let short: String = name.chars().take(15).collect();
+        if !ours.contains(&short) {
+            continue;
+        }
+        let frame = format!("[bpf_prog {name}]");
+        assert_eq!(k.frame_name(l.addr, false), frame);
+        assert!(symbolize::is_bpf_frame(&frame));
+        let len = u64::from(jited[&u64::from_str_radix(tag, 16).unwrap()]);
+        assert!(len > 0, "{name} is JIT-compiled");
+        assert_eq!(k.frame_name(l.addr + len - 1, false), frame);
+        assert_ne!(
+            k.frame_name(l.addr + len, false),
+            frame,
+            "{name} ends at its JIT length"
+        );
+        checked += 1;
+    }
+    // Programs are loaded when first attached; the engine loads a few up front.
+    let loaded = aya::programs::loaded_programs()
+        .filter_map(Result::ok)
+        .filter_map(|p| p.name_as_str().map(str::to_string))
+        .filter(|n| ours.contains(n))
+        .count();
+    assert!(loaded > 0, "precondition: the engine loaded programs");
+    assert_eq!(
+        checked, loaded,
+        "every loaded program of ours is listed in kallsyms and named as a BPF frame"
+    );
+    drop(engine);
     let left = leftover_programs();
     assert!(left.is_empty(), "programs left loaded: {left:?}");
 }
