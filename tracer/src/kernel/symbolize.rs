@@ -532,4 +532,49 @@ ffffffffc0300000 t ftrace_trampoline\t[__builtin__ftrace]
         assert_eq!(m.len(), 1);
         assert_eq!(m["xfs"], (0xffffffffc0001000, 8192));
     }
+
+    mod never_a_neighbour {
+        use super::*;
+        use proptest::prelude::*;
+
+        const BASE: u64 = 0xffff_ffff_8100_0000;
+
+        proptest! {
+            /// Whatever the table, a named address lies in a text symbol of that name with no
+            /// other symbol starting between the two, inside core text.
+            #[test]
+            fn a_named_address_is_inside_its_own_symbol(
+                syms in proptest::collection::vec((0u64..512, 0usize..4, 0usize..6), 0..40),
+                etext in 1u64..520,
+                probes in proptest::collection::vec(0u64..530, 1..20),
+            ) {
+                let kinds = ['t', 'T', 'W', 'd'];
+                let mut text = format!("{BASE:x} T _stext\n{:x} T _etext\n", BASE + etext * 16);
+                for (off, kind, name) in &syms {
+                    text.push_str(&format!("{:x} {} f{name}\n", BASE + off * 16, kinds[*kind]));
+                }
+                let k = KernelSymbolizer::build(&text, &Extents::default());
+                let lines: Vec<Line> = kallsyms::lines(&text).collect();
+                for p in probes {
+                    let addr = BASE + p * 16 + 3;
+                    let name = k.frame_name(addr, false);
+                    if name == UNKNOWN {
+                        continue;
+                    }
+                    prop_assert!(addr < BASE + etext * 16, "{name} past _etext");
+                    let start = lines
+                        .iter()
+                        .filter(|l| l.name == name && is_text(l.kind) && l.addr <= addr)
+                        .map(|l| l.addr)
+                        .max();
+                    prop_assert!(start.is_some(), "{name} does not start before {addr:x}");
+                    let start = start.unwrap();
+                    prop_assert!(
+                        !lines.iter().any(|l| l.addr > start && l.addr <= addr),
+                        "another symbol starts between {name} and {addr:x}"
+                    );
+                }
+            }
+        }
+    }
 }
