@@ -77,14 +77,23 @@ fn build_waiters(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
 }
 
 fn record(out: &Path, command: &Path) -> Value {
-    let st = Command::new(env!("CARGO_BIN_EXE_tracer"))
+    let o = Command::new(env!("CARGO_BIN_EXE_tracer"))
         .args(["record", "--freq", "4999", "-o"])
         .arg(out)
         .arg("--")
         .arg(command)
-        .status()
+        .output()
         .unwrap();
-    assert!(st.success(), "tracer record failed: {st}");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        o.status.success(),
+        "tracer record failed: {}: {stderr}",
+        o.status
+    );
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("backtrace"),
+        "{stderr}"
+    );
     let text = std::fs::read_to_string(out.join("run.json")).unwrap();
     serde_json::from_str(&text).unwrap()
 }
@@ -234,6 +243,14 @@ fn recorded_stacks_name_only_code_that_runs() {
         assert!(
             saw_user_frames,
             "{base}: do_wait has caller stacks with user frames"
+        );
+        let survivors = std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+            std::fs::read(e.path().join("cmdline"))
+                .is_ok_and(|c| c.starts_with(bin.as_os_str().as_encoded_bytes()))
+        });
+        assert!(
+            !survivors,
+            "{base} or one of its children outlived the recording"
         );
     }
     assert!(
