@@ -8,7 +8,7 @@ use tracer_ebpf::{
 };
 
 use crate::engine::Snapshot;
-use crate::kernel::kallsyms::Kallsyms;
+use crate::kernel::symbolize::{KernelSymbolizer, UNKNOWN, is_bpf_frame};
 use crate::rundata::{
     Dist, PROFILE_TARGET, PhaseRow, SpanRow, StackFile, StackKind, stack_file_path,
 };
@@ -150,7 +150,8 @@ fn is_probe_frame(name: &str) -> bool {
         "ftrace_",
         "bpf_get_stack",
     ];
-    PREFIXES.iter().any(|p| name.starts_with(p))
+    is_bpf_frame(name)
+        || PREFIXES.iter().any(|p| name.starts_with(p))
         || matches!(
             name,
             "syscall_trace_enter" | "syscall_exit_work" | "trace_syscall_exit"
@@ -160,7 +161,7 @@ fn is_probe_frame(name: &str) -> bool {
 }
 
 /// Kernel frames root-first. `sampled` selects the on-CPU sampler's stack map.
-fn kernel_frames(snap: &Snapshot, id: i32, sampled: bool, ksyms: &Kallsyms) -> Vec<String> {
+fn kernel_frames(snap: &Snapshot, id: i32, sampled: bool, ksyms: &KernelSymbolizer) -> Vec<String> {
     if id < 0 {
         return vec!["[no-kernel-stack]".into()];
     }
@@ -168,11 +169,17 @@ fn kernel_frames(snap: &Snapshot, id: i32, sampled: bool, ksyms: &Kallsyms) -> V
     let Some(ips) = map.get(&id) else {
         return vec!["[lost-kernel-stack]".into()];
     };
-    let mut names: Vec<String> = ips.iter().map(|&ip| ksyms.frame_name(ip)).collect();
-    // ips are innermost first. The probe's own frames (BPF programs, trampolines, the
-    // tracing machinery) are not the traced work: drop them at the inner end, and drop BPF
-    // frames anywhere (an fentry trampoline sits between a function's patched entry and its
-    // body, so the function would otherwise appear twice around it).
+    // Innermost first: the first address is where the stack was taken, every later one a
+    // return address.
+    let mut names: Vec<String> = ips
+        .iter()
+        .enumerate()
+        .map(|(i, &ip)| ksyms.frame_name(ip, i > 0))
+        .collect();
+    // The probe's own frames (BPF programs, trampolines, the tracing machinery) are not the
+    // traced work: drop them at the inner end, and drop BPF frames anywhere (an fentry
+    // trampoline sits between a function's patched entry and its body, so the function would
+    // otherwise appear twice around it).
     let keep = names
         .iter()
         .position(|n| !is_probe_frame(n))
@@ -181,7 +188,7 @@ fn kernel_frames(snap: &Snapshot, id: i32, sampled: bool, ksyms: &Kallsyms) -> V
     let mut out: Vec<String> = Vec::with_capacity(names.len());
     let mut dropped_bpf = false;
     for n in names {
-        if n.starts_with("bpf_prog_") || n.starts_with("bpf_trampoline_") {
+        if is_bpf_frame(&n) {
             dropped_bpf = true;
             continue;
         }
@@ -190,6 +197,10 @@ fn kernel_frames(snap: &Snapshot, id: i32, sampled: bool, ksyms: &Kallsyms) -> V
             continue;
         }
         dropped_bpf = false;
+        // Runs of unknown addresses say no more than one does.
+        if n == UNKNOWN && out.last().is_some_and(|l| l == UNKNOWN) {
+            continue;
+        }
         out.push(n);
     }
     let mut names = out;
@@ -204,7 +215,16 @@ fn user_frames(snap: &Snapshot, id: i32, tgid: u32, usyms: &mut UserSymbolizer) 
     let Some(ips) = snap.traces.get(&id) else {
         return vec!["[lost-user-stack]".into()];
     };
-    let mut names: Vec<String> = ips.iter().map(|&ip| usyms.frame_name(tgid, ip)).collect();
+    let mut names: Vec<String> = Vec::with_capacity(ips.len());
+    for (i, &ip) in ips.iter().enumerate() {
+        let n = usyms.frame_name(tgid, ip, i > 0);
+        // A frame-pointer walk through code built without them yields runs of addresses
+        // that are in no mapping: one `[unknown]` says as much.
+        if n == UNKNOWN && names.last().is_some_and(|l: &String| l == UNKNOWN) {
+            continue;
+        }
+        names.push(n);
+    }
     names.reverse();
     names
 }
@@ -213,7 +233,7 @@ fn user_frames(snap: &Snapshot, id: i32, tgid: u32, usyms: &mut UserSymbolizer) 
 pub fn stack_files(
     snap: &Snapshot,
     target_names: &[String],
-    ksyms: &Kallsyms,
+    ksyms: &KernelSymbolizer,
     usyms: &mut UserSymbolizer,
 ) -> Vec<(StackFile, String)> {
     // (kind, target, case, n) -> stack string -> (weight, count)
@@ -349,7 +369,7 @@ mod tests {
         );
         s.hist
             .insert((k, HIST_WALL), [(5u32, 2u64), (9, 1)].into_iter().collect());
-        s.sampled.insert(7, vec![0x2010, 0x1010, 0x3000]);
+        s.sampled.insert(7, vec![0xc010, 0x1010, 0x3010]);
         s.stacks.push((
             StackKey {
                 agg: k,
@@ -401,18 +421,73 @@ mod tests {
         assert_eq!(EVENTS_HEADER.split(',').count(), 8);
     }
 
+    /// Core text up to `_etext`, freed init and exit text after it, then our BPF program and
+    /// an fentry trampoline in module space (listed because the table was read while they
+    /// were loaded).
+    const KALLSYMS: &str = "\
+0000000000001000 T _stext
+0000000000001000 T do_wait
+0000000000002000 T copy_process
+0000000000002400 T dup_mmap
+0000000000002800 T copy_page_range
+0000000000003000 T entry_SYSCALL_64
+0000000000003400 T kernel_wait4
+0000000000004000 T wait_consider_task
+0000000000005000 T _etext
+0000000000006000 T _sinittext
+0000000000006000 t init_amd_microcode
+0000000000006100 T _einittext
+0000000000007000 t exit_amd_microcode
+000000000000c000 t bpf_prog_0123456789abcdef_sampler\t[bpf]
+000000000000d000 t bpf_trampoline_6442474530\t[bpf]
+";
+
+    fn ksyms(text: &str) -> KernelSymbolizer {
+        KernelSymbolizer::build(text, &crate::kernel::symbolize::Extents::default())
+    }
+
     #[test]
     fn trampoline_frames_are_removed_without_doubling_the_function() {
-        let ksyms = Kallsyms::parse(
-            "0000000000001000 T do_wait\n0000000000002000 t bpf_prog_abc_sampler\n\
-             0000000000003000 T kernel_wait4\n0000000000004000 T wait_consider_task\n",
-        );
         let mut s = Snapshot::default();
         // innermost first: wait_consider_task <- do_wait body <- trampoline <- do_wait <- caller
         s.traces
-            .insert(1, vec![0x4001, 0x1001, 0x2100, 0x1002, 0x3001]);
-        let f = kernel_frames(&s, 1, false, &ksyms);
+            .insert(1, vec![0x4001, 0x1001, 0xd100, 0x1002, 0x3401]);
+        let f = kernel_frames(&s, 1, false, &ksyms(KALLSYMS));
         assert_eq!(f, vec!["kernel_wait4", "do_wait", "wait_consider_task"]);
+    }
+
+    #[test]
+    fn a_trampoline_past_the_last_text_symbol_never_names_its_neighbour() {
+        // The 6.1 phantom: copy_process;dup_mmap;exit_amd_microcode;dup_mmap;copy_page_range.
+        let mut s = Snapshot::default();
+        s.traces
+            .insert(1, vec![0x2810, 0x2410, 0xd040, 0x2404, 0x2010]);
+        let f = kernel_frames(&s, 1, false, &ksyms(KALLSYMS));
+        assert_eq!(f, vec!["copy_process", "dup_mmap", "copy_page_range"]);
+        // Read before the trampoline existed, the table cannot name it: `[unknown]`, never
+        // the preceding symbol.
+        let before: String = KALLSYMS
+            .lines()
+            .filter(|l| !l.contains("[bpf]"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let f = kernel_frames(&s, 1, false, &ksyms(&before));
+        assert_eq!(
+            f,
+            vec![
+                "copy_process",
+                "dup_mmap",
+                UNKNOWN,
+                "dup_mmap",
+                "copy_page_range"
+            ]
+        );
+        // Freed init text and memory past `_etext` are unknown too; runs of them fold to one.
+        s.traces.insert(2, vec![0x6010, 0x5010, 0x7010, 0x1010]);
+        assert_eq!(
+            kernel_frames(&s, 2, false, &ksyms(KALLSYMS)),
+            vec!["do_wait", UNKNOWN]
+        );
     }
 
     #[test]
@@ -426,11 +501,13 @@ mod tests {
 
     #[test]
     fn stacks_are_symbolized_root_first_without_probe_frames() {
-        let ksyms = Kallsyms::parse(
-            "0000000000001000 T do_wait\n0000000000002000 t bpf_prog_abc_sampler\n0000000000003000 T entry_SYSCALL_64\n",
-        );
         let mut usyms = UserSymbolizer::default();
-        let files = stack_files(&snap(), &["do_wait".to_string()], &ksyms, &mut usyms);
+        let files = stack_files(
+            &snap(),
+            &["do_wait".to_string()],
+            &ksyms(KALLSYMS),
+            &mut usyms,
+        );
         assert_eq!(files.len(), 1);
         let (meta, content) = &files[0];
         assert_eq!(meta.path, "stacks/oncpu/do_wait/waitpid-pid/n100.folded");
@@ -440,5 +517,13 @@ mod tests {
             "{content}"
         );
         assert!(content.contains("[lost-kernel-stack] 1000\n"), "{content}");
+    }
+
+    #[test]
+    fn user_frames_of_an_unknown_process_are_unknown_without_addresses() {
+        let mut s = Snapshot::default();
+        s.traces.insert(3, vec![0x7f00_0000_12ad, 0x12, 0x55]);
+        let mut usyms = UserSymbolizer::default();
+        assert_eq!(user_frames(&s, 3, 4_000_000, &mut usyms), vec![UNKNOWN]);
     }
 }

@@ -11,7 +11,9 @@ use tokio::signal::unix::{SignalKind, signal};
 use crate::collect;
 use crate::engine::{Engine, EngineOptions, Filter};
 use crate::error::TracerError;
-use crate::kernel::{self, kallsyms::Kallsyms, privileges::Privileges};
+use crate::kernel::{
+    self, kallsyms::Kallsyms, privileges::Privileges, symbolize::KernelSymbolizer,
+};
 use crate::output::DirWriter;
 use crate::plan::{self, Target};
 use crate::resolve::{self, ResolveOptions, Resolved};
@@ -439,7 +441,6 @@ impl Signals {
 /// turn with one resolution).
 pub struct Session {
     engine: Engine,
-    ksyms: Kallsyms,
     resolved: Vec<Resolved>,
     signals: Signals,
     progress: Progress,
@@ -550,7 +551,6 @@ impl Session {
         }
         Ok(Session {
             engine,
-            ksyms,
             resolved,
             signals,
             progress,
@@ -710,6 +710,20 @@ impl Session {
         engine.flush_logs();
         progress.set(String::new());
 
+        // The kernel symbol table for this run's stacks, read while every probe is attached:
+        // BPF programs and fentry trampolines are listed only while loaded, and modules or
+        // programs loaded during the run are listed too. It takes ~0.15 s, after the command
+        // is done (with --system or --comm the probes count that much longer).
+        let ksyms = match KernelSymbolizer::load() {
+            Ok(k) => k,
+            Err(e) => {
+                progress.println(&format!(
+                    "tracer: /proc/kallsyms: {e}; kernel frames are shown as [unknown]"
+                ));
+                KernelSymbolizer::default()
+            }
+        };
+
         // Detach before reading so the numbers are final and nothing stays attached whatever
         // happens while writing. In a multi-run session the traced tree is gone by now (or
         // was filtered by name/cgroup and keeps adding a few events, which only blurs the
@@ -732,7 +746,7 @@ impl Session {
         let reports: Vec<_> = resolved.iter().map(Resolved::report).collect();
         let spans = collect::span_rows(&snap, &target_names);
         let phases = collect::phase_rows(&snap);
-        let stacks = collect::stack_files(&snap, &target_names, &self.ksyms, &mut usyms);
+        let stacks = collect::stack_files(&snap, &target_names, &ksyms, &mut usyms);
         let mut cases: BTreeMap<u32, String> = BTreeMap::new();
         for r in &spans {
             cases.insert(r.case, r.case_name.clone());

@@ -1,10 +1,18 @@
 //! User-space symbolization: ELF symbol tables and /proc/PID/maps, so caller stacks show
 //! `main;run_phase;waitpid` instead of addresses. Processes often exit before the run ends,
 //! so their maps are cached while they are alive (see `UserSymbolizer::remember`).
+//!
+//! A frame is a function name when the binary's symbol table (.symtab, else .dynsym: static
+//! musl binaries keep theirs, stripped ones only the dynamic one) covers the address,
+//! `[binary+0xoffset]` when the mapping is known but no symbol covers it, and `[unknown]`
+//! when no mapping is (a process gone before its maps were read, a broken frame-pointer
+//! chain). A binary replaced on disk since it was mapped is not read for names.
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
+
+use crate::kernel::symbolize::UNKNOWN;
 
 /// Does the ELF file define all of these (text) symbols?
 pub fn elf_has_symbols(path: &Path, names: &[&str]) -> bool {
@@ -26,7 +34,8 @@ pub fn elf_has_symbols(path: &Path, names: &[&str]) -> bool {
 pub struct ElfSymbols {
     /// (start, size, demangled name), sorted by start.
     syms: Vec<(u64, u64, String)>,
-    /// (file offset, file size, virtual address) of loadable segments.
+    /// (file offset, file size, virtual address) of loadable segments, executable ones
+    /// first: a page shared by a data and a code segment is code when we execute it.
     segments: Vec<(u64, u64, u64)>,
 }
 
@@ -49,13 +58,19 @@ impl ElfSymbols {
             .collect();
         syms.sort_by_key(|s| s.0);
         syms.dedup_by_key(|s| s.0);
-        let segments = file
+        let mut segments: Vec<(bool, (u64, u64, u64))> = file
             .segments()
             .map(|seg| {
                 let (off, size) = seg.file_range();
-                (off, size, seg.address())
+                let exec = match seg.flags() {
+                    object::SegmentFlags::Elf { p_flags } => p_flags & object::elf::PF_X != 0,
+                    _ => false,
+                };
+                (exec, (off, size, seg.address()))
             })
             .collect();
+        segments.sort_by_key(|(exec, _)| !exec);
+        let segments = segments.into_iter().map(|(_, s)| s).collect();
         Some(ElfSymbols { syms, segments })
     }
 
@@ -86,10 +101,16 @@ pub struct Mapping {
     pub start: u64,
     pub end: u64,
     pub offset: u64,
+    /// A file path, or a pseudo-file such as `[vdso]`.
     pub path: PathBuf,
+    /// The mapped file's device (major, minor) and inode: the file now at `path` is the one
+    /// that was mapped only while they match.
+    pub dev: (u64, u64),
+    pub inode: u64,
 }
 
-/// Parse the executable, file-backed mappings of a maps file.
+/// Parse the executable mappings of a maps file: file-backed ones and named pseudo-files
+/// (`[vdso]`); anonymous executable memory (JIT code) has no name to give.
 pub fn parse_maps(text: &str) -> Vec<Mapping> {
     let mut out = Vec::new();
     for line in text.lines() {
@@ -97,9 +118,16 @@ pub fn parse_maps(text: &str) -> Vec<Mapping> {
         let (Some(range), Some(perms), Some(offset)) = (it.next(), it.next(), it.next()) else {
             continue;
         };
-        let (_dev, _inode) = (it.next(), it.next());
+        let dev = it.next().and_then(|d| {
+            let (maj, min) = d.split_once(':')?;
+            Some((
+                u64::from_str_radix(maj, 16).ok()?,
+                u64::from_str_radix(min, 16).ok()?,
+            ))
+        });
+        let inode = it.next().and_then(|i| i.parse::<u64>().ok());
         let Some(path) = it.next() else { continue };
-        if !perms.contains('x') || !path.starts_with('/') {
+        if !perms.contains('x') || !(path.starts_with('/') || path.starts_with('[')) {
             continue;
         }
         let Some((s, e)) = range.split_once('-') else {
@@ -117,6 +145,8 @@ pub fn parse_maps(text: &str) -> Vec<Mapping> {
             end,
             offset,
             path: PathBuf::from(path),
+            dev: dev.unwrap_or_default(),
+            inode: inode.unwrap_or(0),
         });
     }
     out
@@ -127,7 +157,8 @@ pub fn parse_maps(text: &str) -> Vec<Mapping> {
 pub struct UserSymbolizer {
     /// pid -> (executable when the maps were read, executable mappings)
     maps: HashMap<u32, (PathBuf, Vec<Mapping>)>,
-    elves: HashMap<PathBuf, Option<ElfSymbols>>,
+    /// (path, device, inode) -> symbols, None when unreadable or replaced since mapped.
+    elves: HashMap<(PathBuf, (u64, u64), u64), Option<ElfSymbols>>,
 }
 
 impl UserSymbolizer {
@@ -152,31 +183,58 @@ impl UserSymbolizer {
         self.maps.contains_key(&pid)
     }
 
-    /// Frame name for a user address of `pid`.
-    pub fn frame_name(&mut self, pid: u32, ip: u64) -> String {
+    /// Frame name for a user address of `pid`. `return_address`: the address follows a call
+    /// (every frame but the innermost), so it is looked up one byte earlier; a call ending a
+    /// function would otherwise name the next one.
+    pub fn frame_name(&mut self, pid: u32, ip: u64, return_address: bool) -> String {
         let Some(m) = self
             .maps
             .get(&pid)
             .and_then(|(_, ms)| ms.iter().find(|m| ip >= m.start && ip < m.end))
         else {
-            return format!("[unknown-{ip:#x}]");
+            return UNKNOWN.to_string();
         };
         let off = ip - m.start + m.offset;
-        let path = m.path.clone();
+        let lookup = if return_address && ip > m.start {
+            off - 1
+        } else {
+            off
+        };
+        let base = m
+            .path
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if m.path.as_os_str().as_encoded_bytes().starts_with(b"[") {
+            // [vdso], [vsyscall]: no file to read symbols from.
+            return format!("{}+{off:#x}]", base.trim_end_matches(']'));
+        }
+        let key = (m.path.clone(), m.dev, m.inode);
         let elf = self
             .elves
-            .entry(path.clone())
-            .or_insert_with(|| ElfSymbols::load(&path));
-        match elf.as_ref().and_then(|e| e.name_at_offset(off)) {
+            .entry(key)
+            .or_insert_with_key(|(path, dev, inode)| {
+                same_file(path, *dev, *inode)
+                    .then(|| ElfSymbols::load(path))
+                    .flatten()
+            });
+        match elf.as_ref().and_then(|e| e.name_at_offset(lookup)) {
             Some(name) => name.to_string(),
-            None => format!(
-                "[{}+{off:#x}]",
-                path.file_name()
-                    .map(|f| f.to_string_lossy().into_owned())
-                    .unwrap_or_default()
-            ),
+            None => format!("[{base}+{off:#x}]"),
         }
     }
+}
+
+/// Is the file at `path` still the one that was mapped? Inode 0 (not reported): trust the path.
+fn same_file(path: &Path, dev: (u64, u64), inode: u64) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    if inode == 0 {
+        return true;
+    }
+    std::fs::metadata(path).is_ok_and(|m| {
+        let d = m.dev();
+        m.ino() == inode && (libc::major(d) as u64, libc::minor(d) as u64) == dev
+    })
 }
 
 #[cfg(test)]
@@ -192,10 +250,12 @@ mod tests {
 7f0000002000-7f0000003000 rw-p 00000000 00:00 0
 ";
         let m = parse_maps(text);
-        assert_eq!(m.len(), 1);
+        assert_eq!(m.len(), 2);
         assert_eq!(m[0].start, 0x55d0c0a20000);
         assert_eq!(m[0].offset, 0x20000);
         assert_eq!(m[0].path, PathBuf::from("/usr/bin/x"));
+        assert_eq!((m[0].dev, m[0].inode), ((8, 1), 123));
+        assert_eq!(m[1].path, PathBuf::from("[vdso]"));
     }
 
     #[test]
@@ -206,9 +266,59 @@ mod tests {
         s.remember(pid);
         assert!(s.knows(pid));
         let ip = symbolizes_our_own_code as *const () as u64;
-        let name = s.frame_name(pid, ip);
+        let name = s.frame_name(pid, ip, false);
         assert!(name.contains("symbolizes_our_own_code"), "got {name}");
-        assert!(s.frame_name(pid, 8).starts_with("[unknown"));
+        // As a return address (one past a call) the lookup is one byte earlier.
+        assert!(
+            s.frame_name(pid, ip + 1, true)
+                .contains("symbolizes_our_own_code")
+        );
+        assert_eq!(s.frame_name(pid, 8, false), UNKNOWN);
+        assert_eq!(s.frame_name(pid + 1_000_000, ip, false), UNKNOWN);
+    }
+
+    /// A symbolizer that knows one process: our own executable's mappings, with `inode`
+    /// standing in for the inode the kernel reported.
+    fn with_own_maps(inode: impl Fn(u64) -> u64) -> (UserSymbolizer, u32) {
+        let pid = std::process::id();
+        let text = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+        let me = std::fs::canonicalize(std::env::current_exe().unwrap()).unwrap();
+        let maps: Vec<Mapping> = parse_maps(&text)
+            .into_iter()
+            .filter(|m| m.path == me)
+            .map(|m| Mapping {
+                inode: inode(m.inode),
+                ..m
+            })
+            .collect();
+        assert!(!maps.is_empty(), "precondition: our executable is mapped");
+        let mut s = UserSymbolizer::default();
+        s.maps.insert(pid, (me, maps));
+        (s, pid)
+    }
+
+    #[test]
+    fn a_binary_replaced_since_it_was_mapped_gives_offsets_not_names() {
+        let ip = a_binary_replaced_since_it_was_mapped_gives_offsets_not_names as *const () as u64;
+        let (mut same, pid) = with_own_maps(|i| i);
+        assert!(
+            same.frame_name(pid, ip, false)
+                .contains("a_binary_replaced_since_it_was_mapped"),
+        );
+        let (mut replaced, pid) = with_own_maps(|i| i + 1);
+        let name = replaced.frame_name(pid, ip, false);
+        let exe = std::env::current_exe().unwrap();
+        let base = exe.file_name().unwrap().to_string_lossy();
+        assert!(name.starts_with(&format!("[{base}+0x")), "got {name}");
+        assert!(name.ends_with(']'), "got {name}");
+    }
+
+    #[test]
+    fn pseudo_file_mappings_are_named_by_offset() {
+        let mut s = UserSymbolizer::default();
+        let maps = parse_maps("7ffd1000-7ffd3000 r-xp 00000000 00:00 0 [vdso]\n");
+        s.maps.insert(1, (PathBuf::from("/x"), maps));
+        assert_eq!(s.frame_name(1, 0x7ffd1010, false), "[vdso+0x10]");
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! Facts about the running kernel that decide how each target can be measured: symbols
-//! (kallsyms), BTF, tracefs events and their record layouts, privileges.
+//! (kallsyms), BTF, tracefs events and their record layouts, privileges; and the symbolization
+//! of kernel stack addresses.
 pub mod kallsyms;
 pub mod privileges;
+pub mod symbolize;
 pub mod tracefs;
 
 use crate::rundata::KernelInfo;
