@@ -292,10 +292,8 @@ fn render_analysis(
                 let rel = format!("plots/discover-{i}-{}.svg", out::safe(&d.case_name));
                 out.write(&rel, svg.as_bytes())?;
                 if l.plot.is_none() {
-                    l.plot = Some(rel.clone());
+                    l.plot = Some(rel);
                 }
-                l.tables
-                    .push((format!("plot: {} [{}]", d.run, d.case_name), rel));
             }
         }
         target_list.insert(0, (target, Vec::new()));
