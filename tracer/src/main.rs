@@ -64,6 +64,36 @@ enum Command {
     Report(ReportArgs),
     /// Compare two runs or sweeps (e.g. two kernels) per target, case and N.
     Compare(CompareArgs),
+    /// Write one export of a run directory: a Perfetto trace or pprof profiles (no root
+    /// needed; `tracer report` writes both).
+    #[command(after_help = EXPORT_HELP)]
+    Export(ExportArgs),
+}
+
+const EXPORT_HELP: &str = "\
+Formats:
+  perfetto  the raw per-call spans (record --raw-events) as a Perfetto trace: a slice per
+            call on its thread, the workload's phases and an N counter per process.
+            Default output RUN/trace.pftrace; open it in ui.perfetto.dev (Open trace file).
+  pprof     the folded stacks as gzipped pprof profiles, one per kind and target
+            (<kind>-<target>.pb.gz), samples labelled target, case and n. Default output
+            directory RUN/profiles (replaced as a whole); open a profile with
+            `go tool pprof -http=: FILE`, or in Perfetto, Parca, Pyroscope, Grafana.
+
+Examples:
+  tracer export perfetto tracer-run-*/
+  tracer export pprof sweep/waitpid -o /tmp/waitpid-profiles";
+
+#[derive(Args)]
+struct ExportArgs {
+    /// perfetto or pprof.
+    #[arg(value_parser = ["perfetto", "pprof"])]
+    format: String,
+    /// A run directory (from `tracer record`, or one run of a sweep).
+    run: PathBuf,
+    /// Where to write: the trace file (perfetto) or the profiles' directory (pprof).
+    #[arg(short, long)]
+    output: Option<PathBuf>,
 }
 
 const REPORT_HELP: &str = "\
@@ -87,6 +117,9 @@ struct RenderArgs {
     /// Skip flamegraph SVGs (much faster).
     #[arg(long)]
     no_flamegraphs: bool,
+    /// Skip the Perfetto trace and the pprof profiles.
+    #[arg(long)]
+    no_exports: bool,
 }
 
 impl RenderArgs {
@@ -102,6 +135,7 @@ impl RenderArgs {
             flamegraphs: !self.no_flamegraphs,
             differential: !self.no_flamegraphs,
             flame_width: None,
+            exports: !self.no_exports,
         }
     }
 }
@@ -323,6 +357,7 @@ fn main() -> ExitCode {
         Command::Probes(a) => run_probes(a, cli.verbose),
         Command::Report(a) => run_report(a),
         Command::Compare(a) => run_compare(a),
+        Command::Export(a) => run_export(a),
     };
     match result {
         Ok(c) => code(c),
@@ -521,6 +556,30 @@ fn run_compare(a: CompareArgs) -> Result<i32, TracerError> {
     tracer::render::out::catch_interrupts();
     let summary = tracer::render::compare_report(&a.a, &a.b, &out, &a.render.options())?;
     print_summary(&summary);
+    Ok(exit::OK)
+}
+
+fn run_export(a: ExportArgs) -> Result<i32, TracerError> {
+    use tracer::render::export::{Format, export};
+    let format = match a.format.as_str() {
+        "perfetto" => Format::Perfetto,
+        _ => Format::Pprof,
+    };
+    if !a.run.is_dir() {
+        return Err(TracerError::Input(format!(
+            "{}: no such run directory",
+            a.run.display()
+        )));
+    }
+    let out = a.output.unwrap_or_else(|| format.default_output(&a.run));
+    tracer::render::out::catch_interrupts();
+    let written = export(format, &a.run, &out)?;
+    for e in &written {
+        match format {
+            Format::Perfetto => out!("{}: {}", e.path, e.what),
+            Format::Pprof => out!("{}: {}", out.join(&e.path).display(), e.what),
+        }
+    }
     Ok(exit::OK)
 }
 

@@ -16,8 +16,11 @@
 //! | `plots/<target>.svg` | log-log time per call vs N, one line per case, fitted model dotted |
 //! | `flamegraphs/[<run>/]<kind>/<target>/<case>/n<N>.svg` | stacks of one N (`<run>/` in sweeps) |
 //! | `flamegraphs/[<run>/]<kind>/<target>/<case>/diff-n<A>-n<B>.svg` | differential, smallest → largest N |
+//! | `trace.pftrace` (`traces/<run>.pftrace` in sweeps) | Perfetto trace of the raw per-call spans, when the run kept them ([`export`]) |
+//! | `profiles/[<run>/]<kind>-<target>.pb.gz` | pprof profiles of the folded stacks ([`export`]) |
 
 pub mod digest;
+pub mod export;
 pub mod flame;
 pub mod fmt;
 mod index;
@@ -32,7 +35,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::analysis::table::Metric;
-use crate::analysis::{Analysis, AnalysisOptions, LoadError, analyze, compare, load};
+use crate::analysis::{Analysis, AnalysisOptions, Dataset, LoadError, analyze, compare, load};
 use crate::rundata::StackKind;
 
 pub use out::OutDir;
@@ -57,6 +60,9 @@ pub enum ReportError {
     Malformed { path: PathBuf, what: String },
     #[error("interrupted by {0} while writing the report; the previous report is unchanged")]
     Interrupted(String),
+    /// The input has nothing to export in the asked format.
+    #[error("{path}: cannot export: {what}")]
+    Unexportable { path: PathBuf, what: String },
 }
 
 #[derive(Clone, Debug)]
@@ -71,6 +77,8 @@ pub struct ReportOptions {
     pub differential: bool,
     /// Flamegraph width in pixels; inferno's 1200 by default.
     pub flame_width: Option<usize>,
+    /// Write the Perfetto trace and pprof profiles ([`export`]).
+    pub exports: bool,
 }
 
 impl Default for ReportOptions {
@@ -81,6 +89,7 @@ impl Default for ReportOptions {
             flamegraphs: true,
             differential: true,
             flame_width: None,
+            exports: true,
         }
     }
 }
@@ -121,6 +130,7 @@ const METHOD: &[&str] = &[
     "Slope: least-squares exponent of log(t − t at the smallest N) against log N over the sizes where growth is visible, with R² (its 95% interval is in summary.json); when only two sizes are above the smallest-N time the line shows those two points and their ratio instead of R².",
     "Root cause: each frame under the target gets a time per call at each N, its share of the target's sampled time times the target's measured time per call, and the part of the target's added time per call (smallest to largest usable N) it carries; ± is one standard error of sampling noise (binomial error of the share, times the time per call). The culprit is the frame that carries the largest part, at least half and more than 2 standard errors; the search descends into a child that carries at least 60% of its parent's added time. \"(self)\" is time in the frame itself. When no frame carries most of it the line lists the frames that split it; when the target's time per call grows by less than 20% there is nothing to attribute. The frame's share at the smallest and largest N is supporting detail (without a time per call the frame whose share grows most, by 10 points and 2 standard errors, is named). Only sizes with 5 samples or more take part, and the line says which; \"<x\" is a frame's time where it had no sample (at most one sample's share); its slope is the log-log exponent of its time per call over the sizes where it was seen.",
     "Flamegraphs: widths in ns; differentials compare the smallest and largest N after normalising totals, red = larger share at the largest N.",
+    "Exports: trace.pftrace (runs recorded with --raw-events) opens in ui.perfetto.dev (\"Open trace file\"): a slice per traced call on its thread, the workload's phases and N per process. profiles/*.pb.gz are pprof profiles (go tool pprof -http=: FILE; also Perfetto, Parca, Pyroscope, Grafana), samples labelled target, case and n.",
 ];
 
 const COMPARE_METHOD: &str = "Comparison: Amean/Hmean per side and (B − A)/A. * = significant at 95% (Welch's t-test: over the workload's repeats for op time and ops/s; over the per-call histogram spread for ns/call, which must also differ by at least 5%), ? = too few repeats to tell.";
@@ -143,7 +153,7 @@ pub fn report(
     let ds = load(data_dir)?;
     let a = analyze(&ds, &opts.analysis())?;
     let mut out = OutDir::create(out_dir)?;
-    render_analysis(&a, &mut out, opts)?;
+    render_analysis(&ds, &a, &mut out, opts)?;
     let files = out.written().iter().map(|f| out_dir.join(f)).collect();
     out.commit()?;
     Ok(ReportSummary {
@@ -233,6 +243,7 @@ struct SummaryJson<'a> {
 }
 
 fn render_analysis(
+    ds: &Dataset,
     a: &Analysis,
     out: &mut OutDir,
     opts: &ReportOptions,
@@ -266,6 +277,11 @@ fn render_analysis(
     if opts.flamegraphs {
         render_flamegraphs(a, out, opts, &mut links)?;
     }
+    let exported = if opts.exports {
+        export::write_report_exports(ds, a, out)?
+    } else {
+        Vec::new()
+    };
 
     let summary = SummaryJson {
         label: &a.label,
@@ -347,10 +363,13 @@ fn render_analysis(
                 groups: l.flames,
             })
             .collect(),
-        other: vec![
-            ("summary.json".into(), "summary.json".into()),
-            ("report.txt".into(), "report.txt".into()),
-        ],
+        other: [
+            ("summary.json".to_string(), "summary.json".to_string()),
+            ("report.txt".to_string(), "report.txt".to_string()),
+        ]
+        .into_iter()
+        .chain(exported.into_iter().map(|e| (e.what, e.path)))
+        .collect(),
         method: METHOD.iter().map(|m| m.to_string()).collect(),
     };
     index::write(out, &page)
@@ -457,12 +476,13 @@ pub fn compare_report(
     out_dir: &Path,
     opts: &ReportOptions,
 ) -> Result<ReportSummary, ReportError> {
-    let aa = analyze(&load(a_dir)?, &opts.analysis())?;
-    let ab = analyze(&load(b_dir)?, &opts.analysis())?;
+    let (da, db) = (load(a_dir)?, load(b_dir)?);
+    let aa = analyze(&da, &opts.analysis())?;
+    let ab = analyze(&db, &opts.analysis())?;
     let mut out = OutDir::create(out_dir)?;
-    for (sub, an) in [("a", &aa), ("b", &ab)] {
+    for (sub, ds, an) in [("a", &da, &aa), ("b", &db, &ab)] {
         let mut side = out.nested(sub)?;
-        render_analysis(an, &mut side, opts)?;
+        render_analysis(ds, an, &mut side, opts)?;
         out.adopt(sub, side.written());
     }
     let c = compare::compare(&aa, &ab);
