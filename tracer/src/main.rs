@@ -99,7 +99,10 @@ struct ExportArgs {
 const REPORT_HELP: &str = "\
 Writes index.html and README.md (verdicts and root causes first), report.txt, summary.json,
 tables/<target>.{md,csv,json}, plots/<target>.svg and flamegraphs/.../n<N>.svg with a
-differential flamegraph between the smallest and largest N.
+differential flamegraph between the smallest and largest N. Exports (skip with --no-exports):
+trace.pftrace, a Perfetto trace of every call (runs recorded with --raw-events; open it in
+ui.perfetto.dev), and profiles/<kind>-<target>.pb.gz, pprof profiles of the stacks
+(`go tool pprof -http=: FILE`); in a sweep, traces/<run>.pftrace and profiles/<run>/.
 
 Verdict: a complexity class chosen by comparing fits of t = a + b*f(N) (O(1), O(log n),
 O(n), O(n log n), O(n^2)), the log-log slope of the growth with its 95% interval, and the N

@@ -342,9 +342,10 @@ struct Ev {
     end: u64,
     tgid: u32,
     tid: u32,
-    target: &'static str,
+    target: String,
     case: u32,
     n: u64,
+    oncpu: u64,
 }
 
 const CASES: [(u32, &str); 2] = [(1, "waitpid-pid"), (2, "waitpid-any")];
@@ -361,14 +362,16 @@ fn case_name(id: u32) -> &'static str {
 /// N=100. Nesting on one thread: a call inside another, two calls with the same bounds, a
 /// zero-length call at the instant its sibling ends, adjacent calls; one call outside phases.
 fn synthetic_events() -> Vec<Ev> {
-    let ev = |start, end, tgid, tid, target, case, n| Ev {
+    // A third of each call on a CPU.
+    let ev = |start: u64, end: u64, tgid, tid, target: &str, case, n| Ev {
         start,
         end,
         tgid,
         tid,
-        target,
+        target: target.to_string(),
         case,
         n,
+        oncpu: (end - start) / 3,
     };
     vec![
         ev(1_000_000, 1_005_000, 1000, 1000, "do_wait", 1, 10),
@@ -394,10 +397,6 @@ fn synthetic_phases() -> Vec<(i128, String, u64, u64)> {
         (2000, "waitpid-any N=10".into(), 1_500_000, 1_600_000),
         (2000, "waitpid-any N=100".into(), 1_700_000, 1_800_000),
     ]
-}
-
-fn oncpu(e: &Ev) -> u64 {
-    (e.end - e.start) / 3
 }
 
 /// Folded stacks of do_wait for one kind, case and N: the deeper frame grows with N.
@@ -463,7 +462,7 @@ fn write_synthetic_run(dir: &Path, raw_events: bool) -> Run {
     };
     let mut rows: BTreeMap<(&str, u32, u64), Vec<&Ev>> = BTreeMap::new();
     for e in &events {
-        rows.entry((e.target, e.case, e.n)).or_default().push(e);
+        rows.entry((&e.target, e.case, e.n)).or_default().push(e);
     }
     for ((target, case, n), evs) in &rows {
         run.spans.push(SpanRow {
@@ -474,7 +473,7 @@ fn write_synthetic_run(dir: &Path, raw_events: bool) -> Run {
             calls: evs.len() as u64,
             untimed: 0,
             wall: from_values(&evs.iter().map(|e| e.end - e.start).collect::<Vec<_>>()),
-            oncpu: from_values(&evs.iter().map(|e| oncpu(e)).collect::<Vec<_>>()),
+            oncpu: from_values(&evs.iter().map(|e| e.oncpu).collect::<Vec<_>>()),
         });
     }
     for (case, n) in [(1, 10), (1, 100), (2, 10), (2, 100)] {
@@ -524,7 +523,7 @@ fn write_synthetic_run(dir: &Path, raw_events: bool) -> Run {
                 e.case,
                 e.n,
                 e.end - e.start,
-                oncpu(e)
+                e.oncpu
             ));
         }
         std::fs::write(dir.join("events.csv"), csv).unwrap();
@@ -545,12 +544,7 @@ fn no_flamegraphs() -> ReportOptions {
 
 /// The trace against the calls it was made from: one slice per call on its thread's track,
 /// with the call's bounds, target, case and N; one thread track per thread, under its process.
-fn check_trace_against_calls(
-    t: &Trace,
-    calls: &[Ev],
-    cases: &BTreeMap<u32, String>,
-    oncpu_of: impl Fn(&Ev) -> u64,
-) {
+fn check_trace_against_calls(t: &Trace, calls: &[Ev], cases: &BTreeMap<u32, String>) {
     let thread_tracks: BTreeMap<(i128, i128), u64> = t
         .tracks
         .iter()
@@ -580,7 +574,7 @@ fn check_trace_against_calls(
             track: thread_tracks[&(i128::from(e.tgid), i128::from(e.tid))],
             start: e.start,
             end: e.end,
-            name: e.target.to_string(),
+            name: e.target.clone(),
             args: [
                 (
                     "case",
@@ -590,8 +584,8 @@ fn check_trace_against_calls(
                         .to_string(),
                 ),
                 ("n", e.n.to_string()),
-                ("oncpu_ns", oncpu_of(e).to_string()),
-                ("offcpu_ns", (e.end - e.start - oncpu_of(e)).to_string()),
+                ("oncpu_ns", e.oncpu.to_string()),
+                ("offcpu_ns", (e.end - e.start - e.oncpu).to_string()),
             ]
             .into_iter()
             .map(|(k, v)| (k.to_string(), v))
@@ -715,7 +709,7 @@ fn a_report_exports_a_trace_and_profiles_that_decode_to_the_run() {
 
     let t = decode_trace(&std::fs::read(out.join("trace.pftrace")).unwrap());
     let events = synthetic_events();
-    check_trace_against_calls(&t, &events, &run.cases, oncpu);
+    check_trace_against_calls(&t, &events, &run.cases);
 
     // Nesting as on the CPU: the zero-length call and the one inside the first do_wait are
     // drawn under it, not beside it (the replay in decode_trace checked the pairs nest).
@@ -776,7 +770,7 @@ fn a_sweep_report_exports_each_run_and_a_run_without_raw_events_gets_no_trace() 
     assert!(out.join("traces/waitpid.pftrace").is_file());
     assert!(!out.join("traces/spawn.pftrace").exists());
     let t = decode_trace(&std::fs::read(out.join("traces/waitpid.pftrace")).unwrap());
-    check_trace_against_calls(&t, &synthetic_events(), &with.cases, oncpu);
+    check_trace_against_calls(&t, &synthetic_events(), &with.cases);
     check_profiles_against_stacks(&out.join("profiles/waitpid"), &sweep.join("waitpid"), &with);
     check_profiles_against_stacks(&out.join("profiles/spawn"), &sweep.join("spawn"), &without);
 
@@ -949,4 +943,161 @@ fn tracer_export_refuses_what_it_cannot_export_and_writes_nothing() {
             );
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// A real recording
+
+/// Rows of a real `events.csv`, parsed here rather than by the tracer's reader.
+fn read_events(path: &Path) -> Vec<Ev> {
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            let num = |i: usize| f[i].parse::<u64>().unwrap();
+            Ev {
+                start: num(0) - num(6),
+                end: num(0),
+                tid: num(1) as u32,
+                tgid: num(2) as u32,
+                target: f[3].to_string(),
+                case: num(4) as u32,
+                n: num(5),
+                oncpu: num(7),
+            }
+        })
+        .collect()
+}
+
+/// The workloads binary, built next to the tracer by `cargo test --workspace`.
+fn workloads_bin() -> PathBuf {
+    let p = Path::new(env!("CARGO_BIN_EXE_tracer")).with_file_name("workloads");
+    assert!(
+        p.is_file(),
+        "precondition: {} is built (cargo test --workspace builds it)",
+        p.display()
+    );
+    p
+}
+
+/// A waitpid sweep recorded with tracepoints on this machine (root), every call kept: the
+/// trace has one slice per call of events.csv on its thread, the phases and N of the workload,
+/// and the profiles hold every stack the run recorded, labelled with its case and N.
+#[test]
+fn a_real_recording_exports_every_call_and_stack() {
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "this test records with eBPF and needs root (run it with sudo or `cargo xtask test`)"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let run_dir = tmp.path().join("run");
+    let ns = [1u64, 30, 100];
+    let st = tracer()
+        .args([
+            "record",
+            "--no-verify",
+            "--targets",
+            "do_wait",
+            "--freq",
+            "4999",
+        ])
+        .args(["--raw-events", "4M", "-o"])
+        .arg(&run_dir)
+        .arg("--")
+        .arg(workloads_bin())
+        .args([
+            "waitpid",
+            "--variant",
+            "waitpid-pid,waitpid-any",
+            "--n",
+            "1,30,100",
+        ])
+        .args(["--iterations", "20", "--warmup", "0", "--repeats", "2"])
+        .status()
+        .unwrap();
+    assert!(st.success(), "tracer record: {st}");
+    let run = Run::read(&run_dir).unwrap();
+    assert_eq!(
+        run.counters.get("ringbuf_drops"),
+        Some(&0),
+        "precondition: no span lost"
+    );
+    let events = read_events(&run_dir.join("events.csv"));
+    let timed: u64 = run.spans.iter().map(|r| r.calls - r.untimed).sum();
+    assert_eq!(
+        events.len() as u64,
+        timed,
+        "events.csv holds every timed call"
+    );
+    assert!(
+        events.iter().any(|e| e.case != 0),
+        "precondition: calls inside the workload's phases"
+    );
+
+    let rep = tmp.path().join("rep");
+    let st = tracer()
+        .arg("report")
+        .arg(&run_dir)
+        .args(["--no-flamegraphs", "-o"])
+        .arg(&rep)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let bytes = std::fs::read(rep.join("trace.pftrace")).unwrap();
+    let t = decode_trace(&bytes);
+    check_trace_against_calls(&t, &events, &run.cases);
+
+    // Every phased call lies inside a phase slice of its process with its case and N, and the
+    // N counter of a process takes exactly the N values its phased calls had.
+    let phase_slices = t.slices_on(|tr| tr.name.as_deref() == Some("phases"));
+    assert!(!phase_slices.is_empty());
+    for e in events.iter().filter(|e| e.case != 0) {
+        let case = &run.cases[&e.case];
+        assert!(
+            phase_slices.iter().any(|p| {
+                t.process_of(p.track) == i128::from(e.tgid)
+                    && p.args["case"] == *case
+                    && p.args["n"] == e.n.to_string()
+                    && p.start <= e.start
+                    && e.start <= p.end
+            }),
+            "{e:?} outside its phase"
+        );
+    }
+    let mut counter_ns: BTreeMap<i128, BTreeSet<i128>> = BTreeMap::new();
+    for &(track, _, v) in &t.counters {
+        counter_ns.entry(t.process_of(track)).or_default().insert(v);
+    }
+    let mut call_ns: BTreeMap<i128, BTreeSet<i128>> = BTreeMap::new();
+    for e in events.iter().filter(|e| e.case != 0) {
+        call_ns
+            .entry(i128::from(e.tgid))
+            .or_default()
+            .insert(i128::from(e.n));
+    }
+    assert_eq!(counter_ns, call_ns);
+    let all: BTreeSet<i128> = counter_ns.values().flatten().copied().collect();
+    assert!(
+        all.iter().all(|n| ns.iter().any(|m| i128::from(*m) == *n)),
+        "{all:?}"
+    );
+
+    assert!(
+        !run.stack_files.is_empty(),
+        "callers stacks are always taken"
+    );
+    check_profiles_against_stacks(&rep.join("profiles"), &run_dir, &run);
+
+    // `tracer export` writes the same trace.
+    let own = tmp.path().join("own.pftrace");
+    let st = tracer()
+        .args(["export", "perfetto"])
+        .arg(&run_dir)
+        .arg("-o")
+        .arg(&own)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    assert_eq!(std::fs::read(&own).unwrap(), bytes);
 }

@@ -78,10 +78,17 @@ fn write_run_trace(
 }
 
 fn trace_line(label: &str, s: &perfetto::TraceStats) -> String {
-    format!(
+    let mut line = format!(
         "Perfetto trace of {label}: {} calls on {} threads in {} processes, {} phases",
         s.slices, s.threads, s.processes, s.phase_slices
-    )
+    );
+    if s.clamped > 0 {
+        line.push_str(&format!(
+            " ({} calls overlapped their enclosing call and are drawn ending with it)",
+            s.clamped
+        ));
+    }
+    line
 }
 
 /// Comments a profile carries about its run.

@@ -345,3 +345,59 @@ impl<W: Write> PacketWriter<W> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(start_ns: u64, end_ns: u64) -> Call {
+        Call {
+            start_ns,
+            end_ns,
+            tid: 1,
+            tgid: 1,
+            target: 0,
+            case: 0,
+            n: 0,
+            oncpu_ns: 0,
+        }
+    }
+
+    /// (timestamp, true for BEGIN) of one thread's calls.
+    fn steps(calls: &[Call], clamped: &Cell<u64>) -> Vec<(u64, bool)> {
+        ThreadSteps {
+            calls,
+            next: 0,
+            open: Vec::new(),
+            clamped,
+        }
+        .map(|(ts, s)| (ts, matches!(s, Step::CallBegin(_))))
+        .collect()
+    }
+
+    #[test]
+    fn calls_nest_and_an_overlap_is_cut_at_the_enclosing_end() {
+        let clamped = Cell::new(0);
+        // Nested, then adjacent: END before BEGIN at the shared instant.
+        let nested = [call(0, 10), call(2, 4), call(10, 12)];
+        assert_eq!(
+            steps(&nested, &clamped),
+            [
+                (0, true),
+                (2, true),
+                (4, false),
+                (10, false),
+                (10, true),
+                (12, false)
+            ]
+        );
+        assert_eq!(clamped.get(), 0);
+        // [5, 20] overlaps [0, 10] without nesting: drawn as ending with it, and counted.
+        let overlapping = [call(0, 10), call(5, 20)];
+        assert_eq!(
+            steps(&overlapping, &clamped),
+            [(0, true), (5, true), (10, false), (10, false)]
+        );
+        assert_eq!(clamped.get(), 1);
+    }
+}
