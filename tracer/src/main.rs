@@ -100,9 +100,10 @@ const REPORT_HELP: &str = "\
 Writes index.html and README.md (verdicts and root causes first), report.txt, summary.json,
 tables/<target>.{md,csv,json}, plots/<target>.svg and flamegraphs/.../n<N>.svg with a
 differential flamegraph between the smallest and largest N. Exports (skip with --no-exports):
-trace.pftrace, a Perfetto trace of every call (runs recorded with --raw-events; open it in
-ui.perfetto.dev), and profiles/<kind>-<target>.pb.gz, pprof profiles of the stacks
-(`go tool pprof -http=: FILE`); in a sweep, traces/<run>.pftrace and profiles/<run>/.
+trace.pftrace, a Perfetto trace of every call (runs recorded with --raw-events, events.csv
+up to 64 MiB; open it in ui.perfetto.dev), and profiles/<kind>-<target>.pb.gz, pprof
+profiles of the stacks (`go tool pprof -http=: FILE`); in a sweep, traces/<run>.pftrace and
+profiles/<run>/. `tracer export` writes one of them for one run.
 
 Verdict: a complexity class chosen by comparing fits of t = a + b*f(N) (O(1), O(log n),
 O(n), O(n log n), O(n^2)), the log-log slope of the growth with its 95% interval, and the N
@@ -139,6 +140,7 @@ impl RenderArgs {
             differential: !self.no_flamegraphs,
             flame_width: None,
             exports: !self.no_exports,
+            ..Default::default()
         }
     }
 }

@@ -774,6 +774,28 @@ fn a_sweep_report_exports_each_run_and_a_run_without_raw_events_gets_no_trace() 
     check_profiles_against_stacks(&out.join("profiles/waitpid"), &sweep.join("waitpid"), &with);
     check_profiles_against_stacks(&out.join("profiles/spawn"), &sweep.join("spawn"), &without);
 
+    // An events.csv past the report's limit gets a warning instead of a trace.
+    let opts = ReportOptions {
+        trace_max_events_bytes: std::fs::metadata(sweep.join("waitpid/events.csv"))
+            .unwrap()
+            .len()
+            - 1,
+        ..no_flamegraphs()
+    };
+    let s = render::report(&sweep, &out, &opts).unwrap();
+    assert!(!out.join("traces").exists());
+    assert!(out.join("profiles/waitpid").is_dir());
+    assert!(
+        s.warnings
+            .iter()
+            .any(|w| w.contains("waitpid: no Perfetto trace")
+                && w.contains("tracer export perfetto")),
+        "{:?}",
+        s.warnings
+    );
+    let index = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(index.contains("no Perfetto trace"), "the index says so too");
+
     // --no-exports leaves them out.
     let opts = ReportOptions {
         exports: false,

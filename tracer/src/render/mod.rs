@@ -79,6 +79,9 @@ pub struct ReportOptions {
     pub flame_width: Option<usize>,
     /// Write the Perfetto trace and pprof profiles ([`export`]).
     pub exports: bool,
+    /// Largest `events.csv` turned into a trace by the report
+    /// ([`export::REPORT_TRACE_MAX_EVENTS_BYTES`] by default); larger ones get a warning.
+    pub trace_max_events_bytes: u64,
 }
 
 impl Default for ReportOptions {
@@ -90,6 +93,7 @@ impl Default for ReportOptions {
             differential: true,
             flame_width: None,
             exports: true,
+            trace_max_events_bytes: export::REPORT_TRACE_MAX_EVENTS_BYTES,
         }
     }
 }
@@ -153,14 +157,14 @@ pub fn report(
     let ds = load(data_dir)?;
     let a = analyze(&ds, &opts.analysis())?;
     let mut out = OutDir::create(out_dir)?;
-    render_analysis(&ds, &a, &mut out, opts)?;
+    let warnings = render_analysis(&ds, &a, &mut out, opts)?;
     let files = out.written().iter().map(|f| out_dir.join(f)).collect();
     out.commit()?;
     Ok(ReportSummary {
         out_dir: out_dir.to_path_buf(),
         verdicts: a.verdicts.iter().map(|v| v.line.clone()).collect(),
         root_causes: a.root_causes.iter().map(|r| r.cause.line.clone()).collect(),
-        warnings: a.warnings.clone(),
+        warnings,
         files,
         terminal: tables::terminal(&a),
     })
@@ -242,12 +246,13 @@ struct SummaryJson<'a> {
     warnings: &'a [String],
 }
 
+/// Render one analysed data set; returns its warnings (the analysis's, then the exports').
 fn render_analysis(
     ds: &Dataset,
     a: &Analysis,
     out: &mut OutDir,
     opts: &ReportOptions,
-) -> Result<(), ReportError> {
+) -> Result<Vec<String>, ReportError> {
     let mut links: BTreeMap<String, TargetLinks> = BTreeMap::new();
     let target_list = targets(a);
     for (target, idx) in &target_list {
@@ -278,10 +283,12 @@ fn render_analysis(
         render_flamegraphs(a, out, opts, &mut links)?;
     }
     let exported = if opts.exports {
-        export::write_report_exports(ds, a, out)?
+        export::write_report_exports(ds, a, out, opts.trace_max_events_bytes)?
     } else {
-        Vec::new()
+        export::ReportExports::default()
     };
+    let mut warnings = a.warnings.clone();
+    warnings.extend(exported.notes.iter().cloned());
 
     let summary = SummaryJson {
         label: &a.label,
@@ -289,7 +296,7 @@ fn render_analysis(
         runs: &a.runs,
         verdicts: &a.verdicts,
         root_causes: &a.root_causes,
-        warnings: &a.warnings,
+        warnings: &warnings,
     };
     let mut json = serde_json::to_string_pretty(&summary).expect("summary serializes");
     json.push('\n');
@@ -320,7 +327,7 @@ fn render_analysis(
                 (kind.title().to_string(), items)
             })
             .collect(),
-        warnings: a.warnings.clone(),
+        warnings: warnings.clone(),
         runs: a
             .runs
             .iter()
@@ -368,11 +375,12 @@ fn render_analysis(
             ("report.txt".to_string(), "report.txt".to_string()),
         ]
         .into_iter()
-        .chain(exported.into_iter().map(|e| (e.what, e.path)))
+        .chain(exported.files.into_iter().map(|e| (e.what, e.path)))
         .collect(),
         method: METHOD.iter().map(|m| m.to_string()).collect(),
     };
-    index::write(out, &page)
+    index::write(out, &page)?;
+    Ok(warnings)
 }
 
 fn render_flamegraphs(
@@ -480,9 +488,10 @@ pub fn compare_report(
     let aa = analyze(&da, &opts.analysis())?;
     let ab = analyze(&db, &opts.analysis())?;
     let mut out = OutDir::create(out_dir)?;
+    let mut side_warnings = Vec::new();
     for (sub, ds, an) in [("a", &da, &aa), ("b", &db, &ab)] {
         let mut side = out.nested(sub)?;
-        render_analysis(ds, an, &mut side, opts)?;
+        side_warnings.push(render_analysis(ds, an, &mut side, opts)?);
         out.adopt(sub, side.written());
     }
     let c = compare::compare(&aa, &ab);
@@ -560,11 +569,15 @@ pub fn compare_report(
                 .map(|r| format!("{}: {}", c.label_b, r.cause.line)),
         )
         .collect();
-    let warnings: Vec<String> = aa
-        .warnings
+    // Each side's warnings: its analysis's, then its exports'.
+    let warnings: Vec<String> = side_warnings[0]
         .iter()
         .map(|w| format!("{}: {w}", c.label_a))
-        .chain(ab.warnings.iter().map(|w| format!("{}: {w}", c.label_b)))
+        .chain(
+            side_warnings[1]
+                .iter()
+                .map(|w| format!("{}: {w}", c.label_b)),
+        )
         .collect();
     // One item per class change, with each side's verdict and root cause under it.
     let side_lines = |an: &Analysis, label: &str, target: &str, case: &str| -> Vec<String> {

@@ -26,6 +26,10 @@ use crate::rundata::{Run, StackFile, StackKind};
 pub const TRACE_FILE: &str = "trace.pftrace";
 /// The profiles' directory in a run's report (and `tracer export pprof`'s default).
 pub const PROFILES_DIR: &str = "profiles";
+/// Largest `events.csv` a report turns into a trace by default (about 1.6 million calls, a
+/// trace of about 190 MB): past it the trace costs more time and disk than the rest of the
+/// report, and `tracer export perfetto` writes it on request.
+pub const REPORT_TRACE_MAX_EVENTS_BYTES: u64 = 64 << 20;
 
 /// The export formats of `tracer export`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,6 +60,13 @@ pub struct Exported {
     /// for `tracer export perfetto`.
     pub path: String,
     pub what: String,
+}
+
+/// What a report's exports wrote, and what they left out and why.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ReportExports {
+    pub files: Vec<Exported>,
+    pub notes: Vec<String>,
 }
 
 /// The Perfetto trace of one run into `out` at `rel`; None when the run kept no raw events.
@@ -160,13 +171,15 @@ fn write_run_profiles(
     Ok(written)
 }
 
-/// The exports of every run of an analysed data set, into a report being written.
+/// The exports of every run of an analysed data set, into a report being written. A run whose
+/// `events.csv` is larger than `max_events_bytes` gets a note instead of a trace.
 pub fn write_report_exports(
     ds: &Dataset,
     a: &Analysis,
     out: &mut OutDir,
-) -> Result<Vec<Exported>, ReportError> {
-    let mut written = Vec::new();
+    max_events_bytes: u64,
+) -> Result<ReportExports, ReportError> {
+    let mut written = ReportExports::default();
     for (ri, lr) in ds.runs.iter().enumerate() {
         let (trace, profiles) = if ds.is_sweep {
             let label = out::safe(&lr.label);
@@ -177,14 +190,27 @@ pub fn write_report_exports(
         } else {
             (TRACE_FILE.to_string(), PROFILES_DIR.to_string())
         };
-        written.extend(write_run_trace(lr, out, &trace)?);
+        let events = lr.dir.join(crate::rundata::EVENTS_CSV);
+        match std::fs::metadata(&events) {
+            Ok(m) if m.len() > max_events_bytes => written.notes.push(format!(
+                "{}: no Perfetto trace in the report: events.csv has {} bytes (more than {}); \
+                 `tracer export perfetto {}` writes it",
+                lr.label,
+                m.len(),
+                max_events_bytes,
+                lr.dir.display()
+            )),
+            _ => written.files.extend(write_run_trace(lr, out, &trace)?),
+        }
         let stacks: Vec<(&StackFile, &Folded)> = a
             .stacks
             .iter()
             .filter(|s| s.run == ri)
             .map(|s| (&s.file, &s.folded))
             .collect();
-        written.extend(write_run_profiles(&lr.run, &stacks, out, &profiles)?);
+        written
+            .files
+            .extend(write_run_profiles(&lr.run, &stacks, out, &profiles)?);
     }
     Ok(written)
 }
