@@ -992,6 +992,26 @@ fn read_events(path: &Path) -> Vec<Ev> {
         .collect()
 }
 
+/// No program of ours stays loaded (the kernel frees a closed one asynchronously: give it a
+/// moment).
+fn nothing_loaded() -> bool {
+    let ours = tracer::engine::program_names();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let left = aya::programs::loaded_programs()
+            .filter_map(Result::ok)
+            .filter_map(|p| p.name_as_str().map(str::to_string))
+            .any(|n| ours.contains(&n));
+        if !left {
+            return true;
+        }
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 /// The workloads binary, built next to the tracer by `cargo test --workspace`.
 fn workloads_bin() -> PathBuf {
     let p = Path::new(env!("CARGO_BIN_EXE_tracer")).with_file_name("workloads");
@@ -1039,6 +1059,7 @@ fn a_real_recording_exports_every_call_and_stack() {
         .status()
         .unwrap();
     assert!(st.success(), "tracer record: {st}");
+    assert!(nothing_loaded(), "programs left loaded after the recording");
     let run = Run::read(&run_dir).unwrap();
     assert_eq!(
         run.counters.get("ringbuf_drops"),

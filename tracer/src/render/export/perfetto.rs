@@ -196,8 +196,8 @@ pub fn write_trace<W: Write>(t: &Timeline, names: &Names, w: W) -> io::Result<Tr
         )?;
     }
 
-    // One stream per track; merged by timestamp (ties by stream, which keeps each track's own
-    // order: an END before a BEGIN at the same instant).
+    // One stream per track, merged by timestamp. A stream has one step in the heap at a time,
+    // so each track keeps its own order at equal timestamps (an END before the next BEGIN).
     let clamped = Cell::new(0);
     let mut uuids: Vec<u64> = Vec::new();
     let mut streams: Vec<Stream> = Vec::new();
