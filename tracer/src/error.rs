@@ -71,7 +71,9 @@ impl From<crate::render::ReportError> for TracerError {
     fn from(e: crate::render::ReportError) -> Self {
         use crate::render::ReportError;
         match e {
-            ReportError::Load(_) => TracerError::Input(e.to_string()),
+            ReportError::Load(_) | ReportError::Unexportable { .. } => {
+                TracerError::Input(e.to_string())
+            }
             ReportError::Write { path, source } | ReportError::Flamegraph { path, source } => {
                 TracerError::Output(OutputError::Write { path, source })
             }

@@ -75,6 +75,10 @@ enum Command {
     /// Print a shell completion script, e.g. `tracer completions bash >
     /// ~/.local/share/bash-completion/completions/tracer`.
     Completions(CompletionsArgs),
+    /// Write one export of a run directory: a Perfetto trace or pprof profiles (no root
+    /// needed; `tracer report` writes both).
+    #[command(after_help = EXPORT_HELP)]
+    Export(ExportArgs),
 }
 
 #[derive(Args)]
@@ -84,10 +88,40 @@ struct CompletionsArgs {
     shell: clap_complete::Shell,
 }
 
+const EXPORT_HELP: &str = "\
+Formats:
+  perfetto  the raw per-call spans (record --raw-events) as a Perfetto trace: a slice per
+            call on its thread, the workload's phases and an N counter per process.
+            Default output RUN/trace.pftrace; open it in ui.perfetto.dev (Open trace file).
+  pprof     the folded stacks as gzipped pprof profiles, one per kind and target
+            (<kind>-<target>.pb.gz), samples labelled target, case and n. Default output
+            directory RUN/profiles (replaced as a whole); open a profile with
+            `go tool pprof -http=: FILE`, or in Perfetto, Parca, Pyroscope, Grafana.
+
+Examples:
+  tracer export perfetto tracer-run-*/
+  tracer export pprof sweep/waitpid -o /tmp/waitpid-profiles";
+
+#[derive(Args)]
+struct ExportArgs {
+    /// perfetto or pprof.
+    #[arg(value_parser = ["perfetto", "pprof"])]
+    format: String,
+    /// A run directory (from `tracer record`, or one run of a sweep).
+    run: PathBuf,
+    /// Where to write: the trace file (perfetto) or the profiles' directory (pprof).
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+}
+
 const REPORT_HELP: &str = "\
 Writes index.html and README.md (verdicts and root causes first), report.txt, summary.json,
 tables/<target>.{md,csv,json}, plots/<target>.svg and flamegraphs/.../n<N>.svg with a
-differential flamegraph between the smallest and largest N.
+differential flamegraph between the smallest and largest N. Exports (skip with --no-exports):
+trace.pftrace, a Perfetto trace of every call (runs recorded with --raw-events, events.csv
+up to 64 MiB; open it in ui.perfetto.dev), and profiles/<kind>-<target>.pb.gz, pprof
+profiles of the stacks (`go tool pprof -http=: FILE`); in a sweep, traces/<run>.pftrace and
+profiles/<run>/. `tracer export` writes one of them for one run.
 
 Verdict: a complexity class chosen by comparing fits of t = a + b*f(N) (O(1), O(log n),
 O(n), O(n log n), O(n^2)), the log-log slope of the growth with its 95% interval, and the N
@@ -105,6 +139,9 @@ struct RenderArgs {
     /// Skip flamegraph SVGs (much faster).
     #[arg(long)]
     no_flamegraphs: bool,
+    /// Skip the Perfetto trace and the pprof profiles.
+    #[arg(long)]
+    no_exports: bool,
 }
 
 impl RenderArgs {
@@ -120,6 +157,8 @@ impl RenderArgs {
             flamegraphs: !self.no_flamegraphs,
             differential: !self.no_flamegraphs,
             flame_width: None,
+            exports: !self.no_exports,
+            ..Default::default()
         }
     }
 }
@@ -389,6 +428,7 @@ fn main() -> ExitCode {
         Command::Report(a) => run_report(a),
         Command::Compare(a) => run_compare(a),
         Command::Completions(a) => run_completions(a),
+        Command::Export(a) => run_export(a),
     };
     match result {
         Ok(c) => code(c),
@@ -637,6 +677,30 @@ fn run_compare(a: CompareArgs) -> Result<i32, TracerError> {
     tracer::render::out::catch_interrupts();
     let summary = tracer::render::compare_report(&a.a, &a.b, &out, &a.render.options())?;
     print_summary(&summary);
+    Ok(exit::OK)
+}
+
+fn run_export(a: ExportArgs) -> Result<i32, TracerError> {
+    use tracer::render::export::{Format, export};
+    let format = match a.format.as_str() {
+        "perfetto" => Format::Perfetto,
+        _ => Format::Pprof,
+    };
+    if !a.run.is_dir() {
+        return Err(TracerError::Input(format!(
+            "{}: no such run directory",
+            a.run.display()
+        )));
+    }
+    let out = a.output.unwrap_or_else(|| format.default_output(&a.run));
+    tracer::render::out::catch_interrupts();
+    let written = export(format, &a.run, &out)?;
+    for e in &written {
+        match format {
+            Format::Perfetto => out!("{}: {}", e.path, e.what),
+            Format::Pprof => out!("{}: {}", out.join(&e.path).display(), e.what),
+        }
+    }
     Ok(exit::OK)
 }
 

@@ -13,6 +13,7 @@ pub mod stacks;
 pub mod stats;
 pub mod table;
 pub mod text;
+pub mod timeline;
 
 #[cfg(test)]
 pub(crate) mod testdata;

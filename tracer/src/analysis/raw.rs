@@ -66,37 +66,69 @@ fn nearest_rank(sorted: &[u64], q: f64) -> u64 {
     sorted[(rank - 1) as usize]
 }
 
-/// One data line: (target, case, n, oncpu_ns).
-fn parse_line(line: &str) -> Result<(&str, u32, u64, u64), String> {
+/// One `events.csv` row: a traced call that ended at `end_ns` (kernel monotonic clock) after
+/// `wall_ns`, of which `oncpu_ns` on a CPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RawEvent<'a> {
+    pub end_ns: u64,
+    pub tid: u32,
+    pub tgid: u32,
+    pub target: &'a str,
+    pub case: u32,
+    pub n: u64,
+    pub wall_ns: u64,
+    pub oncpu_ns: u64,
+}
+
+/// Parse one data line.
+fn parse_line(line: &str) -> Result<RawEvent<'_>, String> {
     let mut f = line.split(',');
     let mut next = |name: &str| f.next().ok_or_else(|| format!("missing field {name}"));
     let num = |name: &str, s: &str| -> Result<u64, String> {
         s.parse::<u64>()
             .map_err(|_| format!("{name} {s:?} is not a number"))
     };
-    num("end_ns", next("end_ns")?)?;
-    num("tid", next("tid")?)?;
-    num("tgid", next("tgid")?)?;
+    let num32 = |name: &str, s: &str| -> Result<u32, String> {
+        u32::try_from(num(name, s)?).map_err(|_| format!("{name} {s} too large"))
+    };
+    let end_ns = num("end_ns", next("end_ns")?)?;
+    let tid = num32("tid", next("tid")?)?;
+    let tgid = num32("tgid", next("tgid")?)?;
     let target = next("target")?;
     if target.is_empty() {
         return Err("empty target".into());
     }
-    let case = next("case")?;
-    let case = u32::try_from(num("case", case)?).map_err(|_| format!("case {case} too large"))?;
+    let case = num32("case", next("case")?)?;
     let n = num("n", next("n")?)?;
-    let wall = num("wall_ns", next("wall_ns")?)?;
-    let oncpu = num("oncpu_ns", next("oncpu_ns")?)?;
+    let wall_ns = num("wall_ns", next("wall_ns")?)?;
+    let oncpu_ns = num("oncpu_ns", next("oncpu_ns")?)?;
     if f.next().is_some() {
         return Err("more than 8 fields".into());
     }
-    if oncpu > wall {
-        return Err(format!("on-CPU time {oncpu} exceeds wall time {wall}"));
+    if oncpu_ns > wall_ns {
+        return Err(format!(
+            "on-CPU time {oncpu_ns} exceeds wall time {wall_ns}"
+        ));
     }
-    Ok((target, case, n, oncpu))
+    Ok(RawEvent {
+        end_ns,
+        tid,
+        tgid,
+        target,
+        case,
+        n,
+        wall_ns,
+        oncpu_ns,
+    })
 }
 
-/// Read `events.csv` from any reader; `path` names it in errors.
-pub fn read_from(r: impl Read, path: &Path) -> Result<RawPercentiles, RawError> {
+/// Stream every row of `events.csv` from any reader to `f`, checking the header and each
+/// line; `path` names the file in errors.
+pub fn for_each_event(
+    r: impl Read,
+    path: &Path,
+    mut f: impl FnMut(RawEvent<'_>),
+) -> Result<(), RawError> {
     let corrupt = |line: u64, what: String| RawError::Corrupt {
         path: path.to_path_buf(),
         line,
@@ -119,9 +151,6 @@ pub fn read_from(r: impl Read, path: &Path) -> Result<RawPercentiles, RawError> 
             ),
         ));
     }
-    // Target names repeat on every line: intern them so a key is (index, case, n).
-    let mut names: Vec<String> = Vec::new();
-    let mut values: HashMap<(usize, u32, u64), Vec<u64>> = HashMap::new();
     let mut lineno = 1u64;
     loop {
         line.clear();
@@ -135,16 +164,29 @@ pub fn read_from(r: impl Read, path: &Path) -> Result<RawPercentiles, RawError> 
                 "last line is cut short (truncated file?)".into(),
             ));
         };
-        let (target, case, n, oncpu) = parse_line(body).map_err(|w| corrupt(lineno, w))?;
-        let ti = match names.iter().position(|x| x == target) {
+        f(parse_line(body).map_err(|w| corrupt(lineno, w))?);
+    }
+    Ok(())
+}
+
+/// Read `events.csv` from any reader; `path` names it in errors.
+pub fn read_from(r: impl Read, path: &Path) -> Result<RawPercentiles, RawError> {
+    // Target names repeat on every line: intern them so a key is (index, case, n).
+    let mut names: Vec<String> = Vec::new();
+    let mut values: HashMap<(usize, u32, u64), Vec<u64>> = HashMap::new();
+    for_each_event(r, path, |ev| {
+        let ti = match names.iter().position(|x| x == ev.target) {
             Some(i) => i,
             None => {
-                names.push(target.to_string());
+                names.push(ev.target.to_string());
                 names.len() - 1
             }
         };
-        values.entry((ti, case, n)).or_default().push(oncpu);
-    }
+        values
+            .entry((ti, ev.case, ev.n))
+            .or_default()
+            .push(ev.oncpu_ns);
+    })?;
     let by_key = values
         .into_iter()
         .map(|((ti, case, n), mut v)| {

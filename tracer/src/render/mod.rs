@@ -16,9 +16,12 @@
 //! | `plots/<target>.svg` | log-log time per call vs N, one line per case, fitted model dotted |
 //! | `flamegraphs/[<run>/]<kind>/<target>/<case>/n<N>.svg` | stacks of one N (`<run>/` in sweeps) |
 //! | `flamegraphs/[<run>/]<kind>/<target>/<case>/diff-n<A>-n<B>.svg` | differential, smallest → largest N |
+//! | `trace.pftrace` (`traces/<run>.pftrace` in sweeps) | Perfetto trace of the raw per-call spans, when the run kept them ([`export`]) |
+//! | `profiles/[<run>/]<kind>-<target>.pb.gz` | pprof profiles of the folded stacks ([`export`]) |
 
 pub mod digest;
 pub mod discover;
+pub mod export;
 pub mod flame;
 pub mod fmt;
 pub mod histogram;
@@ -34,7 +37,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::analysis::table::Metric;
-use crate::analysis::{Analysis, AnalysisOptions, LoadError, analyze, compare, load};
+use crate::analysis::{Analysis, AnalysisOptions, Dataset, LoadError, analyze, compare, load};
 use crate::rundata::StackKind;
 
 pub use out::OutDir;
@@ -59,6 +62,9 @@ pub enum ReportError {
     Malformed { path: PathBuf, what: String },
     #[error("interrupted by {0} while writing the report; the previous report is unchanged")]
     Interrupted(String),
+    /// The input has nothing to export in the asked format.
+    #[error("{path}: cannot export: {what}")]
+    Unexportable { path: PathBuf, what: String },
 }
 
 #[derive(Clone, Debug)]
@@ -73,6 +79,11 @@ pub struct ReportOptions {
     pub differential: bool,
     /// Flamegraph width in pixels; inferno's 1200 by default.
     pub flame_width: Option<usize>,
+    /// Write the Perfetto trace and pprof profiles ([`export`]).
+    pub exports: bool,
+    /// Largest `events.csv` turned into a trace by the report
+    /// ([`export::REPORT_TRACE_MAX_EVENTS_BYTES`] by default); larger ones get a warning.
+    pub trace_max_events_bytes: u64,
 }
 
 impl Default for ReportOptions {
@@ -83,6 +94,8 @@ impl Default for ReportOptions {
             flamegraphs: true,
             differential: true,
             flame_width: None,
+            exports: true,
+            trace_max_events_bytes: export::REPORT_TRACE_MAX_EVENTS_BYTES,
         }
     }
 }
@@ -123,6 +136,7 @@ const METHOD: &[&str] = &[
     "Slope: least-squares exponent of log(t − t at the smallest N) against log N over the sizes where growth is visible, with R² (its 95% interval is in summary.json); when only two sizes are above the smallest-N time the line shows those two points and their ratio instead of R².",
     "Root cause: each frame under the target gets a time per call at each N, its share of the target's sampled time times the target's measured time per call, and the part of the target's added time per call (smallest to largest usable N) it carries; ± is one standard error of sampling noise (binomial error of the share, times the time per call). The culprit is the frame that carries the largest part, at least half and more than 2 standard errors; the search descends into a child that carries at least 60% of its parent's added time. \"(self)\" is time in the frame itself. When no frame carries most of it the line lists the frames that split it; when the target's time per call grows by less than 20% there is nothing to attribute. The frame's share at the smallest and largest N is supporting detail (without a time per call the frame whose share grows most, by 10 points and 2 standard errors, is named). Only sizes with 5 samples or more take part, and the line says which; \"<x\" is a frame's time where it had no sample (at most one sample's share); its slope is the log-log exponent of its time per call over the sizes where it was seen.",
     "Flamegraphs: widths in ns; differentials compare the smallest and largest N after normalising totals, red = larger share at the largest N.",
+    "Exports: trace.pftrace (runs recorded with --raw-events) opens in ui.perfetto.dev (\"Open trace file\"): a slice per traced call on its thread, the workload's phases and N per process. profiles/*.pb.gz are pprof profiles (go tool pprof -http=: FILE; also Perfetto, Parca, Pyroscope, Grafana), samples labelled target, case and n.",
 ];
 
 const COMPARE_METHOD: &str = "Comparison: Amean/Hmean per side and (B − A)/A. * = significant at 95% (Welch's t-test: over the workload's repeats for op time and ops/s; over the per-call histogram spread for ns/call, which must also differ by at least 5%), ? = too few repeats to tell.";
@@ -145,14 +159,14 @@ pub fn report(
     let ds = load(data_dir)?;
     let a = analyze(&ds, &opts.analysis())?;
     let mut out = OutDir::create(out_dir)?;
-    render_analysis(&a, &mut out, opts)?;
+    let warnings = render_analysis(&ds, &a, &mut out, opts)?;
     let files = out.written().iter().map(|f| out_dir.join(f)).collect();
     out.commit()?;
     Ok(ReportSummary {
         out_dir: out_dir.to_path_buf(),
         verdicts: a.verdicts.iter().map(|v| v.line.clone()).collect(),
         root_causes: a.root_causes.iter().map(|r| r.cause.line.clone()).collect(),
-        warnings: a.warnings.clone(),
+        warnings,
         files,
         terminal: tables::terminal(&a),
     })
@@ -235,11 +249,13 @@ struct SummaryJson<'a> {
     warnings: &'a [String],
 }
 
+/// Render one analysed data set; returns its warnings (the analysis's, then the exports').
 fn render_analysis(
+    ds: &Dataset,
     a: &Analysis,
     out: &mut OutDir,
     opts: &ReportOptions,
-) -> Result<(), ReportError> {
+) -> Result<Vec<String>, ReportError> {
     let mut links: BTreeMap<String, TargetLinks> = BTreeMap::new();
     let target_list = targets(a);
     for (target, idx) in &target_list {
@@ -302,6 +318,13 @@ fn render_analysis(
     if opts.flamegraphs {
         render_flamegraphs(a, out, opts, &mut links)?;
     }
+    let exported = if opts.exports {
+        export::write_report_exports(ds, a, out, opts.trace_max_events_bytes)?
+    } else {
+        export::ReportExports::default()
+    };
+    let mut warnings = a.warnings.clone();
+    warnings.extend(exported.notes.iter().cloned());
 
     let summary = SummaryJson {
         label: &a.label,
@@ -310,7 +333,7 @@ fn render_analysis(
         verdicts: &a.verdicts,
         root_causes: &a.root_causes,
         discoveries: &a.discoveries,
-        warnings: &a.warnings,
+        warnings: &warnings,
     };
     let mut json = serde_json::to_string_pretty(&summary).expect("summary serializes");
     json.push('\n');
@@ -341,7 +364,7 @@ fn render_analysis(
                 (kind.title().to_string(), items)
             }))
             .collect(),
-        warnings: a.warnings.clone(),
+        warnings: warnings.clone(),
         runs: a
             .runs
             .iter()
@@ -384,13 +407,17 @@ fn render_analysis(
                 groups: l.flames,
             })
             .collect(),
-        other: vec![
-            ("summary.json".into(), "summary.json".into()),
-            ("report.txt".into(), "report.txt".into()),
-        ],
+        other: [
+            ("summary.json".to_string(), "summary.json".to_string()),
+            ("report.txt".to_string(), "report.txt".to_string()),
+        ]
+        .into_iter()
+        .chain(exported.files.into_iter().map(|e| (e.what, e.path)))
+        .collect(),
         method: METHOD.iter().map(|m| m.to_string()).collect(),
     };
-    index::write(out, &page)
+    index::write(out, &page)?;
+    Ok(warnings)
 }
 
 /// Discoveries as findings, first on the page: the answer, its root cause and coverage.
@@ -533,12 +560,14 @@ pub fn compare_report(
     out_dir: &Path,
     opts: &ReportOptions,
 ) -> Result<ReportSummary, ReportError> {
-    let aa = analyze(&load(a_dir)?, &opts.analysis())?;
-    let ab = analyze(&load(b_dir)?, &opts.analysis())?;
+    let (da, db) = (load(a_dir)?, load(b_dir)?);
+    let aa = analyze(&da, &opts.analysis())?;
+    let ab = analyze(&db, &opts.analysis())?;
     let mut out = OutDir::create(out_dir)?;
-    for (sub, an) in [("a", &aa), ("b", &ab)] {
+    let mut side_warnings = Vec::new();
+    for (sub, ds, an) in [("a", &da, &aa), ("b", &db, &ab)] {
         let mut side = out.nested(sub)?;
-        render_analysis(an, &mut side, opts)?;
+        side_warnings.push(render_analysis(ds, an, &mut side, opts)?);
         out.adopt(sub, side.written());
     }
     let c = compare::compare(&aa, &ab);
@@ -616,11 +645,15 @@ pub fn compare_report(
                 .map(|r| format!("{}: {}", c.label_b, r.cause.line)),
         )
         .collect();
-    let warnings: Vec<String> = aa
-        .warnings
+    // Each side's warnings: its analysis's, then its exports'.
+    let warnings: Vec<String> = side_warnings[0]
         .iter()
         .map(|w| format!("{}: {w}", c.label_a))
-        .chain(ab.warnings.iter().map(|w| format!("{}: {w}", c.label_b)))
+        .chain(
+            side_warnings[1]
+                .iter()
+                .map(|w| format!("{}: {w}", c.label_b)),
+        )
         .collect();
     // One item per class change, with each side's verdict and root cause under it.
     let side_lines = |an: &Analysis, label: &str, target: &str, case: &str| -> Vec<String> {

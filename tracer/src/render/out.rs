@@ -150,30 +150,24 @@ impl OutDir {
                 what,
             })?;
         }
-        let dir = path.parent().unwrap_or(&self.root).to_path_buf();
-        std::fs::create_dir_all(&dir).map_err(|source| ReportError::Write {
-            path: dir.clone(),
-            source,
-        })?;
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-        let result = (|| {
-            let mut f = std::fs::File::create(&tmp)?;
-            f.write_all(bytes)?;
-            f.sync_all()?;
-            std::fs::rename(&tmp, &path)
-        })();
-        if let Err(source) = result {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(ReportError::Write { path, source });
+        self.write_with(rel, |w| w.write_all(bytes))
+    }
+
+    /// Write `rel` atomically from a writer, for files too large to hold in memory (traces);
+    /// returns what `fill` returned.
+    pub fn write_with<T>(
+        &mut self,
+        rel: &str,
+        fill: impl FnOnce(&mut dyn Write) -> std::io::Result<T>,
+    ) -> Result<T, ReportError> {
+        if let Some(sig) = interrupted() {
+            return Err(ReportError::Interrupted(sig));
         }
+        let v = write_file_atomic(&self.root.join(rel), fill)?;
         if self.seen.insert(rel.to_string()) {
             self.written.push(rel.to_string());
         }
-        Ok(())
+        Ok(v)
     }
 
     /// Absorb the files another renderer wrote under `sub/`.
@@ -201,6 +195,57 @@ impl Drop for OutDir {
             let _ = std::fs::remove_dir_all(&self.root);
         }
     }
+}
+
+/// Write `path` under a temporary name in its directory (created if missing), synced, then
+/// renamed into place: the file is either the old one or the complete new one. Nothing is
+/// left behind on failure.
+pub fn write_file_atomic<T>(
+    path: &Path,
+    fill: impl FnOnce(&mut dyn Write) -> std::io::Result<T>,
+) -> Result<T, ReportError> {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&dir).map_err(|source| ReportError::Write {
+        path: dir.clone(),
+        source,
+    })?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        let v = fill(&mut f)?;
+        f.sync_all()?;
+        Ok(v)
+    })();
+    let v = match result {
+        Ok(v) => v,
+        Err(source) => {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(ReportError::Write {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    // A long write (a trace) may have been interrupted: keep the old file then.
+    if let Some(sig) = interrupted() {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(ReportError::Interrupted(sig));
+    }
+    std::fs::rename(&tmp, path).map_err(|source| {
+        let _ = std::fs::remove_file(&tmp);
+        ReportError::Write {
+            path: path.to_path_buf(),
+            source,
+        }
+    })?;
+    Ok(v)
 }
 
 /// A file-name component made of safe characters only.
