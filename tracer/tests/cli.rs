@@ -359,6 +359,7 @@ fn man_pages_are_generated_for_every_command_with_both_spellings() {
         [
             "tracer-compare.1",
             "tracer-completions.1",
+            "tracer-export.1",
             "tracer-probes.1",
             "tracer-record.1",
             "tracer-report.1",

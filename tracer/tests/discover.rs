@@ -348,6 +348,25 @@ fn external_sweep_times_a_named_target_per_n() {
         8,
         "4 N x 2 repeats"
     );
+    // 3000 polls plus N teardown reaps per run: the report says the mean mixes them and
+    // splits them by the per-call histogram.
+    let p = s["populations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["target"] == "do_wait")
+        .unwrap_or_else(|| panic!("the mix of polls and reaps is found: {s}"));
+    let fixed = p["fixed_per_op"].as_f64().unwrap();
+    let per_n = p["per_n"].as_f64().unwrap();
+    assert!((fixed - 3000.0).abs() < 150.0, "3000 polls per run: {p}");
+    assert!((per_n - 1.0).abs() < 0.1, "one reap per child: {p}");
+    assert_eq!(p["separated"], true, "{p}");
+    assert_eq!(p["fixed_slower"], true, "the polls walk the children: {p}");
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("Mixed call populations"),
+        "{}",
+        text(&o)
+    );
     for p in run["phases"].as_array().unwrap() {
         assert_eq!(p["phases"], 2, "each N is one phase run twice: {p}");
     }

@@ -10,6 +10,7 @@ use crate::rundata::{RunStatus, StackFile, StackKind, TargetReport};
 use super::discover::{Discovery, ProfiledRun, discover};
 use super::fit::{Complexity, FlatReason, Scaling, fit_scaling};
 use super::load::{Dataset, LoadError, read_stack_file};
+use super::populations::{PopulationSplit, split as split_populations};
 use super::rootcause::{RootCause, StacksAtN, root_cause};
 use super::stacks::{Anchors, Folded};
 use super::table::{CaseTable, Metric, TableOptions, WorkloadReport, tables};
@@ -90,6 +91,8 @@ pub struct Analysis {
     pub root_causes: Vec<CaseRootCause>,
     /// Whole-process discoveries (`--discover` runs), one per run and case.
     pub discoveries: Vec<Discovery>,
+    /// Tables whose calls are a mix of a fixed and an N-proportional population.
+    pub populations: Vec<PopulationSplit>,
     #[serde(skip)]
     pub stacks: Vec<StackData>,
     /// Things a reader should know (partial runs, lost events, unreadable workload results).
@@ -111,6 +114,7 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Result<Analysis, LoadErr
         verdicts: Vec::new(),
         root_causes: Vec::new(),
         discoveries: Vec::new(),
+        populations: Vec::new(),
         stacks: Vec::new(),
         warnings: ds.notes.clone(),
     };
@@ -257,6 +261,7 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Result<Analysis, LoadErr
                     cause,
                 });
             }
+            a.populations.extend(split_populations(&t));
             a.verdicts.push(verdict);
             a.tables.push(t);
         }

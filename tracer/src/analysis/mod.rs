@@ -7,6 +7,7 @@ pub mod discover;
 pub mod fit;
 pub mod hist;
 pub mod load;
+pub mod populations;
 pub mod raw;
 pub mod rootcause;
 pub mod stacks;

@@ -55,7 +55,7 @@ impl PercentileSource {
 
 /// One N of a [`CaseTable`]. Timing fields are None when not measured (count-only plans,
 /// no timed calls): "unavailable", never zero.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Row {
     pub n: u64,
     pub calls: u64,

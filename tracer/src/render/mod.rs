@@ -246,6 +246,7 @@ struct SummaryJson<'a> {
     verdicts: &'a [crate::analysis::Verdict],
     root_causes: &'a [crate::analysis::CaseRootCause],
     discoveries: &'a [crate::analysis::discover::Discovery],
+    populations: &'a [crate::analysis::populations::PopulationSplit],
     warnings: &'a [String],
 }
 
@@ -333,6 +334,7 @@ fn render_analysis(
         verdicts: &a.verdicts,
         root_causes: &a.root_causes,
         discoveries: &a.discoveries,
+        populations: &a.populations,
         warnings: &warnings,
     };
     let mut json = serde_json::to_string_pretty(&summary).expect("summary serializes");
@@ -362,6 +364,18 @@ fn render_analysis(
                     })
                     .collect();
                 (kind.title().to_string(), items)
+            }))
+            .chain((!a.populations.is_empty()).then(|| {
+                (
+                    "Mixed call populations (the mean per call mixes them)".to_string(),
+                    a.populations
+                        .iter()
+                        .map(|p| index::Item {
+                            line: tables::population_line(p),
+                            details: Vec::new(),
+                        })
+                        .collect(),
+                )
             }))
             .collect(),
         warnings: warnings.clone(),

@@ -274,6 +274,12 @@ pub fn terminal(a: &Analysis) -> String {
             }
         }
     }
+    if !a.populations.is_empty() {
+        out.push_str("Mixed call populations (the mean per call mixes them):\n");
+        for p in &a.populations {
+            out.push_str(&format!("  {}\n", population_line(p)));
+        }
+    }
     let growing: Vec<usize> = groups
         .iter()
         .filter(|(k, _)| *k == Kind::Grows)
@@ -390,6 +396,50 @@ fn histograms(a: &Analysis, growing: &[usize]) -> String {
         out.push_str(&super::histogram::log2(label, &columns, 20));
     }
     out
+}
+
+/// One line about a table whose calls are two populations.
+pub fn population_line(p: &crate::analysis::populations::PopulationSplit) -> String {
+    let mut line = format!(
+        "{} [{}]: calls per op {} → {} ≈ {} + {}·N: a fixed population and one that grows with N",
+        p.target,
+        p.case_name,
+        sig3(p.calls_per_op.0),
+        sig3(p.calls_per_op.1),
+        sig3(p.fixed_per_op),
+        sig3(p.per_n),
+    );
+    if !p.separated {
+        line.push_str(
+            "; their times overlap, so the histogram cannot split them: mark the timed loop \
+             (phase markers) or use --discover with --ops",
+        );
+        return line;
+    }
+    line.push_str(&format!(
+        "; split by the per-call histogram ({} the slower):",
+        if p.fixed_slower {
+            "the fixed ones"
+        } else {
+            "the N ones"
+        }
+    ));
+    for pop in &p.populations {
+        let (first, last) = (&pop.points[0], &pop.points[pop.points.len() - 1]);
+        line.push_str(&format!(
+            " {}: {} {} → {} per call;",
+            if pop.kind == "fixed" {
+                format!("the {} per op", sig3(p.fixed_per_op))
+            } else {
+                format!("the ≈{}·N per op", sig3(p.per_n))
+            },
+            pop.scaling.as_ref().map_or("unfitted", |s| s.class.label()),
+            ns(first.t),
+            ns(last.t)
+        ));
+    }
+    line.pop();
+    line
 }
 
 /// `report.txt`: the terminal rendering after the warnings.
