@@ -388,6 +388,10 @@ struct SweepArgs {
     /// Name of your command's run directory in the sweep (default: its file name).
     #[arg(long, value_name = "NAME")]
     name: Option<String>,
+    /// With --discover and your command: time the top K ranked functions exactly in a
+    /// second pass (run <NAME>-confirm), where the kernel allows function probes; 0 = off.
+    #[arg(long, default_value_t = 3, value_name = "K")]
+    confirm: usize,
     /// With no workload named: the command to run once per N ({n} replaced by N).
     /// With workloads: extra arguments passed to every workload, e.g. -- --iterations 50.
     #[arg(last = true, value_name = "COMMAND | WORKLOAD ARGS")]
@@ -624,6 +628,7 @@ fn run_sweep(a: SweepArgs, verbose: bool) -> Result<i32, TracerError> {
         repeat: a.repeat,
         ops: a.ops,
         name: a.name,
+        confirm: a.confirm,
     };
     let outcome = tracer::sweep::sweep(opts)?;
     if let Some(p) = &outcome.sweep.partial_reason {

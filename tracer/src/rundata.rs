@@ -261,6 +261,9 @@ pub struct StackFile {
     pub count: u64,
 }
 
+/// Suffix of the run directory where a discover sweep's top functions were timed exactly.
+pub const CONFIRM_SUFFIX: &str = "-confirm";
+
 /// The target name of whole-process stacks (`StackKind::Profile*`): no kernel function.
 pub const PROFILE_TARGET: &str = "process";
 

@@ -56,6 +56,9 @@ pub struct SweepOptions {
     pub ops: Option<crate::cli::OpsExpr>,
     /// Name of the external command's run directory (default: the command's file name).
     pub name: Option<String>,
+    /// With discover on an external command: time this many of the top-ranked functions
+    /// exactly in a second pass, where the kernel allows function probes (0 = no second pass).
+    pub confirm: usize,
 }
 
 /// One run directory of a sweep: a workload over its N list, or the user's command.
@@ -319,6 +322,15 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
         }
         let interrupted = session.interrupted;
         session.finish();
+        let mut runs = runs;
+        if interrupted.is_none()
+            && opts.engine.discover
+            && opts.confirm > 0
+            && let Some(job) = jobs.iter().find(|j| j.spec.external.is_some())
+            && let Some(run) = confirm_pass(&opts, job, &tmp_root).await?
+        {
+            runs.push(run);
+        }
         Ok::<_, TracerError>((runs, interrupted))
     })?;
 
@@ -359,6 +371,74 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
         sweep,
         exit_code,
     })
+}
+
+/// The second pass of a discover sweep: the top-ranked functions timed exactly, as targets,
+/// over the same N. Skipped, with the reason printed, when nothing grew or the kernel allows
+/// no function probe on any of them (then the finding rests on samples, as the report says).
+async fn confirm_pass(
+    opts: &SweepOptions,
+    job: &Job,
+    tmp_root: &Path,
+) -> Result<Option<SweepRun>, TracerError> {
+    // The run was just written by us: failing to read it back is an internal error.
+    let internal = |e: crate::analysis::LoadError| {
+        TracerError::Other(format!("reading the discover run back: {e}"))
+    };
+    let ds = crate::analysis::load(&tmp_root.join(&job.name)).map_err(internal)?;
+    let a = crate::analysis::analyze(&ds, &crate::analysis::AnalysisOptions::default())
+        .map_err(internal)?;
+    let candidates: Vec<String> = a
+        .discoveries
+        .iter()
+        .flat_map(|d| d.ranked.iter().take(opts.confirm))
+        .map(|g| g.function.clone())
+        .filter(|f| crate::plan::valid_function_name(f))
+        .collect();
+    if candidates.is_empty() {
+        return Ok(None);
+    }
+    let targets: Vec<(u32, &'static crate::plan::Target)> = candidates
+        .iter()
+        .take(tracer_ebpf::MAX_TARGETS)
+        .enumerate()
+        .map(|(i, f)| (i as u32, crate::plan::arbitrary_target(f)))
+        .collect();
+    let engine = EngineOptions {
+        discover: false,
+        ..opts.engine.clone()
+    };
+    let mut session = match Session::attach(engine, &targets, &opts.resolve, opts.progress).await {
+        Ok(s) => s,
+        Err(TracerError::Unsupported(why)) => {
+            eprintln!(
+                "tracer: no exact confirmation of {}: this kernel allows no function probe on \
+                 them; the finding rests on samples\n  ({})",
+                candidates.join(", "),
+                why.lines().nth(2).unwrap_or("").trim()
+            );
+            return Ok(None);
+        }
+        Err(e) => return Err(e),
+    };
+    let name = format!("{}{}", job.name, crate::rundata::CONFIRM_SUFFIX);
+    session.println(&format!(
+        "confirming {} with exact timing ({name})",
+        candidates.join(", ")
+    ));
+    let writer = DirWriter::prepare(&tmp_root.join(&name), false)?;
+    let mut spec = job.spec.clone();
+    spec.label = name.clone();
+    let outcome = session.run(&spec, writer, false).await?;
+    session.finish();
+    Ok(Some(SweepRun {
+        workload: name.clone(),
+        dir: name,
+        n: job.values.clone(),
+        command: job.spec.command.clone(),
+        command_exit: outcome.run.command_exit,
+        status: outcome.run.status,
+    }))
 }
 
 /// The run of an external sweep: the user's command once per N (and repeat).
@@ -459,6 +539,7 @@ mod tests {
             repeat: 1,
             ops: None,
             name: None,
+            confirm: 0,
         };
         let e = sweep(base.clone()).err().unwrap();
         assert!(matches!(e, TracerError::Usage(_)), "{e}");

@@ -131,6 +131,14 @@ fn discover_names_the_children_walk_of_waitpid_wnohang() {
     );
     assert_eq!(d["cause"]["function"], "wait_consider_task", "{}", text(&o));
     assert_eq!(d["per"], "op", "--ops gives per-op times");
+    // This kernel allows no function probe: the confirmation pass says so and is skipped,
+    // and the answer says the finding rests on samples.
+    assert!(
+        text(&o).contains("no exact confirmation of wait_consider_task"),
+        "{}",
+        text(&o)
+    );
+    assert!(!_dir.path().join("sweep/wait_children-confirm").exists());
     // The terminal leads with the answer.
     let stdout = String::from_utf8_lossy(&o.stdout);
     let first = stdout

@@ -274,6 +274,19 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Result<Analysis, LoadErr
         });
     }
     a.discoveries = discover(&a.stacks, &profile_runs);
+    // A discover sweep's second pass timed its top functions exactly: put those verdicts
+    // beside the sampled ranking.
+    for d in &mut a.discoveries {
+        let confirm_run = format!("{}{}", d.run, crate::rundata::CONFIRM_SUFFIX);
+        for v in &a.verdicts {
+            if v.run == confirm_run
+                && v.case_name == d.case_name
+                && d.ranked.iter().any(|g| g.function == v.target)
+            {
+                d.exact.push((v.target.clone(), v.class(), v.line.clone()));
+            }
+        }
+    }
     Ok(a)
 }
 

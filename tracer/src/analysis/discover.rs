@@ -129,6 +129,8 @@ pub struct Discovery {
     pub coverage: Vec<Coverage>,
     /// N values left out because the command failed there.
     pub failed_n: Vec<u64>,
+    /// The confirmation pass's exact verdicts of ranked functions (function, class, line).
+    pub exact: Vec<(String, Option<Complexity>, String)>,
 }
 
 impl Discovery {
@@ -365,6 +367,7 @@ fn discover_case(
         cause,
         coverage,
         failed_n: failed.iter().copied().collect(),
+        exact: Vec::new(),
     }
 }
 

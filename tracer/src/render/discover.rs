@@ -46,11 +46,23 @@ fn chain(callers: &[String], keep: usize) -> String {
 /// The one-line answer: which function's time grows, or that none does.
 pub fn answer(d: &Discovery) -> String {
     let head = format!("{} [{}]", d.run, d.case_name);
-    let basis = format!(
-        "{} samples at {} sizes, sampled without function probes",
-        d.total_samples(),
-        d.ns.len()
-    );
+    let basis = match d
+        .ranked
+        .first()
+        .and_then(|top| d.exact.iter().find(|(f, _, _)| *f == top.function))
+    {
+        Some((_, class, _)) => format!(
+            "{} samples at {} sizes; timed exactly in the confirmation pass: {}",
+            d.total_samples(),
+            d.ns.len(),
+            class.map_or("no fit", |c| c.label())
+        ),
+        None => format!(
+            "{} samples at {} sizes, sampled without function probes",
+            d.total_samples(),
+            d.ns.len()
+        ),
+    };
     let Some(top) = d.ranked.first() else {
         return format!(
             "{head}: nothing in the kernel grows with N ({}; kernel time {} → {} per {}; {basis})",
@@ -174,6 +186,9 @@ pub fn text(d: &Discovery, top: usize, align: impl Fn(&[Vec<String>]) -> String)
     }
     if let Some(c) = coverage_line(d) {
         out.push_str(&format!("    {c}\n"));
+    }
+    for (_, _, line) in &d.exact {
+        out.push_str(&format!("    exact: {line}\n"));
     }
     if !d.failed_n.is_empty() {
         out.push_str(&format!(
@@ -303,6 +318,29 @@ mod tests {
         });
         assert!(t.contains("root cause: wait_consider_task (self)"), "{t}");
         assert!(t.contains("1 wait_consider_task O(n)"), "{t}");
+    }
+
+    #[test]
+    fn an_exact_confirmation_is_shown_beside_the_samples() {
+        let mut d = discovery(true);
+        assert!(answer(&d).contains("sampled without function probes"));
+        d.exact.push((
+            "wait_consider_task".into(),
+            Some(crate::analysis::fit::Complexity::Linear),
+            "wait_consider_task [command]: O(n) ... via fentry".into(),
+        ));
+        let a = answer(&d);
+        assert!(
+            a.contains("timed exactly in the confirmation pass: O(n)"),
+            "{a}"
+        );
+        let t = text(&d, TERMINAL_TOP, |rows| {
+            rows.iter().map(|r| r.join(" ") + "\n").collect()
+        });
+        assert!(
+            t.contains("exact: wait_consider_task [command]: O(n)"),
+            "{t}"
+        );
     }
 
     #[test]
