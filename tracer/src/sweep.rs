@@ -322,7 +322,6 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
         }
         let interrupted = session.interrupted;
         session.finish();
-        let mut runs = runs;
         if interrupted.is_none()
             && opts.engine.discover
             && opts.confirm > 0
