@@ -256,7 +256,7 @@ fn discover_coverage_matches_system_time_on_short_syscalls() {
         "--",
         b.to_str().unwrap(),
         "{n}",
-        "300000",
+        "1000000",
     ]);
     assert!(o.status.success(), "{}", text(&o));
     let d = discovery(&s);
@@ -265,7 +265,7 @@ fn discover_coverage_matches_system_time_on_short_syscalls() {
     for c in cov {
         let sys = c["sys_s"].as_f64().unwrap();
         let ratio = c["ratio"].as_f64().unwrap();
-        assert!(sys > 0.05, "the loop spends its time in the kernel: {c}");
+        assert!(sys > 0.02, "the loop spends its time in the kernel: {c}");
         assert!(
             (0.8..=1.2).contains(&ratio),
             "sampled kernel time within 20% of the system time: {c}"
