@@ -291,12 +291,21 @@ fn our_loaded_programs_are_bpf_frames_bounded_by_their_jit_length() {
         assert!(symbolize::is_bpf_frame(&frame));
         let len = u64::from(jited[&u64::from_str_radix(tag, 16).unwrap()]);
         assert!(len > 0, "{name} is JIT-compiled");
-        assert_eq!(k.frame_name(l.addr + len - 1, false), frame);
-        assert_ne!(
-            k.frame_name(l.addr + len, false),
+        // A program ends at its JIT length, or where the next symbol starts if that is
+        // sooner (the kernel's JIT length may include padding the next image reuses).
+        let next = kallsyms::lines(&text)
+            .map(|x| x.addr)
+            .filter(|&a| a > l.addr)
+            .min()
+            .unwrap_or(u64::MAX);
+        let end = (l.addr + len).min(next);
+        assert_eq!(
+            k.frame_name(end - 1, false),
             frame,
-            "{name} ends at its JIT length"
+            "{name}: JIT length {len}, next symbol at +{}",
+            next - l.addr
         );
+        assert_ne!(k.frame_name(end, false), frame, "{name} ends at {end:#x}");
         checked += 1;
     }
     // Programs are loaded when first attached; the engine loads a few up front.
