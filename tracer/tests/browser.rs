@@ -6,7 +6,8 @@
 //! picture. A control page with a deliberate script error and a missing image proves the
 //! checks can fail.
 //!
-//! `TRACER_UPDATE_SCREENSHOT=1` rewrites `tracer/docs/report-5.10.png`, the README's picture.
+//! `TRACER_UPDATE_SCREENSHOT=1` rewrites `tracer/docs/report-5.10.png`, the README's picture:
+//! the report of a real recording (`vm-5.10-waitpid-6000`, Debian's 5.10 kernel under qemu).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -329,6 +330,30 @@ fn report_of_the_5_10_sweep_in_a_browser() {
     // No monospace walls: verdict lines are text, not code.
     assert!(!l.dom.contains("<code>do_wait [waitpid-pid]"));
 
+    screenshot(&page, tmp.path(), &tmp.path().join("report.png"));
+}
+
+#[test]
+fn report_of_a_real_5_10_recording_in_a_browser() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("report");
+    // Relative to the package (cargo's working directory for tests), so the page's "Data:"
+    // line in the README's screenshot names the fixture, not this machine's checkout.
+    let data = Path::new("tests/fixtures/vm-5.10-waitpid-6000");
+    assert!(
+        data.is_dir(),
+        "run from the tracer package directory (cargo test does)"
+    );
+    render::report(data, &out, &ReportOptions::default()).unwrap();
+    let page = out.join("index.html");
+    let l = load(&page, tmp.path());
+    assert_clean(&page, &l);
+    let summary =
+        &l.dom[l.dom.find("id=\"summary\"").unwrap()..l.dom.find("id=\"plots\"").unwrap()];
+    assert!(
+        summary.contains("wait_consider_task (self)") && summary.contains("O(n)"),
+        "{summary}"
+    );
     let png = tmp.path().join("report.png");
     screenshot(&page, tmp.path(), &png);
     if std::env::var_os("TRACER_UPDATE_SCREENSHOT").is_some() {

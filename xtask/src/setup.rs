@@ -410,6 +410,7 @@ mod tests {
             "debian-archive-keyring",
             "llvm-22-dev",
             "cpio",
+            "chromium-headless-shell",
         ] {
             assert!(names.contains(&needed), "{needed}");
         }

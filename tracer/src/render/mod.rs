@@ -9,7 +9,8 @@
 //!
 //! | file | content |
 //! | --- | --- |
-//! | `index.html`, `README.md` | findings first (one verdict per target and case, grouped into growing, flat and not fitted, each with its root cause), then links to everything below |
+//! | `index.html` | a summary table first (target, case, class, growth, root cause, links), the scaling plots, the findings in full, then per target its per-N tables as HTML and its flamegraphs embedded (differentials first) |
+//! | `README.md` | findings first (one verdict per target and case, grouped into growing, flat and not fitted, each with its root cause), then links to everything below |
 //! | `report.txt` | warnings, then the compact terminal rendering ([`ReportSummary::terminal`]) |
 //! | `summary.json` | runs, verdicts (with fits), root causes (with rankings), warnings |
 //! | `tables/<target>.{md,csv,json}` | per-N tables of every case of the target (percentiles exact where the run kept raw spans) |
@@ -621,7 +622,9 @@ fn render_flamegraphs(
 
 /// Render a comparison of two runs or sweeps (`a` is the baseline) into `out_dir`: each side's
 /// full report under `a/` and `b/`, the comparison tables (`compare.{md,csv,json,txt}`), one
-/// plot per target with both sides (B dashed), and an index.
+/// plot per target with both sides (B dashed), per target and case the differential
+/// flamegraph from A to B at the largest N both sampled
+/// (`flamegraphs/<kind>/<target>/<case>/diff-a-b-n<N>.svg`), and an index.
 pub fn compare_report(
     a_dir: &Path,
     b_dir: &Path,

@@ -113,7 +113,8 @@ pub fn rows(a: &Analysis, links: impl Fn(usize) -> Vec<(String, String)>) -> Vec
                 .map(|&i| a.tables[i].case_name.as_str())
                 .collect();
             let mut case = cases.join(", ");
-            if a.is_sweep {
+            // A sweep's runs are its workloads: named unless the case already says it.
+            if a.is_sweep && case != t.run {
                 case.push_str(&format!(" · {}", t.run));
             }
             let root_cause = match root_cause_of(a, t) {
