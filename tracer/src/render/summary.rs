@@ -164,6 +164,58 @@ mod tests {
         assert_eq!(frame(&fg(&["a", SELF_FRAME], None)), "a (self)");
     }
 
+    fn analysis_of(discoveries: Vec<crate::analysis::discover::Discovery>) -> Analysis {
+        Analysis {
+            root: "data".into(),
+            label: "6.18".into(),
+            is_sweep: true,
+            runs: vec![],
+            tables: vec![],
+            verdicts: vec![],
+            root_causes: vec![],
+            discoveries,
+            populations: vec![],
+            stacks: vec![],
+            warnings: vec![],
+        }
+    }
+
+    #[test]
+    fn a_discovery_is_a_row_naming_its_function() {
+        let d = crate::render::discover::tests::discovery(true);
+        let got = rows(&analysis_of(vec![d]), |_| unreachable!("no tables"));
+        assert_eq!(got.len(), 1);
+        let r = &got[0];
+        assert_eq!(r.target, crate::rundata::PROFILE_TARGET);
+        assert_eq!(r.case, "command · bench");
+        assert!(r.grows);
+        assert!(r.growth[0].contains("over N=10..3000"), "{:?}", r.growth);
+        assert!(
+            r.root_cause[0].starts_with("wait_consider_task (self): "),
+            "{:?}",
+            r.root_cause
+        );
+        let flat = crate::render::discover::tests::discovery(false);
+        let got = rows(&analysis_of(vec![flat]), |_| unreachable!("no tables"));
+        assert!(!got[0].grows);
+        assert_eq!(got[0].root_cause, ["no kernel function grows"]);
+    }
+
+    #[test]
+    fn growth_gives_both_ends_and_their_ratio() {
+        let pts: Vec<crate::analysis::fit::Point> =
+            [(10.0, 1000.0), (100.0, 5000.0), (1000.0, 41000.0)]
+                .iter()
+                .map(|&(n, t)| crate::analysis::fit::Point {
+                    n,
+                    t,
+                    rel_se: Some(0.01),
+                })
+                .collect();
+        let s = crate::analysis::fit::fit_scaling(&pts).unwrap();
+        assert_eq!(growth(&s), "1.00µs → 41.0µs (×41.00) over N=10..1000");
+    }
+
     #[test]
     fn long_reasons_are_cut_after_the_key() {
         assert_eq!(rc_reason("do_wait [x]: no frame grows"), "no frame grows");
