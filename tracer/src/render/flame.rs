@@ -126,7 +126,9 @@ pub fn differential(
 
 /// Differential flamegraph between two kernels at the same N: `before` (kernel `a`) is
 /// rescaled to the total of `after` (kernel `b`), so red frames take a larger share of the
-/// time on `b`; widths are those on `b`. `info.kernel` is ignored: both are named.
+/// time on `b`; widths are those on `b`. `info.kernel` is ignored: both are named. The stacks
+/// should be [`Folded::aligned`] first, or frames that differ only in their callers or clone
+/// suffixes never meet.
 pub fn cross_kernel(
     info: &FlameInfo<'_>,
     n: u64,
@@ -142,7 +144,8 @@ pub fn cross_kernel(
         info.case_name
     );
     let subtitle = format!(
-        "red: larger share on {b}, blue: smaller; widths on {b}; totals normalised ({} → {})",
+        "stacks from {} down, clone suffixes merged · red: larger share on {b}, blue: smaller; widths on {b}; totals normalised ({} → {})",
+        info.target,
         ns(before.total() as f64),
         ns(after.total() as f64)
     );

@@ -849,6 +849,18 @@ fn cross_kernel_flames(
         };
         let after = by_n_b[&n];
         let run_b = &ab.runs[after.run];
+        // Each side cut at the target by its own plan's frames, so the two kernels' stacks
+        // line up below it.
+        let anchors = |an: &Analysis, s: &crate::analysis::StackData| {
+            let plan = an.runs[s.run]
+                .targets
+                .iter()
+                .find(|t| t.name == target)
+                .and_then(|t| t.plan.as_ref());
+            crate::analysis::stacks::Anchors::new(target, plan)
+        };
+        let before_aligned = before.folded.aligned(&anchors(aa, before));
+        let after_aligned = after.folded.aligned(&anchors(ab, after));
         let info = flame::FlameInfo {
             kind: *kind,
             target,
@@ -863,7 +875,7 @@ fn cross_kernel_flames(
             out::safe(target),
             out::safe(case_name)
         );
-        let svg = flame::cross_kernel(&info, n, label_a, &before.folded, label_b, &after.folded)
+        let svg = flame::cross_kernel(&info, n, label_a, &before_aligned, label_b, &after_aligned)
             .map_err(|source| ReportError::Flamegraph {
                 path: out.root().join(&rel),
                 source,
