@@ -115,7 +115,9 @@ struct ExportArgs {
 }
 
 const REPORT_HELP: &str = "\
-Writes index.html and README.md (verdicts and root causes first), report.txt, summary.json,
+Writes index.html (a summary table of every target and case first, then the scaling plots,
+the findings, and per target its tables and embedded flamegraphs), README.md (verdicts and
+root causes first), report.txt, summary.json,
 tables/<target>.{md,csv,json}, plots/<target>.svg and flamegraphs/.../n<N>.svg with a
 differential flamegraph between the smallest and largest N. Exports (skip with --no-exports):
 trace.pftrace, a Perfetto trace of every call (runs recorded with --raw-events, events.csv

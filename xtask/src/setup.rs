@@ -32,6 +32,10 @@ pub const APT_PACKAGES: &[(&str, &str)] = &[
     ("dpkg", "dpkg-deb unpacks the kernel packages"),
     ("apt", "fetching kernels with a private apt state"),
     ("gcc", "crates that build C code"),
+    (
+        "chromium-headless-shell",
+        "the browser test loads index.html over file:// (tracer/tests/browser.rs)",
+    ),
 ];
 
 fn say(what: &str) {
@@ -406,6 +410,7 @@ mod tests {
             "debian-archive-keyring",
             "llvm-22-dev",
             "cpio",
+            "chromium-headless-shell",
         ] {
             assert!(names.contains(&needed), "{needed}");
         }

@@ -100,6 +100,30 @@ impl Folded {
     }
 }
 
+impl Folded {
+    /// The stacks in a form two kernels share, for a differential between them: cut at the
+    /// target's outermost frame (the callers above it differ between kernels: 6.1 has a
+    /// `__do_sys_wait4` frame that 5.10 inlines), and compiler-clone suffixes dropped
+    /// (`finish_task_switch.isra.0` on one kernel is `finish_task_switch` on another). Stacks
+    /// without the target's frame are kept whole.
+    pub fn aligned(&self, anchors: &Anchors) -> Folded {
+        let mut out = Folded::new();
+        for (frames, w) in &self.stacks {
+            let start = frames.iter().position(|f| anchors.matches(f)).unwrap_or(0);
+            out.add(frames[start..].iter().map(|f| clone_base(f)).collect(), *w);
+        }
+        out
+    }
+}
+
+/// `name.isra.0` -> `name`; user-space frames (`[binary+0x10]`, `[libc.so.6]`) unchanged.
+fn clone_base(frame: &str) -> String {
+    if frame.starts_with('[') {
+        return frame.to_string();
+    }
+    frame.split_once('.').map_or(frame, |(b, _)| b).to_string()
+}
+
 /// Stacks cut at the target's frame.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Restricted {
@@ -229,6 +253,28 @@ mod tests {
         let s = a.scaled(0.5);
         assert_eq!(s.to_text(), "q 2\nx;y 3\n");
         assert!(a.scaled(0.01).is_empty());
+    }
+
+    #[test]
+    fn aligned_stacks_of_two_kernels_meet_at_the_target() {
+        let old = f(
+            "entry;do_syscall_64;kernel_wait4;do_wait;wait_consider_task 10\n\
+                     entry;do_syscall_64;kernel_wait4;do_wait;schedule;finish_task_switch 2\n\
+                     [prog+0x10];[libc.so.6] 1\n",
+        );
+        let new = f(
+            "entry;do_syscall_64;__do_sys_wait4;kernel_wait4;do_wait;wait_consider_task 3\n\
+                     entry;do_syscall_64;__do_sys_wait4;kernel_wait4;do_wait.isra.0;schedule;finish_task_switch.isra.0 9\n",
+        );
+        let a = Anchors::new("do_wait", None);
+        assert_eq!(
+            old.aligned(&a).to_text(),
+            "[prog+0x10];[libc.so.6] 1\ndo_wait;schedule;finish_task_switch 2\ndo_wait;wait_consider_task 10\n"
+        );
+        assert_eq!(
+            new.aligned(&a).to_text(),
+            "do_wait;schedule;finish_task_switch 9\ndo_wait;wait_consider_task 3\n"
+        );
     }
 
     #[test]

@@ -249,13 +249,14 @@ pub fn markdown(d: &Discovery) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::analysis::discover::discover;
     use crate::analysis::stacks::Folded;
     use crate::rundata::{PhaseRow, StackFile, StackKind, stack_file_path};
 
-    fn discovery(grow: bool) -> Discovery {
+    /// A discovery of 4 sizes where wait_consider_task grows linearly (or nothing grows).
+    pub(crate) fn discovery(grow: bool) -> Discovery {
         let ns = [10u64, 100, 1000, 3000];
         let stacks = ns
             .iter()

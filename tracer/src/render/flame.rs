@@ -1,5 +1,5 @@
-//! Flamegraph SVGs through inferno: one per stack kind × target × case × N, and the
-//! differential between the smallest and largest N.
+//! Flamegraph SVGs through inferno: one per stack kind × target × case × N, the differential
+//! between the smallest and largest N, and the differential between two kernels at one N.
 
 use std::io::BufReader;
 use std::str::FromStr;
@@ -110,14 +110,6 @@ pub fn differential(
     n1: u64,
     after: &Folded,
 ) -> std::io::Result<Vec<u8>> {
-    let before = normalize_to(before, after);
-    let mut folded = Vec::new();
-    inferno::differential::from_readers(
-        inferno::differential::Options::default(),
-        BufReader::new(before.to_text().as_bytes()),
-        BufReader::new(after.to_text().as_bytes()),
-        &mut folded,
-    )?;
     let title = format!(
         "{} {} · {} · N={n0} → N={n1} (differential)",
         kind_title(info.kind),
@@ -129,6 +121,52 @@ pub fn differential(
         info.kernel,
         plan_text(info.plan)
     );
+    diff_svg(info, before, after, title, subtitle)
+}
+
+/// Differential flamegraph between two kernels at the same N: `before` (kernel `a`) is
+/// rescaled to the total of `after` (kernel `b`), so red frames take a larger share of the
+/// time on `b`; widths are those on `b`. `info.kernel` is ignored: both are named. The stacks
+/// should be [`Folded::aligned`] first, or frames that differ only in their callers or clone
+/// suffixes never meet.
+pub fn cross_kernel(
+    info: &FlameInfo<'_>,
+    n: u64,
+    a: &str,
+    before: &Folded,
+    b: &str,
+    after: &Folded,
+) -> std::io::Result<Vec<u8>> {
+    let title = format!(
+        "{} {} · {} · N={n} · {a} → {b} (differential)",
+        kind_title(info.kind),
+        info.target,
+        info.case_name
+    );
+    let subtitle = format!(
+        "stacks from {} down, clone suffixes merged · red: larger share on {b}, blue: smaller; widths on {b}; totals normalised ({} → {})",
+        info.target,
+        ns(before.total() as f64),
+        ns(after.total() as f64)
+    );
+    diff_svg(info, before, after, title, subtitle)
+}
+
+fn diff_svg(
+    info: &FlameInfo<'_>,
+    before: &Folded,
+    after: &Folded,
+    title: String,
+    subtitle: String,
+) -> std::io::Result<Vec<u8>> {
+    let before = normalize_to(before, after);
+    let mut folded = Vec::new();
+    inferno::differential::from_readers(
+        inferno::differential::Options::default(),
+        BufReader::new(before.to_text().as_bytes()),
+        BufReader::new(after.to_text().as_bytes()),
+        &mut folded,
+    )?;
     let mut opt = options(info, title, subtitle);
     // inferno's differential output is in hash order: sort it for deterministic bytes.
     let text = String::from_utf8_lossy(&folded).into_owned();
@@ -197,5 +235,23 @@ mod tests {
         // The growing frame is drawn red (r=255), the shrinking one blue (b=255).
         assert!(svg.contains("rgb(255,"), "no red frame");
         assert!(svg.contains(",255)"), "no blue frame");
+    }
+
+    #[test]
+    fn cross_kernel_names_both_kernels_and_colours_the_change() {
+        let old = Folded::parse("k;do_wait;wait_consider_task 9000\nk;do_wait;release_task 1000\n")
+            .unwrap();
+        let new = Folded::parse("k;do_wait;wait_consider_task 100\nk;do_wait;release_task 900\n")
+            .unwrap();
+        let a = cross_kernel(&info(), 4000, "5.10", &old, "6.1", &new).unwrap();
+        assert_eq!(
+            a,
+            cross_kernel(&info(), 4000, "5.10", &old, "6.1", &new).unwrap()
+        );
+        let svg = String::from_utf8(a).unwrap();
+        check_well_formed(&svg).unwrap();
+        assert!(svg.contains("N=4000 · 5.10 → 6.1"), "title");
+        // release_task takes a larger share on 6.1 (red), wait_consider_task a smaller (blue).
+        assert!(svg.contains("rgb(255,") && svg.contains(",255)"), "colours");
     }
 }

@@ -1,5 +1,10 @@
-//! The index of an output directory, as `index.html` and `README.md`: the findings at the top
-//! (one verdict line per target and case, its root cause under it), then every table, plot and
+//! The index of an output directory, as `index.html` and `README.md`.
+//!
+//! `index.html` is read in a browser: a summary table first (one row per target and case:
+//! class, growth, root cause, links), the scaling plots next, the findings in full as wrapped
+//! text, then one section per target with its per-N tables as HTML and its flamegraphs
+//! embedded (differentials first). `README.md` keeps the findings at the top (one verdict line
+//! per target and case, its root cause under it), then links to every table, plot and
 //! flamegraph by target.
 
 use super::ReportError;
@@ -11,8 +16,33 @@ pub struct Section {
     pub plot: Option<String>,
     /// (text, path)
     pub links: Vec<(String, String)>,
-    /// (group title, [(text, path)])
-    pub groups: Vec<(String, Vec<(String, String)>)>,
+    /// The per-N tables as an HTML fragment (already escaped), shown in `index.html` only.
+    pub tables_html: Option<String>,
+    pub groups: Vec<FlameGroup>,
+}
+
+/// The flamegraphs of one (run, case, stack kind) of a target.
+pub struct FlameGroup {
+    pub title: String,
+    /// (text, path), differentials first.
+    pub items: Vec<(String, String)>,
+    /// Paths of `items` that `index.html` embeds (the rest are links).
+    pub embed: Vec<String>,
+}
+
+/// One row of the summary table: a target and case in short form.
+pub struct SummaryRow {
+    /// The section the row belongs to (its table and flamegraphs).
+    pub target: String,
+    pub case: String,
+    pub class: String,
+    /// One line per side (compare) or one line.
+    pub growth: Vec<String>,
+    pub root_cause: Vec<String>,
+    /// (text, path or `#anchor`)
+    pub links: Vec<(String, String)>,
+    /// Highlights rows that grow.
+    pub grows: bool,
 }
 
 /// One line of the findings with the lines that explain it (its root cause).
@@ -24,6 +54,8 @@ pub struct Item {
 pub struct Page {
     pub title: String,
     pub source: String,
+    /// The summary table, first in `index.html`.
+    pub summary: Vec<SummaryRow>,
     /// (group title, items): the findings, first on the page.
     pub findings: Vec<(String, Vec<Item>)>,
     pub warnings: Vec<String>,
@@ -37,7 +69,7 @@ pub struct Page {
 }
 
 /// `do_wait` -> `do_wait`, `a b` -> `a-b`: an HTML id / Markdown anchor.
-fn anchor(s: &str) -> String {
+pub fn anchor(s: &str) -> String {
     s.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
@@ -49,41 +81,97 @@ fn anchor(s: &str) -> String {
         .collect()
 }
 
+const CSS: &str = "body{font-family:system-ui,sans-serif;font-size:15px;line-height:1.45;max-width:1240px;margin:1.5em auto;padding:0 1em;color:#222}\
+h1{font-size:1.6em;margin-bottom:.2em}h2{border-bottom:1px solid #ddd;padding-bottom:.15em;margin-top:1.6em}h4{margin:1.2em 0 .3em}\
+code{background:#f4f4f4;padding:1px 4px}table{border-collapse:collapse;margin:.4em 0}\
+td,th{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}th{background:#f2f2f2}\
+table.summary td.class{white-space:nowrap;font-weight:600}table.summary tr.grows td.class{color:#b00}\
+table.num th{white-space:nowrap}table.num th,table.num td{padding:3px 6px}table.num td{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}.scroll{overflow-x:auto}\
+img{max-width:100%;border:1px solid #ddd}.plots{display:grid;grid-template-columns:repeat(auto-fit,minmax(560px,1fr));gap:1em}\
+.plots figure{margin:0}figcaption{font-size:.9em;color:#555}.links a{margin-right:.8em}\
+ul.findings>li{margin:.5em 0}ul.details{color:#444;font-size:.93em}ul.facts{margin:.2em 0;padding-left:1.2em}\
+.flame{margin:.5em 0 1em}.small{font-size:.9em;color:#555}";
+
+fn link(text: &str, href: &str) -> String {
+    format!("<a href=\"{}\">{}</a>", escape(href), escape(text))
+}
+
+/// Escaped lines, one per line of the cell.
+fn lines(v: &[String]) -> String {
+    v.iter().map(|l| escape(l)).collect::<Vec<_>>().join("<br>")
+}
+
+fn summary_html(s: &mut String, rows: &[SummaryRow]) {
+    if rows.is_empty() {
+        return;
+    }
+    s.push_str(
+        "<h2 id=\"summary\">Summary</h2>\n<table class=\"summary\">\n<tr><th>target</th><th>case</th><th>class</th><th>growth of the time per call</th><th>root cause</th><th>links</th></tr>\n",
+    );
+    for r in rows {
+        s.push_str(&format!(
+            "<tr{}><td>{}</td><td>{}</td><td class=\"class\">{}</td><td>{}</td><td>{}</td><td class=\"links\">{}</td></tr>\n",
+            if r.grows { " class=\"grows\"" } else { "" },
+            link(&r.target, &format!("#{}", anchor(&r.target))),
+            escape(&r.case),
+            escape(&r.class),
+            lines(&r.growth),
+            lines(&r.root_cause),
+            r.links
+                .iter()
+                .map(|(t, h)| link(t, h))
+                .collect::<Vec<_>>()
+                .join(" ")
+        ));
+    }
+    s.push_str("</table>\n");
+}
+
+fn plots_html(s: &mut String, sections: &[Section]) {
+    let plots: Vec<(&str, &str)> = sections
+        .iter()
+        .filter_map(|sec| sec.plot.as_deref().map(|p| (sec.title.as_str(), p)))
+        .collect();
+    if plots.is_empty() {
+        return;
+    }
+    s.push_str("<h2 id=\"plots\">Scaling plots</h2>\n<div class=\"plots\">\n");
+    for (title, plot) in plots {
+        s.push_str(&format!(
+            "<figure><a href=\"{0}\"><img src=\"{0}\" alt=\"scaling plot of {1}\"></a><figcaption>{2}</figcaption></figure>\n",
+            escape(plot),
+            escape(title),
+            link(&format!("{title}: tables and flamegraphs"), &format!("#{}", anchor(title)))
+        ));
+    }
+    s.push_str("</div>\n");
+}
+
 fn html(p: &Page) -> String {
     let mut s =
         String::from("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
     s.push_str(&format!("<title>{}</title>\n", escape(&p.title)));
-    s.push_str(
-        "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}\
-code{background:#f4f4f4;padding:1px 4px}li{margin:.25em 0}li li{list-style:none;color:#444}table{border-collapse:collapse}\
-td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}img{max-width:100%;border:1px solid #ddd}\
-.links a{margin-right:.8em}</style>\n</head>\n<body>\n",
-    );
+    s.push_str(&format!("<style>{CSS}</style>\n</head>\n<body>\n"));
     s.push_str(&format!(
-        "<h1>{}</h1>\n<p>Data: <code>{}</code></p>\n",
+        "<h1>{}</h1>\n<p class=\"small\">Data: <code>{}</code></p>\n",
         escape(&p.title),
         escape(&p.source)
     ));
-    let list = |s: &mut String, title: &str, items: &[String]| {
-        if items.is_empty() {
-            return;
-        }
-        s.push_str(&format!("<h2>{}</h2>\n<ul>\n", escape(title)));
-        for i in items {
-            s.push_str(&format!("<li><code>{}</code></li>\n", escape(i)));
-        }
-        s.push_str("</ul>\n");
-    };
+    summary_html(&mut s, &p.summary);
+    plots_html(&mut s, &p.sections);
     if !p.findings.is_empty() {
-        s.push_str("<h2>Findings</h2>\n");
+        s.push_str("<h2 id=\"findings\">Findings</h2>\n");
         for (title, items) in &p.findings {
-            s.push_str(&format!("<h3>{}</h3>\n<ul>\n", escape(title)));
+            s.push_str(&format!(
+                "<h3>{}</h3>\n<ul class=\"findings\">\n",
+                escape(title)
+            ));
             for i in items {
-                s.push_str(&format!("<li><code>{}</code>", escape(&i.line)));
+                s.push_str(&format!("<li>{}", escape(&i.line)));
                 if !i.details.is_empty() {
-                    s.push_str("\n<ul>\n");
+                    s.push_str("\n<ul class=\"details\">\n");
                     for d in &i.details {
-                        s.push_str(&format!("<li><code>{}</code></li>\n", escape(d)));
+                        s.push_str(&format!("<li>{}</li>\n", escape(d)));
                     }
                     s.push_str("</ul>\n");
                 }
@@ -92,7 +180,13 @@ td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}img{max-width:100%;b
             s.push_str("</ul>\n");
         }
     }
-    list(&mut s, "Warnings", &p.warnings);
+    if !p.warnings.is_empty() {
+        s.push_str("<h2>Warnings</h2>\n<ul>\n");
+        for w in &p.warnings {
+            s.push_str(&format!("<li>{}</li>\n", escape(w)));
+        }
+        s.push_str("</ul>\n");
+    }
     if !p.runs.is_empty() {
         s.push_str("<h2>Runs</h2>\n<table>\n<tr>");
         for h in &p.run_header {
@@ -108,17 +202,6 @@ td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}img{max-width:100%;b
         }
         s.push_str("</table>\n");
     }
-    if !p.sections.is_empty() {
-        s.push_str("<h2>Targets</h2>\n<ul>\n");
-        for sec in &p.sections {
-            s.push_str(&format!(
-                "<li><a href=\"#{}\">{}</a></li>\n",
-                anchor(&sec.title),
-                escape(&sec.title)
-            ));
-        }
-        s.push_str("</ul>\n");
-    }
     for sec in &p.sections {
         s.push_str(&format!(
             "<h2 id=\"{}\">{}</h2>\n",
@@ -128,25 +211,43 @@ td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}img{max-width:100%;b
         if !sec.links.is_empty() {
             s.push_str("<p class=\"links\">Tables: ");
             for (t, href) in &sec.links {
-                s.push_str(&format!("<a href=\"{}\">{}</a>", escape(href), escape(t)));
+                s.push_str(&link(t, href));
+            }
+            if let Some(plot) = &sec.plot {
+                s.push_str(&link("plot", plot));
             }
             s.push_str("</p>\n");
         }
-        if let Some(plot) = &sec.plot {
+        if let Some(t) = &sec.tables_html {
+            s.push_str(t);
+        }
+        for g in &sec.groups {
             s.push_str(&format!(
-                "<p><a href=\"{0}\"><img src=\"{0}\" alt=\"scaling plot of {1}\"></a></p>\n",
-                escape(plot),
-                escape(&sec.title)
+                "<h3>{}</h3>\n<p class=\"links\">",
+                escape(&g.title)
             ));
-        }
-        for (g, items) in &sec.groups {
-            s.push_str(&format!("<h3>{}</h3>\n<p class=\"links\">", escape(g)));
-            for (t, href) in items {
-                s.push_str(&format!("<a href=\"{}\">{}</a>", escape(href), escape(t)));
+            for (t, href) in &g.items {
+                s.push_str(&link(t, href));
             }
             s.push_str("</p>\n");
+            for href in &g.embed {
+                let text = g
+                    .items
+                    .iter()
+                    .find(|(_, h)| h == href)
+                    .map_or("flamegraph", |(t, _)| t.as_str());
+                s.push_str(&format!(
+                    "<div class=\"flame\"><a href=\"{0}\" title=\"open the interactive flamegraph\"><img src=\"{0}\" alt=\"flamegraph: {1}\" loading=\"lazy\"></a></div>\n",
+                    escape(href),
+                    escape(text)
+                ));
+            }
         }
-        if sec.links.is_empty() && sec.plot.is_none() && sec.groups.is_empty() {
+        if sec.links.is_empty()
+            && sec.plot.is_none()
+            && sec.groups.is_empty()
+            && sec.tables_html.is_none()
+        {
             s.push_str("<p>No data for this target.</p>\n");
         }
     }
@@ -160,11 +261,7 @@ td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}img{max-width:100%;b
     if !p.other.is_empty() {
         s.push_str("<h2>Other files</h2>\n<ul>\n");
         for (t, href) in &p.other {
-            s.push_str(&format!(
-                "<li><a href=\"{}\">{}</a></li>\n",
-                escape(href),
-                escape(t)
-            ));
+            s.push_str(&format!("<li>{}</li>\n", link(t, href)));
         }
         s.push_str("</ul>\n");
     }
@@ -232,9 +329,9 @@ fn markdown(p: &Page) -> String {
                 md_link(&format!("scaling plot of {}", sec.title), plot)
             ));
         }
-        for (g, items) in &sec.groups {
-            let l: Vec<String> = items.iter().map(|(t, h)| md_link(t, h)).collect();
-            s.push_str(&format!("- {g}: {}\n", l.join(" · ")));
+        for g in &sec.groups {
+            let l: Vec<String> = g.items.iter().map(|(t, h)| md_link(t, h)).collect();
+            s.push_str(&format!("- {}: {}\n", g.title, l.join(" · ")));
         }
         if !sec.groups.is_empty() {
             s.push('\n');

@@ -9,7 +9,8 @@
 //!
 //! | file | content |
 //! | --- | --- |
-//! | `index.html`, `README.md` | findings first (one verdict per target and case, grouped into growing, flat and not fitted, each with its root cause), then links to everything below |
+//! | `index.html` | a summary table first (target, case, class, growth, root cause, links), the scaling plots, the findings in full, then per target its per-N tables as HTML and its flamegraphs embedded (differentials first) |
+//! | `README.md` | findings first (one verdict per target and case, grouped into growing, flat and not fitted, each with its root cause), then links to everything below |
 //! | `report.txt` | warnings, then the compact terminal rendering ([`ReportSummary::terminal`]) |
 //! | `summary.json` | runs, verdicts (with fits), root causes (with rankings), warnings |
 //! | `tables/<target>.{md,csv,json}` | per-N tables of every case of the target (percentiles exact where the run kept raw spans) |
@@ -28,6 +29,7 @@ pub mod histogram;
 mod index;
 pub mod out;
 pub mod plot;
+pub mod summary;
 pub mod tables;
 pub mod xml;
 
@@ -146,8 +148,11 @@ const COMPARE_METHOD: &str = "Comparison: Amean/Hmean per side and (B − A)/A. 
 struct TargetLinks {
     plot: Option<String>,
     tables: Vec<(String, String)>,
-    /// (section title, [(link text, path)])
-    flames: Vec<(String, Vec<(String, String)>)>,
+    /// The per-N tables as HTML, for the index.
+    tables_html: Option<String>,
+    flames: Vec<index::FlameGroup>,
+    /// (run, case, kind, path) of the differential flamegraphs, for the summary's links.
+    diffs: Vec<(String, String, StackKind, String)>,
 }
 
 /// Render the run or sweep at `data_dir` into `out_dir`.
@@ -274,6 +279,7 @@ fn render_analysis(
             out.write(&rel, body.as_bytes())?;
             l.tables.push((ext.to_string(), rel));
         }
+        l.tables_html = Some(tables::html(a, idx));
         let title = format!("{target}: {} vs N", y_label(a, idx));
         if let Some(svg) = plot::loglog_svg(&title, y_label(a, idx), &plot_series(a, idx, None, 0))
         {
@@ -342,6 +348,7 @@ fn render_analysis(
     out.write("summary.json", json.as_bytes())?;
     out.write("report.txt", tables::report_text(a).as_bytes())?;
 
+    let summary = summary::rows(a, |i| summary_links(a, i, &links));
     let sections: Vec<(String, TargetLinks)> = target_list
         .iter()
         .map(|(t, _)| (t.clone(), links.remove(t).unwrap_or_default()))
@@ -349,6 +356,7 @@ fn render_analysis(
     let page = index::Page {
         title: format!("tracer report: {}", a.label),
         source: a.root.display().to_string(),
+        summary,
         findings: discover_findings(a)
             .into_iter()
             .chain(digest::findings(a).into_iter().map(|(kind, items)| {
@@ -418,6 +426,7 @@ fn render_analysis(
                     .into_iter()
                     .map(|(ext, p)| (ext.to_uppercase(), p))
                     .collect(),
+                tables_html: l.tables_html,
                 groups: l.flames,
             })
             .collect(),
@@ -432,6 +441,35 @@ fn render_analysis(
     };
     index::write(out, &page)?;
     Ok(warnings)
+}
+
+/// A summary row's links: the target's plot and the case's differential flamegraph (on-CPU
+/// stacks preferred), relative to the page.
+fn summary_links(
+    a: &Analysis,
+    i: usize,
+    links: &BTreeMap<String, TargetLinks>,
+) -> Vec<(String, String)> {
+    let t = &a.tables[i];
+    let mut out = vec![(
+        "tables".to_string(),
+        format!("#{}", index::anchor(&t.target)),
+    )];
+    let Some(l) = links.get(&t.target) else {
+        return out;
+    };
+    if let Some(p) = &l.plot {
+        out.push(("plot".into(), p.clone()));
+    }
+    let diff = |kind: StackKind| {
+        l.diffs
+            .iter()
+            .find(|(run, case, k, _)| *run == t.run && *case == t.case_name && *k == kind)
+    };
+    if let Some((_, _, _, p)) = diff(StackKind::Oncpu).or_else(|| diff(StackKind::Offcpu)) {
+        out.push(("differential".into(), p.clone()));
+    }
+    out
 }
 
 /// Discoveries as findings, first on the page: the answer, its root cause and coverage.
@@ -527,19 +565,9 @@ fn render_flamegraphs(
             out::safe(&case_name)
         );
         let mut items = Vec::new();
-        for &i in &idx {
-            let s = &a.stacks[i];
-            let rel = format!("{dir}/n{}.svg", s.file.n);
-            let svg = flame::flamegraph(&info, s.file.n, &s.folded).map_err(|source| {
-                ReportError::Flamegraph {
-                    path: out.root().join(&rel),
-                    source,
-                }
-            })?;
-            out.write(&rel, &svg)?;
-            items.push((format!("N={}", s.file.n), rel));
-        }
+        let mut embed = Vec::new();
         let (first, last) = (&a.stacks[idx[0]], &a.stacks[idx[idx.len() - 1]]);
+        // The differential first: it is what shows which frames grow.
         if opts.differential && first.file.n != last.file.n {
             let (n0, n1) = (first.file.n, last.file.n);
             let rel = format!("{dir}/diff-n{n0}-n{n1}.svg");
@@ -550,7 +578,30 @@ fn render_flamegraphs(
                 },
             )?;
             out.write(&rel, &svg)?;
-            items.push((format!("differential N={n0} → N={n1}"), rel));
+            items.push((format!("differential N={n0} → N={n1}"), rel.clone()));
+            links.entry(target.clone()).or_default().diffs.push((
+                run.label.clone(),
+                case_name.clone(),
+                kind,
+                rel.clone(),
+            ));
+            embed.push(rel);
+        }
+        for &i in &idx {
+            let s = &a.stacks[i];
+            let rel = format!("{dir}/n{}.svg", s.file.n);
+            let svg = flame::flamegraph(&info, s.file.n, &s.folded).map_err(|source| {
+                ReportError::Flamegraph {
+                    path: out.root().join(&rel),
+                    source,
+                }
+            })?;
+            out.write(&rel, &svg)?;
+            // The largest N is embedded beside the differential; the others are links.
+            if i == idx[idx.len() - 1] {
+                embed.push(rel.clone());
+            }
+            items.push((format!("N={}", s.file.n), rel));
         }
         let mut title = format!("{} · {}", case_name, flame::kind_label(kind));
         if a.is_sweep {
@@ -560,14 +611,20 @@ fn render_flamegraphs(
             .entry(target.clone())
             .or_default()
             .flames
-            .push((title, items));
+            .push(index::FlameGroup {
+                title,
+                items,
+                embed,
+            });
     }
     Ok(())
 }
 
 /// Render a comparison of two runs or sweeps (`a` is the baseline) into `out_dir`: each side's
 /// full report under `a/` and `b/`, the comparison tables (`compare.{md,csv,json,txt}`), one
-/// plot per target with both sides (B dashed), and an index.
+/// plot per target with both sides (B dashed), per target and case the differential
+/// flamegraph from A to B at the largest N both sampled
+/// (`flamegraphs/<kind>/<target>/<case>/diff-a-b-n<N>.svg`), and an index.
 pub fn compare_report(
     a_dir: &Path,
     b_dir: &Path,
@@ -630,13 +687,20 @@ pub fn compare_report(
                 links.push((format!("{label} table"), rel));
             }
         }
+        let groups = if opts.flamegraphs && opts.differential {
+            cross_kernel_flames(&aa, &ab, (&c.label_a, &c.label_b), name, &mut out, opts)?
+        } else {
+            Vec::new()
+        };
         sections.push(index::Section {
             title: name.clone(),
             plot: plot_rel,
             links,
-            groups: vec![],
+            tables_html: None,
+            groups,
         });
     }
+    let summary = compare_summary(&aa, &ab, &c, &sections);
 
     let mut verdicts: Vec<String> = c.classes.iter().map(|cl| cl.line.clone()).collect();
     verdicts.extend(
@@ -706,6 +770,7 @@ pub fn compare_report(
     let page = index::Page {
         title: format!("tracer compare: {} vs {}", c.label_a, c.label_b),
         source: format!("A = {}, B = {}", a_dir.display(), b_dir.display()),
+        summary,
         findings,
         warnings: warnings.clone(),
         run_header: ["side", "report"].map(String::from).to_vec(),
@@ -741,4 +806,159 @@ pub fn compare_report(
         files,
         terminal,
     })
+}
+
+/// Stacks of one target by (case, kind) and N, the first of each when runs repeat them.
+type StacksByN<'a> = BTreeMap<(String, StackKind), BTreeMap<u64, &'a crate::analysis::StackData>>;
+
+fn stacks_by_n<'a>(an: &'a Analysis, target: &str, opts: &ReportOptions) -> StacksByN<'a> {
+    let mut m: StacksByN<'a> = BTreeMap::new();
+    for s in &an.stacks {
+        if s.file.target != target
+            || s.folded.is_empty()
+            || (s.file.case == tracer_ebpf::CASE_UNPHASED && !opts.include_unphased)
+        {
+            continue;
+        }
+        m.entry((s.file.case_name.clone(), s.file.kind))
+            .or_default()
+            .entry(s.file.n)
+            .or_insert(s);
+    }
+    m
+}
+
+/// Differential flamegraphs of one target between the two sides, per (case, stack kind) at the
+/// largest N both sides sampled: what a kernel change did to the stacks at the same size.
+fn cross_kernel_flames(
+    aa: &Analysis,
+    ab: &Analysis,
+    (label_a, label_b): (&str, &str),
+    target: &str,
+    out: &mut OutDir,
+    opts: &ReportOptions,
+) -> Result<Vec<index::FlameGroup>, ReportError> {
+    let (sa, sb) = (stacks_by_n(aa, target, opts), stacks_by_n(ab, target, opts));
+    let mut groups = Vec::new();
+    for ((case_name, kind), by_n_a) in &sa {
+        let Some(by_n_b) = sb.get(&(case_name.clone(), *kind)) else {
+            continue;
+        };
+        let Some((&n, before)) = by_n_a.iter().rev().find(|(n, _)| by_n_b.contains_key(n)) else {
+            continue;
+        };
+        let after = by_n_b[&n];
+        let run_b = &ab.runs[after.run];
+        // Each side cut at the target by its own plan's frames, so the two kernels' stacks
+        // line up below it.
+        let anchors = |an: &Analysis, s: &crate::analysis::StackData| {
+            let plan = an.runs[s.run]
+                .targets
+                .iter()
+                .find(|t| t.name == target)
+                .and_then(|t| t.plan.as_ref());
+            crate::analysis::stacks::Anchors::new(target, plan)
+        };
+        let before_aligned = before.folded.aligned(&anchors(aa, before));
+        let after_aligned = after.folded.aligned(&anchors(ab, after));
+        let info = flame::FlameInfo {
+            kind: *kind,
+            target,
+            case_name,
+            kernel: &run_b.kernel,
+            plan: None,
+            width: opts.flame_width,
+        };
+        let rel = format!(
+            "flamegraphs/{}/{}/{}/diff-a-b-n{n}.svg",
+            kind.as_str(),
+            out::safe(target),
+            out::safe(case_name)
+        );
+        let svg = flame::cross_kernel(&info, n, label_a, &before_aligned, label_b, &after_aligned)
+            .map_err(|source| ReportError::Flamegraph {
+                path: out.root().join(&rel),
+                source,
+            })?;
+        out.write(&rel, &svg)?;
+        groups.push(index::FlameGroup {
+            title: format!(
+                "{case_name} · {} · {label_a} → {label_b} at N={n}",
+                flame::kind_label(*kind)
+            ),
+            items: vec![(
+                format!("differential {label_a} → {label_b}, N={n}"),
+                rel.clone(),
+            )],
+            embed: vec![rel],
+        });
+    }
+    Ok(groups)
+}
+
+/// The compare page's summary: one row per target and case in both, the class on each side,
+/// each side's growth and root cause in short, links to the plot and the cross-kernel
+/// differential.
+fn compare_summary(
+    aa: &Analysis,
+    ab: &Analysis,
+    c: &compare::Comparison,
+    sections: &[index::Section],
+) -> Vec<index::SummaryRow> {
+    let side = |an: &Analysis, target: &str, case: &str| {
+        let i = an
+            .tables
+            .iter()
+            .position(|t| t.target == target && t.case_name == case)?;
+        let (t, v) = (&an.tables[i], &an.verdicts[i]);
+        let growth = v.scaling.as_ref().map(summary::growth).unwrap_or_default();
+        let cause = tables::root_cause_of(an, t).map(|rc| summary::cause(&rc.cause));
+        Some((growth, cause))
+    };
+    let class = |cl: Option<crate::analysis::fit::Complexity>| {
+        cl.map_or("not fitted", |c| c.label()).to_string()
+    };
+    c.classes
+        .iter()
+        .map(|cl| {
+            let mut growth = Vec::new();
+            let mut causes = Vec::new();
+            for (an, label) in [(aa, &c.label_a), (ab, &c.label_b)] {
+                if let Some((g, rc)) = side(an, &cl.target, &cl.case_name) {
+                    if !g.is_empty() {
+                        growth.push(format!("{label}: {g}"));
+                    }
+                    if let Some(rc) = rc {
+                        causes.push(format!("{label}: {rc}"));
+                    }
+                }
+            }
+            let mut links = vec![(
+                "tables".to_string(),
+                format!("#{}", index::anchor(&cl.target)),
+            )];
+            if let Some(sec) = sections.iter().find(|s| s.title == cl.target) {
+                if let Some(p) = &sec.plot {
+                    links.push(("plot".into(), p.clone()));
+                }
+                let prefix = format!("{} · ", cl.case_name);
+                if let Some(g) = sec.groups.iter().find(|g| g.title.starts_with(&prefix)) {
+                    links.extend(
+                        g.embed
+                            .first()
+                            .map(|p| ("differential".to_string(), p.clone())),
+                    );
+                }
+            }
+            index::SummaryRow {
+                target: cl.target.clone(),
+                case: cl.case_name.clone(),
+                class: format!("{} → {}", class(cl.a), class(cl.b)),
+                growth,
+                root_cause: causes,
+                links,
+                grows: cl.a != cl.b,
+            }
+        })
+        .collect()
 }

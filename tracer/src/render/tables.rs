@@ -126,6 +126,52 @@ pub fn markdown(target: &str, a: &Analysis, idx: &[usize]) -> String {
     out
 }
 
+/// The per-N tables of a target as an HTML fragment for the index: per (run, case) a heading,
+/// its plan, verdict and root cause as wrapped text, and the table. Cells are escaped here.
+pub fn html(a: &Analysis, idx: &[usize]) -> String {
+    use super::xml::escape;
+    let mut out = String::new();
+    for &i in idx {
+        let (t, v) = (&a.tables[i], &a.verdicts[i]);
+        out.push_str(&format!(
+            "<h4>{} · {} · kernel {}</h4>\n<ul class=\"facts\">\n",
+            escape(&t.case_name),
+            escape(&t.run),
+            escape(&t.kernel)
+        ));
+        let mut fact = |k: &str, v: &str| {
+            out.push_str(&format!("<li><b>{k}</b> {}</li>\n", escape(v)));
+        };
+        let plan = plan_line(t).replace('`', "");
+        fact("plan", plan.strip_prefix("plan ").unwrap_or(&plan));
+        fact("fitted", metric_text(t));
+        if let Some(p) = percentile_text(t) {
+            fact("percentiles", &p);
+        }
+        fact("verdict", &v.line);
+        if let Some(rc) = root_cause_of(a, t) {
+            fact(
+                &format!("root cause ({} stacks)", rc.kind.as_str()),
+                &rc.cause.line,
+            );
+        }
+        out.push_str("</ul>\n<div class=\"scroll\"><table class=\"num\">\n<tr>");
+        for h in MD_HEADER {
+            out.push_str(&format!("<th>{}</th>", escape(h)));
+        }
+        out.push_str("</tr>\n");
+        for r in &t.rows {
+            out.push_str("<tr>");
+            for c in cells(r) {
+                out.push_str(&format!("<td>{}</td>", escape(&c)));
+            }
+            out.push_str("</tr>\n");
+        }
+        out.push_str("</table></div>\n");
+    }
+    out
+}
+
 pub fn root_cause_of<'a>(a: &'a Analysis, t: &CaseTable) -> Option<&'a CaseRootCause> {
     a.root_causes
         .iter()

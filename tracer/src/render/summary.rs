@@ -1,0 +1,226 @@
+//! The summary table of `index.html`: one short row per target and case (class, growth of the
+//! time per call, the root cause's frame, links), in the findings' reading order. The long
+//! verdict and root-cause lines stay in the findings and the per-target tables.
+
+use crate::analysis::Analysis;
+use crate::analysis::fit::{Complexity, Scaling};
+use crate::analysis::rootcause::{FrameGrowth, RootCause, SELF_FRAME};
+
+use super::digest::{self, Kind};
+use super::fmt::{ns, pct};
+use super::index::{SummaryRow, anchor};
+use super::tables::root_cause_of;
+
+/// `1.20µs → 41.0µs (×34) over N=10..8000`: the first and last fitted points.
+pub fn growth(s: &Scaling) -> String {
+    let (Some(first), Some(last)) = (s.points.first(), s.points.last()) else {
+        return String::new();
+    };
+    format!(
+        "{} → {} (×{:.2}) over N={}..{}",
+        ns(first.t),
+        ns(last.t),
+        last.t / first.t,
+        first.n,
+        last.n
+    )
+}
+
+/// A frame path in short: its last frame (`f (self)` for self time).
+fn frame(g: &FrameGrowth) -> String {
+    match g.path.as_slice() {
+        [.., parent, last] if last == SELF_FRAME => format!("{parent} (self)"),
+        [.., last] => last.clone(),
+        [] => "?".to_string(),
+    }
+}
+
+/// The root cause in a few words: the culprit and its part of the added time, the frames that
+/// split it, or why there is none.
+pub fn cause(rc: &RootCause) -> String {
+    if let Some(c) = &rc.culprit {
+        return match &c.added {
+            Some(a) => format!("{}: {} of the added time", frame(c), pct(a.fraction)),
+            None => format!("{}: share {:+.0} points", frame(c), c.growth * 100.0),
+        };
+    }
+    if !rc.split.is_empty() {
+        let names: Vec<String> = rc.split.iter().map(frame).collect();
+        return format!("split: {}", names.join(", "));
+    }
+    if let Some(d) = &rc.dominant {
+        return format!("{} holds most of the time", frame(d));
+    }
+    // The line's reason, after its `target [case]: ` prefix.
+    rc_reason(&rc.line)
+}
+
+fn rc_reason(line: &str) -> String {
+    let reason = line.split_once("]: ").map_or(line, |(_, r)| r);
+    let short: String = reason.chars().take(80).collect();
+    if short.len() < reason.len() {
+        format!("{short}…")
+    } else {
+        short
+    }
+}
+
+fn class_text(c: Option<Complexity>, timed: bool) -> String {
+    match c {
+        Some(c) => c.label().to_string(),
+        None if timed => "not fitted".to_string(),
+        None => "count only".to_string(),
+    }
+}
+
+/// The rows of a report: discoveries first, then the findings' groups (growing, flat, not
+/// fitted). `links(table index)` gives each row's links beyond its section.
+pub fn rows(a: &Analysis, links: impl Fn(usize) -> Vec<(String, String)>) -> Vec<SummaryRow> {
+    let mut out = Vec::new();
+    for d in &a.discoveries {
+        let target = crate::rundata::PROFILE_TARGET.to_string();
+        out.push(SummaryRow {
+            links: vec![("details".into(), format!("#{}", anchor(&target)))],
+            target,
+            case: format!("{} · {}", d.case_name, d.run),
+            class: d
+                .total
+                .as_ref()
+                .map_or("not fitted".into(), |s| s.class.label().to_string()),
+            growth: d.total.as_ref().map(growth).into_iter().collect(),
+            root_cause: vec![match &d.cause {
+                Some(c) => format!(
+                    "{} (self): {} of the added kernel time",
+                    c.function,
+                    pct(c.self_share.clamp(0.0, 1.0))
+                ),
+                None if d.nothing_grows() => "no kernel function grows".into(),
+                None => "no single function carries most of it".into(),
+            }],
+            grows: !d.nothing_grows(),
+        });
+    }
+    for (kind, findings) in digest::findings(a) {
+        for f in findings {
+            let Some(&first) = f.tables.first() else {
+                continue;
+            };
+            let t = &a.tables[first];
+            let v = &a.verdicts[first];
+            let cases: Vec<&str> = f
+                .tables
+                .iter()
+                .map(|&i| a.tables[i].case_name.as_str())
+                .collect();
+            let mut case = cases.join(", ");
+            // A sweep's runs are its workloads: named unless the case already says it.
+            if a.is_sweep && case != t.run {
+                case.push_str(&format!(" · {}", t.run));
+            }
+            let root_cause = match root_cause_of(a, t) {
+                Some(rc) => Some(cause(&rc.cause)),
+                None if kind == Kind::Grows => Some("no stacks sampled".into()),
+                None => None,
+            };
+            out.push(SummaryRow {
+                target: t.target.clone(),
+                case,
+                class: class_text(v.class(), t.timed),
+                growth: v.scaling.as_ref().map(growth).into_iter().collect(),
+                root_cause: root_cause.into_iter().collect(),
+                links: links(first),
+                grows: kind == Kind::Grows,
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fg(path: &[&str], fraction: Option<f64>) -> FrameGrowth {
+        FrameGrowth {
+            path: path.iter().map(|s| s.to_string()).collect(),
+            shares: vec![(10, 0.1), (1000, 0.9)],
+            per_decade: 0.4,
+            growth: 0.8,
+            growth_se: None,
+            added: fraction.map(|f| crate::analysis::rootcause::AddedTime {
+                from_ns: 10.0,
+                to_ns: 1000.0,
+                ns: 990.0,
+                se_ns: 5.0,
+                fraction: f,
+                fraction_se: 0.01,
+            }),
+        }
+    }
+
+    #[test]
+    fn frames_are_named_by_their_last_element() {
+        assert_eq!(frame(&fg(&["a", "b"], None)), "b");
+        assert_eq!(frame(&fg(&["a", SELF_FRAME], None)), "a (self)");
+    }
+
+    fn analysis_of(discoveries: Vec<crate::analysis::discover::Discovery>) -> Analysis {
+        Analysis {
+            root: "data".into(),
+            label: "6.18".into(),
+            is_sweep: true,
+            runs: vec![],
+            tables: vec![],
+            verdicts: vec![],
+            root_causes: vec![],
+            discoveries,
+            populations: vec![],
+            stacks: vec![],
+            warnings: vec![],
+        }
+    }
+
+    #[test]
+    fn a_discovery_is_a_row_naming_its_function() {
+        let d = crate::render::discover::tests::discovery(true);
+        let got = rows(&analysis_of(vec![d]), |_| unreachable!("no tables"));
+        assert_eq!(got.len(), 1);
+        let r = &got[0];
+        assert_eq!(r.target, crate::rundata::PROFILE_TARGET);
+        assert_eq!(r.case, "command · bench");
+        assert!(r.grows);
+        assert!(r.growth[0].contains("over N=10..3000"), "{:?}", r.growth);
+        assert!(
+            r.root_cause[0].starts_with("wait_consider_task (self): "),
+            "{:?}",
+            r.root_cause
+        );
+        let flat = crate::render::discover::tests::discovery(false);
+        let got = rows(&analysis_of(vec![flat]), |_| unreachable!("no tables"));
+        assert!(!got[0].grows);
+        assert_eq!(got[0].root_cause, ["no kernel function grows"]);
+    }
+
+    #[test]
+    fn growth_gives_both_ends_and_their_ratio() {
+        let pts: Vec<crate::analysis::fit::Point> =
+            [(10.0, 1000.0), (100.0, 5000.0), (1000.0, 41000.0)]
+                .iter()
+                .map(|&(n, t)| crate::analysis::fit::Point {
+                    n,
+                    t,
+                    rel_se: Some(0.01),
+                })
+                .collect();
+        let s = crate::analysis::fit::fit_scaling(&pts).unwrap();
+        assert_eq!(growth(&s), "1.00µs → 41.0µs (×41.00) over N=10..1000");
+    }
+
+    #[test]
+    fn long_reasons_are_cut_after_the_key() {
+        assert_eq!(rc_reason("do_wait [x]: no frame grows"), "no frame grows");
+        let long = format!("t [c]: {}", "y".repeat(200));
+        let r = rc_reason(&long);
+        assert!(r.ends_with('…') && r.chars().count() == 81, "{r}");
+    }
+}
