@@ -668,35 +668,26 @@ impl Session {
                 self.engine
                     .add_phase_stats(case, n, ops, res.wall.as_nanos() as u64)?;
             }
-            if let Some((_, n)) = inv.phase {
-                let failed = !matches!(exit, Some(0));
-                if failed && !matches!(res.stop, Stop::Signal(_)) {
-                    self.progress.println(&format!(
-                        "tracer: the command failed at N={n} ({}); continuing with the other N",
-                        match exit {
-                            Some(c) => format!("exit {c}"),
-                            None => "no exit status".into(),
-                        }
-                    ));
-                }
-                invocations.push(rundata::Invocation {
-                    n,
-                    command: inv.command.clone(),
-                    exit,
-                    wall_s: res.wall.as_secs_f64(),
-                    user_s: res.user_s,
-                    sys_s: res.sys_s,
-                });
-            } else {
-                invocations.push(rundata::Invocation {
-                    n: 0,
-                    command: inv.command.clone(),
-                    exit,
-                    wall_s: res.wall.as_secs_f64(),
-                    user_s: res.user_s,
-                    sys_s: res.sys_s,
-                });
+            if let Some((_, n)) = inv.phase
+                && !matches!(exit, Some(0))
+                && !matches!(res.stop, Stop::Signal(_))
+            {
+                self.progress.println(&format!(
+                    "tracer: the command failed at N={n} ({}); continuing with the other N",
+                    match exit {
+                        Some(c) => format!("exit {c}"),
+                        None => "no exit status".into(),
+                    }
+                ));
             }
+            invocations.push(rundata::Invocation {
+                n: inv.phase.map_or(0, |p| p.1),
+                command: inv.command.clone(),
+                exit,
+                wall_s: res.wall.as_secs_f64(),
+                user_s: res.user_s,
+                sys_s: res.sys_s,
+            });
             if let Stop::Signal(s) = res.stop {
                 self.interrupted = Some(s);
                 break;
