@@ -6,51 +6,27 @@
 //! (forks == dup_mmap calls, waits == do_wait calls, pages touched ~ page allocations).
 //! `#[ignore]`d for plain `cargo test`; `cargo xtask test` runs them one at a time.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use common::{host_tracer, read_json, status_of, verdict};
 use serde_json::Value;
-use xtask::guest::{self, GuestBinaries};
 use xtask::kernel::Kernel;
-use xtask::vm::{self, VmConfig, VmReport, VmStatus};
+use xtask::vm::VmReport;
 
-fn guest() -> GuestBinaries {
-    static GUEST: OnceLock<GuestBinaries> = OnceLock::new();
-    GUEST
-        .get_or_init(|| guest::build().expect("building the guest binaries"))
-        .clone()
-}
-
-/// Boot `kernel`, run `script` (busybox sh) and return the report and the /out directory.
+/// Boot `kernel`, run `script` (busybox sh) with the small-N workloads script as `$WL`, and
+/// return the report and the /out directory.
 fn boot(kernel: Kernel, name: &str, script: &str, timeout_secs: u64) -> (VmReport, PathBuf) {
-    let work = std::env::temp_dir().join(format!("tracer-vm-{name}-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&work);
-    fs::create_dir_all(&work).unwrap();
-    let script_path = work.join("script.sh");
-    fs::write(&script_path, format!("set -x\n{script}")).unwrap();
-    let workloads_script = work.join("all-workloads.sh");
-    fs::write(&workloads_script, ALL_WORKLOADS).unwrap();
-    let out = work.join("out");
-    let cfg = VmConfig::new(kernel, ["sh", script_path.to_str().unwrap()])
-        .guest(guest())
-        .include(&script_path)
-        .include(&workloads_script)
-        .env("WL", workloads_script.to_str().unwrap())
-        .out_dir(&out)
-        .timeout_secs(timeout_secs);
-    let report = vm::run(&cfg).expect("the VM starts");
-    let comm = fs::read_to_string(format!("/proc/{}/comm", report.qemu_pid)).unwrap_or_default();
-    assert!(!comm.starts_with("qemu-system"), "qemu left behind");
-    match report.status {
-        VmStatus::Exited(0) => {}
-        ref other => panic!(
-            "{name}: the guest script did not finish cleanly: {other:?}\n{}",
-            report.command_output.as_deref().unwrap_or(&report.console)
-        ),
-    }
-    (report, out)
+    common::boot(kernel, name, script, timeout_secs, |work, cfg| {
+        let workloads_script = work.join("all-workloads.sh");
+        fs::write(&workloads_script, ALL_WORKLOADS).unwrap();
+        cfg.include(&workloads_script)
+            .env("WL", workloads_script.to_str().unwrap())
+    })
 }
 
 /// The four workloads at small N: enough to count exactly, quick under TCG.
@@ -63,19 +39,6 @@ workloads mempolicy --variant mempolicy-page --n 64,512 --iterations 3 --warmup 
 ";
 
 const ALL_TARGETS: &str = "do_wait,dup_mmap,sysvipc_find_ipc,get_task_policy,page_alloc";
-
-fn read_json(path: &Path) -> Value {
-    let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-fn status_of(out: &Path) -> BTreeMap<String, i32> {
-    let text = fs::read_to_string(out.join("status")).expect("status file");
-    text.lines()
-        .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.trim().parse().unwrap()))
-        .collect()
-}
 
 /// A run's view: plan per target, calls per (target, case name, n), ops per (case name, n).
 struct RunView {
@@ -598,25 +561,10 @@ tracer record --no-verify -o /out/run -- true > /out/stdout 2> /out/stderr
 echo record=$? >> /out/status
 exit 0
 ";
-    let work = std::env::temp_dir().join(format!("tracer-vm-lockdown-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&work);
-    fs::create_dir_all(&work).unwrap();
-    let sp = work.join("script.sh");
-    fs::write(&sp, script).unwrap();
-    let out = work.join("out");
-    let mut cfg = VmConfig::new(Kernel::V6_1, ["sh", sp.to_str().unwrap()])
-        .guest(guest())
-        .include(&sp)
-        .out_dir(&out)
-        .timeout_secs(300);
-    cfg.extra_cmdline.push("lockdown=confidentiality".into());
-    let r = vm::run(&cfg).expect("VM starts");
-    assert!(
-        matches!(r.status, VmStatus::Exited(0)),
-        "{:?}\n{}",
-        r.status,
-        r.console
-    );
+    let (_, out) = common::boot(Kernel::V6_1, "lockdown", script, 300, |_, mut cfg| {
+        cfg.extra_cmdline.push("lockdown=confidentiality".into());
+        cfg
+    });
     let mode = fs::read_to_string(out.join("lockdown")).unwrap_or_default();
     assert!(
         mode.contains("[confidentiality]"),
@@ -649,30 +597,6 @@ exit 0
             "no run directory for a run that never started"
         );
     }
-}
-
-/// Run the guest's static tracer on the host (analysis needs no root and no VM).
-fn host_tracer(args: &[&str]) -> std::process::Output {
-    let out = std::process::Command::new(guest().tracer())
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "tracer {args:?}: {}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-fn verdict<'a>(summary: &'a Value, target: &str, case: &str) -> &'a Value {
-    summary["verdicts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|v| v["target"] == target && v["case_name"] == case)
-        .unwrap_or_else(|| panic!("no verdict for {target} [{case}]: {summary}"))
 }
 
 fn root_cause<'a>(summary: &'a Value, target: &str, case: &str) -> &'a Value {

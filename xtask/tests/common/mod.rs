@@ -1,0 +1,109 @@
+//! Helpers shared by the VM test files (`vm_tracer.rs`, `vm_external.rs`): build the guest
+//! once, boot a kernel with a busybox script, read what comes back under /out, and render it
+//! with the tracer on the host.
+
+// Each test file is its own crate and uses a different subset of these helpers.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use serde_json::Value;
+use xtask::guest::{self, GuestBinaries};
+use xtask::kernel::Kernel;
+use xtask::vm::{self, VmConfig, VmReport, VmStatus};
+
+/// The guest binaries, built once per test process (a no-op when up to date).
+pub fn guest() -> GuestBinaries {
+    static GUEST: OnceLock<GuestBinaries> = OnceLock::new();
+    GUEST
+        .get_or_init(|| guest::build().expect("building the guest binaries"))
+        .clone()
+}
+
+/// An empty scratch directory for one boot: `<tmp>/tracer-vm-<name>-<pid>`.
+pub fn work_dir(name: &str) -> PathBuf {
+    let work = std::env::temp_dir().join(format!("tracer-vm-{name}-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&work);
+    fs::create_dir_all(&work).unwrap();
+    work
+}
+
+/// Boot `kernel`, run `script` (busybox sh, traced with `set -x`) and return the report and
+/// the /out directory. `configure` gets the boot's scratch directory and the VM config, to
+/// add files, includes and environment. The script must end with status 0.
+pub fn boot(
+    kernel: Kernel,
+    name: &str,
+    script: &str,
+    timeout_secs: u64,
+    configure: impl FnOnce(&Path, VmConfig) -> VmConfig,
+) -> (VmReport, PathBuf) {
+    let work = work_dir(name);
+    let script_path = work.join("script.sh");
+    fs::write(&script_path, format!("set -x\n{script}")).unwrap();
+    let out = work.join("out");
+    let cfg = VmConfig::new(kernel, ["sh", script_path.to_str().unwrap()])
+        .guest(guest())
+        .include(&script_path)
+        .out_dir(&out)
+        .timeout_secs(timeout_secs);
+    let cfg = configure(&work, cfg);
+    let report = vm::run(&cfg).expect("the VM starts");
+    assert_qemu_gone(report.qemu_pid);
+    match report.status {
+        VmStatus::Exited(0) => {}
+        ref other => panic!(
+            "{name}: the guest script did not finish cleanly: {other:?}\n{}",
+            report.command_output.as_deref().unwrap_or(&report.console)
+        ),
+    }
+    (report, out)
+}
+
+/// qemu was reaped by the runner: its pid is gone (or reused by something else).
+pub fn assert_qemu_gone(pid: u32) {
+    let comm = fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+    assert!(!comm.starts_with("qemu-system"), "qemu left behind");
+}
+
+pub fn read_json(path: &Path) -> Value {
+    let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// `/out/status`: the `name=exit-code` lines the scripts append after each command.
+pub fn status_of(out: &Path) -> BTreeMap<String, i32> {
+    let text = fs::read_to_string(out.join("status")).expect("status file");
+    text.lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.trim().parse().unwrap()))
+        .collect()
+}
+
+/// Run the guest's static tracer on the host (analysis needs no root and no VM).
+pub fn host_tracer(args: &[&str]) -> std::process::Output {
+    let out = std::process::Command::new(guest().tracer())
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "tracer {args:?}: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The verdict of `target` for `case` in a report's summary.json.
+pub fn verdict<'a>(summary: &'a Value, target: &str, case: &str) -> &'a Value {
+    summary["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["target"] == target && v["case_name"] == case)
+        .unwrap_or_else(|| panic!("no verdict for {target} [{case}]: {summary}"))
+}
