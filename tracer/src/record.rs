@@ -93,6 +93,10 @@ pub fn select_targets(
                 Some((_, t)) => out.push(t),
                 None if plan::valid_function_name(n) => {
                     check_function_exists(n)?;
+                    // Refused on any kernel, so before anything loads: a bad request (exit 2).
+                    if let Some(why) = crate::guard::recursion(n) {
+                        return Err(TracerError::Usage(format!("cannot trace {why}")));
+                    }
                     out.push(plan::arbitrary_target(n))
                 }
                 None => {
@@ -233,6 +237,11 @@ pub fn resolve_only(
         progress.set(m.to_string())
     })?;
     progress.finish();
+    for r in &resolved {
+        for n in &r.notes {
+            progress.println(&format!("tracer: {n}"));
+        }
+    }
     Ok((resolved, engine))
 }
 
@@ -482,6 +491,21 @@ impl Session {
         let (resolved, verify_time) = resolve::resolve(&mut engine, &ksyms, targets, ropts, |m| {
             progress.set(m.to_string())
         })?;
+        for r in &resolved {
+            for n in &r.notes {
+                progress.println(&format!("tracer: {n}"));
+            }
+        }
+        // A function the user asked for that is too hot to probe ends the run: running
+        // without it would not answer the question, and with it would slow the machine.
+        let hot: Vec<String> = resolved
+            .iter()
+            .filter(|r| r.hot_refused)
+            .filter_map(|r| r.rejected.last().map(|rej| rej.reason.clone()))
+            .collect();
+        if !hot.is_empty() {
+            return Err(TracerError::Unsupported(hot.join("\n")));
+        }
         for r in &resolved {
             if let (None, Some(p)) = (&r.active, ropts.forced.get(r.target.name)) {
                 let mut msg = format!(
