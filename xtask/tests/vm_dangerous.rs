@@ -18,8 +18,8 @@ use xtask::vm::{self, VmConfig, VmStatus};
 /// The guest picks its functions from the kernel's own lists, so the test does not depend on
 /// one build's symbol set:
 /// - blacklisted: on the kprobe blacklist but traceable (in available_filter_functions), so
-///   only the blacklist can refuse the kprobe plan; the script unmounts debugfs first, so the
-///   tracer must mount it for itself (and leave no mount behind);
+///   only the blacklist can refuse the kprobe plan (`__die` on 6.1); the script unmounts
+///   debugfs first, so the tracer must mount it for itself (and leave no mount behind);
 /// - notrace: `trace_clock_local` (declared `notrace`) when it is in kallsyms and not in
 ///   available_filter_functions, else the first such text symbol;
 /// - hot: `_raw_spin_lock`, under a fork+exec loop in the background.
@@ -30,6 +30,9 @@ mkdir -p /tmp/dbg
 mount -t debugfs none /tmp/dbg
 awk -F'\t' '{ split($2, a, " "); print a[1] }' /tmp/dbg/kprobes/blacklist | sort -u > /tmp/bl
 umount /tmp/dbg
+# vm-init mounts debugfs; without it the tracer must mount it for itself to read the list.
+umount /sys/kernel/debug
+grep debugfs /proc/mounts > /out/mounts_before
 awk '{ print $1 }' $TR/available_filter_functions | sort -u > /tmp/aff
 awk 'NF == 3 && ($2 == "t" || $2 == "T") { print $3 }' /proc/kallsyms | sort -u > /tmp/text
 # Functions of our own probes' path are refused earlier, as recursion: not these cases.
@@ -41,27 +44,39 @@ grep -qx _raw_spin_lock /tmp/aff && echo yes > /out/hot_traceable
 BL=$(cat /out/blacklisted)
 NT=$(cat /out/notrace)
 
-tracer record --targets $BL --plan $BL=kprobe --no-samples -o /out/bl -- true > /out/bl.out 2> /out/bl.err
+# Each step is bounded (a hang must not eat the VM's whole timeout) and its stderr shown on
+# the console, which comes back even when /out does not.
+T="timeout 240 tracer"
+$T record --targets $BL --plan $BL=kprobe --no-samples -o /out/bl -- true > /out/bl.out 2> /out/bl.err
 echo blacklisted=$? >> /out/status
-tracer probes --json --targets $NT > /out/nt.json 2> /out/nt.err
+cat /out/bl.err
+$T probes --json --targets $NT > /out/nt.json 2> /out/nt.err
 echo notrace=$? >> /out/status
-tracer record --targets $NT --no-samples -o /out/nt -- true > /out/nt.out 2> /out/nt.err2
+cat /out/nt.json
+$T record --targets $NT --no-samples -o /out/nt -- true > /out/nt.out 2> /out/nt.err2
 echo notrace_record=$? >> /out/status
+cat /out/nt.err2
 
 # A quiet function passes every check and is traced.
-tracer record --targets kernel_wait4 --no-samples -o /out/cool -- sh -c 'sleep 0.1 & wait' > /out/cool.out 2> /out/cool.err
+$T record --targets kernel_wait4 --no-samples -o /out/cool -- sh -c 'sleep 0.1 & wait' > /out/cool.out 2> /out/cool.err
 echo cool=$? >> /out/status
+cat /out/cool.err
 
-# Load: fork+exec as fast as the VM can, which takes spin locks all the time.
-sh -c 'while :; do /bin/true; done' &
-LOAD=$!
+# Load: fork+exec as fast as the VM can, which takes spin locks all the time. Bounded in
+# time: with --force-hot the probe slows every one of those locks, and under TCG the VM
+# would hardly make progress while the loop runs.
+timeout 25 sh -c 'while :; do /bin/true; done' &
 sleep 1
-tracer record --targets _raw_spin_lock --no-samples -o /out/hot -- true > /out/hot.out 2> /out/hot.err
+$T record --targets _raw_spin_lock --no-samples -o /out/hot -- true > /out/hot.out 2> /out/hot.err
 echo hot=$? >> /out/status
-tracer record --targets _raw_spin_lock --force-hot --no-samples -o /out/hotforced -- true > /out/hotforced.out 2> /out/hotforced.err
+cat /out/hot.err
+wait
+timeout 20 sh -c 'while :; do /bin/true; done' &
+sleep 1
+$T record --targets _raw_spin_lock --force-hot --no-samples -o /out/hotforced -- true > /out/hotforced.out 2> /out/hotforced.err
 echo hot_forced=$? >> /out/status
-kill $LOAD
-wait $LOAD 2> /dev/null
+cat /out/hotforced.err
+wait
 grep debugfs /proc/mounts > /out/mounts_after
 ls -a /tmp > /out/tmp_after
 exit 0
@@ -99,7 +114,7 @@ fn boot(script: &str) -> PathBuf {
         .guest(guest)
         .include(&sp)
         .out_dir(&out)
-        .timeout_secs(900);
+        .timeout_secs(1200);
     let r = vm::run(&cfg).expect("the VM starts");
     let comm = fs::read_to_string(format!("/proc/{}/comm", r.qemu_pid)).unwrap_or_default();
     assert!(!comm.starts_with("qemu-system"), "qemu left behind");
@@ -134,6 +149,11 @@ fn linux_6_1_refuses_blacklisted_notrace_and_hot_functions_with_the_reason() {
         "a run directory for a refused run"
     );
     // The tracer mounted debugfs for itself, read the list and left no mount behind.
+    assert_eq!(
+        read(&out, "mounts_before").trim(),
+        "",
+        "debugfs still mounted"
+    );
     assert_eq!(
         read(&out, "mounts_after").trim(),
         "",
