@@ -18,6 +18,10 @@ use crate::resolve::{self, ResolveOptions, Resolved};
 use crate::rundata::{self, Run, RunStatus};
 use crate::symbols::UserSymbolizer;
 
+/// Where function probes can run when this kernel refuses them.
+const VM_HINT: &str =
+    "\n  run the function probes inside a VM instead: cargo xtask vm --kernel 6.1 -- tracer ...";
+
 /// Hidden subcommand that holds a command until the tracer is ready, then execs it.
 pub const EXEC_HELD: &str = "__exec-held";
 
@@ -515,9 +519,10 @@ impl Session {
                 for rej in &r.rejected {
                     msg.push_str(&format!("\n    {}: {}", rej.plan, rej.reason));
                 }
-                msg.push_str(
-                    "\n  run the function probes inside a VM instead: cargo xtask vm --kernel 6.1 -- tracer ...",
-                );
+                // A function refused as dangerous is refused in a VM too.
+                if !r.guarded {
+                    msg.push_str(VM_HINT);
+                }
                 return Err(TracerError::Unsupported(msg));
             }
         }
@@ -533,9 +538,9 @@ impl Session {
                     msg.push_str(&format!("\n    {}: {}", rej.plan, rej.reason));
                 }
             }
-            msg.push_str(
-                "\n  run the function probes inside a VM instead: cargo xtask vm --kernel 6.1 -- tracer ...",
-            );
+            if !resolved.iter().all(|r| r.guarded) {
+                msg.push_str(VM_HINT);
+            }
             return Err(TracerError::Unsupported(msg));
         }
         for r in &resolved {

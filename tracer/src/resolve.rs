@@ -39,6 +39,9 @@ pub struct Resolved {
     pub heat: Option<Heat>,
     /// Refused because it is called too often (without `--force-hot`).
     pub hot_refused: bool,
+    /// Some plan was refused by the dangerous-function checks (not by this kernel's
+    /// abilities): another kernel or a VM would refuse it too.
+    pub guarded: bool,
     /// What could not be checked, or was accepted only because it was forced.
     pub notes: Vec<String>,
 }
@@ -136,6 +139,7 @@ pub fn resolve(
             verification: None,
             heat: None,
             hot_refused: false,
+            guarded: false,
             notes: Vec::new(),
         };
         if let (true, Some(g)) = (arbitrary, &guard) {
@@ -155,6 +159,7 @@ pub fn resolve(
                     plan: plan.name.into(),
                     reason,
                 });
+                r.guarded = true;
                 continue;
             }
             progress(&format!("{}: trying {}", target.name, plan.name));

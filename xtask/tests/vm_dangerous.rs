@@ -148,6 +148,8 @@ fn linux_6_1_refuses_blacklisted_notrace_and_hot_functions_with_the_reason() {
         !out.join("bl").exists(),
         "a run directory for a refused run"
     );
+    // A VM refuses it too: no hint to run it in one.
+    assert!(!err.contains("inside a VM"), "{err}");
     // The tracer mounted debugfs for itself, read the list and left no mount behind.
     assert_eq!(
         read(&out, "mounts_before").trim(),
@@ -187,6 +189,7 @@ fn linux_6_1_refuses_blacklisted_notrace_and_hot_functions_with_the_reason() {
     assert_clean(&err, "notrace record");
     assert_eq!(st["notrace_record"], 4, "{err}");
     assert!(err.contains("not traceable"), "{err}");
+    assert!(!err.contains("inside a VM"), "{err}");
 
     // A quiet function is traced: the checks do not refuse everything.
     let err = read(&out, "cool.err");
