@@ -1003,10 +1003,14 @@ impl Engine {
     /// program runs for every call of its function by any task (the task filter is applied
     /// inside it), so its run count is the function's call rate. Nothing is recorded and no
     /// filter changes: this is exactly what the attached probes cost everyone else.
+    /// The counts are read every 10 ms and the window ends early once `enough` says so: a
+    /// probe on a very hot function must not stay attached longer than it takes to see that
+    /// it is.
     pub fn probe_runs(
         &self,
         slot: &Slot,
         window: std::time::Duration,
+        mut enough: impl FnMut(&ProbeRuns) -> bool,
     ) -> Result<ProbeRuns, String> {
         let names = match *slot {
             Slot::Fentry(i) => [format!("fentry_{i}"), format!("fexit_{i}")],
@@ -1026,23 +1030,29 @@ impl Engine {
         };
         let before = [read(&names[0])?, read(&names[1])?];
         let t0 = std::time::Instant::now();
-        std::thread::sleep(window);
-        let after = [read(&names[0])?, read(&names[1])?];
-        let elapsed = t0.elapsed();
-        drop(stats);
-        let d = |i: usize| {
-            (
-                after[i].0.saturating_sub(before[i].0),
-                after[i].1.saturating_sub(before[i].1),
-            )
-        };
-        let ((entry_runs, entry_ns), (exit_runs, exit_ns)) = (d(0), d(1));
-        Ok(ProbeRuns {
-            calls: entry_runs,
-            elapsed,
-            entry_ns_per_run: (entry_runs > 0).then(|| entry_ns as f64 / entry_runs as f64),
-            exit_ns_per_run: (exit_runs > 0).then(|| exit_ns as f64 / exit_runs as f64),
-        })
+        let step = std::time::Duration::from_millis(10);
+        loop {
+            std::thread::sleep(step.min(window.saturating_sub(t0.elapsed())));
+            let after = [read(&names[0])?, read(&names[1])?];
+            let elapsed = t0.elapsed();
+            let d = |i: usize| {
+                (
+                    after[i].0.saturating_sub(before[i].0),
+                    after[i].1.saturating_sub(before[i].1),
+                )
+            };
+            let ((entry_runs, entry_ns), (exit_runs, exit_ns)) = (d(0), d(1));
+            let runs = ProbeRuns {
+                calls: entry_runs,
+                elapsed,
+                entry_ns_per_run: (entry_runs > 0).then(|| entry_ns as f64 / entry_runs as f64),
+                exit_ns_per_run: (exit_runs > 0).then(|| exit_ns as f64 / exit_runs as f64),
+            };
+            if elapsed >= window || enough(&runs) {
+                drop(stats);
+                return Ok(runs);
+            }
+        }
     }
 
     /// Sum of calls per target over all phases (for progress and calibration).

@@ -10,7 +10,7 @@
 //! | recursion | always (exit 2, before anything loads) | [`OWN_CALLS`]: what our own eBPF programs reach, plus every `bpf_`/`__bpf_` name |
 //! | kprobe blacklist | the kprobe plan | `/sys/kernel/debug/kprobes/blacklist` (debugfs mounted privately for the read when it is not mounted) |
 //! | not traceable | the fentry and kprobe plans | absent from `<tracefs>/available_filter_functions` (`notrace`, `noinstr`, ...) |
-//! | hot | the plan that attached, unless `--force-hot` | the attached probes' run count and run time over [`HOT_WINDOW`], from the kernel's BPF statistics (5.8+; without them the rate is not measured, and a note says so) |
+//! | hot | the plan that attached, unless `--force-hot` | the attached probes' run count and run time over [`HOT_WINDOW`] (less when [`clearly_hot`]), from the kernel's BPF statistics (5.8+; without them the rate is not measured, and a note says so) |
 //!
 //! Where a list cannot be read (no debugfs, a restricted tracefs file), that check is skipped
 //! and a note says so; the kernel still refuses what it must when attaching.
@@ -280,12 +280,21 @@ pub const HOT_WINDOW: Duration = Duration::from_millis(200);
 /// The share of one CPU above which probing a function is refused without `--force-hot`.
 pub const HOT_SHARE: f64 = 0.05;
 
+/// Ends a counting window early: after 50 ms, a function already over twice the limit is
+/// hot whatever the rest of the window would show, and its probe should not stay attached
+/// (under emulation a probe on a lock function can take the whole machine).
+pub fn clearly_hot(runs: &ProbeRuns) -> bool {
+    runs.elapsed >= Duration::from_millis(50) && Heat::from_runs(runs).cpu_share() > 2.0 * HOT_SHARE
+}
+
 /// A function's measured call rate and what probing it costs.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Heat {
     pub calls_per_s: f64,
     /// Probe time per call (entry and exit programs), in ns, as the kernel measured it.
     pub ns_per_call: f64,
+    /// How long the calls were counted.
+    pub window: Duration,
 }
 
 impl Heat {
@@ -294,6 +303,7 @@ impl Heat {
         Heat {
             calls_per_s: runs.calls as f64 / secs,
             ns_per_call: runs.entry_ns_per_run.unwrap_or(0.0) + runs.exit_ns_per_run.unwrap_or(0.0),
+            window: runs.elapsed,
         }
     }
 
@@ -313,7 +323,7 @@ impl Heat {
              kprobe or trampoline entry comes on top) tracing it costs at least {:.1}% of one CPU",
             self.calls_per_s,
             self.ns_per_call,
-            HOT_WINDOW.as_millis(),
+            self.window.as_millis(),
             self.cpu_share() * 100.0
         )
     }
@@ -446,5 +456,14 @@ mod tests {
         // Just above and below the limit.
         assert!(Heat::from_runs(&runs(10_001, 1000, Some(5000.0), None)).is_hot());
         assert!(!Heat::from_runs(&runs(9_999, 1000, Some(5000.0), None)).is_hot());
+    }
+
+    #[test]
+    fn a_window_ends_early_only_for_a_clearly_hot_function_after_50_ms() {
+        // 25% of a CPU, but only 20 ms seen: too early to tell.
+        assert!(!clearly_hot(&runs(10_000, 20, Some(300.0), Some(200.0))));
+        assert!(clearly_hot(&runs(25_000, 50, Some(300.0), Some(200.0))));
+        // 7.5%: hot, but within twice the limit: the whole window decides.
+        assert!(!clearly_hot(&runs(15_000, 100, Some(300.0), Some(200.0))));
     }
 }

@@ -218,7 +218,7 @@ pub fn resolve(
                     target.name,
                     guard::HOT_WINDOW.as_millis()
                 ));
-                match engine.probe_runs(slot, guard::HOT_WINDOW) {
+                match engine.probe_runs(slot, guard::HOT_WINDOW, guard::clearly_hot) {
                     Ok(runs) => {
                         let heat = Heat::from_runs(&runs);
                         if heat.is_hot() && !opts.force_hot {
