@@ -12,7 +12,8 @@ pub mod exit {
     pub const USAGE: i32 = 2;
     /// Not enough privilege to load eBPF / open perf events.
     pub const PRIVILEGES: i32 = 3;
-    /// The kernel cannot measure what was asked (no usable plan, no tracefs, no BTF ...).
+    /// The kernel cannot measure what was asked (no usable plan, no tracefs, no BTF ...), or
+    /// a named function is too hot to probe without `--force-hot`.
     pub const UNSUPPORTED: i32 = 4;
     /// The output could not be written (exists, another tracer is writing it, unwritable,
     /// disk full).
@@ -31,7 +32,8 @@ Exit status:
   1  unexpected failure
   2  bad command line
   3  insufficient privileges (run with sudo, or grant CAP_BPF and CAP_PERFMON)
-  4  the kernel cannot measure what was asked (see `tracer probes`)
+  4  the kernel cannot measure what was asked (see `tracer probes`), or a
+     named function is called too often to probe without --force-hot
   5  output could not be written (exists, another tracer is writing it,
      unwritable, disk full)
   6  input run directory missing, corrupt or of another format

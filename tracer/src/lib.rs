@@ -4,6 +4,7 @@ pub mod cli;
 pub mod collect;
 pub mod engine;
 pub mod error;
+pub mod guard;
 pub mod kernel;
 pub mod output;
 pub mod owner;

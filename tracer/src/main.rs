@@ -257,6 +257,10 @@ struct TargetArgs {
     /// Force a plan for a target, e.g. dup_mmap=kprobe (see `tracer probes` for plan names).
     #[arg(long, value_parser = cli::parse_plan, value_name = "TARGET=PLAN")]
     plan: Vec<(String, String)>,
+    /// Trace a named kernel function even when it is called so often that its probe would
+    /// cost more than 5% of a CPU (the rate is measured for 200 ms before the run).
+    #[arg(long)]
+    force_hot: bool,
 }
 
 /// Kernel map sizes shared by record and sweep.
@@ -535,6 +539,7 @@ fn resolve_opts(t: &TargetArgs, verify: bool) -> ResolveOptions {
     ResolveOptions {
         verify,
         forced: t.plan.iter().cloned().collect(),
+        force_hot: t.force_hot,
     }
 }
 

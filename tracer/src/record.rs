@@ -20,6 +20,10 @@ use crate::resolve::{self, ResolveOptions, Resolved};
 use crate::rundata::{self, Run, RunStatus};
 use crate::symbols::UserSymbolizer;
 
+/// Where function probes can run when this kernel refuses them.
+const VM_HINT: &str =
+    "\n  run the function probes inside a VM instead: cargo xtask vm --kernel 6.1 -- tracer ...";
+
 /// Hidden subcommand that holds a command until the tracer is ready, then execs it.
 pub const EXEC_HELD: &str = "__exec-held";
 
@@ -95,6 +99,10 @@ pub fn select_targets(
                 Some((_, t)) => out.push(t),
                 None if plan::valid_function_name(n) => {
                     check_function_exists(n)?;
+                    // Refused on any kernel, so before anything loads: a bad request (exit 2).
+                    if let Some(why) = crate::guard::recursion(n) {
+                        return Err(TracerError::Usage(format!("cannot trace {why}")));
+                    }
                     out.push(plan::arbitrary_target(n))
                 }
                 None => {
@@ -235,6 +243,11 @@ pub fn resolve_only(
         progress.set(m.to_string())
     })?;
     progress.finish();
+    for r in &resolved {
+        for n in &r.notes {
+            progress.println(&format!("tracer: {n}"));
+        }
+    }
     Ok((resolved, engine))
 }
 
@@ -484,6 +497,21 @@ impl Session {
             progress.set(m.to_string())
         })?;
         for r in &resolved {
+            for n in &r.notes {
+                progress.println(&format!("tracer: {n}"));
+            }
+        }
+        // A function the user asked for that is too hot to probe ends the run: running
+        // without it would not answer the question, and with it would slow the machine.
+        let hot: Vec<String> = resolved
+            .iter()
+            .filter(|r| r.hot_refused)
+            .filter_map(|r| r.rejected.last().map(|rej| rej.reason.clone()))
+            .collect();
+        if !hot.is_empty() {
+            return Err(TracerError::Unsupported(hot.join("\n")));
+        }
+        for r in &resolved {
             if let (None, Some(p)) = (&r.active, ropts.forced.get(r.target.name)) {
                 let mut msg = format!(
                     "{}: the forced plan {p} cannot be used on this kernel:",
@@ -492,9 +520,10 @@ impl Session {
                 for rej in &r.rejected {
                     msg.push_str(&format!("\n    {}: {}", rej.plan, rej.reason));
                 }
-                msg.push_str(
-                    "\n  run the function probes inside a VM instead: cargo xtask vm --kernel 6.1 -- tracer ...",
-                );
+                // A function refused as dangerous is refused in a VM too.
+                if !r.guarded {
+                    msg.push_str(VM_HINT);
+                }
                 return Err(TracerError::Unsupported(msg));
             }
         }
@@ -510,9 +539,9 @@ impl Session {
                     msg.push_str(&format!("\n    {}: {}", rej.plan, rej.reason));
                 }
             }
-            msg.push_str(
-                "\n  run the function probes inside a VM instead: cargo xtask vm --kernel 6.1 -- tracer ...",
-            );
+            if !resolved.iter().all(|r| r.guarded) {
+                msg.push_str(VM_HINT);
+            }
             return Err(TracerError::Unsupported(msg));
         }
         for r in &resolved {

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use crate::calibrate::{self, CalibrateError};
 use crate::engine::{AttachFailure, Engine, EngineError, Slot, TpRole};
+use crate::guard::{self, Guard, Heat};
 use crate::kernel::{self, kallsyms::Kallsyms};
 use crate::plan::{Calibration, FnMech, Method, Plan, Target};
 use crate::rundata::{PlanUsed, Rejection, TargetReport, Verification};
@@ -14,6 +15,9 @@ pub struct ResolveOptions {
     pub verify: bool,
     /// Force a plan by name for a target (`--plan dup_mmap=kprobe`).
     pub forced: BTreeMap<String, String>,
+    /// Trace functions named on the command line even when their call rate makes the probe
+    /// expensive (see `guard.rs`).
+    pub force_hot: bool,
 }
 
 /// A plan attached for a target.
@@ -31,6 +35,15 @@ pub struct Resolved {
     pub active: Option<ActivePlan>,
     pub rejected: Vec<Rejection>,
     pub verification: Option<Verification>,
+    /// The call rate measured for a function named on the command line.
+    pub heat: Option<Heat>,
+    /// Refused because it is called too often (without `--force-hot`).
+    pub hot_refused: bool,
+    /// Some plan was refused by the dangerous-function checks (not by this kernel's
+    /// abilities): another kernel or a VM would refuse it too.
+    pub guarded: bool,
+    /// What could not be checked, or was accepted only because it was forced.
+    pub notes: Vec<String>,
 }
 
 impl Resolved {
@@ -108,20 +121,45 @@ pub fn resolve(
     let mut learned = Learned::default();
     let kprobes_possible =
         kernel::has_kprobe_pmu() || engine.tracefs_root().join("kprobe_events").exists();
+    // Functions named on the command line are checked against the kernel's lists of what
+    // must not be probed; read them only when there is such a function.
+    let guard = targets
+        .iter()
+        .any(|(_, t)| t.calibration == Calibration::None)
+        .then(|| Guard::load(engine.tracefs_root()));
     let mut out = Vec::new();
     for &(index, target) in targets {
         let forced = opts.forced.get(target.name);
+        let arbitrary = target.calibration == Calibration::None;
         let mut r = Resolved {
             target,
             index,
             active: None,
             rejected: Vec::new(),
             verification: None,
+            heat: None,
+            hot_refused: false,
+            guarded: false,
+            notes: Vec::new(),
         };
+        if let (true, Some(g)) = (arbitrary, &guard) {
+            r.notes.extend(g.notes());
+        }
         for plan in target.plans {
             if let Some(f) = forced
                 && f != plan.name
             {
+                continue;
+            }
+            if let (true, Some(g), Method::Functions { mech, .. }) =
+                (arbitrary, &guard, plan.method)
+                && let Some(reason) = g.refusal(target.name, mech)
+            {
+                r.rejected.push(Rejection {
+                    plan: plan.name.into(),
+                    reason,
+                });
+                r.guarded = true;
                 continue;
             }
             progress(&format!("{}: trying {}", target.name, plan.name));
@@ -173,6 +211,41 @@ pub fn resolve(
                     continue;
                 }
                 r.verification = Some(v);
+            }
+            if arbitrary && let Some(slot) = attached.slots.first() {
+                progress(&format!(
+                    "{}: counting its calls for {} ms",
+                    target.name,
+                    guard::HOT_WINDOW.as_millis()
+                ));
+                match engine.probe_runs(slot, guard::HOT_WINDOW, guard::clearly_hot) {
+                    Ok(runs) => {
+                        let heat = Heat::from_runs(&runs);
+                        if heat.is_hot() && !opts.force_hot {
+                            for s in &attached.slots {
+                                engine.release(s);
+                            }
+                            r.rejected.push(Rejection {
+                                plan: plan.name.into(),
+                                reason: heat.refusal(target.name),
+                            });
+                            r.hot_refused = true;
+                            r.heat = Some(heat);
+                            // A cheaper rung does not exist further down: kprobes cost more.
+                            break;
+                        }
+                        if heat.is_hot() {
+                            r.notes.push(format!(
+                                "{}: traced anyway (--force-hot)",
+                                heat.describe(target.name)
+                            ));
+                        }
+                        r.heat = Some(heat);
+                    }
+                    Err(e) => r
+                        .notes
+                        .push(format!("{}: call rate not measured ({e})", target.name)),
+                }
             }
             r.active = Some(attached);
             break;
