@@ -179,7 +179,7 @@ fn tokenize(s: &str) -> Result<Vec<Tok>, String> {
                     .map_err(|_| format!("--ops {s:?}: {} is too large", &s[st..i]))?;
                 out.push(Tok::Num(v));
             }
-            b'{' if s[i..].starts_with("{n}") => {
+            b'{' if s[i..].starts_with("{n}") || s[i..].starts_with("{N}") => {
                 out.push(Tok::N);
                 i += 3;
             }
@@ -342,6 +342,7 @@ mod tests {
         let e = |s: &str, n| OpsExpr::parse(s).unwrap().eval(n);
         assert_eq!(e("100", 7), 100);
         assert_eq!(e("{n}*10", 7), 70);
+        assert_eq!(e("{N}*10", 7), 70, "the spelling --help shows");
         assert_eq!(e("n * 10 + 5", 7), 75);
         assert_eq!(e("({n}+1)*50", 3), 200);
         assert_eq!(e("{n}/4", 10), 2);

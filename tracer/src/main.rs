@@ -39,8 +39,8 @@ Do not know which function to suspect? `--discover` samples the kernel stacks of
 process tree at every N and ranks the functions whose time grows with N; it needs no \
 function probe, so it works on kernels that refuse them.
 
-Sweep your own benchmark: `tracer sweep --n 10,100,1000 -- ./bench {n}` runs it once per N \
-({n} replaced, TRACER_N set), each run one phase.
+Sweep your own benchmark: `tracer sweep --n 10,100,1000 -- ./bench {N}` runs it once per N \
+({N}, or its lower-case form, replaced; TRACER_N set), each run one phase.
 
 Needs root, or CAP_BPF + CAP_PERFMON (5.8+) and a kernel with BTF for fentry. When the host \
 kernel forbids function probes (no kprobes, fentry refused), run inside a VM: \
@@ -190,10 +190,10 @@ struct CompareArgs {
 }
 
 const SWEEP_HELP: &str = "\
-Your own command, once per N ({n} in its arguments replaced by N, TRACER_N=N in its
-environment; each run is one phase of case `command`):
-  sudo tracer sweep --n 10,100,1000,3000 --targets do_wait -- ./bench {n} 100
-  sudo tracer sweep --n 1..4000*4 --discover --repeat 3 --ops 20000 -- ./poll {n}
+Your own command, once per N ({N} in its arguments replaced by N; the lower-case form works
+too; TRACER_N=N in its environment; each run is one phase of case `command`):
+  sudo tracer sweep --n 10,100,1000,3000 --targets do_wait -- ./bench {N} 100
+  sudo tracer sweep --n 1..4000*4 --discover --repeat 3 --ops 20000 -- ./poll {N}
 A run that fails is kept in run.json (invocations) and its N left out of the fits; the
 sweep goes on with the other N and exits 8.
 
@@ -388,7 +388,7 @@ struct SweepArgs {
     /// Runs of your command per N (with -- CMD): more runs, tighter intervals.
     #[arg(long, default_value_t = 1, value_name = "R")]
     repeat: u32,
-    /// Operations per run of your command, e.g. 100 or {n}*10: gives per-op columns.
+    /// Operations per run of your command, e.g. 100 or {N}*10: gives per-op columns.
     #[arg(long, value_parser = cli::parse_ops, value_name = "EXPR")]
     ops: Option<cli::OpsExpr>,
     /// Name of your command's run directory in the sweep (default: its file name).
@@ -398,7 +398,7 @@ struct SweepArgs {
     /// second pass (run <NAME>-confirm), where the kernel allows function probes; 0 = off.
     #[arg(long, default_value_t = 3, value_name = "K")]
     confirm: usize,
-    /// With no workload named: the command to run once per N ({n} replaced by N).
+    /// With no workload named: the command to run once per N ({N} replaced by N).
     /// With workloads: extra arguments passed to every workload, e.g. -- --iterations 50.
     #[arg(last = true, value_name = "COMMAND | WORKLOAD ARGS")]
     extra: Vec<String>,

@@ -153,6 +153,18 @@ fn check_function_exists(name: &str) -> Result<(), TracerError> {
     )))
 }
 
+/// The resolution notes, each once: a fact about the machine (an unreadable list) is noted
+/// for every named function but said once.
+fn distinct_notes(resolved: &[Resolved]) -> Vec<&String> {
+    let mut out: Vec<&String> = Vec::new();
+    for n in resolved.iter().flat_map(|r| r.notes.iter()) {
+        if !out.contains(&n) {
+            out.push(n);
+        }
+    }
+    out
+}
+
 /// Find an executable the way execvp would.
 pub fn find_executable(name: &str) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
@@ -243,10 +255,8 @@ pub fn resolve_only(
         progress.set(m.to_string())
     })?;
     progress.finish();
-    for r in &resolved {
-        for n in &r.notes {
-            progress.println(&format!("tracer: {n}"));
-        }
+    for n in distinct_notes(&resolved) {
+        progress.println(&format!("tracer: {n}"));
     }
     Ok((resolved, engine))
 }
@@ -496,10 +506,8 @@ impl Session {
         let (resolved, verify_time) = resolve::resolve(&mut engine, &ksyms, targets, ropts, |m| {
             progress.set(m.to_string())
         })?;
-        for r in &resolved {
-            for n in &r.notes {
-                progress.println(&format!("tracer: {n}"));
-            }
+        for n in distinct_notes(&resolved) {
+            progress.println(&format!("tracer: {n}"));
         }
         // A function the user asked for that is too hot to probe ends the run: running
         // without it would not answer the question, and with it would slow the machine.
@@ -1045,12 +1053,21 @@ fn invocation_plan(spec: &RunSpec) -> Vec<Invocation> {
     }
 }
 
-/// The command line for one N: every `{n}` replaced by N.
+/// The command line for one N: every `{n}` (or `{N}`) replaced by N. clap turns `{n}` in
+/// help text into a line break, so the help spells it `{N}`; both work.
 pub fn substitute_n(template: &[String], n: u64) -> Vec<String> {
     template
         .iter()
-        .map(|a| a.replace("{n}", &n.to_string()))
+        .map(|a| {
+            a.replace("{n}", &n.to_string())
+                .replace("{N}", &n.to_string())
+        })
         .collect()
+}
+
+/// Does an argument hold the N placeholder?
+pub fn has_n_placeholder(arg: &str) -> bool {
+    arg.contains("{n}") || arg.contains("{N}")
 }
 
 /// A wait status as one exit code: the code, or 128 + the signal.
@@ -1305,6 +1322,16 @@ mod tests {
         .map(|s| s.to_string())
         .collect();
         assert!(select_targets(&many, false).is_err());
+    }
+
+    #[test]
+    fn both_spellings_of_the_n_placeholder_are_replaced() {
+        let t: Vec<String> = ["./bench", "{n}", "--size={N}", "x{n}y"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(substitute_n(&t, 42), ["./bench", "42", "--size=42", "x42y"]);
+        assert!(has_n_placeholder("{N}") && !has_n_placeholder("n"));
     }
 
     #[test]

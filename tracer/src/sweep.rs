@@ -480,7 +480,7 @@ fn external_spec(opts: &SweepOptions) -> Result<Job, TracerError> {
             "--name {name:?}: a plain directory name, not report or {SWEEP_FILE}"
         )));
     }
-    if !opts.command.iter().any(|a| a.contains("{n}")) {
+    if !opts.command.iter().any(|a| record::has_n_placeholder(a)) {
         eprintln!(
             "tracer: note: the command has no {{n}} in its arguments: every N runs the same \
              command line, which gets N only from the TRACER_N environment variable"

@@ -165,6 +165,21 @@ fn is_pseudo(frame: &str) -> bool {
     frame.starts_with('[')
 }
 
+/// The syscall entry and dispatch code that sits above every syscall: its growth is the sum of
+/// unrelated syscalls' (a benchmark's setup forks and its timed waits), so it is never the
+/// function that grows, only a caller of it.
+fn is_dispatch(frame: &str) -> bool {
+    const PREFIXES: [&str; 6] = [
+        "entry_SYSCALL",
+        "do_syscall_",
+        "x64_sys_call",
+        "do_fast_syscall",
+        "__do_fast_syscall",
+        "do_int80",
+    ];
+    PREFIXES.iter().any(|p| frame.starts_with(p))
+}
+
 fn profile(stacks: &super::stacks::Folded, period_ns: u64) -> Profile {
     let mut p = Profile::default();
     for (frames, w) in stacks.iter() {
@@ -351,7 +366,7 @@ fn discover_case(
     }
     let cause = root_cause(&ns, &ops, &profiles, kernel_added, &ranked);
 
-    let coverage = coverage(&ns, &profiles, invocations, period_ns);
+    let coverage = coverage(&ns, &profiles, invocations);
     Discovery {
         run: label.to_string(),
         kernel: kernel.to_string(),
@@ -392,7 +407,7 @@ fn growers(
     };
     let mut out = Vec::new();
     for (f, &(_, samples1)) in &p1.incl {
-        if samples1 < MIN_SAMPLES {
+        if samples1 < MIN_SAMPLES || is_dispatch(f) {
             continue;
         }
         let added = per(p1, f, ops[last]) - per(p0, f, ops[0]);
@@ -558,12 +573,7 @@ fn period_of(p: &Profile) -> f64 {
     }
 }
 
-fn coverage(
-    ns: &[u64],
-    profiles: &[Profile],
-    invocations: &[Invocation],
-    _period_ns: u64,
-) -> Vec<Coverage> {
+fn coverage(ns: &[u64], profiles: &[Profile], invocations: &[Invocation]) -> Vec<Coverage> {
     let per_n = ns.iter().all(|&n| invocations.iter().any(|i| i.n == n));
     let cov = |n: Option<u64>, kernel_w: u64, user_w: u64, sys_s: f64, user_s: f64| Coverage {
         n,
@@ -702,6 +712,35 @@ mod tests {
         assert!((d.ranked[0].added_share - 1.0).abs() < 0.01);
         let names: Vec<&str> = d.ranked.iter().map(|g| g.function.as_str()).collect();
         assert!(names.contains(&"vm_area_dup") && !names.contains(&"copy_process"));
+    }
+
+    #[test]
+    fn the_syscall_dispatch_above_two_growing_syscalls_is_not_the_answer() {
+        // The timed waits and the setup's forks both grow; do_syscall_64 sits above both
+        // and carries more than either, but it is no function that grows on its own.
+        let ns = [10, 200, 600, 1500];
+        let stacks: Vec<StackData> = ns
+            .iter()
+            .map(|&n| {
+                data(
+                    n,
+                    &format!(
+                        "entry_SYSCALL_64;do_syscall_64;kernel_wait4;do_wait;wait_consider_task {}\n\
+                         entry_SYSCALL_64;do_syscall_64;__do_sys_clone;copy_process {}\n",
+                        30 * n * PERIOD,
+                        20 * n * PERIOD
+                    ),
+                )
+            })
+            .collect();
+        let d = &discover(&stacks, &runs(&ns))[0];
+        let names: Vec<&str> = d.ranked.iter().map(|g| g.function.as_str()).collect();
+        assert_eq!(names.first(), Some(&"wait_consider_task"), "{names:?}");
+        assert!(
+            !names
+                .iter()
+                .any(|f| f.starts_with("do_syscall") || f.starts_with("entry_"))
+        );
     }
 
     #[test]
