@@ -370,30 +370,26 @@ impl Engine {
             _pad: 0,
             n: 0,
         };
-        let mut owner: HashMap<&mut MapData, u32, PhaseKey> =
-            HashMap::try_from(self.bpf.map_mut("ROW_OWNER").expect("ROW_OWNER"))
-                .map_err(map_error("ROW_OWNER"))?;
-        owner
-            .insert(ROW_UNPHASED, unphased, 0)
-            .map_err(map_error("ROW_OWNER"))?;
-        let mut rows: HashMap<&mut MapData, PhaseKey, u32> =
-            HashMap::try_from(self.bpf.map_mut("PHASE_ROWS").expect("PHASE_ROWS"))
-                .map_err(map_error("PHASE_ROWS"))?;
-        rows.insert(unphased, ROW_UNPHASED, 0)
-            .map_err(map_error("PHASE_ROWS"))?;
+        self.own_row(ROW_UNPHASED, unphased)?;
         let mut next: Array<&mut MapData, u64> =
             Array::try_from(self.bpf.map_mut("NEXT_ROW").expect("NEXT_ROW"))
                 .map_err(map_error("NEXT_ROW"))?;
         next.set(0, ROW_UNPHASED as u64 + 1, 0)
             .map_err(map_error("NEXT_ROW"))?;
         // Threads may have cached a phase and row from before: make them look again.
-        let mut generation: Array<&mut MapData, u64> =
-            Array::try_from(self.bpf.map_mut("PHASE_GEN").expect("PHASE_GEN"))
-                .map_err(map_error("PHASE_GEN"))?;
-        let g = generation.get(&0, 0).map_err(map_error("PHASE_GEN"))?;
-        generation
-            .set(0, g.wrapping_add(1), 0)
-            .map_err(map_error("PHASE_GEN"))
+        self.bump_phase_gen()
+    }
+
+    /// Record that aggregate `row` belongs to phase `key` (both directions, as the probes do).
+    fn own_row(&mut self, row: u32, key: PhaseKey) -> Result<(), EngineError> {
+        let mut owner: HashMap<&mut MapData, u32, PhaseKey> =
+            HashMap::try_from(self.bpf.map_mut("ROW_OWNER").expect("ROW_OWNER"))
+                .map_err(map_error("ROW_OWNER"))?;
+        owner.insert(row, key, 0).map_err(map_error("ROW_OWNER"))?;
+        let mut rows: HashMap<&mut MapData, PhaseKey, u32> =
+            HashMap::try_from(self.bpf.map_mut("PHASE_ROWS").expect("PHASE_ROWS"))
+                .map_err(map_error("PHASE_ROWS"))?;
+        rows.insert(key, row, 0).map_err(map_error("PHASE_ROWS"))
     }
 
     /// The aggregate rows in use and the phase each belongs to (a phase may own more than
@@ -1179,14 +1175,7 @@ impl Engine {
         }
         next.set(0, row + 1, 0).map_err(map_error("NEXT_ROW"))?;
         let row = row as u32;
-        let mut owner: HashMap<&mut MapData, u32, PhaseKey> =
-            HashMap::try_from(self.bpf.map_mut("ROW_OWNER").expect("ROW_OWNER"))
-                .map_err(map_error("ROW_OWNER"))?;
-        owner.insert(row, key, 0).map_err(map_error("ROW_OWNER"))?;
-        let mut rows: HashMap<&mut MapData, PhaseKey, u32> =
-            HashMap::try_from(self.bpf.map_mut("PHASE_ROWS").expect("PHASE_ROWS"))
-                .map_err(map_error("PHASE_ROWS"))?;
-        rows.insert(key, row, 0).map_err(map_error("PHASE_ROWS"))?;
+        self.own_row(row, key)?;
         Ok(row)
     }
 
