@@ -603,14 +603,15 @@ fn coverage(ns: &[u64], profiles: &[Profile], invocations: &[Invocation]) -> Vec
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::analysis::stacks::Folded;
     use crate::rundata::{StackFile, stack_file_path};
 
-    const PERIOD: u64 = 200_000;
+    pub(crate) const PERIOD: u64 = 200_000;
 
-    fn data(n: u64, text: &str) -> StackData {
+    /// One N's whole-process profile of case `command`.
+    pub(crate) fn data(n: u64, text: &str) -> StackData {
         let folded = Folded::parse(text).unwrap();
         StackData {
             run: 0,
@@ -628,7 +629,8 @@ mod tests {
         }
     }
 
-    fn runs(ns: &[u64]) -> Vec<ProfiledRun> {
+    /// The run those profiles belong to, one run per N and one op per run.
+    pub(crate) fn runs(ns: &[u64]) -> Vec<ProfiledRun> {
         let phases = ns
             .iter()
             .map(|&n| PhaseRow {

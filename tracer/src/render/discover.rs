@@ -252,56 +252,27 @@ pub fn markdown(d: &Discovery) -> String {
 pub(crate) mod tests {
     use super::*;
     use crate::analysis::discover::discover;
-    use crate::analysis::stacks::Folded;
-    use crate::rundata::{PhaseRow, StackFile, StackKind, stack_file_path};
 
     /// A discovery of 4 sizes where wait_consider_task grows linearly (or nothing grows).
     pub(crate) fn discovery(grow: bool) -> Discovery {
+        use crate::analysis::discover::tests::{PERIOD, data, runs};
         let ns = [10u64, 100, 1000, 3000];
-        let stacks = ns
+        let stacks: Vec<_> = ns
             .iter()
             .map(|&n| {
-                let w = if grow { 40 * n } else { 400 } * 200_000;
-                let folded = Folded::parse(&format!(
-                    "e;do_syscall_64;do_wait;__do_wait;wait_consider_task {w}\ne;do_syscall_64;read_zero {}\n",
-                    100 * 200_000
-                ))
-                .unwrap();
-                crate::analysis::StackData {
-                    run: 0,
-                    file: StackFile {
-                        kind: StackKind::Profile,
-                        target: "process".into(),
-                        case: 100,
-                        case_name: "command".into(),
-                        n,
-                        path: stack_file_path(StackKind::Profile, "process", "command", n),
-                        total_ns: folded.total(),
-                        count: 1,
-                    },
-                    folded,
-                }
-            })
-            .collect::<Vec<_>>();
-        let phases = ns
-            .iter()
-            .map(|&n| PhaseRow {
-                case: 100,
-                case_name: "command".into(),
-                n,
-                phases: 1,
-                ops: 1,
-                wall_ns: 1,
+                let w = if grow { 40 * n } else { 400 } * PERIOD;
+                data(
+                    n,
+                    &format!(
+                        "e;do_syscall_64;do_wait;__do_wait;wait_consider_task {w}\ne;do_syscall_64;read_zero {}\n",
+                        100 * PERIOD
+                    ),
+                )
             })
             .collect();
-        let run = crate::analysis::discover::ProfiledRun {
-            label: "bench".into(),
-            kernel: "6.18".into(),
-            sample_freq_hz: 5000,
-            phases,
-            invocations: Vec::new(),
-        };
-        discover(&stacks, &[run]).remove(0)
+        let mut r = runs(&ns);
+        r[0].label = "bench".into();
+        discover(&stacks, &r).remove(0)
     }
 
     #[test]
