@@ -57,6 +57,8 @@ pub fn cause(rc: &RootCause) -> String {
 
 fn rc_reason(line: &str) -> String {
     let reason = line.split_once("]: ").map_or(line, |(_, r)| r);
+    // The reason without its parenthesised detail: the full line is in the findings.
+    let reason = reason.split_once(" (").map_or(reason, |(r, _)| r);
     let short: String = reason.chars().take(80).collect();
     if short.len() < reason.len() {
         format!("{short}…")
@@ -97,7 +99,16 @@ pub fn rows(a: &Analysis, links: impl Fn(usize) -> Vec<(String, String)>) -> Vec
                 None if d.nothing_grows() => "no kernel function grows".into(),
                 None => "no single function carries most of it".into(),
             }],
+            slope: d
+                .total
+                .as_ref()
+                .filter(|_| !d.nothing_grows())
+                .map(slope)
+                .into_iter()
+                .collect(),
+            plan: vec!["sampling".into()],
             grows: !d.nothing_grows(),
+            relevant: true,
         });
     }
     for (kind, findings) in digest::findings(a) {
@@ -122,16 +133,80 @@ pub fn rows(a: &Analysis, links: impl Fn(usize) -> Vec<(String, String)>) -> Vec
                 None if kind == Kind::Grows => Some("no stacks sampled".into()),
                 None => None,
             };
+            let grows = kind == Kind::Grows;
             out.push(SummaryRow {
                 target: t.target.clone(),
                 case,
                 class: class_text(v.class(), t.timed),
+                slope: v
+                    .scaling
+                    .as_ref()
+                    .filter(|_| grows)
+                    .map(slope)
+                    .into_iter()
+                    .collect(),
                 growth: v.scaling.as_ref().map(growth).into_iter().collect(),
                 root_cause: root_cause.into_iter().collect(),
+                plan: t.via().into_iter().collect(),
                 links: links(first),
-                grows: kind == Kind::Grows,
+                grows,
+                relevant: f.leads(a),
             });
         }
+    }
+    // What the workloads exist for first; the order within each part is the findings'.
+    out.sort_by_key(|r| !r.relevant);
+    out
+}
+
+/// The fitted exponent in short, with its 95% interval when there is one.
+pub fn slope(s: &Scaling) -> String {
+    match s.slope.slope_ci95 {
+        Some((lo, hi)) => format!("{:.2} [{lo:.2}, {hi:.2}]", s.slope.slope),
+        None => format!("{:.2}", s.slope.slope),
+    }
+}
+
+/// The summary table as plain text, for the terminal and `summary.txt`: the findings the
+/// workloads exist for, one aligned row each (a compare row's sides joined by `|`), then
+/// one line counting the incidental target/case pairs.
+pub fn text(rows: &[SummaryRow]) -> String {
+    let (lead, incidental): (Vec<&SummaryRow>, Vec<&SummaryRow>) =
+        rows.iter().partition(|r| r.relevant);
+    let mut out = String::new();
+    if !lead.is_empty() {
+        let mut cells: Vec<Vec<String>> = vec![
+            [
+                "target",
+                "case",
+                "class",
+                "slope",
+                "growth of the time per call",
+                "root cause",
+                "plan",
+            ]
+            .map(String::from)
+            .to_vec(),
+        ];
+        for r in &lead {
+            cells.push(vec![
+                r.target.clone(),
+                r.case.clone(),
+                r.class.clone(),
+                r.slope.join(" | "),
+                r.growth.join(" | "),
+                r.root_cause.join(" | "),
+                r.plan.join(" | "),
+            ]);
+        }
+        out.push_str(&super::tables::align_left(&cells));
+    }
+    if !incidental.is_empty() {
+        let growing = incidental.iter().filter(|r| r.grows).count();
+        out.push_str(&format!(
+            "(+{}, {growing} growing: report.txt, index.html)\n",
+            super::fmt::count_of(incidental.len(), "incidental finding")
+        ));
     }
     out
 }
