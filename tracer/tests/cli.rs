@@ -749,3 +749,33 @@ fn sweep_terminal_leads_with_the_summary_of_what_the_workload_exists_for() {
     let summary = std::fs::read_to_string(dir.join("report/summary.txt")).unwrap();
     assert_eq!(summary, format!("{}\n", table.join("\n")));
 }
+
+/// On a terminal indicatif cannot drive (TERM=dumb: a VM's serial console, an editor's shell),
+/// the status lines and notes still reach the user as plain lines: indicatif would draw no
+/// bar there and silently drop what is printed through it.
+#[test]
+fn notes_reach_a_dumb_terminal() {
+    let _g = root();
+    let tmp = tmpdir();
+    let dir = tmp.path().join("sweep");
+    let cmd = format!(
+        "{TRACER} sweep waitpid --n 1,10 --no-report -t do_wait --workloads-bin {} -o {} -- --iterations 5 >/dev/null",
+        workloads(),
+        dir.display()
+    );
+    // script(1) gives the tracer a pseudo-terminal as stderr and copies it to our stdout.
+    let out = run(
+        Command::new("script")
+            .args(["-qec", &cmd, "/dev/null"])
+            .env("TERM", "dumb")
+            .stdin(Stdio::null()),
+        "tracer sweep on a dumb terminal",
+    );
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{shown}");
+    assert!(shown.contains("waitpid: done (2 N values)"), "{shown}");
+    assert!(
+        !shown.contains('\u{1b}'),
+        "escape codes on a dumb terminal: {shown:?}"
+    );
+}

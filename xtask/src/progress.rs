@@ -22,7 +22,10 @@ pub struct Progress {
 impl Progress {
     /// `total` units of `what`; drawn as a bar when stderr is a terminal.
     pub fn new(what: &str, total: u64) -> Progress {
-        let bar = std::io::stderr().is_terminal().then(|| {
+        // Plain lines where indicatif would draw nothing (and drop what is printed through
+        // it): not a terminal, or one it cannot drive (TERM=dumb).
+        let drawable = std::io::stderr().is_terminal() && !ProgressDrawTarget::stderr().is_hidden();
+        let bar = drawable.then(|| {
             let b = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
             b.set_style(
                 ProgressStyle::with_template(
