@@ -3,8 +3,8 @@
 //! verdict and root-cause lines stay in the findings and the per-target tables.
 
 use crate::analysis::Analysis;
-use crate::analysis::fit::{Complexity, Scaling};
-use crate::analysis::rootcause::{FrameGrowth, RootCause, SELF_FRAME};
+use crate::analysis::fit::{Complexity, FlatReason, Scaling};
+use crate::analysis::rootcause::{FrameGrowth, OUTSIDE_FRAME, RootCause, SELF_FRAME};
 
 use super::digest::{self, Kind};
 use super::fmt::{ns, pct};
@@ -29,6 +29,7 @@ pub fn growth(s: &Scaling) -> String {
 /// A frame path in short: its last frame (`f (self)` for self time).
 fn frame(g: &FrameGrowth) -> String {
     match g.path.as_slice() {
+        [.., last] if last == OUTSIDE_FRAME => "stacks without the target's frame".to_string(),
         [.., parent, last] if last == SELF_FRAME => format!("{parent} (self)"),
         [.., last] => last.clone(),
         [] => "?".to_string(),
@@ -67,9 +68,17 @@ fn rc_reason(line: &str) -> String {
     }
 }
 
-fn class_text(c: Option<Complexity>, timed: bool) -> String {
-    match c {
-        Some(c) => c.label().to_string(),
+/// The class as the verdict line words it: O(1) that rose but not clearly enough is "O(1)
+/// within noise", so a growth column of ×12 beside it does not read as a contradiction.
+pub fn class_text(s: Option<&Scaling>, timed: bool) -> String {
+    match s {
+        Some(s)
+            if s.class == Complexity::Constant
+                && s.flat_reason.is_some_and(|r| r != FlatReason::NoGrowth) =>
+        {
+            format!("{} within noise", s.class.label())
+        }
+        Some(s) => s.class.label().to_string(),
         None if timed => "not fitted".to_string(),
         None => "count only".to_string(),
     }
@@ -137,7 +146,7 @@ pub fn rows(a: &Analysis, links: impl Fn(usize) -> Vec<(String, String)>) -> Vec
             out.push(SummaryRow {
                 target: t.target.clone(),
                 case,
-                class: class_text(v.class(), t.timed),
+                class: class_text(v.scaling.as_ref(), t.timed),
                 slope: v
                     .scaling
                     .as_ref()
@@ -233,8 +242,43 @@ mod tests {
         }
     }
 
+    fn scaling(ts: &[f64]) -> Scaling {
+        let points: Vec<crate::analysis::fit::Point> = [1.0, 100.0, 1000.0]
+            .iter()
+            .zip(ts)
+            .map(|(&n, &t)| crate::analysis::fit::Point {
+                n,
+                t,
+                rel_se: Some(0.05),
+            })
+            .collect();
+        crate::analysis::fit::fit_scaling(&points).unwrap()
+    }
+
+    #[test]
+    fn a_flat_class_that_rose_says_within_noise() {
+        // Above the baseline at the largest N only: O(1), but not "no growth".
+        assert_eq!(
+            class_text(Some(&scaling(&[8700.0, 9560.0, 13100.0])), true),
+            "O(1) within noise"
+        );
+        assert_eq!(
+            class_text(Some(&scaling(&[8700.0, 8650.0, 8720.0])), true),
+            "O(1)"
+        );
+        assert_eq!(
+            class_text(Some(&scaling(&[1000.0, 100_000.0, 1_000_000.0])), true),
+            "O(n)"
+        );
+        assert_eq!(class_text(None, false), "count only");
+    }
+
     #[test]
     fn frames_are_named_by_their_last_element() {
+        assert_eq!(
+            frame(&fg(&["do_wait", OUTSIDE_FRAME], None)),
+            "stacks without the target's frame"
+        );
         assert_eq!(frame(&fg(&["a", "b"], None)), "b");
         assert_eq!(frame(&fg(&["a", SELF_FRAME], None)), "a (self)");
     }
