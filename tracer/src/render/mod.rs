@@ -906,6 +906,18 @@ fn cross_kernel_flames(
     Ok(groups)
 }
 
+/// Side labels short enough for a table cell: the kernel release up to its first `-`
+/// (`5.10.0-32-cloud-amd64` → `5.10.0`), or A and B when that does not tell them apart.
+fn short_labels(a: &str, b: &str) -> (String, String) {
+    let short = |l: &str| l.split('-').next().unwrap_or(l).to_string();
+    let (sa, sb) = (short(a), short(b));
+    if sa == sb || sa.is_empty() || sb.is_empty() {
+        ("A".into(), "B".into())
+    } else {
+        (sa, sb)
+    }
+}
+
 /// The compare page's summary: one row per target and case in both, the class on each side,
 /// each side's growth and root cause in short, links to the plot and the cross-kernel
 /// differential.
@@ -937,6 +949,7 @@ fn compare_summary(
     let class = |cl: Option<crate::analysis::fit::Complexity>| {
         cl.map_or("not fitted", |c| c.label()).to_string()
     };
+    let labels = short_labels(&c.label_a, &c.label_b);
     let mut rows: Vec<index::SummaryRow> = c
         .classes
         .iter()
@@ -945,7 +958,7 @@ fn compare_summary(
             let mut causes = Vec::new();
             let mut slopes = Vec::new();
             let mut plans = Vec::new();
-            for (an, label) in [(aa, &c.label_a), (ab, &c.label_b)] {
+            for (an, label) in [(aa, &labels.0), (ab, &labels.1)] {
                 if let Some((g, rc, slope, plan)) = side(an, &cl.target, &cl.case_name) {
                     if !g.is_empty() {
                         growth.push(format!("{label}: {g}"));
@@ -992,4 +1005,21 @@ fn compare_summary(
         .collect();
     rows.sort_by_key(|r| !r.relevant);
     rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compare_sides_get_short_distinct_labels() {
+        assert_eq!(
+            short_labels("5.10.0-32-cloud-amd64", "6.1.0-50-cloud-amd64"),
+            ("5.10.0".to_string(), "6.1.0".to_string())
+        );
+        assert_eq!(
+            short_labels("6.1.0-50-cloud-amd64", "6.1.0-18-cloud-amd64"),
+            ("A".to_string(), "B".to_string())
+        );
+    }
 }
