@@ -26,11 +26,16 @@ pub fn growth(s: &Scaling) -> String {
     )
 }
 
-/// A frame path in short: its last frame (`f (self)` for self time).
-fn frame(g: &FrameGrowth) -> String {
+/// A frame path in short: its last frame (`f (self)` for self time; paths start below
+/// `anchor`, the frame the stacks were cut at, so a lone `(self)` is the anchor's own).
+fn frame(g: &FrameGrowth, anchor: &str) -> String {
     match g.path.as_slice() {
         [.., last] if last == OUTSIDE_FRAME => "stacks without the target's frame".to_string(),
         [.., parent, last] if last == SELF_FRAME => format!("{parent} (self)"),
+        [last] if last == SELF_FRAME => {
+            // The anchor may carry its case (`f [case]`): the row already names it.
+            format!("{} (self)", anchor.split(" [").next().unwrap_or(anchor))
+        }
         [.., last] => last.clone(),
         [] => "?".to_string(),
     }
@@ -41,16 +46,24 @@ fn frame(g: &FrameGrowth) -> String {
 pub fn cause(rc: &RootCause) -> String {
     if let Some(c) = &rc.culprit {
         return match &c.added {
-            Some(a) => format!("{}: {} of the added time", frame(c), pct(a.fraction)),
-            None => format!("{}: share {:+.0} points", frame(c), c.growth * 100.0),
+            Some(a) => format!(
+                "{}: {} of the added time",
+                frame(c, &rc.anchor),
+                pct(a.fraction)
+            ),
+            None => format!(
+                "{}: share {:+.0} points",
+                frame(c, &rc.anchor),
+                c.growth * 100.0
+            ),
         };
     }
     if !rc.split.is_empty() {
-        let names: Vec<String> = rc.split.iter().map(frame).collect();
+        let names: Vec<String> = rc.split.iter().map(|g| frame(g, &rc.anchor)).collect();
         return format!("split: {}", names.join(", "));
     }
     if let Some(d) = &rc.dominant {
-        return format!("{} holds most of the time", frame(d));
+        return format!("{} holds most of the time", frame(d, &rc.anchor));
     }
     // The line's reason, after its `target [case]: ` prefix.
     rc_reason(&rc.line)
@@ -276,11 +289,16 @@ mod tests {
     #[test]
     fn frames_are_named_by_their_last_element() {
         assert_eq!(
-            frame(&fg(&["do_wait", OUTSIDE_FRAME], None)),
+            frame(&fg(&["do_wait", OUTSIDE_FRAME], None), "do_wait"),
             "stacks without the target's frame"
         );
-        assert_eq!(frame(&fg(&["a", "b"], None)), "b");
-        assert_eq!(frame(&fg(&["a", SELF_FRAME], None)), "a (self)");
+        assert_eq!(frame(&fg(&["a", "b"], None), "t"), "b");
+        assert_eq!(frame(&fg(&["a", SELF_FRAME], None), "t"), "a (self)");
+        // The anchor's own time.
+        assert_eq!(
+            frame(&fg(&[SELF_FRAME], None), "sysvipc_find_ipc [sysvipc-msg]"),
+            "sysvipc_find_ipc (self)"
+        );
     }
 
     fn analysis_of(discoveries: Vec<crate::analysis::discover::Discovery>) -> Analysis {
