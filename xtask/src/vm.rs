@@ -844,13 +844,6 @@ fn pump_console(
     let mut echo = echo;
     let mut partial = String::new();
     let mut show = |s: &crate::console::Shown| {
-        if let Some(sink) = &on_line {
-            partial.push_str(&s.command);
-            while let Some(i) = partial.find('\n') {
-                (sink.0)(partial[..i].trim_end_matches('\r'));
-                partial.drain(..=i);
-            }
-        }
         if echo && !s.is_empty() {
             // print!/eprint! (not raw handles) so that test harnesses capture them. They
             // panic when the stream is gone (`| head`); then stop echoing but keep
@@ -866,6 +859,14 @@ fn pump_console(
             });
             if shown.is_err() {
                 echo = false;
+            }
+        }
+        // After the echo, so what the sink prints follows the completed line.
+        if let Some(sink) = &on_line {
+            partial.push_str(&s.command);
+            while let Some(i) = partial.find('\n') {
+                (sink.0)(partial[..i].trim_end_matches('\r'));
+                partial.drain(..=i);
             }
         }
     };
