@@ -591,7 +591,7 @@ fn full_report_from_a_synthetic_sweep() {
     );
     assert!(!term.contains("get_task_policy [spawn]:"), "{term}");
     assert!(
-        term.contains("\nIncidental: 1 more finding about targets the workloads do not exist for"),
+        term.contains("\nIncidental: 1 more finding, in report.txt and index.html"),
         "{term}"
     );
     assert!(term.contains("\ndo_wait [waitpid-pid] · 5.10.0-28-cloud-amd64 · fentry do_wait · on-CPU time per call\n"), "{term}");
@@ -607,7 +607,7 @@ fn full_report_from_a_synthetic_sweep() {
     let report_txt = std::fs::read_to_string(out.join("report.txt")).unwrap();
     assert!(report_txt.contains(table), "{report_txt}");
     assert!(
-        report_txt.contains("\nIncidental (1 finding about targets the workloads do not exist for):\n  Not fitted:\n    get_task_policy [spawn]: count-only plan, no time per call to fit; via page-alloc-count mm_page_alloc\n"),
+        report_txt.contains("\nIncidental (1 finding: targets traced beside the one each workload exists for, per-call detail of confirmed functions):\n  Not fitted:\n    get_task_policy [spawn]: count-only plan, no time per call to fit; via page-alloc-count mm_page_alloc\n"),
         "{report_txt}"
     );
     let summary_txt = std::fs::read_to_string(out.join("summary.txt")).unwrap();

@@ -278,16 +278,81 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Result<Analysis, LoadErr
     // beside the sampled ranking.
     for d in &mut a.discoveries {
         let confirm_run = format!("{}{}", d.run, crate::rundata::CONFIRM_SUFFIX);
-        for v in &a.verdicts {
+        for (t, v) in a.tables.iter().zip(&a.verdicts) {
             if v.run == confirm_run
                 && v.case_name == d.case_name
                 && d.ranked.iter().any(|g| g.function == v.target)
             {
-                d.exact.push((v.target.clone(), v.class(), v.line.clone()));
+                let (class, line) = confirm_verdict(t, v, &d.per);
+                d.exact.push((v.target.clone(), class, line));
             }
         }
     }
     Ok(a)
+}
+
+/// The confirmation pass's verdict on a function discover ranked: its exact time per op
+/// (time per call × calls per op), the quantity the sampled ranking fits, with the per-call
+/// verdict beside it. Both matter: a function can grow per op by being called more often
+/// (wait_consider_task runs once per child on each wait) while each call stays flat, and
+/// comparing the sampled per-op class with an exact per-call class would contradict the
+/// kernel. Falls back to the per-call verdict when the run has no op counts.
+fn confirm_verdict(t: &CaseTable, per_call: &Verdict, per: &str) -> (Option<Complexity>, String) {
+    let points: Vec<super::fit::Point> = t
+        .rows
+        .iter()
+        .filter_map(|r| {
+            let total = r.time_per_call_ns? * r.calls_per_op?;
+            (r.n > 0 && total > 0.0).then(|| super::fit::Point {
+                n: r.n as f64,
+                t: total,
+                rel_se: r.rel_se(),
+            })
+        })
+        .collect();
+    let Some(s) = fit_scaling(&points) else {
+        return (per_call.class(), per_call.line.clone());
+    };
+    let (p0, p1) = (s.points[0], s.points[s.points.len() - 1]);
+    let class = match s.flat_reason {
+        None => format!("{}, slope {:.2}", s.class.label(), s.slope.slope),
+        Some(FlatReason::NoGrowth) => "O(1)".to_string(),
+        Some(FlatReason::Falls) => "no rising trend".to_string(),
+        Some(_) => "O(1) within noise".to_string(),
+    };
+    let calls = |n: f64| {
+        t.rows
+            .iter()
+            .find(|r| r.n as f64 == n)
+            .and_then(|r| r.calls_per_op)
+            .map_or("?".to_string(), sig3)
+    };
+    let per_call_part = match &per_call.scaling {
+        Some(pc) => format!(
+            "per call {} ({} -> {}), called {} -> {} times per {per}",
+            match pc.flat_reason {
+                None => pc.class.label(),
+                Some(_) => "O(1)",
+            },
+            ns(pc.points[0].t),
+            ns(pc.points[pc.points.len() - 1].t),
+            calls(p0.n),
+            calls(p1.n)
+        ),
+        None => String::new(),
+    };
+    let mut line = format!(
+        "{}: {class} per {per}, {} -> {} per {per} over N={}..{} ({per_call_part})",
+        t.key(),
+        ns(p0.t),
+        ns(p1.t),
+        fmt_n(p0.n),
+        fmt_n(p1.n)
+    );
+    if let Some(via) = t.via() {
+        line.push_str(&format!("; via {via}"));
+    }
+    (Some(s.class), line)
 }
 
 /// The root cause of one table. When the fitted time is on-CPU time, from on-CPU stacks only

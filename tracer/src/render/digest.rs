@@ -23,9 +23,13 @@ pub struct Finding {
 impl Finding {
     /// A finding about what its workload case exists for (the thread it reproduces), or
     /// about a target the user named for their own command; the others are incidental.
+    /// The per-call verdicts of a discover sweep's confirmation pass are detail: the
+    /// discovery states their per-op result, the one its ranking is about.
     pub fn leads(&self, a: &Analysis) -> bool {
         self.tables.iter().any(|&i| {
-            workloads::cases::is_thread_target(&a.tables[i].case_name, &a.tables[i].target)
+            let t = &a.tables[i];
+            !t.run.ends_with(crate::rundata::CONFIRM_SUFFIX)
+                && workloads::cases::is_thread_target(&t.case_name, &t.target)
         })
     }
 }

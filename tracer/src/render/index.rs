@@ -148,7 +148,7 @@ fn summary_html(s: &mut String, rows: &[SummaryRow]) {
     if !incidental.is_empty() {
         let growing = incidental.iter().filter(|r| r.grows).count();
         s.push_str(&format!(
-            "<details class=\"incidental\"><summary>Incidental: {} about targets the workloads do not exist for ({growing} growing)</summary>\n",
+            "<details class=\"incidental\"><summary>Incidental: {} ({growing} growing): targets traced beside the one each workload exists for</summary>\n",
             super::fmt::count_of(incidental.len(), "more finding")
         ));
         summary_table_html(s, &incidental);

@@ -102,16 +102,28 @@ pub fn class_text(s: Option<&Scaling>, timed: bool) -> String {
 pub fn rows(a: &Analysis, links: impl Fn(usize) -> Vec<(String, String)>) -> Vec<SummaryRow> {
     let mut out = Vec::new();
     for d in &a.discoveries {
-        let target = crate::rundata::PROFILE_TARGET.to_string();
+        // The answer: the top growing function (with the confirmation pass's exact class
+        // beside the sampled one), or the whole process's kernel time when nothing grows.
+        let top = d.ranked.first();
+        let scaling = top.map(|g| &g.scaling).or(d.total.as_ref());
+        let exact = top.and_then(|g| d.exact.iter().find(|(f, _, _)| *f == g.function));
+        let mut class = class_text(scaling, true);
+        if let Some((_, c, _)) = exact {
+            class.push_str(&format!(
+                " (exact: {})",
+                c.map_or("not fitted", |c| c.label())
+            ));
+        }
+        let section = crate::rundata::PROFILE_TARGET.to_string();
         out.push(SummaryRow {
-            links: vec![("details".into(), format!("#{}", anchor(&target)))],
-            target,
-            case: format!("{} · {}", d.case_name, d.run),
-            class: d
-                .total
-                .as_ref()
-                .map_or("not fitted".into(), |s| s.class.label().to_string()),
-            growth: d.total.as_ref().map(growth).into_iter().collect(),
+            links: vec![("details".into(), format!("#{}", anchor(&section)))],
+            target: top.map_or(section, |g| g.function.clone()),
+            case: format!("{} · {} (discover)", d.case_name, d.run),
+            class,
+            growth: scaling
+                .map(|s| format!("{} per {}", growth(s), d.per))
+                .into_iter()
+                .collect(),
             root_cause: vec![match &d.cause {
                 Some(c) => format!(
                     "{} (self): {} of the added kernel time",
@@ -121,14 +133,15 @@ pub fn rows(a: &Analysis, links: impl Fn(usize) -> Vec<(String, String)>) -> Vec
                 None if d.nothing_grows() => "no kernel function grows".into(),
                 None => "no single function carries most of it".into(),
             }],
-            slope: d
-                .total
-                .as_ref()
+            slope: scaling
                 .filter(|_| !d.nothing_grows())
                 .map(slope)
                 .into_iter()
                 .collect(),
-            plan: vec!["sampling".into()],
+            plan: vec![match exact {
+                Some(_) => "sampling; confirmed by exact timing".into(),
+                None => "sampling".into(),
+            }],
             grows: !d.nothing_grows(),
             relevant: true,
         });
@@ -323,10 +336,12 @@ mod tests {
         let got = rows(&analysis_of(vec![d]), |_| unreachable!("no tables"));
         assert_eq!(got.len(), 1);
         let r = &got[0];
-        assert_eq!(r.target, crate::rundata::PROFILE_TARGET);
-        assert_eq!(r.case, "command · bench");
+        // The row names the answer: the top growing function, with its per-op growth.
+        assert_eq!(r.target, "wait_consider_task");
+        assert_eq!(r.case, "command · bench (discover)");
         assert!(r.grows);
-        assert!(r.growth[0].contains("over N=10..3000"), "{:?}", r.growth);
+        assert!(r.growth[0].ends_with("over N=10..3000 per run"), "{:?}", r.growth);
+        assert_eq!(r.plan, ["sampling"], "no confirmation pass in the fixture");
         assert!(
             r.root_cause[0].starts_with("wait_consider_task (self): "),
             "{:?}",
@@ -335,6 +350,7 @@ mod tests {
         let flat = crate::render::discover::tests::discovery(false);
         let got = rows(&analysis_of(vec![flat]), |_| unreachable!("no tables"));
         assert!(!got[0].grows);
+        assert_eq!(got[0].target, crate::rundata::PROFILE_TARGET);
         assert_eq!(got[0].root_cause, ["no kernel function grows"]);
     }
 

@@ -366,13 +366,13 @@ fn render_text(a: &Analysis, full: bool) -> String {
     if n_incidental > 0 {
         if full {
             out.push_str(&format!(
-                "Incidental ({} about targets the workloads do not exist for):\n",
+                "Incidental ({}: targets traced beside the one each workload exists for, per-call detail of confirmed functions):\n",
                 count_of(n_incidental, "finding")
             ));
             findings_text(&mut out, &incidental, "  ");
         } else {
             out.push_str(&format!(
-                "Incidental: {} about targets the workloads do not exist for, in report.txt and index.html\n",
+                "Incidental: {}, in report.txt and index.html\n",
                 count_of(n_incidental, "more finding")
             ));
         }
