@@ -411,8 +411,8 @@ async fn confirm_pass(
         Ok(s) => s,
         Err(TracerError::Unsupported(why)) => {
             eprintln!(
-                "tracer: no exact confirmation of {}: this kernel allows no function probe on \
-                 them; the finding rests on samples\n  ({})",
+                "tracer: no exact confirmation of {}: no function probe attaches to them on \
+                 this kernel; the finding rests on samples\n  ({})",
                 candidates.join(", "),
                 why.lines().nth(2).unwrap_or("").trim()
             );

@@ -11,12 +11,14 @@
 //! - `copy_process_as_a_named_function_resolves_and_sweeps`: `tracer probes --targets
 //!   copy_process` resolves it to fentry on both kernels; on 6.1 the VMA sweep with
 //!   copy_process as an extra target counts one call per fork and finds it O(n) in VMAs.
+//! - `discover_names_wait_consider_task_on_5_10_and_nothing_in_do_wait_on_6_1`: discover on
+//!   `wait_children N N pid` (tracer/tests/c/wait_children.c) and its confirmation pass.
 //!
 //! Forks copy 4000 VMAs in tens of ms under TCG: 1..4000 with 40 forks gives a clean line.
 //! The sweeps take no stack samples (`--no-samples`): under TCG each sample costs tens of µs
 //! in the call it lands in, and root causes are not asserted here.
 //!
-//! The waitpid(pid), WNOHANG, /proc/sysvipc/shm and discover sweeps of the same kind were
+//! The waitpid(pid), WNOHANG and /proc/sysvipc/shm verdict sweeps of the same kind were
 //! tried here too (they are in this file's history). On a loaded 2-core host their
 //! direction held in every run (growing on the kernels where the loop is O(n), flat where it
 //! was fixed) but the exact class flipped between neighbours (O(log n), O(n), O(n^2)) from
@@ -36,7 +38,7 @@ use serde_json::Value;
 use xtask::kernel::Kernel;
 
 /// The C benchmarks the sweeps run, from `tracer/tests/c/`.
-const BENCHES: &[&str] = &["fork_vmas"];
+const BENCHES: &[&str] = &["fork_vmas", "wait_children"];
 
 /// The benchmarks compiled statically on the host (glibc's libc.a: they run in the guest's
 /// bare initramfs), once per test process, into a directory the guest gets at the same path.
@@ -81,14 +83,21 @@ const VMAS_ARBITRARY: Sweep = Sweep {
 };
 /// The forks of the VMA sweeps' command.
 const VMA_FORKS: u64 = 40;
+/// fork + waitpid(child) with N idle children, N timed waits, under discover: no target,
+/// every kernel stack of the tree sampled, then the top functions timed exactly.
+const WAIT_PID_DISCOVER: Sweep = Sweep {
+    name: "discover",
+    args: "--n 100,500,1000,2000 --discover --ops {n}",
+    command: "wait_children {n} {n} pid",
+};
 
 fn script(kernel: Kernel) -> String {
     // The counts the tests expect are the commands' own arguments.
     assert!(VMAS.command.ends_with(&format!(" {VMA_FORKS}")));
     assert_eq!(VMAS.command, VMAS_ARBITRARY.command);
     let sweeps: &[&Sweep] = match kernel {
-        Kernel::V6_1 => &[&VMAS_ARBITRARY],
-        _ => &[&VMAS],
+        Kernel::V6_1 => &[&VMAS_ARBITRARY, &WAIT_PID_DISCOVER],
+        _ => &[&VMAS, &WAIT_PID_DISCOVER],
     };
     let mut s = String::new();
     for sw in sweeps {
@@ -246,6 +255,138 @@ fn fork_with_n_vmas_is_linear() {
 }
 
 /// The wait path's functions: do_wait and what it calls to find and reap a child.
+const WAIT_PATH: &[&str] = &[
+    "do_wait",
+    "__do_wait",
+    "do_wait_pid",
+    "do_wait_thread",
+    "wait_consider_task",
+    "wait_task_zombie",
+];
+
+/// Calls of `function` per op at each N in the confirmation pass of a discover sweep.
+fn confirm_calls_per_op(kernel: Kernel, sweep: &Sweep, function: &str) -> BTreeMap<u64, f64> {
+    let bench = sweep.command.split(' ').next().unwrap();
+    let run = read_json(
+        &kernel_out(kernel)
+            .join(sweep.name)
+            .join(format!("{bench}-confirm/run.json")),
+    );
+    calls_by_n(&run, function)
+        .into_iter()
+        .map(|(n, c)| (n, c as f64 / n as f64))
+        .collect()
+}
+
+/// Discover on fork + waitpid(child) with N idle children, and its confirmation pass. 5.10
+/// walks the children on every wait (fixed in 5.13): the top growing function must be
+/// wait_consider_task, called from do_wait, with its own time as the root cause, and the
+/// exact pass must find its time per op growing too, because it is called once per child:
+/// its calls per op (counted exactly, no timing involved) grow in proportion to N while each
+/// call stays cheap. 6.1 finds the child by pid: nothing in the wait path may be ranked.
+#[test]
+#[ignore = "boots a VM: run through cargo xtask test"]
+fn discover_names_wait_consider_task_on_5_10_and_nothing_in_do_wait_on_6_1() {
+    let ns = n_list(&WAIT_PID_DISCOVER);
+    for kernel in [Kernel::V5_10, Kernel::V6_1] {
+        let v = kernel.version();
+        let (summary, _) = report(kernel, &WAIT_PID_DISCOVER);
+        let ds = summary["discoveries"].as_array().unwrap();
+        assert_eq!(ds.len(), 1, "{v}: one discovery: {ds:?}");
+        let d = &ds[0];
+        assert_eq!(d["per"], "op", "{v}: --ops gives per-op times");
+        let got: Vec<u64> = d["ns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_u64().unwrap())
+            .collect();
+        assert_eq!(got, ns, "{v}: every N sampled");
+        for s in d["samples"].as_array().unwrap() {
+            assert!(s.as_u64().unwrap() > 200, "{v}: samples {}", d["samples"]);
+        }
+        let ranked: Vec<(&str, &str, Vec<&str>)> = d["ranked"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| {
+                (
+                    g["function"].as_str().unwrap(),
+                    g["scaling"]["class"].as_str().unwrap(),
+                    g["callers"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|c| c.as_str().unwrap())
+                        .collect(),
+                )
+            })
+            .collect();
+        // [function, class, line] per function the confirmation pass timed.
+        let exact: Vec<(&str, &str, &str)> = d["exact"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                (
+                    e[0].as_str().unwrap(),
+                    e[1].as_str().unwrap_or("not fitted"),
+                    e[2].as_str().unwrap(),
+                )
+            })
+            .collect();
+        eprintln!("{v}: ranked {ranked:?}\n{v}: exact {exact:?}");
+        if kernel == Kernel::V5_10 {
+            let top = ranked
+                .first()
+                .unwrap_or_else(|| panic!("{v}: nothing ranked: {d}"));
+            assert_eq!(top.0, "wait_consider_task", "{v}: {ranked:?}");
+            assert_ne!(top.1, "O(1)", "{v}: {ranked:?}");
+            assert!(
+                top.2.contains(&"do_wait") || top.2.contains(&"__do_wait"),
+                "{v}: called from do_wait: {top:?}"
+            );
+            assert_eq!(
+                d["cause"]["function"], "wait_consider_task",
+                "{v}: {}",
+                d["cause"]
+            );
+            let confirmed = exact
+                .iter()
+                .find(|e| e.0 == "wait_consider_task")
+                .unwrap_or_else(|| panic!("{v}: no confirmation of wait_consider_task: {exact:?}"));
+            assert_ne!(
+                confirmed.1, "O(1)",
+                "{v}: the exact time per op grows: {confirmed:?}"
+            );
+            assert!(confirmed.2.contains(" per op, "), "{confirmed:?}");
+            let per_op = confirm_calls_per_op(kernel, &WAIT_PID_DISCOVER, "wait_consider_task");
+            let (n0, n1) = (ns[0], ns[ns.len() - 1]);
+            let growth = per_op[&n1] / per_op[&n0];
+            let want = n1 as f64 / n0 as f64;
+            assert!(
+                (growth / want - 1.0).abs() < 0.25,
+                "{v}: wait_consider_task calls per op grow x{growth:.1} for x{want} N: {per_op:?}"
+            );
+        } else {
+            for g in &ranked {
+                assert!(
+                    !WAIT_PATH.contains(&g.0),
+                    "{v}: {} grows {} in the wait path: {ranked:?}",
+                    g.0,
+                    g.1
+                );
+            }
+            for e in &exact {
+                assert!(
+                    !(WAIT_PATH.contains(&e.0) && e.1 != "O(1)"),
+                    "{v}: the confirmation finds {} growing: {exact:?}",
+                    e.0
+                );
+            }
+        }
+    }
+}
 
 #[test]
 #[ignore = "boots a VM: run through cargo xtask test"]

@@ -340,7 +340,11 @@ mod tests {
         assert_eq!(r.target, "wait_consider_task");
         assert_eq!(r.case, "command · bench (discover)");
         assert!(r.grows);
-        assert!(r.growth[0].ends_with("over N=10..3000 per run"), "{:?}", r.growth);
+        assert!(
+            r.growth[0].ends_with("over N=10..3000 per run"),
+            "{:?}",
+            r.growth
+        );
         assert_eq!(r.plan, ["sampling"], "no confirmation pass in the fixture");
         assert!(
             r.root_cause[0].starts_with("wait_consider_task (self): "),
