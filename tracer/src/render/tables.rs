@@ -455,7 +455,8 @@ fn histogram_tables(a: &Analysis, growing: &[usize], full: bool) -> Vec<usize> {
         let best = (i..a.tables.len())
             .filter(|&j| a.tables[j].target == t.target && calls(j) > 0)
             .filter(|&j| {
-                full || workloads::cases::is_thread_target(&a.tables[j].case_name, &t.target)
+                full || (workloads::cases::is_thread_target(&a.tables[j].case_name, &t.target)
+                    && !a.tables[j].run.ends_with(crate::rundata::CONFIRM_SUFFIX))
             })
             .max_by_key(|&j| (calls(j), std::cmp::Reverse(j)));
         seen.push(&t.target);
