@@ -16,6 +16,9 @@ pub struct PhaseFn {
     pub what: String,
     /// Where the uprobe goes: the entry's offset in the file.
     pub file_offset: u64,
+    /// Other functions at the same address (identical code folded into one body): their
+    /// calls are in the phase too.
+    pub aliases: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -62,6 +65,7 @@ pub fn resolve(arg: &str) -> Result<PhaseFn, PhaseFnError> {
         binary: path,
         what: what.to_string(),
         file_offset,
+        aliases: aliases(&data, what),
     })
 }
 
@@ -79,6 +83,28 @@ impl PhaseFnError {
             other => other,
         }
     }
+}
+
+/// Other function names at the address of `what` (a name), deduplicated.
+pub fn aliases(elf: &[u8], what: &str) -> Vec<String> {
+    let Ok(file) = object::File::parse(elf) else {
+        return Vec::new();
+    };
+    let syms = || file.symbols().chain(file.dynamic_symbols());
+    let Some(addr) = syms()
+        .find(|s| s.kind() == SymbolKind::Text && s.address() != 0 && s.name() == Ok(what))
+        .map(|s| s.address())
+    else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = syms()
+        .filter(|s| s.kind() == SymbolKind::Text && s.address() == addr)
+        .filter_map(|s| s.name().ok().map(str::to_string))
+        .filter(|n| n != what && !n.is_empty())
+        .collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// The file offset of a function given by name or by `0x` virtual address.

@@ -52,6 +52,12 @@ pub enum UsdtError {
 
 /// Every USDT probe of an ELF file (none when it has no `.note.stapsdt`).
 pub fn probes(elf: &[u8]) -> Result<Vec<Probe>, UsdtError> {
+    probes_of(elf, |_| true)
+}
+
+/// The probes of an ELF file that `keep` selects: other programs' probes (libc's, a
+/// runtime's) are not checked, so an argument form we cannot evaluate there is no error.
+fn probes_of(elf: &[u8], keep: impl Fn(&RawNote) -> bool) -> Result<Vec<Probe>, UsdtError> {
     let file = object::File::parse(elf).map_err(|e| UsdtError::NotElf(e.to_string()))?;
     let Some(section) = file.section_by_name(".note.stapsdt") else {
         return Ok(Vec::new());
@@ -84,7 +90,7 @@ pub fn probes(elf: &[u8]) -> Result<Vec<Probe>, UsdtError> {
         })
         .collect();
     let mut out = Vec::with_capacity(notes.len());
-    for n in notes {
+    for n in notes.into_iter().filter(|n| keep(n)) {
         let probe = format!("{}:{}", n.provider, n.name);
         let bad = |why: String| UsdtError::Probe {
             probe: probe.clone(),
@@ -154,10 +160,7 @@ pub struct PhaseSite {
 /// ignored; one of ours with too few arguments is an error (it would read garbage).
 pub fn phase_sites(elf: &[u8]) -> Result<Vec<PhaseSite>, UsdtError> {
     let mut out = Vec::new();
-    for p in probes(elf)? {
-        if p.provider != PROVIDER {
-            continue;
-        }
+    for p in probes_of(elf, |n| n.provider == PROVIDER)? {
         let (role, need) = match p.name.as_str() {
             BEGIN => (USDT_ROLE_BEGIN, 2),
             END => (USDT_ROLE_END, 3),

@@ -36,12 +36,13 @@ fn sites_map_to_file_offsets_with_semaphores_and_specs() {
         0,
         "4@$1 8@%rbx 8@$5",
     )));
-    // Someone else's probe in the same binary: listed by `probes`, not a phase site.
-    let mut other = raw("tick", TEXT_VADDR + 0x30, BASE_VADDR, 0, "");
+    // Someone else's probe, with an argument we cannot evaluate: not a phase site, no error.
+    let mut other = raw("tick", TEXT_VADDR + 0x30, BASE_VADDR, 0, "8@sym(%rip)");
     other.provider = "myapp".into();
     notes.extend(encode_note(&other));
     let elf = x86_64_elf(&notes);
-    assert_eq!(probes(&elf).unwrap().len(), 4);
+    // Listing every probe reads the foreign one's arguments too, and cannot evaluate them.
+    assert!(probes(&elf).unwrap_err().to_string().contains("myapp:tick"));
     let sites = phase_sites(&elf).unwrap();
     assert_eq!(sites.len(), 3);
     assert_eq!(sites[0].probe.file_offset, TEXT_OFFSET + 0x10);
