@@ -547,6 +547,7 @@ mod tests {
             command: vec![],
             repeat: 1,
             ops: None,
+            phase_fn: None,
             name: None,
             confirm: 0,
         };
