@@ -147,9 +147,10 @@ pub struct Config {
     pub default_row: u32,
     pub default_n: u64,
     pub default_case: u32,
+    pub _pad: u32,
     /// With `FLAG_PHASE_FN`: operations one call of the phase function counts for (the
     /// sweep's `--ops` at the current N, or 1).
-    pub fn_ops: u32,
+    pub fn_ops: u64,
 }
 
 pub const FILTER_ALL: u32 = 0;

@@ -1255,7 +1255,7 @@ pub fn phase_fn_entry(_ctx: ProbeContext) -> u32 {
 #[uretprobe]
 pub fn phase_fn_exit(_ctx: RetProbeContext) -> u32 {
     let Some(cfg) = config() else { return 0 };
-    end_phase(cfg.fn_ops as u64);
+    end_phase(cfg.fn_ops);
     0
 }
 

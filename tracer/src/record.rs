@@ -167,7 +167,6 @@ fn distinct_notes(resolved: &[Resolved]) -> Vec<&String> {
     out
 }
 
-/// Find an executable the way execvp would.
 /// The USDT phase sites of a binary: none when it is not an ELF file or has no
 /// `tracer:phase_*` probes; a malformed note, or more sites than the probes have room for,
 /// is a usage error (exit 2) before anything loads.
@@ -178,7 +177,9 @@ pub fn usdt_sites(binary: &Path) -> Result<Vec<crate::usdt::PhaseSite>, TracerEr
     };
     match crate::usdt::phase_sites(&data) {
         Ok(sites) if sites.len() > tracer_ebpf::USDT_SLOTS => Err(TracerError::Usage(format!(
-            "{}: {} USDT phase probe sites (tracer:phase_begin/phase_end), more than the {}              the tracer's probes have room for: fire them from fewer places (e.g. one              non-inlined function per probe)",
+            "{}: {} USDT phase probe sites (tracer:phase_begin/phase_end), more than the {} \
+             the tracer's probes have room for: fire them from fewer places (e.g. one \
+             non-inlined function per probe)",
             binary.display(),
             sites.len(),
             tracer_ebpf::USDT_SLOTS
@@ -197,7 +198,8 @@ pub fn check_usdt<'a>(binaries: impl Iterator<Item = &'a PathBuf>) -> Result<(),
     }
     if total > tracer_ebpf::USDT_SLOTS {
         return Err(TracerError::Usage(format!(
-            "{total} USDT phase probe sites in the traced binaries, more than the {} the              tracer's probes have room for",
+            "{total} USDT phase probe sites in the traced binaries, more than the {} the \
+             tracer's probes have room for",
             tracer_ebpf::USDT_SLOTS
         )));
     }
@@ -213,6 +215,7 @@ pub fn resolve_phase_fn(
         .map_err(|e| TracerError::Usage(e.to_string()))
 }
 
+/// Find an executable the way execvp would.
 pub fn find_executable(name: &str) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     let is_exec = |p: &Path| {
@@ -773,8 +776,7 @@ impl Session {
                     .zip(phase)
                     .map(|(o, (_, n))| o.eval(n))
                     .unwrap_or(1);
-                self.engine
-                    .set_phase_fn_ops(u32::try_from(ops).unwrap_or(u32::MAX))?;
+                self.engine.set_phase_fn_ops(ops)?;
             }
             let label = match inv.phase {
                 Some((_, n)) => format!("{} N={n} [{}/{}]", spec.label, i + 1, plan.len()),

@@ -269,7 +269,7 @@ impl Engine {
     }
 
     /// Operations one call of the phase function counts for (at the current N).
-    pub fn set_phase_fn_ops(&mut self, ops: u32) -> Result<(), EngineError> {
+    pub fn set_phase_fn_ops(&mut self, ops: u64) -> Result<(), EngineError> {
         self.config.fn_ops = ops;
         self.write_config()
     }
