@@ -331,7 +331,8 @@ struct RecordArgs {
     /// BINARY:SYMBOL (e.g. ./bench:timed_loop) or BINARY:0xADDR (an address as `nm` shows
     /// it, for stripped binaries). A uprobe at the function's entry begins the phase and a
     /// uretprobe at its return ends it; setup and teardown outside it stay unphased. Each
-    /// call is one phase at the current N (record: N=1) counting --ops operations (default 1).
+    /// call is one phase: in a sweep at the current N, counting --ops operations (default
+    /// 1); in a recording at N=1, counting 1.
     #[arg(long, value_name = "BINARY:SYMBOL")]
     phase_fn: Option<String>,
     /// Keep every sampled kernel stack of the traced tasks and where they block (not only
@@ -402,7 +403,8 @@ struct SweepArgs {
     /// BINARY:SYMBOL (e.g. ./bench:timed_loop) or BINARY:0xADDR (an address as `nm` shows
     /// it, for stripped binaries). A uprobe at the function's entry begins the phase and a
     /// uretprobe at its return ends it; setup and teardown outside it stay unphased. Each
-    /// call is one phase at the current N (record: N=1) counting --ops operations (default 1).
+    /// call is one phase: in a sweep at the current N, counting --ops operations (default
+    /// 1); in a recording at N=1, counting 1.
     #[arg(long, value_name = "BINARY:SYMBOL")]
     phase_fn: Option<String>,
     /// Name of your command's run directory in the sweep (default: its file name).
