@@ -66,8 +66,8 @@ const PMU_DIR: &str = "/sys/bus/event_source/devices/uprobe";
 const ATTR_DISABLED: u64 = 1;
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 8;
 /// _IOW('$', 8, __u32) and _IO('$', 0).
-const PERF_EVENT_IOC_SET_BPF: libc::c_ulong = 0x4004_2408;
-const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
+const PERF_EVENT_IOC_SET_BPF: u32 = 0x4004_2408;
+const PERF_EVENT_IOC_ENABLE: u32 = 0x2400;
 
 fn io_err(what: String) -> impl FnOnce(std::io::Error) -> EngineError {
     move |source| EngineError::UserProbe { what, source }
@@ -134,8 +134,12 @@ fn open_uprobe(
 fn set_bpf(event: &OwnedFd, prog: std::os::fd::BorrowedFd<'_>) -> std::io::Result<()> {
     // SAFETY: plain ioctls on fds we own, with the argument types the kernel expects.
     unsafe {
-        if libc::ioctl(event.as_raw_fd(), PERF_EVENT_IOC_SET_BPF, prog.as_raw_fd()) != 0
-            || libc::ioctl(event.as_raw_fd(), PERF_EVENT_IOC_ENABLE, 0) != 0
+        if libc::ioctl(
+            event.as_raw_fd(),
+            PERF_EVENT_IOC_SET_BPF as libc::Ioctl,
+            prog.as_raw_fd(),
+        ) != 0
+            || libc::ioctl(event.as_raw_fd(), PERF_EVENT_IOC_ENABLE as libc::Ioctl, 0) != 0
         {
             return Err(std::io::Error::last_os_error());
         }
