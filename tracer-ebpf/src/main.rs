@@ -267,8 +267,8 @@ fn lookup_phase(tgid: u32) -> (u32, u64, u32) {
     match unsafe { CURRENT_PHASE.get(&tgid) } {
         Some(p) => (p.case, p.n, p.row),
         // A process that announced no phase is in the run's default one (an external
-        // sweep's current N; unphased otherwise).
-        // With --phase-fn only the function's calls are in it.
+        // sweep's current N; unphased otherwise), except with --phase-fn, where only the
+        // function's calls are (`phase_fn_entry` puts them there).
         None => match config() {
             Some(c) if c.flags & FLAG_PHASE_FN == 0 => (c.default_case, c.default_n, c.default_row),
             _ => (CASE_UNPHASED, 0, ROW_UNPHASED),
@@ -1095,6 +1095,7 @@ fn begin_phase(case: u32, n: u64) {
     enter_phase(tgid, &p);
 }
 
+/// Make `p` process `tgid`'s phase and have every thread look its phase up again.
 #[inline(always)]
 fn enter_phase(tgid: u32, p: &CurrentPhase) {
     let _ = CURRENT_PHASE.insert(&tgid, p, 0);
