@@ -323,8 +323,9 @@ struct RecordArgs {
     /// Embed this JSON file (e.g. the command's own benchmark report) in run.json.
     #[arg(long, value_name = "FILE")]
     attach_json: Option<PathBuf>,
-    /// Also attach the phase markers (tracer_phase_begin/end) in this binary, for when the
-    /// command is a script that runs it (repeatable).
+    /// Also attach the phase markers (tracer_phase_begin/end functions, or
+    /// tracer:phase_begin/phase_end USDT probes) in this binary, for when the command is a
+    /// script that runs it (repeatable).
     #[arg(long, value_name = "BINARY")]
     markers: Vec<PathBuf>,
     /// Count only calls made while the command is inside this function of its own:
