@@ -478,3 +478,24 @@ fn a_binary_replaced_while_traced_keeps_the_probes_on_the_file_they_were_placed_
     );
     assert!(nothing_loaded());
 }
+
+/// A script that runs the USDT benchmark: `--markers BINARY` attaches its probes.
+#[test]
+fn usdt_probes_of_a_binary_a_script_runs_are_attached_with_markers() {
+    let _g = serial();
+    let bench = static_bin("usdt_phases");
+    let b = bench.to_str().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let script = format!("{b} 20 && {b} 20");
+    let o = record(&out, &["--markers", b], &["/bin/sh", "-c", &script]);
+    assert!(o.status.success(), "{}", text(&o));
+    let run = read_run(&out);
+    let p = phases(&run);
+    assert_eq!(
+        p,
+        vec![("case201".into(), 20, 2, 40), ("case202".into(), 40, 2, 80)]
+    );
+    assert_eq!(run["counters"]["usdt_sites"], 4);
+    assert!(nothing_loaded());
+}
