@@ -148,6 +148,9 @@ pub struct Config {
     pub default_n: u64,
     pub default_case: u32,
     pub _pad: u32,
+    /// With `FLAG_PHASE_FN`: operations one call of the phase function counts for (the
+    /// sweep's `--ops` at the current N, or 1).
+    pub fn_ops: u64,
 }
 
 pub const FILTER_ALL: u32 = 0;
@@ -168,6 +171,10 @@ pub const FLAG_ONCPU_SAMPLES: u32 = 1 << 3;
 /// target) as a `STACK_PROFILE` stack, and `sched_switch` records where traced tasks block
 /// (`STACK_PROFILE_OFFCPU`), so functions nobody named can be found.
 pub const FLAG_DISCOVER: u32 = 1 << 4;
+/// `--phase-fn`: a traced process is in the default phase only while inside the phase
+/// function (its entry uprobe begins the phase, its return probe ends it); outside it, and
+/// without a phase of its own, it is unphased.
+pub const FLAG_PHASE_FN: u32 = 1 << 5;
 
 /// What one attach slot does, element `slot` of a `*_SLOTS` array.
 #[repr(C)]
@@ -327,6 +334,61 @@ pub struct SpanEvent {
     pub tgid: u32,
 }
 
+/// USDT probe sites (`usdt_i` programs): each site of a `tracer:phase_begin` or
+/// `tracer:phase_end` probe gets its own program copy, whose index selects its argument
+/// decoding in `USDT_SPECS` (kernels before 5.15 have no BPF cookie to carry it).
+pub const USDT_SLOTS: usize = 12;
+/// Arguments a USDT phase probe passes: (case, n) to begin, (case, n, ops) to end.
+pub const USDT_MAX_ARGS: usize = 3;
+
+/// What a USDT site does.
+pub const USDT_ROLE_NONE: u32 = 0;
+pub const USDT_ROLE_BEGIN: u32 = 1;
+pub const USDT_ROLE_END: u32 = 2;
+
+/// How one USDT argument is found (from its `.note.stapsdt` spec such as `-4@%edi`).
+pub const USDT_ARG_NONE: u32 = 0;
+/// `$imm`: the constant `value`.
+pub const USDT_ARG_CONST: u32 = 1;
+/// `%reg`: the register at `reg_off` in `struct pt_regs`.
+pub const USDT_ARG_REG: u32 = 2;
+/// `disp(%base[,%index,scale])`: user memory at base + index * scale + `value`.
+pub const USDT_ARG_MEM: u32 = 3;
+/// `index_off` of a memory operand without an index register.
+pub const USDT_NO_INDEX: u32 = u32::MAX;
+/// Bytes of x86-64 `struct pt_regs` (the largest register offset is below it).
+pub const PT_REGS_SIZE: u32 = 168;
+
+/// One decoded USDT argument location.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UsdtArg {
+    /// `USDT_ARG_*`.
+    pub kind: u32,
+    /// Bytes of the value (1, 2, 4 or 8).
+    pub size: u32,
+    /// 1 when the value is sign-extended (a negative size in the spec).
+    pub signed: u32,
+    /// Offset of the (base) register in `struct pt_regs`.
+    pub reg_off: u32,
+    /// Offset of the index register, or `USDT_NO_INDEX`.
+    pub index_off: u32,
+    /// Scale of the index register (1, 2, 4, 8).
+    pub scale: u32,
+    /// The constant, or the memory displacement.
+    pub value: i64,
+}
+
+/// Element `i` of `USDT_SPECS`: what program `usdt_i` decodes and does.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UsdtSpec {
+    /// `USDT_ROLE_*`.
+    pub role: u32,
+    pub nargs: u32,
+    pub args: [UsdtArg; USDT_MAX_ARGS],
+}
+
 /// Indices into the per-CPU `COUNTERS` array.
 pub mod counter {
     /// Raw events that did not fit in the ring buffer.
@@ -374,6 +436,7 @@ mod pod {
     unsafe impl aya::Pod for CurrentPhase {}
     unsafe impl aya::Pod for SpanEvent {}
     unsafe impl aya::Pod for OffStart {}
+    unsafe impl aya::Pod for UsdtSpec {}
 }
 
 #[cfg(test)]

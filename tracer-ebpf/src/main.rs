@@ -25,7 +25,8 @@ use aya_ebpf::{
     btf_maps::StackTrace,
     helpers::{
         bpf_get_current_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid,
-        bpf_ktime_get_ns, bpf_probe_read_user_str_bytes,
+        bpf_ktime_get_ns, bpf_probe_read_kernel, bpf_probe_read_user,
+        bpf_probe_read_user_str_bytes,
     },
     macros::{
         btf_map, fentry, fexit, kprobe, kretprobe, map, perf_event, tracepoint, uprobe, uretprobe,
@@ -266,10 +267,11 @@ fn lookup_phase(tgid: u32) -> (u32, u64, u32) {
     match unsafe { CURRENT_PHASE.get(&tgid) } {
         Some(p) => (p.case, p.n, p.row),
         // A process that announced no phase is in the run's default one (an external
-        // sweep's current N; unphased otherwise).
+        // sweep's current N; unphased otherwise), except with --phase-fn, where only the
+        // function's calls are (`phase_fn_entry` puts them there).
         None => match config() {
-            Some(c) => (c.default_case, c.default_n, c.default_row),
-            None => (CASE_UNPHASED, 0, ROW_UNPHASED),
+            Some(c) if c.flags & FLAG_PHASE_FN == 0 => (c.default_case, c.default_n, c.default_row),
+            _ => (CASE_UNPHASED, 0, ROW_UNPHASED),
         },
     }
 }
@@ -1060,45 +1062,55 @@ fn phase_row(key: &PhaseKey, max_phases: u32) -> u32 {
 
 #[uprobe]
 pub fn phase_begin(ctx: ProbeContext) -> u32 {
-    let Some(cfg) = config() else { return 0 };
-    if !filter_pass(cfg) {
-        return 0;
-    }
     let case: u64 = ctx.arg(0).unwrap_or(0);
     let n: u64 = ctx.arg(1).unwrap_or(0);
-    let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
-    let key = PhaseKey {
-        case: case as u32,
-        _pad: 0,
-        n,
-    };
-    let p = CurrentPhase {
-        case: case as u32,
-        row: phase_row(&key, cfg.max_phases),
-        n,
-        begin_ns: now(),
-    };
-    let _ = CURRENT_PHASE.insert(&tgid, &p, 0);
-    bump_phase_gen();
-    bump(counter::PHASE_MARKERS);
-    aya_log_ebpf::debug!(
-        &ctx,
-        "phase begin: pid {} case {} n {}",
-        tgid,
-        case as u32,
-        n
-    );
+    begin_phase(case as u32, n);
+    aya_log_ebpf::debug!(&ctx, "phase begin: case {} n {}", case as u32, n);
     0
 }
 
 #[uprobe]
 pub fn phase_end(ctx: ProbeContext) -> u32 {
+    let ops: u64 = ctx.arg(2).unwrap_or(0);
+    end_phase(ops);
+    aya_log_ebpf::debug!(&ctx, "phase end: ops {}", ops);
+    0
+}
+
+/// The calling process enters phase (case, n), if it is traced.
+#[inline(always)]
+fn begin_phase(case: u32, n: u64) {
+    let Some(cfg) = config() else { return };
+    if !filter_pass(cfg) {
+        return;
+    }
+    let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
+    let key = PhaseKey { case, _pad: 0, n };
+    let p = CurrentPhase {
+        case,
+        row: phase_row(&key, cfg.max_phases),
+        n,
+        begin_ns: now(),
+    };
+    enter_phase(tgid, &p);
+}
+
+/// Make `p` process `tgid`'s phase and have every thread look its phase up again.
+#[inline(always)]
+fn enter_phase(tgid: u32, p: &CurrentPhase) {
+    let _ = CURRENT_PHASE.insert(&tgid, p, 0);
+    bump_phase_gen();
+    bump(counter::PHASE_MARKERS);
+}
+
+/// The calling process leaves its phase, which did `ops` operations.
+#[inline(always)]
+fn end_phase(ops: u64) {
     let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
     let Some(p) = (unsafe { CURRENT_PHASE.get(&tgid) }) else {
-        return 0;
+        return;
     };
     let p = *p;
-    let ops: u64 = ctx.arg(2).unwrap_or(0);
     let wall = now().saturating_sub(p.begin_ns);
     let key = PhaseKey {
         case: p.case,
@@ -1131,14 +1143,120 @@ pub fn phase_end(ctx: ProbeContext) -> u32 {
     let _ = CURRENT_PHASE.remove(&tgid);
     bump_phase_gen();
     bump(counter::PHASE_MARKERS);
-    aya_log_ebpf::debug!(
-        &ctx,
-        "phase end: pid {} case {} n {} ops {}",
-        tgid,
-        p.case,
-        p.n,
-        ops
-    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// USDT phase probes (`DTRACE_PROBE2(tracer, phase_begin, case, n)`,
+// `DTRACE_PROBE3(tracer, phase_end, case, n, ops)`): one program copy per probe site, whose
+// arguments are decoded from the site's spec in `USDT_SPECS` (register, memory, constant).
+
+#[map]
+static USDT_SPECS: Array<UsdtSpec> = Array::with_max_entries(USDT_SLOTS as u32, 0);
+
+/// 8 bytes of `struct pt_regs` at `off` (0 for an offset outside it).
+#[inline(always)]
+fn usdt_reg(ctx: &ProbeContext, off: u32) -> u64 {
+    if off > PT_REGS_SIZE - 8 {
+        return 0;
+    }
+    // The verifier allows no variable-offset context access: read it as kernel memory.
+    let p = unsafe { (ctx.regs as *const u8).add(off as usize) } as *const u64;
+    unsafe { bpf_probe_read_kernel(p) }.unwrap_or(0)
+}
+
+/// The value of one argument, narrowed to its size and sign- or zero-extended.
+#[inline(always)]
+fn usdt_arg(ctx: &ProbeContext, a: &UsdtArg) -> u64 {
+    let raw = match a.kind {
+        USDT_ARG_CONST => a.value as u64,
+        USDT_ARG_REG => usdt_reg(ctx, a.reg_off),
+        USDT_ARG_MEM => {
+            let mut addr = usdt_reg(ctx, a.reg_off).wrapping_add(a.value as u64);
+            if a.index_off != USDT_NO_INDEX {
+                addr = addr.wrapping_add(usdt_reg(ctx, a.index_off).wrapping_mul(a.scale as u64));
+            }
+            // Eight bytes and narrowed below, as the value's size is only known at run time.
+            unsafe { bpf_probe_read_user(addr as *const u64) }.unwrap_or(0)
+        }
+        _ => 0,
+    };
+    let size = if a.size >= 1 && a.size <= 8 {
+        a.size
+    } else {
+        8
+    };
+    let shift = (64 - 8 * size) & 63;
+    if a.signed != 0 {
+        (((raw << shift) as i64) >> shift) as u64
+    } else {
+        (raw << shift) >> shift
+    }
+}
+
+#[inline(always)]
+fn on_usdt(ctx: &ProbeContext, slot: u32) {
+    let Some(spec) = USDT_SPECS.get(slot) else {
+        return;
+    };
+    match spec.role {
+        USDT_ROLE_BEGIN => {
+            let case = usdt_arg(ctx, &spec.args[0]);
+            let n = usdt_arg(ctx, &spec.args[1]);
+            begin_phase(case as u32, n);
+        }
+        USDT_ROLE_END => end_phase(usdt_arg(ctx, &spec.args[2])),
+        _ => {}
+    }
+}
+
+macro_rules! usdt_slot {
+    ($i:literal, $name:ident) => {
+        #[uprobe]
+        pub fn $name(ctx: ProbeContext) -> u32 {
+            on_usdt(&ctx, $i);
+            0
+        }
+    };
+}
+
+usdt_slot!(0, usdt_0);
+usdt_slot!(1, usdt_1);
+usdt_slot!(2, usdt_2);
+usdt_slot!(3, usdt_3);
+usdt_slot!(4, usdt_4);
+usdt_slot!(5, usdt_5);
+usdt_slot!(6, usdt_6);
+usdt_slot!(7, usdt_7);
+usdt_slot!(8, usdt_8);
+usdt_slot!(9, usdt_9);
+usdt_slot!(10, usdt_10);
+usdt_slot!(11, usdt_11);
+
+// ---------------------------------------------------------------------------------------------
+// `--phase-fn`: the traced process is in the run's default phase (an external sweep's
+// current N) while inside one user function: its entry begins the phase, its return ends it.
+
+#[uprobe]
+pub fn phase_fn_entry(_ctx: ProbeContext) -> u32 {
+    let Some(cfg) = config() else { return 0 };
+    if !filter_pass(cfg) {
+        return 0;
+    }
+    let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
+    let p = CurrentPhase {
+        case: cfg.default_case,
+        row: cfg.default_row,
+        n: cfg.default_n,
+        begin_ns: now(),
+    };
+    enter_phase(tgid, &p);
+    0
+}
+
+#[uretprobe]
+pub fn phase_fn_exit(_ctx: RetProbeContext) -> u32 {
+    let Some(cfg) = config() else { return 0 };
+    end_phase(cfg.fn_ops);
     0
 }
 

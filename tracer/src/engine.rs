@@ -21,6 +21,9 @@ use tracer_ebpf::*;
 use crate::kernel::tracefs::{self, EventFormat, TracefsError};
 use crate::plan::FnMech;
 
+mod user_probes;
+pub use user_probes::UsdtAttached;
+
 /// The eBPF object, built by build.rs and embedded.
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/tracer-ebpf"));
 
@@ -101,6 +104,19 @@ pub enum EngineError {
     NoSlot { kind: &'static str, max: usize },
     #[error("target index {target} is beyond the {targets} targets the maps were sized for")]
     TargetIndex { target: u32, targets: u32 },
+    #[error("{what}: {source}")]
+    UserProbe {
+        what: String,
+        source: std::io::Error,
+    },
+    #[error(
+        "{binary}: {sites} USDT phase probe sites, more than the {max} the tracer's probes have room for"
+    )]
+    UsdtSlots {
+        binary: String,
+        sites: usize,
+        max: usize,
+    },
 }
 
 /// Why one attach point could not be used, classified for the plan report.
@@ -211,6 +227,7 @@ pub struct Engine {
     kprobe_used: [bool; FN_SLOTS],
     tp_used: [bool; TP_SLOTS],
     uprobe_used: [bool; UPROBE_SLOTS],
+    usdt: user_probes::UsdtLinks,
     fd_tracking: bool,
     logger: Option<aya_log::EbpfLogger<&'static dyn log::Log>>,
     pub options: EngineOptions,
@@ -291,6 +308,7 @@ impl Engine {
             kprobe_used: [false; FN_SLOTS],
             tp_used: [false; TP_SLOTS],
             uprobe_used: [false; UPROBE_SLOTS],
+            usdt: Default::default(),
             fd_tracking: false,
             logger,
             options,
@@ -956,6 +974,8 @@ impl Engine {
 
     /// Detach and unload every program. Maps stay readable.
     pub fn detach_all(&mut self) {
+        // USDT perf events hold their programs: closed first, like any entry side.
+        self.usdt.close();
         // Entry-side programs first, so in-flight calls can still exit.
         let exit_side = |n: &str| {
             n.starts_with("fexit_")

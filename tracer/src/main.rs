@@ -323,10 +323,19 @@ struct RecordArgs {
     /// Embed this JSON file (e.g. the command's own benchmark report) in run.json.
     #[arg(long, value_name = "FILE")]
     attach_json: Option<PathBuf>,
-    /// Also attach the phase markers (tracer_phase_begin/end) in this binary, for when the
-    /// command is a script that runs it (repeatable).
+    /// Also attach the phase markers (tracer_phase_begin/end functions, or
+    /// tracer:phase_begin/phase_end USDT probes) in this binary, for when the command is a
+    /// script that runs it (repeatable).
     #[arg(long, value_name = "BINARY")]
     markers: Vec<PathBuf>,
+    /// Count only calls made while the command is inside this function of its own:
+    /// BINARY:SYMBOL (e.g. ./bench:timed_loop) or BINARY:0xADDR (an address as `nm` shows
+    /// it, for stripped binaries). A uprobe at the function's entry begins the phase and a
+    /// uretprobe at its return ends it; setup and teardown outside it stay unphased. Each
+    /// call is one phase: in a sweep at the current N, counting --ops operations (default
+    /// 1); in a recording at N=1, counting 1.
+    #[arg(long, value_name = "BINARY:SYMBOL")]
+    phase_fn: Option<String>,
     /// Keep every sampled kernel stack of the traced tasks and where they block (not only
     /// inside targets): the data `--discover` reports rank functions by. No probe needed.
     #[arg(long)]
@@ -391,6 +400,14 @@ struct SweepArgs {
     /// Operations per run of your command, e.g. 100 or {N}*10: gives per-op columns.
     #[arg(long, value_parser = cli::parse_ops, value_name = "EXPR")]
     ops: Option<cli::OpsExpr>,
+    /// Count only calls made while the command is inside this function of its own:
+    /// BINARY:SYMBOL (e.g. ./bench:timed_loop) or BINARY:0xADDR (an address as `nm` shows
+    /// it, for stripped binaries). A uprobe at the function's entry begins the phase and a
+    /// uretprobe at its return ends it; setup and teardown outside it stay unphased. Each
+    /// call is one phase: in a sweep at the current N, counting --ops operations (default
+    /// 1); in a recording at N=1, counting 1.
+    #[arg(long, value_name = "BINARY:SYMBOL")]
+    phase_fn: Option<String>,
     /// Name of your command's run directory in the sweep (default: its file name).
     #[arg(long, value_name = "NAME")]
     name: Option<String>,
@@ -578,6 +595,7 @@ fn run_record(a: RecordArgs, verbose: bool) -> Result<i32, TracerError> {
         progress: true,
         attach_json: a.attach_json,
         marker_binaries: a.markers,
+        phase_fn: a.phase_fn,
     };
     let outcome = record::record(opts)?;
     print_record_summary(&outcome);
@@ -634,6 +652,7 @@ fn run_sweep(a: SweepArgs, verbose: bool) -> Result<i32, TracerError> {
         command,
         repeat: a.repeat,
         ops: a.ops,
+        phase_fn: a.phase_fn,
         name: a.name,
         confirm: a.confirm,
     };

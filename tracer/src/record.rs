@@ -47,6 +47,8 @@ pub struct RecordOptions {
     pub attach_json: Option<PathBuf>,
     /// Extra binaries whose phase markers to attach (besides the command's own binary).
     pub marker_binaries: Vec<PathBuf>,
+    /// `--phase-fn BINARY:SYMBOL|0xADDR`: count only calls made inside this function.
+    pub phase_fn: Option<String>,
 }
 
 #[derive(Debug)]
@@ -163,6 +165,54 @@ fn distinct_notes(resolved: &[Resolved]) -> Vec<&String> {
         }
     }
     out
+}
+
+/// The USDT phase sites of a binary: none when it is not an ELF file or has no
+/// `tracer:phase_*` probes; a malformed note, or more sites than the probes have room for,
+/// is a usage error (exit 2) before anything loads.
+pub fn usdt_sites(binary: &Path) -> Result<Vec<crate::usdt::PhaseSite>, TracerError> {
+    use crate::usdt::UsdtError;
+    let Ok(data) = std::fs::read(binary) else {
+        return Ok(Vec::new());
+    };
+    match crate::usdt::phase_sites(&data) {
+        Ok(sites) if sites.len() > tracer_ebpf::USDT_SLOTS => Err(TracerError::Usage(format!(
+            "{}: {} USDT phase probe sites (tracer:phase_begin/phase_end), more than the {} \
+             the tracer's probes have room for: fire them from fewer places (e.g. one \
+             non-inlined function per probe)",
+            binary.display(),
+            sites.len(),
+            tracer_ebpf::USDT_SLOTS
+        ))),
+        Ok(sites) => Ok(sites),
+        Err(UsdtError::NotElf(_) | UsdtError::Architecture(_)) => Ok(Vec::new()),
+        Err(e) => Err(TracerError::Usage(format!("{}: {e}", binary.display()))),
+    }
+}
+
+/// Check the USDT notes of the binaries whose markers a run attaches.
+pub fn check_usdt<'a>(binaries: impl Iterator<Item = &'a PathBuf>) -> Result<(), TracerError> {
+    let mut total = 0;
+    for b in binaries {
+        total += usdt_sites(b)?.len();
+    }
+    if total > tracer_ebpf::USDT_SLOTS {
+        return Err(TracerError::Usage(format!(
+            "{total} USDT phase probe sites in the traced binaries, more than the {} the \
+             tracer's probes have room for",
+            tracer_ebpf::USDT_SLOTS
+        )));
+    }
+    Ok(())
+}
+
+/// `--phase-fn`, resolved (a usage error when the binary or function cannot be found).
+pub fn resolve_phase_fn(
+    arg: Option<&str>,
+) -> Result<Option<crate::phase_fn::PhaseFn>, TracerError> {
+    arg.map(crate::phase_fn::resolve)
+        .transpose()
+        .map_err(|e| TracerError::Usage(e.to_string()))
 }
 
 /// Find an executable the way execvp would.
@@ -282,6 +332,8 @@ pub struct RunSpec {
     pub n_values: Vec<u64>,
     /// An external sweep: run `command` once per N (and repeat), `{n}` replaced.
     pub external: Option<ExternalSweep>,
+    /// Only calls inside this function are in a phase (`--phase-fn`).
+    pub phase_fn: Option<crate::phase_fn::PhaseFn>,
 }
 
 /// How an external sweep runs the user's command.
@@ -333,6 +385,8 @@ pub fn run_spec(opts: &RecordOptions) -> Result<RunSpec, TracerError> {
             )));
         }
     }
+    check_usdt(opts.marker_binaries.iter().chain(exe.iter()))?;
+    let phase_fn = resolve_phase_fn(opts.phase_fn.as_deref())?;
     for pid in &opts.pids {
         if !Path::new(&format!("/proc/{pid}")).exists() {
             return Err(TracerError::Usage(format!("no process with pid {pid}")));
@@ -368,6 +422,7 @@ pub fn run_spec(opts: &RecordOptions) -> Result<RunSpec, TracerError> {
         duration: opts.duration,
         attach_json: opts.attach_json.clone(),
         marker_binaries: opts.marker_binaries.clone(),
+        phase_fn,
         label: String::new(),
         n_values: Vec::new(),
         external: None,
@@ -473,6 +528,10 @@ pub struct Session {
     signals: Signals,
     progress: Progress,
     markers_attached: Vec<PathBuf>,
+    /// USDT sites attached so far (counted in every run of the session).
+    usdt_sites: u64,
+    usdt_semaphores: u64,
+    phase_fn_attached: bool,
     engine_opts: EngineOptions,
     /// Raw per-call events (with --raw-events), polled as they arrive.
     events: Option<tokio::io::unix::AsyncFd<aya::maps::RingBuf<aya::maps::MapData>>>,
@@ -597,6 +656,9 @@ impl Session {
             signals,
             progress,
             markers_attached: Vec::new(),
+            usdt_sites: 0,
+            usdt_semaphores: 0,
+            phase_fn_attached: false,
             engine_opts,
             events,
             interrupted: None,
@@ -636,6 +698,32 @@ impl Session {
             if self.engine.attach_phase_markers(b)? {
                 self.markers_attached.push(b.clone());
                 markers += 1;
+                continue;
+            }
+            let sites = usdt_sites(b)?;
+            if !sites.is_empty() {
+                let a = self.engine.attach_usdt(b, &sites)?;
+                if let Some(n) = &a.note {
+                    self.progress.println(&format!("tracer: {n}"));
+                }
+                self.usdt_sites += a.sites as u64;
+                self.usdt_semaphores += a.semaphores as u64;
+                self.markers_attached.push(b.clone());
+                markers += 1;
+            }
+        }
+        if let Some(pf) = &spec.phase_fn
+            && !self.phase_fn_attached
+        {
+            self.engine.attach_phase_fn(&pf.binary, pf.file_offset)?;
+            self.phase_fn_attached = true;
+            if !pf.aliases.is_empty() {
+                self.progress.println(&format!(
+                    "tracer: note: --phase-fn {}: {} share its address (identical code folded \
+                     into one body): their calls are in the phase too",
+                    pf.what,
+                    pf.aliases.join(", ")
+                ));
             }
         }
         let target_names = self.target_names();
@@ -676,8 +764,24 @@ impl Session {
         let mut command_status = None;
         let mut filter_desc = String::new();
         for (i, inv) in plan.iter().enumerate() {
-            if let Some((case, n)) = inv.phase {
+            // With --phase-fn, a recording without N is phase (command, N=1) inside the
+            // function.
+            let phase = match (inv.phase, &spec.phase_fn) {
+                (None, Some(_)) => Some((workloads::cases::CASE_COMMAND, 1)),
+                (p, _) => p,
+            };
+            if let Some((case, n)) = phase {
                 self.engine.set_default_phase(case, n)?;
+            }
+            if spec.phase_fn.is_some() {
+                let ops = spec
+                    .external
+                    .as_ref()
+                    .and_then(|e| e.ops.as_ref())
+                    .zip(phase)
+                    .map(|(o, (_, n))| o.eval(n))
+                    .unwrap_or(1);
+                self.engine.set_phase_fn_ops(ops)?;
             }
             let label = match inv.phase {
                 Some((_, n)) => format!("{} N={n} [{}/{}]", spec.label, i + 1, plan.len()),
@@ -693,14 +797,15 @@ impl Session {
                     &mut usyms,
                 )
                 .await?;
-            if inv.phase.is_some() {
+            if phase.is_some() {
                 self.engine.clear_default_phase()?;
             }
             filter_desc = res.filter_desc;
             stop = res.stop.clone();
             command_status = res.status;
             let exit = res.status.map(exit_code_of);
-            if let (Some((case, n)), Some(0)) = (inv.phase, exit) {
+            // With --phase-fn the return probe counted each call of the function as a phase.
+            if let (Some((case, n)), Some(0), None) = (inv.phase, exit, &spec.phase_fn) {
                 let ops = spec
                     .external
                     .as_ref()
@@ -809,6 +914,10 @@ impl Session {
         };
         let mut counters = collect::counters(&snap);
         counters.insert("phase_marker_binaries".into(), markers);
+        if self.usdt_sites > 0 {
+            counters.insert("usdt_sites".into(), self.usdt_sites);
+            counters.insert("usdt_semaphores".into(), self.usdt_semaphores);
+        }
         if let Some(mut sink) = events_out.take() {
             use std::io::Write;
             if sink.error.is_none()

@@ -52,8 +52,11 @@ pub struct SweepOptions {
     pub command: Vec<String>,
     /// Runs of the command per N (external sweeps).
     pub repeat: u32,
-    /// Operations per run of the command (external sweeps), for per-op columns.
+    /// Operations per run of the command (external sweeps), for per-op columns; with
+    /// `phase_fn`, per call of the function.
     pub ops: Option<crate::cli::OpsExpr>,
+    /// `--phase-fn BINARY:SYMBOL|0xADDR` (external sweeps): only calls inside it count.
+    pub phase_fn: Option<String>,
     /// Name of the external command's run directory (default: the command's file name).
     pub name: Option<String>,
     /// With discover on an external command: time this many of the top-ranked functions
@@ -161,9 +164,12 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
             WORKLOADS.iter().map(|w| w.0).collect::<Vec<_>>().join(", ")
         )));
     }
-    if !external && (opts.repeat > 1 || opts.ops.is_some() || opts.name.is_some()) {
+    if !external
+        && (opts.repeat > 1 || opts.ops.is_some() || opts.name.is_some() || opts.phase_fn.is_some())
+    {
         return Err(TracerError::Usage(
-            "--repeat, --ops and --name apply to a command swept with -- CMD {n}".into(),
+            "--repeat, --ops, --name and --phase-fn apply to a command swept with -- CMD {n}"
+                .into(),
         ));
     }
     for (w, _) in &opts.n_for {
@@ -245,6 +251,7 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
                 label: format!("{name} ({}/{})", i + 1, plan.len()),
                 n_values: values.clone(),
                 external: None,
+                phase_fn: None,
             },
             json: Some(json),
         });
@@ -480,6 +487,8 @@ fn external_spec(opts: &SweepOptions) -> Result<Job, TracerError> {
             "--name {name:?}: a plain directory name, not report or {SWEEP_FILE}"
         )));
     }
+    record::check_usdt(std::iter::once(&exe))?;
+    let phase_fn = record::resolve_phase_fn(opts.phase_fn.as_deref())?;
     if !opts.command.iter().any(|a| record::has_n_placeholder(a)) {
         eprintln!(
             "tracer: note: the command has no {{n}} in its arguments: every N runs the same \
@@ -503,6 +512,7 @@ fn external_spec(opts: &SweepOptions) -> Result<Job, TracerError> {
                 repeat: opts.repeat,
                 ops: opts.ops.clone(),
             }),
+            phase_fn,
         },
         json: None,
     })
@@ -537,6 +547,7 @@ mod tests {
             command: vec![],
             repeat: 1,
             ops: None,
+            phase_fn: None,
             name: None,
             confirm: 0,
         };

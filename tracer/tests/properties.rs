@@ -597,3 +597,83 @@ proptest! {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// USDT notes (`.note.stapsdt`), read from binaries a user hands the tracer
+
+use tracer::usdt::{self, note, testelf};
+
+/// A real note section (the USDT benchmark's, static build), the seed for mutations.
+const USDT_NOTES: &[u8] = include_bytes!("../fuzz/seeds/stapsdt/usdt_phases");
+
+fn note_text() -> impl Strategy<Value = String> {
+    "[a-z_%@$()0-9 ,-]{0,24}"
+}
+
+proptest! {
+    #![proptest_config(config(256))]
+
+    /// Any bytes as a note section: notes or an error; and as the note section of an
+    /// executable: probes whose sites lie in its text segment, or a named error.
+    #[test]
+    fn stapsdt_reader_never_panics_on_arbitrary_bytes(data in prop::collection::vec(any::<u8>(), 0..300)) {
+        let _ = note::parse_notes(&data);
+        let elf = testelf::x86_64_elf(&data);
+        if let Ok(probes) = usdt::probes(&elf) {
+            for p in probes {
+                prop_assert!(p.file_offset >= testelf::TEXT_OFFSET);
+                prop_assert!(p.file_offset < testelf::TEXT_OFFSET + testelf::TEXT_SIZE);
+            }
+        }
+        let _ = usdt::phase_sites(&elf);
+        let _ = usdt::probes(&data);
+    }
+
+    /// A real note section with bytes overwritten: never a panic, and the untouched prefix
+    /// of notes is still what it was.
+    #[test]
+    fn stapsdt_reader_never_panics_on_mutated_notes(
+        muts in prop::collection::vec((0usize..USDT_NOTES.len(), any::<u8>()), 1..6),
+        cut in 0usize..=USDT_NOTES.len(),
+    ) {
+        let mut data = USDT_NOTES.to_vec();
+        for (at, b) in muts {
+            data[at] = b;
+        }
+        data.truncate(cut);
+        let _ = note::parse_notes(&data);
+        let _ = usdt::phase_sites(&testelf::x86_64_elf(&data));
+    }
+
+    /// Notes written by `encode_note` read back exactly.
+    #[test]
+    fn stapsdt_notes_round_trip(
+        notes in prop::collection::vec((note_text(), note_text(), note_text(), any::<u64>(), any::<u64>(), any::<u64>()), 0..6),
+    ) {
+        let notes: Vec<note::RawNote> = notes
+            .into_iter()
+            .map(|(provider, name, args, pc, base, semaphore)| note::RawNote { provider, name, pc, base, semaphore, args })
+            .collect();
+        let bytes: Vec<u8> = notes.iter().flat_map(note::encode_note).collect();
+        prop_assert_eq!(note::parse_notes(&bytes).unwrap(), notes);
+    }
+
+    #[test]
+    fn usdt_argument_parser_never_panics(text in "(?s).{0,40}", spec in "-?[1248]@[-$%(),0-9a-z]{0,16}") {
+        let _ = usdt::args::parse_args(&text);
+        let _ = usdt::args::parse_arg(&spec);
+    }
+}
+
+/// The seed itself: the benchmark's four phase sites, read as the tracer reads them.
+#[test]
+fn the_usdt_seed_holds_the_benchmarks_four_phase_probes() {
+    let notes = note::parse_notes(USDT_NOTES).unwrap();
+    assert_eq!(notes.len(), 4);
+    assert!(
+        notes
+            .iter()
+            .all(|n| n.provider == "tracer" && n.semaphore != 0)
+    );
+    assert_eq!(notes.iter().filter(|n| n.name == "phase_begin").count(), 2);
+}

@@ -36,6 +36,10 @@ pub const APT_PACKAGES: &[(&str, &str)] = &[
         "chromium-headless-shell",
         "the browser test loads index.html over file:// (tracer/tests/browser.rs)",
     ),
+    (
+        "systemtap-sdt-dev",
+        "<sys/sdt.h> for the USDT benchmarks in tracer/tests/c (tracer/tests/usdt.rs)",
+    ),
 ];
 
 fn say(what: &str) {
@@ -411,6 +415,7 @@ mod tests {
             "llvm-22-dev",
             "cpio",
             "chromium-headless-shell",
+            "systemtap-sdt-dev",
         ] {
             assert!(names.contains(&needed), "{needed}");
         }
