@@ -9,6 +9,7 @@ pub mod kernel;
 pub mod output;
 pub mod owner;
 pub mod plan;
+pub mod probecost;
 pub mod record;
 pub mod render;
 pub mod resolve;
