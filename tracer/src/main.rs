@@ -138,6 +138,10 @@ struct RenderArgs {
     /// Also report spans outside the workload's measured phases.
     #[arg(long)]
     include_unphased: bool,
+    /// Beside each time per call, show it minus the probe's own cost per call (measured at
+    /// attach, `probe_cost_ns` in run.json); the measured times are kept.
+    #[arg(long)]
+    subtract_probe_cost: bool,
     /// Skip flamegraph SVGs (much faster).
     #[arg(long)]
     no_flamegraphs: bool,
@@ -156,6 +160,7 @@ impl RenderArgs {
                 _ => Metric::Auto,
             },
             include_unphased: self.include_unphased,
+            subtract_probe_cost: self.subtract_probe_cost,
             flamegraphs: !self.no_flamegraphs,
             differential: !self.no_flamegraphs,
             flame_width: None,
@@ -378,6 +383,10 @@ struct SweepArgs {
     /// Skip flamegraph SVGs in the report rendered after the sweep.
     #[arg(long)]
     no_flamegraphs: bool,
+    /// In the report rendered after the sweep, show each time per call minus the probe's
+    /// own cost per call beside it (as `tracer report --subtract-probe-cost`).
+    #[arg(long)]
+    subtract_probe_cost: bool,
     /// Do not render the report after the sweep (render it later with `tracer report`).
     #[arg(long)]
     no_report: bool,
@@ -589,6 +598,7 @@ fn run_record(a: RecordArgs, verbose: bool) -> Result<i32, TracerError> {
 
 fn run_sweep(a: SweepArgs, verbose: bool) -> Result<i32, TracerError> {
     let a_no_flame = a.no_flamegraphs;
+    let a_subtract = a.subtract_probe_cost;
     let a_no_report = a.no_report;
     if a.discover && a.no_samples {
         return Err(TracerError::Usage(
@@ -648,6 +658,7 @@ fn run_sweep(a: SweepArgs, verbose: bool) -> Result<i32, TracerError> {
     if !outcome.sweep.runs.is_empty() && !a_no_report {
         let ropts = tracer::render::ReportOptions {
             flamegraphs: !a_no_flame,
+            subtract_probe_cost: a_subtract,
             ..Default::default()
         };
         tracer::render::out::catch_interrupts();
@@ -761,6 +772,12 @@ fn print_record_summary(o: &record::RecordOutcome) {
                 }
             ),
             None => out!("{:<18} not measurable on this kernel", t.name),
+        }
+        if let Some(c) = &t.probe_cost {
+            // The on-CPU mean when measured (what the tables fit), else the wall mean.
+            let per_call = if oncpu > 0 { oncpu } else { wall };
+            let mean = (timed > 0).then(|| per_call as f64 / timed as f64);
+            out!("{}", tracer::render::probecost::record_note(c, mean));
         }
         if let Some(h) = tracer::render::histogram::run_target(run, &t.name) {
             outp!("{h}");

@@ -29,6 +29,7 @@ pub mod histogram;
 mod index;
 pub mod out;
 pub mod plot;
+pub mod probecost;
 pub mod summary;
 pub mod tables;
 pub mod xml;
@@ -75,6 +76,8 @@ pub struct ReportOptions {
     pub metric: Metric,
     /// Include spans outside the workload's phases (case 0) as their own case.
     pub include_unphased: bool,
+    /// Show each time per call minus the probe's own measured cost beside it.
+    pub subtract_probe_cost: bool,
     /// Render flamegraph SVGs (the slow part of a report).
     pub flamegraphs: bool,
     /// Render the differential flamegraphs (smallest vs largest N).
@@ -93,6 +96,7 @@ impl Default for ReportOptions {
         ReportOptions {
             metric: Metric::Auto,
             include_unphased: false,
+            subtract_probe_cost: false,
             flamegraphs: true,
             differential: true,
             flame_width: None,
@@ -107,6 +111,7 @@ impl ReportOptions {
         AnalysisOptions {
             metric: self.metric,
             include_unphased: self.include_unphased,
+            subtract_probe_cost: self.subtract_probe_cost,
         }
     }
 }
@@ -395,9 +400,15 @@ fn render_analysis(
                     .targets
                     .iter()
                     .map(|t| match &t.plan {
-                        Some(p) => {
-                            format!("{}: {} ({})", t.name, p.plan, p.attach_points.join(", "))
-                        }
+                        Some(p) => format!(
+                            "{}: {} ({}){}",
+                            t.name,
+                            p.plan,
+                            p.attach_points.join(", "),
+                            t.probe_cost
+                                .as_ref()
+                                .map_or(String::new(), |c| format!(", {}", probecost::figure(c)))
+                        ),
                         None => format!("{}: not traced", t.name),
                     })
                     .collect();
