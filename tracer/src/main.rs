@@ -227,7 +227,9 @@ Examples:
 const RECORD_HELP: &str = "\
 Output (read later without root by `tracer report`):
   run.json                       metadata, attach plans, counters, per-(target, case, N) spans
-                                 with log-linear histograms, workload phases
+                                 with log-linear histograms, workload phases, and each
+                                 target's probe_cost (probe_cost_ns: what its kind of probe
+                                 adds to one call, measured at attach on this machine)
   spans.csv                      the span aggregates as a flat table
   stacks/<kind>/<target>/<case>/n<N>.folded
                                  folded stacks; kind = oncpu (sampled inside the target),
@@ -239,7 +241,9 @@ The directory appears only when complete; a run cut short by a signal says
 
 The command may follow the options directly, as with perf (`tracer record ./bench -x`: the
 command's own options stay its own), or after `--`. After the run, each target's per-call
-times are printed as a log2 histogram with p50/p90/p99, as bcc's funclatency does.
+times are printed as a log2 histogram with p50/p90/p99, as bcc's funclatency does, with the
+probe's own cost per call; a mean within 3x of it is flagged (the probe's cost is a third or
+more of what is measured). `tracer report --subtract-probe-cost` shows corrected times.
 
 If the tracer is killed (SIGKILL) or crashes, the command it started gets SIGKILL too
 (PR_SET_PDEATHSIG; processes the command started themselves are not killed unless they

@@ -262,8 +262,12 @@ fn measure(
     let result = (|| -> Result<Vec<(ProbeKind, ProbeCost)>, ProbeCostError> {
         let before = child.rounds(probes.len())?;
         for p in probes.iter_mut() {
-            if let Err(why) = attach(engine, ksyms, p)? {
-                p.refused = Some(why);
+            match attach(engine, ksyms, p) {
+                Ok(Ok(())) => {}
+                Ok(Err(why)) => p.refused = Some(format!("refused on this kernel: {why}")),
+                // The run's own plans took every slot of this kind: it is still measured.
+                Err(e @ EngineError::NoSlot { .. }) => p.refused = Some(e.to_string()),
+                Err(e) => return Err(e.into()),
             }
         }
         engine.clear()?;
@@ -278,10 +282,7 @@ fn measure(
             .zip(before.iter().zip(&after))
             .map(|(p, (b, a))| {
                 if let Some(why) = &p.refused {
-                    return (
-                        p.kind,
-                        unmeasured(p.kind, format!("refused on this kernel: {why}")),
-                    );
+                    return (p.kind, unmeasured(p.kind, why.clone()));
                 }
                 let method = format!(
                     "{}() ×{CALLS} in {ROUNDS} rounds through {} on {}, each against {reference}() untraced; minus the same difference before attaching",
