@@ -142,6 +142,7 @@ const METHOD: &[&str] = &[
     "Class: each model t = a + b·f(N), f ∈ {log n, n, n log n, n²}, is fitted on relative residuals; starting from the least growth, a model with more growth is chosen only when the current one fits worse than 8% RMS (or twice the noise) and the new one's RMS is at least 25% lower (Google Benchmark style, with an intercept for the fixed cost and a parsimony margin for few sizes).",
     "Slope: least-squares exponent of log(t − t at the smallest N) against log N over the sizes where growth is visible, with R² (its 95% interval is in summary.json); when only two sizes are above the smallest-N time the line shows those two points and their ratio instead of R².",
     "Root cause: each frame under the target gets a time per call at each N, its share of the target's sampled time times the target's measured time per call, and the part of the target's added time per call (smallest to largest usable N) it carries; ± is one standard error of sampling noise (binomial error of the share, times the time per call). The culprit is the frame that carries the largest part, at least half and more than 2 standard errors; the search descends into a child that carries at least 60% of its parent's added time. \"(self)\" is time in the frame itself. When no frame carries most of it the line lists the frames that split it; when the target's time per call grows by less than 20% there is nothing to attribute. The frame's share at the smallest and largest N is supporting detail (without a time per call the frame whose share grows most, by 10 points and 2 standard errors, is named). Only sizes with 5 samples or more take part, and the line says which; \"<x\" is a frame's time where it had no sample (at most one sample's share); its slope is the log-log exponent of its time per call over the sizes where it was seen.",
+    "Probe cost: what one traced call pays the run's kind of probe, measured at attach with the run's own programs and options (a credential syscall traced through the same kind of probe against an untraced one, 9 interleaved rounds, median after attaching minus median before). It is the whole added cost, so an upper bound of the part inside a measured span; a time per call within 3 times it is flagged (!): the probe's cost is a third or more of what is measured. \"per call − probe\" (--subtract-probe-cost) is the time per call minus that cost, floored at 0.",
     "Flamegraphs: widths in ns; differentials compare the smallest and largest N after normalising totals, red = larger share at the largest N.",
     "Exports: trace.pftrace (runs recorded with --raw-events) opens in ui.perfetto.dev (\"Open trace file\"): a slice per traced call on its thread, the workload's phases and N per process. profiles/*.pb.gz are pprof profiles (go tool pprof -http=: FILE; also Perfetto, Parca, Pyroscope, Grafana), samples labelled target, case and n.",
 ];
@@ -390,6 +391,7 @@ fn render_analysis(
                         .collect(),
                 )
             }))
+            .chain(probecost::findings(a))
             .collect(),
         warnings: warnings.clone(),
         runs: a

@@ -112,6 +112,20 @@ pub fn terminal(a: &Analysis) -> String {
     out
 }
 
+/// The index's findings group: one item per flagged table (none when nothing is flagged).
+pub(super) fn findings(a: &Analysis) -> Option<(String, Vec<super::index::Item>)> {
+    let items: Vec<super::index::Item> = a
+        .tables
+        .iter()
+        .filter_map(flag_line)
+        .map(|line| super::index::Item {
+            line,
+            details: Vec::new(),
+        })
+        .collect();
+    (!items.is_empty()).then(|| ("The probe's own cost".to_string(), items))
+}
+
 /// `tracer record`'s note under a target's line: its figure, and the flag when the mean per
 /// call is within three times it.
 pub fn record_note(c: &ProbeCost, mean_ns: Option<f64>) -> String {
