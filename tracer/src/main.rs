@@ -138,10 +138,6 @@ struct RenderArgs {
     /// Also report spans outside the workload's measured phases.
     #[arg(long)]
     include_unphased: bool,
-    /// Beside each time per call, show it minus the probe's own cost per call (measured at
-    /// attach, `probe_cost_ns` in run.json); the measured times are kept.
-    #[arg(long)]
-    subtract_probe_cost: bool,
     /// Skip flamegraph SVGs (much faster).
     #[arg(long)]
     no_flamegraphs: bool,
@@ -160,7 +156,6 @@ impl RenderArgs {
                 _ => Metric::Auto,
             },
             include_unphased: self.include_unphased,
-            subtract_probe_cost: self.subtract_probe_cost,
             flamegraphs: !self.no_flamegraphs,
             differential: !self.no_flamegraphs,
             flame_width: None,
@@ -177,6 +172,10 @@ struct ReportArgs {
     /// Where to write the report (default: DIR/report).
     #[arg(short, long)]
     output: Option<PathBuf>,
+    /// Beside each time per call, show it minus the probe's own cost per call (measured at
+    /// attach, `probe_cost_ns` in run.json); the measured times are kept.
+    #[arg(long)]
+    subtract_probe_cost: bool,
     #[command(flatten)]
     render: RenderArgs,
 }
@@ -681,7 +680,11 @@ fn run_report(a: ReportArgs) -> Result<i32, TracerError> {
     }
     let out = a.output.unwrap_or_else(|| a.dir.join("report"));
     tracer::render::out::catch_interrupts();
-    let summary = tracer::render::report(&a.dir, &out, &a.render.options())?;
+    let opts = tracer::render::ReportOptions {
+        subtract_probe_cost: a.subtract_probe_cost,
+        ..a.render.options()
+    };
+    let summary = tracer::render::report(&a.dir, &out, &opts)?;
     print_summary(&summary);
     Ok(exit::OK)
 }
