@@ -199,7 +199,12 @@ struct Progress {
 
 impl Progress {
     fn new(enabled: bool) -> Progress {
-        if !enabled || !std::io::stderr().is_terminal() {
+        // indicatif draws nothing, and drops what is printed through it, on a terminal it
+        // cannot drive (TERM=dumb, as on a VM's serial console): plain lines there.
+        if !enabled
+            || !std::io::stderr().is_terminal()
+            || indicatif::ProgressDrawTarget::stderr().is_hidden()
+        {
             return Progress { bar: None };
         }
         let bar = indicatif::ProgressBar::new_spinner();

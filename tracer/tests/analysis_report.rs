@@ -545,11 +545,46 @@ fn full_report_from_a_synthetic_sweep() {
     assert!(
         row["share_of_op"].as_f64().unwrap() > 0.0 && row["share_of_op"].as_f64().unwrap() < 1.0
     );
-    // Terminal: findings first, grouped; the count-only cases of a target on one line;
-    // tables for growing cases only.
+    // Terminal: the summary table of what each workload exists for first, then those
+    // findings in full, grouped; the incidental ones (get_task_policy under the spawn
+    // workload) counted; tables for growing cases only.
     let term = &summary.terminal;
+    let (table, rest) = term
+        .strip_prefix("Summary:\n")
+        .and_then(|t| t.split_once("\n\n"))
+        .unwrap_or_else(|| panic!("no summary table first: {term}"));
+    let rows: Vec<&str> = table.lines().collect();
     assert!(
-        term.starts_with("Grows with N:\n  dup_mmap [spawn]: O(n), "),
+        rows[0].starts_with("target ") && rows[0].contains(" root cause "),
+        "{table}"
+    );
+    let row = |target: &str, case: &str| -> &str {
+        rows.iter()
+            .find(|r| {
+                let cells: Vec<&str> = r.split("  ").filter(|c| !c.is_empty()).collect();
+                cells.first().map(|c| c.trim()) == Some(target)
+                    && cells.get(1).is_some_and(|c| c.trim().starts_with(case))
+            })
+            .unwrap_or_else(|| panic!("no {target} [{case}] row: {table}"))
+    };
+    assert!(row("dup_mmap", "spawn").contains(" O(n) "), "{table}");
+    let do_wait = row("do_wait", "waitpid-pid");
+    assert!(
+        do_wait.contains(" O(n) ")
+            && do_wait.contains("wait_consider_task")
+            && do_wait.contains("fentry do_wait"),
+        "{table}"
+    );
+    assert!(
+        !table.contains("get_task_policy"),
+        "incidental in the table: {table}"
+    );
+    assert!(
+        table.ends_with("(+1 incidental finding, 0 growing: report.txt, index.html)"),
+        "{table}"
+    );
+    assert!(
+        rest.starts_with("Grows with N:\n  dup_mmap [spawn]: O(n), "),
         "{term}"
     );
     assert!(term.contains("\n  do_wait [waitpid-pid]: O(n), "), "{term}");
@@ -557,21 +592,29 @@ fn full_report_from_a_synthetic_sweep() {
         term.contains("\n    root cause: do_wait [waitpid-pid] -> wait_consider_task: "),
         "{term}"
     );
+    assert!(!term.contains("get_task_policy [spawn]:"), "{term}");
     assert!(
-        term.contains("\nNot fitted:\n  get_task_policy [spawn]: count-only plan, no time per call to fit; via page-alloc-count mm_page_alloc\n"),
+        term.contains("\nIncidental: 1 more finding about targets the workloads do not exist for"),
         "{term}"
     );
     assert!(term.contains("\ndo_wait [waitpid-pid] · 5.10.0-28-cloud-amd64 · fentry do_wait · on-CPU time per call\n"), "{term}");
     assert!(!term.contains("get_task_policy [spawn] ·"), "{term}");
-    let findings_end = term.find("\n\n").unwrap();
+    let findings_end = rest.find("\n\n").unwrap();
     assert!(
-        term[..findings_end]
+        rest[..findings_end]
             .lines()
             .all(|l| !l.trim_start().starts_with(|c: char| c.is_ascii_digit())),
         "a table row among the findings: {term}"
     );
+    // report.txt: the same, with the incidental findings in full.
     let report_txt = std::fs::read_to_string(out.join("report.txt")).unwrap();
-    assert!(report_txt.ends_with(term.as_str()));
+    assert!(report_txt.contains(table), "{report_txt}");
+    assert!(
+        report_txt.contains("\nIncidental (1 finding about targets the workloads do not exist for):\n  Not fitted:\n    get_task_policy [spawn]: count-only plan, no time per call to fit; via page-alloc-count mm_page_alloc\n"),
+        "{report_txt}"
+    );
+    let summary_txt = std::fs::read_to_string(out.join("summary.txt")).unwrap();
+    assert_eq!(format!("{table}\n"), summary_txt);
 
     // README: findings first, each verdict with its root cause under it.
     let readme = std::fs::read_to_string(out.join("README.md")).unwrap();
@@ -617,6 +660,20 @@ fn compare_two_kernels() {
         "{:?}",
         s.root_causes
     );
+    // The terminal leads with the cross-kernel summary of what each workload exists for.
+    let (head, table) = s.terminal.split_once('\n').unwrap();
+    assert_eq!(
+        head,
+        "Summary (5.10.0-28-cloud-amd64 → 6.1.0-18-cloud-amd64):"
+    );
+    let do_wait = table
+        .lines()
+        .find(|l| l.starts_with("do_wait ") && l.contains(" waitpid-pid "))
+        .unwrap_or_else(|| panic!("{}", s.terminal));
+    assert!(do_wait.contains(" O(n) → O(1) "), "{do_wait}");
+    let summary_txt = std::fs::read_to_string(out.join("summary.txt")).unwrap();
+    assert!(s.terminal.contains(&summary_txt));
+    assert!(!summary_txt.contains("get_task_policy"), "{summary_txt}");
     let linked = check_index(&out);
     for f in [
         "compare.md",

@@ -658,3 +658,124 @@ fn sweep_reports_show_the_smallest_and_largest_n_histograms_of_each_target() {
         "{stdout}"
     );
 }
+
+// The summary table first (issue: the answer is buried)
+
+/// A real sweep of the waitpid workload on this kernel: its terminal output leads with the
+/// summary table of the target the workload exists for (do_wait, one row per case), counts the
+/// incidental target/case pairs (the default targets also trace dup_mmap and get_task_policy
+/// during it) instead of listing them, and report.txt lists those in full.
+#[test]
+fn sweep_terminal_leads_with_the_summary_of_what_the_workload_exists_for() {
+    let _g = root();
+    let tmp = tmpdir();
+    let dir = tmp.path().join("sweep");
+    let stdout = ok(
+        tracer().args([
+            "sweep",
+            "waitpid",
+            "--n",
+            "1,100,1000",
+            "--no-flamegraphs",
+            "--workloads-bin",
+            &workloads(),
+            "-o",
+            &dir.to_string_lossy(),
+            "--",
+            "--iterations",
+            "10",
+        ]),
+        "tracer sweep waitpid",
+    );
+    let at = stdout
+        .find("\nSummary:\n")
+        .unwrap_or_else(|| panic!("no summary: {stdout}"));
+    // Nothing of the report comes before it: only the workload's own lines and the sweep's.
+    assert!(
+        !stdout[..at].contains("Grows with N") && !stdout[..at].contains("Does not grow"),
+        "{stdout}"
+    );
+    let table: Vec<&str> = stdout[at + "\nSummary:\n".len()..]
+        .lines()
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert!(
+        table[0].starts_with("target ")
+            && table[0].contains(" class ")
+            && table[0].contains(" plan"),
+        "{table:#?}"
+    );
+    let rows: Vec<Vec<&str>> = table[1..]
+        .iter()
+        .filter(|l| !l.starts_with('('))
+        .map(|l| {
+            l.split("  ")
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .collect()
+        })
+        .collect();
+    assert!(rows.iter().all(|r| r[0] == "do_wait"), "{table:#?}");
+    for case in [
+        "waitpid-pid",
+        "waitpid-any",
+        "waitid-pidfd",
+        "waitpid-wnohang",
+    ] {
+        assert!(
+            rows.iter().any(|r| r[1].starts_with(case)),
+            "no {case} row: {table:#?}"
+        );
+    }
+    // waitpid(-1, WNOHANG) walks the N children on every kernel: x100 over N=1..1000.
+    let wnohang = rows
+        .iter()
+        .find(|r| r[1].starts_with("waitpid-wnohang"))
+        .unwrap();
+    assert!(wnohang[2].starts_with("O(n"), "{wnohang:?}");
+    let last = table.last().unwrap();
+    let incidental: usize = last
+        .strip_prefix("(+")
+        .and_then(|l| l.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no incidental count: {table:#?}"));
+    assert!(incidental >= 1, "{last}");
+    assert!(!stdout.contains("dup_mmap [waitpid-pid]:"), "{stdout}");
+    let report = std::fs::read_to_string(dir.join("report/report.txt")).unwrap();
+    assert!(
+        report.contains("\n    dup_mmap [waitpid-pid]: "),
+        "{report}"
+    );
+    let summary = std::fs::read_to_string(dir.join("report/summary.txt")).unwrap();
+    assert_eq!(summary, format!("{}\n", table.join("\n")));
+}
+
+/// On a terminal indicatif cannot drive (TERM=dumb: a VM's serial console, an editor's shell),
+/// the status lines and notes still reach the user as plain lines: indicatif would draw no
+/// bar there and silently drop what is printed through it.
+#[test]
+fn notes_reach_a_dumb_terminal() {
+    let _g = root();
+    let tmp = tmpdir();
+    let dir = tmp.path().join("sweep");
+    let cmd = format!(
+        "{TRACER} sweep waitpid --n 1,10 --no-report -t do_wait --workloads-bin {} -o {} -- --iterations 5 >/dev/null",
+        workloads(),
+        dir.display()
+    );
+    // script(1) gives the tracer a pseudo-terminal as stderr and copies it to our stdout.
+    let out = run(
+        Command::new("script")
+            .args(["-qec", &cmd, "/dev/null"])
+            .env("TERM", "dumb")
+            .stdin(Stdio::null()),
+        "tracer sweep on a dumb terminal",
+    );
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{shown}");
+    assert!(shown.contains("waitpid: done (2 N values)"), "{shown}");
+    assert!(
+        !shown.contains('\u{1b}'),
+        "escape codes on a dumb terminal: {shown:?}"
+    );
+}

@@ -1,72 +1,135 @@
 //! Workload case ids, shared with the tracer: a phase marker carries the id, the tracer's
 //! tables carry the name. Ids are stable (saved runs refer to them); add, never renumber.
 
-/// (id, name, what it measures)
-pub const CASES: &[(u32, &str, &str)] = &[
-    (
+/// One workload case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Case {
+    pub id: u32,
+    pub name: &'static str,
+    /// What one phase of the case measures.
+    pub what: &'static str,
+    /// The tracer target the case exists for (the mailing-list thread it reproduces): its
+    /// findings lead a report, other targets traced during the case are incidental. None
+    /// when every traced target is the point (the user's own command).
+    pub target: Option<&'static str>,
+}
+
+const fn case(
+    id: u32,
+    name: &'static str,
+    what: &'static str,
+    target: Option<&'static str>,
+) -> Case {
+    Case {
+        id,
+        name,
+        what,
+        target,
+    }
+}
+
+pub const CASES: &[Case] = &[
+    case(
         1,
         "waitpid-pid",
         "fork a child and waitpid() it, with N idle children alive",
+        Some("do_wait"),
     ),
-    (
+    case(
         2,
         "waitpid-any",
         "fork a child and waitpid(-1), with N idle children alive",
+        Some("do_wait"),
     ),
-    (
+    case(
         3,
         "waitid-pidfd",
         "fork a child and waitid(P_PIDFD), with N idle children alive",
+        Some("do_wait"),
     ),
-    (
+    case(
         4,
         "waitpid-wnohang",
         "waitpid(-1, WNOHANG) with nothing to reap, N idle children alive",
+        Some("do_wait"),
     ),
-    (10, "spawn", "fork+exit+wait with N extra VMAs mapped"),
-    (
+    case(
+        10,
+        "spawn",
+        "fork+exit+wait with N extra VMAs mapped",
+        Some("dup_mmap"),
+    ),
+    case(
         11,
         "spawn-wipeonfork",
         "fork+exit+wait with N extra MADV_WIPEONFORK VMAs mapped",
+        Some("dup_mmap"),
     ),
-    (
+    case(
         20,
         "sysvipc-shm",
         "read /proc/sysvipc/shm with N shm segments",
+        Some("sysvipc_find_ipc"),
     ),
-    (
+    case(
         21,
         "sysvipc-msg",
         "read /proc/sysvipc/msg with N message queues",
+        Some("sysvipc_find_ipc"),
     ),
-    (
+    case(
         22,
         "sysvipc-shm-sparse",
         "read /proc/sysvipc/shm with N shm segments at sparse ids",
+        Some("sysvipc_find_ipc"),
     ),
-    (30, "mempolicy-page", "touch N fresh anonymous pages"),
-    (31, "mempolicy-brk", "grow and shrink the heap by N pages"),
-    (
+    case(
+        30,
+        "mempolicy-page",
+        "touch N fresh anonymous pages",
+        Some("get_task_policy"),
+    ),
+    case(
+        31,
+        "mempolicy-brk",
+        "grow and shrink the heap by N pages",
+        Some("get_task_policy"),
+    ),
+    case(
         32,
         "mempolicy-fork",
         "fork+exit+wait after touching N pages",
+        Some("get_task_policy"),
     ),
-    (
+    case(
         33,
         "mempolicy-exec",
         "fork+exec+wait after touching N pages",
+        Some("get_task_policy"),
     ),
-    (40, "getpid-syscall", "N raw getpid() syscalls"),
-    (
+    case(
+        40,
+        "getpid-syscall",
+        "N raw getpid() syscalls",
+        Some("getpid"),
+    ),
+    case(
         41,
         "getpid-cached",
         "N getpid() from a MADV_WIPEONFORK cache",
+        Some("getpid"),
     ),
-    (90, "calibration", "the tracer's own calibration workload"),
-    (
+    case(
+        90,
+        "calibration",
+        "the tracer's own calibration workload",
+        None,
+    ),
+    case(
         CASE_COMMAND,
         "command",
         "one run of the user's command at N (tracer sweep -- CMD {n})",
+        None,
     ),
 ];
 
@@ -80,17 +143,24 @@ pub fn case_name(id: u32) -> String {
     }
     CASES
         .iter()
-        .find(|(i, _, _)| *i == id)
-        .map(|(_, n, _)| n.to_string())
+        .find(|c| c.id == id)
+        .map(|c| c.name.to_string())
         .unwrap_or_else(|| format!("case{id}"))
 }
 
 /// Id of a case name.
 pub fn case_id(name: &str) -> Option<u32> {
-    CASES
-        .iter()
-        .find(|(_, n, _)| *n == name)
-        .map(|(i, _, _)| *i)
+    CASES.iter().find(|c| c.name == name).map(|c| c.id)
+}
+
+/// Is `target` what case `name` exists for? True for a case that declares no target (the
+/// user's command, another program's case ids, spans outside any phase): there every traced
+/// target is the point.
+pub fn is_thread_target(name: &str, target: &str) -> bool {
+    match CASES.iter().find(|c| c.name == name).and_then(|c| c.target) {
+        Some(t) => t == target,
+        None => true,
+    }
 }
 
 #[cfg(test)]
@@ -99,16 +169,29 @@ mod tests {
 
     #[test]
     fn ids_and_names_are_unique() {
-        for (i, (id, name, _)) in CASES.iter().enumerate() {
-            assert_ne!(*id, 0, "0 is reserved for 'unphased'");
-            for (id2, name2, _) in &CASES[i + 1..] {
-                assert_ne!(id, id2);
-                assert_ne!(name, name2);
+        for (i, c) in CASES.iter().enumerate() {
+            assert_ne!(c.id, 0, "0 is reserved for 'unphased'");
+            for c2 in &CASES[i + 1..] {
+                assert_ne!(c.id, c2.id);
+                assert_ne!(c.name, c2.name);
             }
-            assert_eq!(case_id(name), Some(*id));
-            assert_eq!(case_name(*id), *name);
+            assert_eq!(case_id(c.name), Some(c.id));
+            assert_eq!(case_name(c.id), c.name);
         }
         assert_eq!(case_name(0), "unphased");
         assert_eq!(case_name(12345), "case12345");
+    }
+
+    #[test]
+    fn each_case_names_the_target_it_exists_for() {
+        assert!(is_thread_target("waitpid-pid", "do_wait"));
+        assert!(!is_thread_target("waitpid-pid", "dup_mmap"));
+        assert!(is_thread_target("spawn", "dup_mmap"));
+        assert!(!is_thread_target("spawn", "do_wait"));
+        assert!(is_thread_target("sysvipc-msg", "sysvipc_find_ipc"));
+        // The user's command: every target they named is the point.
+        assert!(is_thread_target("command", "copy_process"));
+        assert!(is_thread_target("unphased", "do_wait"));
+        assert!(is_thread_target("case12345", "do_wait"));
     }
 }

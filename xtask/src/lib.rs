@@ -25,6 +25,7 @@ pub mod kernel;
 pub mod man;
 pub mod outstream;
 pub mod paths;
+pub mod progress;
 pub mod protocol;
 pub mod run;
 pub mod setup;

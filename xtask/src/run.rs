@@ -9,13 +9,16 @@
 //!    workload inside VMs on Debian's 5.10 and 6.1 kernels, render each report, and compare
 //!    the two kernels with `tracer compare`;
 //! 5. print the verdicts and where everything is.
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
 use crate::kernel::Kernel;
+use crate::progress::Progress;
 use crate::{guest, paths, setup, vm};
 
 /// Where the sweeps run.
@@ -52,10 +55,12 @@ pub struct RunOptions {
 /// metal: large enough to show each thread's shape, small enough to finish.
 fn vm_n_lists(quick: bool) -> Vec<(&'static str, &'static str)> {
     if quick {
+        // Four sizes: growth must show at two sizes above the smallest N's time, and under
+        // TCG 5.10's children walk only outgrows do_wait's fixed cost from N≈500.
         vec![
-            ("waitpid", "1,100,1000"),
-            ("spawn", "1,100,1000"),
-            ("sysvipc", "1,100,500"),
+            ("waitpid", "1,100,500,1000"),
+            ("spawn", "1,100,500,1000"),
+            ("sysvipc", "1,100,250,500"),
             ("mempolicy", "1,100,1000"),
             ("getpid", "1000,10000"),
         ]
@@ -167,21 +172,39 @@ fn tracer_cmd(args: &[&str]) -> Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// The verdict and root-cause lines of a rendered report (its summary.json).
-fn findings(report: &Path) -> Vec<String> {
-    let Ok(text) = std::fs::read_to_string(report.join("summary.json")) else {
-        return Vec::new();
-    };
-    let Ok(doc) = serde_json::from_str::<serde_json::Value>(&text) else {
-        return Vec::new();
-    };
-    let mut lines = Vec::new();
-    for v in doc["verdicts"].as_array().into_iter().flatten() {
-        if let Some(l) = v["line"].as_str() {
-            lines.push(l.to_string());
-        }
+/// The summary table a report or comparison wrote (`summary.txt`): the findings each
+/// workload exists for.
+fn summary_table(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join("summary.txt")).unwrap_or_default()
+}
+
+/// What a line of the guest's sweep output says about its progress.
+#[derive(Debug, PartialEq, Eq)]
+enum SweepLine<'a> {
+    /// `waitpid: done (7 N values)` (or `partial`): a workload finished.
+    Finished(&'a str),
+    /// `waitpid-pid/1000  3578 us ...`: a case's result at one N.
+    Result(&'a str),
+    Other,
+}
+
+fn sweep_line(line: &str) -> SweepLine<'_> {
+    if let Some((name, rest)) = line.split_once(": ")
+        && !name.contains(' ')
+        && (rest.starts_with("done (") || rest.starts_with("partial ("))
+    {
+        return SweepLine::Finished(line);
     }
-    lines
+    match line.split_whitespace().next() {
+        Some(first)
+            if first
+                .split_once('/')
+                .is_some_and(|(case, n)| !case.is_empty() && n.parse::<u64>().is_ok()) =>
+        {
+            SweepLine::Result(first)
+        }
+        _ => SweepLine::Other,
+    }
 }
 
 pub fn run(opts: RunOptions) -> Result<()> {
@@ -236,11 +259,32 @@ pub fn run(opts: RunOptions) -> Result<()> {
             );
             let mut cmd = vec!["tracer".to_string()];
             cmd.extend(sweep_args(opts.quick, true));
+            let progress = Arc::new(Mutex::new(Progress::new(
+                &format!("sweep on {}", k.version()),
+                vm_n_lists(opts.quick).len() as u64,
+            )));
+            let sink = Arc::clone(&progress);
             let cfg = vm::VmConfig::new(k, cmd)
                 .guest(guest.clone())
                 .out_dir(&dir)
-                .timeout_secs(if opts.quick { 1800 } else { 3600 });
-            let report = vm::run(&cfg).map_err(|e| anyhow::anyhow!("{e}"))?;
+                .timeout_secs(if opts.quick { 1800 } else { 3600 })
+                // On a terminal the bar replaces the workloads' output (kept in the run's
+                // console.log); in a log, both.
+                .echo(!std::io::stderr().is_terminal())
+                .on_line(move |line| {
+                    let mut p = sink.lock().unwrap_or_else(|e| e.into_inner());
+                    match sweep_line(line) {
+                        SweepLine::Finished(l) => p.inc(l),
+                        SweepLine::Result(r) => p.message(r),
+                        SweepLine::Other => {}
+                    }
+                });
+            let report = vm::run(&cfg).map_err(|e| anyhow::anyhow!("{e}"));
+            drop(cfg);
+            if let Ok(p) = Arc::try_unwrap(progress) {
+                p.into_inner().unwrap_or_else(|e| e.into_inner()).finish();
+            }
+            let report = report?;
             match report.status {
                 vm::VmStatus::Exited(0) => {}
                 ref other => bail!(
@@ -251,7 +295,13 @@ pub fn run(opts: RunOptions) -> Result<()> {
             }
             let sweep = dir.join("sweep");
             tracer_cmd(&["report", sweep.to_str().unwrap()])?;
-            reports.push((format!("Linux {}", k.version()), sweep.join("report")));
+            let label = format!("Linux {}", k.version());
+            println!(
+                "\n== {label}: {}\n{}",
+                sweep.join("report/index.html").display(),
+                summary_table(&sweep.join("report"))
+            );
+            reports.push((label, sweep.join("report")));
         }
         if opts.kernels.len() >= 2 {
             let a = out.join(opts.kernels[0].version()).join("sweep");
@@ -271,9 +321,11 @@ pub fn run(opts: RunOptions) -> Result<()> {
     println!();
     for (label, dir) in &reports {
         println!("== {label}: {}", dir.join("index.html").display());
-        for l in findings(dir) {
-            println!("   {l}");
-        }
+    }
+    // The answer last, where the reader's eye lands: the findings the workloads exist for,
+    // across kernels when there are two (else this machine's).
+    if let Some((label, dir)) = reports.last() {
+        println!("\n{label}:\n{}", summary_table(dir));
     }
     println!(
         "\nxtask run: done in {:.0} s; results under {}",
@@ -302,6 +354,30 @@ mod tests {
         let native = sweep_args(true, false);
         assert!(native.contains(&"SWEEP_DIR".to_string()));
         assert!(!native.iter().any(|x| x == "--no-report"));
+    }
+
+    #[test]
+    fn sweep_lines_mark_progress() {
+        assert_eq!(
+            sweep_line("waitpid: done (7 N values)"),
+            SweepLine::Finished("waitpid: done (7 N values)")
+        );
+        assert_eq!(
+            sweep_line("spawn: partial (5 N values), exited 1"),
+            SweepLine::Finished("spawn: partial (5 N values), exited 1")
+        );
+        assert_eq!(
+            sweep_line("waitpid-pid/1000                             3578 us          228 us"),
+            SweepLine::Result("waitpid-pid/1000")
+        );
+        for other in [
+            "tracer: warning: waitpid: counter stack_errors = 1",
+            "Benchmark    Time    CPU   Iterations",
+            "sweep written to /out/sweep",
+            "",
+        ] {
+            assert_eq!(sweep_line(other), SweepLine::Other, "{other}");
+        }
     }
 
     #[test]

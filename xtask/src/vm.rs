@@ -178,6 +178,18 @@ pub struct VmConfig {
     pub extra_qemu_args: Vec<OsString>,
     /// Keep the initramfs and the raw output stream in the run directory. Default false.
     pub keep_run_files: bool,
+    /// Called with each complete line of the command's output as it arrives (progress).
+    pub on_line: Option<LineSink>,
+}
+
+/// A callback for the command's output lines, run on the console reader's thread.
+#[derive(Clone)]
+pub struct LineSink(pub std::sync::Arc<dyn Fn(&str) + Send + Sync>);
+
+impl std::fmt::Debug for LineSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LineSink")
+    }
 }
 
 impl VmConfig {
@@ -203,6 +215,7 @@ impl VmConfig {
             extra_cmdline: Vec::new(),
             extra_qemu_args: Vec::new(),
             keep_run_files: false,
+            on_line: None,
         }
     }
     pub fn include(mut self, host_path: impl Into<PathBuf>) -> Self {
@@ -247,6 +260,10 @@ impl VmConfig {
     }
     pub fn kernel_log(mut self, on: bool) -> Self {
         self.kernel_log = on;
+        self
+    }
+    pub fn on_line(mut self, f: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        self.on_line = Some(LineSink(std::sync::Arc::new(f)));
         self
     }
 }
@@ -620,8 +637,9 @@ pub fn run(cfg: &VmConfig) -> Result<VmReport, VmError> {
     let echo = cfg.echo;
     let console_log = run_dir.join("console.log");
     let nonce2 = nonce.clone();
+    let on_line = cfg.on_line.clone();
     let console_thread =
-        std::thread::spawn(move || pump_console(stdout, &nonce2, echo, &console_log, tx));
+        std::thread::spawn(move || pump_console(stdout, &nonce2, echo, on_line, &console_log, tx));
     let stderr_thread = std::thread::spawn(move || {
         let mut s = String::new();
         let _ = { stderr }.read_to_string(&mut s);
@@ -816,6 +834,7 @@ fn pump_console(
     mut stdout: impl Read,
     nonce: &str,
     echo: bool,
+    on_line: Option<LineSink>,
     log: &Path,
     tx: mpsc::Sender<Event>,
 ) -> (String, Option<String>) {
@@ -823,6 +842,7 @@ fn pump_console(
     let mut log = fs::File::create(log).ok();
     let mut buf = [0u8; 8192];
     let mut echo = echo;
+    let mut partial = String::new();
     let mut show = |s: &crate::console::Shown| {
         if echo && !s.is_empty() {
             // print!/eprint! (not raw handles) so that test harnesses capture them. They
@@ -839,6 +859,14 @@ fn pump_console(
             });
             if shown.is_err() {
                 echo = false;
+            }
+        }
+        // After the echo, so what the sink prints follows the completed line.
+        if let Some(sink) = &on_line {
+            partial.push_str(&s.command);
+            while let Some(i) = partial.find('\n') {
+                (sink.0)(partial[..i].trim_end_matches('\r'));
+                partial.drain(..=i);
             }
         }
     };

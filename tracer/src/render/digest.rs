@@ -20,6 +20,16 @@ pub struct Finding {
     pub tables: Vec<usize>,
 }
 
+impl Finding {
+    /// A finding about what its workload case exists for (the thread it reproduces), or
+    /// about a target the user named for their own command; the others are incidental.
+    pub fn leads(&self, a: &Analysis) -> bool {
+        self.tables.iter().any(|&i| {
+            workloads::cases::is_thread_target(&a.tables[i].case_name, &a.tables[i].target)
+        })
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Kind {
     /// A growth class: the cases the report is about.

@@ -14,6 +14,15 @@ pub fn ns_decade(d: i32) -> String {
 }
 
 /// A share as a percentage.
+/// `1 finding`, `3 findings`.
+pub fn count_of(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 pub fn pct(s: f64) -> String {
     let p = s * 100.0;
     if p != 0.0 && p.abs() < 1.0 {

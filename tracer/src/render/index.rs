@@ -41,8 +41,15 @@ pub struct SummaryRow {
     pub root_cause: Vec<String>,
     /// (text, path or `#anchor`)
     pub links: Vec<(String, String)>,
+    /// The log-log slope of the growth, one per side; empty when nothing grows.
+    pub slope: Vec<String>,
+    /// The attach plan in a few words, one per side.
+    pub plan: Vec<String>,
     /// Highlights rows that grow.
     pub grows: bool,
+    /// A finding the workload exists for (or the user's own command): leads the summary;
+    /// the other target/case pairs are incidental and go in a collapsed section.
+    pub relevant: bool,
 }
 
 /// One line of the findings with the lines that explain it (its root cause).
@@ -101,22 +108,21 @@ fn lines(v: &[String]) -> String {
     v.iter().map(|l| escape(l)).collect::<Vec<_>>().join("<br>")
 }
 
-fn summary_html(s: &mut String, rows: &[SummaryRow]) {
-    if rows.is_empty() {
-        return;
-    }
+fn summary_table_html(s: &mut String, rows: &[&SummaryRow]) {
     s.push_str(
-        "<h2 id=\"summary\">Summary</h2>\n<table class=\"summary\">\n<tr><th>target</th><th>case</th><th>class</th><th>growth of the time per call</th><th>root cause</th><th>links</th></tr>\n",
+        "<table class=\"summary\">\n<tr><th>target</th><th>case</th><th>class</th><th>slope</th><th>growth of the time per call</th><th>root cause</th><th>plan</th><th>links</th></tr>\n",
     );
     for r in rows {
         s.push_str(&format!(
-            "<tr{}><td>{}</td><td>{}</td><td class=\"class\">{}</td><td>{}</td><td>{}</td><td class=\"links\">{}</td></tr>\n",
+            "<tr{}><td>{}</td><td>{}</td><td class=\"class\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"links\">{}</td></tr>\n",
             if r.grows { " class=\"grows\"" } else { "" },
             link(&r.target, &format!("#{}", anchor(&r.target))),
             escape(&r.case),
             escape(&r.class),
+            lines(&r.slope),
             lines(&r.growth),
             lines(&r.root_cause),
+            lines(&r.plan),
             r.links
                 .iter()
                 .map(|(t, h)| link(t, h))
@@ -125,6 +131,29 @@ fn summary_html(s: &mut String, rows: &[SummaryRow]) {
         ));
     }
     s.push_str("</table>\n");
+}
+
+/// The summary: the findings the workloads exist for in a table, the incidental target/case
+/// pairs after them in a collapsed section.
+fn summary_html(s: &mut String, rows: &[SummaryRow]) {
+    if rows.is_empty() {
+        return;
+    }
+    let (lead, incidental): (Vec<&SummaryRow>, Vec<&SummaryRow>) =
+        rows.iter().partition(|r| r.relevant);
+    s.push_str("<h2 id=\"summary\">Summary</h2>\n");
+    if !lead.is_empty() {
+        summary_table_html(s, &lead);
+    }
+    if !incidental.is_empty() {
+        let growing = incidental.iter().filter(|r| r.grows).count();
+        s.push_str(&format!(
+            "<details class=\"incidental\"><summary>Incidental: {} about targets the workloads do not exist for ({growing} growing)</summary>\n",
+            super::fmt::count_of(incidental.len(), "more finding")
+        ));
+        summary_table_html(s, &incidental);
+        s.push_str("</details>\n");
+    }
 }
 
 fn plots_html(s: &mut String, sections: &[Section]) {

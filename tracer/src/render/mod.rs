@@ -11,7 +11,8 @@
 //! | --- | --- |
 //! | `index.html` | a summary table first (target, case, class, growth, root cause, links), the scaling plots, the findings in full, then per target its per-N tables as HTML and its flamegraphs embedded (differentials first) |
 //! | `README.md` | findings first (one verdict per target and case, grouped into growing, flat and not fitted, each with its root cause), then links to everything below |
-//! | `report.txt` | warnings, then the compact terminal rendering ([`ReportSummary::terminal`]) |
+//! | `report.txt` | warnings, then the terminal rendering ([`ReportSummary::terminal`]) with the incidental findings in full |
+//! | `summary.txt` | the summary table as text: the findings each workload exists for, then a count of the incidental target/case pairs |
 //! | `summary.json` | runs, verdicts (with fits), root causes (with rankings), warnings |
 //! | `tables/<target>.{md,csv,json}` | per-N tables of every case of the target (percentiles exact where the run kept raw spans) |
 //! | `plots/<target>.svg` | log-log time per call vs N, one line per case, fitted model dotted |
@@ -355,6 +356,7 @@ fn render_analysis(
     out.write("report.txt", tables::report_text(a).as_bytes())?;
 
     let summary = summary::rows(a, |i| summary_links(a, i, &links));
+    out.write("summary.txt", summary::text(&summary).as_bytes())?;
     let sections: Vec<(String, TargetLinks)> = target_list
         .iter()
         .map(|(t, _)| (t.clone(), links.remove(t).unwrap_or_default()))
@@ -446,6 +448,7 @@ fn render_analysis(
         other: [
             ("summary.json".to_string(), "summary.json".to_string()),
             ("report.txt".to_string(), "report.txt".to_string()),
+            ("summary.txt".to_string(), "summary.txt".to_string()),
         ]
         .into_iter()
         .chain(exported.files.into_iter().map(|e| (e.what, e.path)))
@@ -658,8 +661,7 @@ pub fn compare_report(
     out.write("compare.md", tables::compare_markdown(&c).as_bytes())?;
     out.write("compare.csv", tables::compare_csv(&c).as_bytes())?;
     out.write("compare.json", tables::compare_json(&c).as_bytes())?;
-    let terminal = tables::compare_terminal(&c);
-    out.write("compare.txt", terminal.as_bytes())?;
+    let table = tables::compare_terminal(&c);
 
     let (ta, tb) = (targets(&aa), targets(&ab));
     let mut names: Vec<String> = ta.iter().map(|(t, _)| t.clone()).collect();
@@ -714,6 +716,14 @@ pub fn compare_report(
         });
     }
     let summary = compare_summary(&aa, &ab, &c, &sections);
+    let summary_text = summary::text(&summary);
+    out.write("summary.txt", summary_text.as_bytes())?;
+    // The thread findings across kernels first, then every quantity side by side.
+    let terminal = format!(
+        "Summary ({} → {}):\n{summary_text}\n{table}",
+        c.label_a, c.label_b
+    );
+    out.write("compare.txt", terminal.as_bytes())?;
 
     let mut verdicts: Vec<String> = c.classes.iter().map(|cl| cl.line.clone()).collect();
     verdicts.extend(
@@ -909,6 +919,18 @@ fn cross_kernel_flames(
     Ok(groups)
 }
 
+/// Side labels short enough for a table cell: the kernel release up to its first `-`
+/// (`5.10.0-32-cloud-amd64` → `5.10.0`), or A and B when that does not tell them apart.
+fn short_labels(a: &str, b: &str) -> (String, String) {
+    let short = |l: &str| l.split('-').next().unwrap_or(l).to_string();
+    let (sa, sb) = (short(a), short(b));
+    if sa == sb || sa.is_empty() || sb.is_empty() {
+        ("A".into(), "B".into())
+    } else {
+        (sa, sb)
+    }
+}
+
 /// The compare page's summary: one row per target and case in both, the class on each side,
 /// each side's growth and root cause in short, links to the plot and the cross-kernel
 /// differential.
@@ -926,26 +948,43 @@ fn compare_summary(
         let (t, v) = (&an.tables[i], &an.verdicts[i]);
         let growth = v.scaling.as_ref().map(summary::growth).unwrap_or_default();
         let cause = tables::root_cause_of(an, t).map(|rc| summary::cause(&rc.cause));
-        Some((growth, cause))
+        let grows = v
+            .class()
+            .is_some_and(|c| c != crate::analysis::fit::Complexity::Constant);
+        let slope = v
+            .scaling
+            .as_ref()
+            .filter(|_| grows)
+            .map(summary::slope)
+            .unwrap_or_else(|| "-".into());
+        Some((growth, cause, slope, t.via().unwrap_or_default()))
     };
     let class = |cl: Option<crate::analysis::fit::Complexity>| {
         cl.map_or("not fitted", |c| c.label()).to_string()
     };
-    c.classes
+    let labels = short_labels(&c.label_a, &c.label_b);
+    let mut rows: Vec<index::SummaryRow> = c
+        .classes
         .iter()
         .map(|cl| {
             let mut growth = Vec::new();
             let mut causes = Vec::new();
-            for (an, label) in [(aa, &c.label_a), (ab, &c.label_b)] {
-                if let Some((g, rc)) = side(an, &cl.target, &cl.case_name) {
+            let mut slopes = Vec::new();
+            let mut plans = Vec::new();
+            for (an, label) in [(aa, &labels.0), (ab, &labels.1)] {
+                if let Some((g, rc, slope, plan)) = side(an, &cl.target, &cl.case_name) {
                     if !g.is_empty() {
                         growth.push(format!("{label}: {g}"));
                     }
                     if let Some(rc) = rc {
                         causes.push(format!("{label}: {rc}"));
                     }
+                    slopes.push(slope);
+                    plans.push(plan);
                 }
             }
+            // One plan for both sides when they agree.
+            plans.dedup();
             let mut links = vec![(
                 "tables".to_string(),
                 format!("#{}", index::anchor(&cl.target)),
@@ -967,11 +1006,33 @@ fn compare_summary(
                 target: cl.target.clone(),
                 case: cl.case_name.clone(),
                 class: format!("{} → {}", class(cl.a), class(cl.b)),
+                slope: slopes,
                 growth,
                 root_cause: causes,
+                plan: plans,
                 links,
                 grows: cl.a != cl.b,
+                relevant: workloads::cases::is_thread_target(&cl.case_name, &cl.target),
             }
         })
-        .collect()
+        .collect();
+    rows.sort_by_key(|r| !r.relevant);
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compare_sides_get_short_distinct_labels() {
+        assert_eq!(
+            short_labels("5.10.0-32-cloud-amd64", "6.1.0-50-cloud-amd64"),
+            ("5.10.0".to_string(), "6.1.0".to_string())
+        );
+        assert_eq!(
+            short_labels("6.1.0-50-cloud-amd64", "6.1.0-18-cloud-amd64"),
+            ("A".to_string(), "B".to_string())
+        );
+    }
 }

@@ -80,9 +80,10 @@ fn share_text(m: f64) -> String {
     }
 }
 
-/// The terminal's paragraph: every distinct figure once, then a line per flagged table.
-/// Empty when no run recorded a probe cost.
-pub fn terminal(a: &Analysis) -> String {
+/// The terminal's paragraph: every distinct figure once, then a line per flagged table (with
+/// `full`, every one; otherwise those of cases that exist for their target, and a count of the
+/// others). Empty when no run recorded a probe cost.
+pub fn terminal(a: &Analysis, full: bool) -> String {
     let mut figures: Vec<String> = Vec::new();
     for r in &a.runs {
         for t in &r.targets {
@@ -104,10 +105,19 @@ pub fn terminal(a: &Analysis) -> String {
         "Probe's own cost (measured at attach): {}\n",
         figures.join("; ")
     );
+    let mut hidden = 0;
     for t in &a.tables {
-        if let Some(l) = flag_line(t) {
+        let Some(l) = flag_line(t) else { continue };
+        if full || workloads::cases::is_thread_target(&t.case_name, &t.target) {
             out.push_str(&format!("  {l}\n"));
+        } else {
+            hidden += 1;
         }
+    }
+    if hidden > 0 {
+        out.push_str(&format!(
+            "  and {hidden} flagged about targets the workloads do not exist for, in report.txt\n"
+        ));
     }
     out
 }

@@ -3,8 +3,8 @@
 //! verdict and root-cause lines stay in the findings and the per-target tables.
 
 use crate::analysis::Analysis;
-use crate::analysis::fit::{Complexity, Scaling};
-use crate::analysis::rootcause::{FrameGrowth, RootCause, SELF_FRAME};
+use crate::analysis::fit::{Complexity, FlatReason, Scaling};
+use crate::analysis::rootcause::{FrameGrowth, OUTSIDE_FRAME, RootCause, SELF_FRAME};
 
 use super::digest::{self, Kind};
 use super::fmt::{ns, pct};
@@ -26,10 +26,16 @@ pub fn growth(s: &Scaling) -> String {
     )
 }
 
-/// A frame path in short: its last frame (`f (self)` for self time).
-fn frame(g: &FrameGrowth) -> String {
+/// A frame path in short: its last frame (`f (self)` for self time; paths start below
+/// `anchor`, the frame the stacks were cut at, so a lone `(self)` is the anchor's own).
+fn frame(g: &FrameGrowth, anchor: &str) -> String {
     match g.path.as_slice() {
+        [.., last] if last == OUTSIDE_FRAME => "stacks without the target's frame".to_string(),
         [.., parent, last] if last == SELF_FRAME => format!("{parent} (self)"),
+        [last] if last == SELF_FRAME => {
+            // The anchor may carry its case (`f [case]`): the row already names it.
+            format!("{} (self)", anchor.split(" [").next().unwrap_or(anchor))
+        }
         [.., last] => last.clone(),
         [] => "?".to_string(),
     }
@@ -40,16 +46,24 @@ fn frame(g: &FrameGrowth) -> String {
 pub fn cause(rc: &RootCause) -> String {
     if let Some(c) = &rc.culprit {
         return match &c.added {
-            Some(a) => format!("{}: {} of the added time", frame(c), pct(a.fraction)),
-            None => format!("{}: share {:+.0} points", frame(c), c.growth * 100.0),
+            Some(a) => format!(
+                "{}: {} of the added time",
+                frame(c, &rc.anchor),
+                pct(a.fraction)
+            ),
+            None => format!(
+                "{}: share {:+.0} points",
+                frame(c, &rc.anchor),
+                c.growth * 100.0
+            ),
         };
     }
     if !rc.split.is_empty() {
-        let names: Vec<String> = rc.split.iter().map(frame).collect();
+        let names: Vec<String> = rc.split.iter().map(|g| frame(g, &rc.anchor)).collect();
         return format!("split: {}", names.join(", "));
     }
     if let Some(d) = &rc.dominant {
-        return format!("{} holds most of the time", frame(d));
+        return format!("{} holds most of the time", frame(d, &rc.anchor));
     }
     // The line's reason, after its `target [case]: ` prefix.
     rc_reason(&rc.line)
@@ -57,6 +71,8 @@ pub fn cause(rc: &RootCause) -> String {
 
 fn rc_reason(line: &str) -> String {
     let reason = line.split_once("]: ").map_or(line, |(_, r)| r);
+    // The reason without its parenthesised detail: the full line is in the findings.
+    let reason = reason.split_once(" (").map_or(reason, |(r, _)| r);
     let short: String = reason.chars().take(80).collect();
     if short.len() < reason.len() {
         format!("{short}…")
@@ -65,9 +81,17 @@ fn rc_reason(line: &str) -> String {
     }
 }
 
-fn class_text(c: Option<Complexity>, timed: bool) -> String {
-    match c {
-        Some(c) => c.label().to_string(),
+/// The class as the verdict line words it: O(1) that rose but not clearly enough is "O(1)
+/// within noise", so a growth column of ×12 beside it does not read as a contradiction.
+pub fn class_text(s: Option<&Scaling>, timed: bool) -> String {
+    match s {
+        Some(s)
+            if s.class == Complexity::Constant
+                && s.flat_reason.is_some_and(|r| r != FlatReason::NoGrowth) =>
+        {
+            format!("{} within noise", s.class.label())
+        }
+        Some(s) => s.class.label().to_string(),
         None if timed => "not fitted".to_string(),
         None => "count only".to_string(),
     }
@@ -97,7 +121,16 @@ pub fn rows(a: &Analysis, links: impl Fn(usize) -> Vec<(String, String)>) -> Vec
                 None if d.nothing_grows() => "no kernel function grows".into(),
                 None => "no single function carries most of it".into(),
             }],
+            slope: d
+                .total
+                .as_ref()
+                .filter(|_| !d.nothing_grows())
+                .map(slope)
+                .into_iter()
+                .collect(),
+            plan: vec!["sampling".into()],
             grows: !d.nothing_grows(),
+            relevant: true,
         });
     }
     for (kind, findings) in digest::findings(a) {
@@ -122,16 +155,80 @@ pub fn rows(a: &Analysis, links: impl Fn(usize) -> Vec<(String, String)>) -> Vec
                 None if kind == Kind::Grows => Some("no stacks sampled".into()),
                 None => None,
             };
+            let grows = kind == Kind::Grows;
             out.push(SummaryRow {
                 target: t.target.clone(),
                 case,
-                class: class_text(v.class(), t.timed),
+                class: class_text(v.scaling.as_ref(), t.timed),
+                slope: v
+                    .scaling
+                    .as_ref()
+                    .filter(|_| grows)
+                    .map(slope)
+                    .into_iter()
+                    .collect(),
                 growth: v.scaling.as_ref().map(growth).into_iter().collect(),
                 root_cause: root_cause.into_iter().collect(),
+                plan: t.via().into_iter().collect(),
                 links: links(first),
-                grows: kind == Kind::Grows,
+                grows,
+                relevant: f.leads(a),
             });
         }
+    }
+    // What the workloads exist for first; the order within each part is the findings'.
+    out.sort_by_key(|r| !r.relevant);
+    out
+}
+
+/// The fitted exponent in short, with its 95% interval when there is one.
+pub fn slope(s: &Scaling) -> String {
+    match s.slope.slope_ci95 {
+        Some((lo, hi)) => format!("{:.2} [{lo:.2}, {hi:.2}]", s.slope.slope),
+        None => format!("{:.2}", s.slope.slope),
+    }
+}
+
+/// The summary table as plain text, for the terminal and `summary.txt`: the findings the
+/// workloads exist for, one aligned row each (a compare row's sides joined by `|`), then
+/// one line counting the incidental target/case pairs.
+pub fn text(rows: &[SummaryRow]) -> String {
+    let (lead, incidental): (Vec<&SummaryRow>, Vec<&SummaryRow>) =
+        rows.iter().partition(|r| r.relevant);
+    let mut out = String::new();
+    if !lead.is_empty() {
+        let mut cells: Vec<Vec<String>> = vec![
+            [
+                "target",
+                "case",
+                "class",
+                "slope",
+                "growth of the time per call",
+                "root cause",
+                "plan",
+            ]
+            .map(String::from)
+            .to_vec(),
+        ];
+        for r in &lead {
+            cells.push(vec![
+                r.target.clone(),
+                r.case.clone(),
+                r.class.clone(),
+                r.slope.join(" | "),
+                r.growth.join(" | "),
+                r.root_cause.join(" | "),
+                r.plan.join(" | "),
+            ]);
+        }
+        out.push_str(&super::tables::align_left(&cells));
+    }
+    if !incidental.is_empty() {
+        let growing = incidental.iter().filter(|r| r.grows).count();
+        out.push_str(&format!(
+            "(+{}, {growing} growing: report.txt, index.html)\n",
+            super::fmt::count_of(incidental.len(), "incidental finding")
+        ));
     }
     out
 }
@@ -158,10 +255,50 @@ mod tests {
         }
     }
 
+    fn scaling(ts: &[f64]) -> Scaling {
+        let points: Vec<crate::analysis::fit::Point> = [1.0, 100.0, 1000.0]
+            .iter()
+            .zip(ts)
+            .map(|(&n, &t)| crate::analysis::fit::Point {
+                n,
+                t,
+                rel_se: Some(0.05),
+            })
+            .collect();
+        crate::analysis::fit::fit_scaling(&points).unwrap()
+    }
+
+    #[test]
+    fn a_flat_class_that_rose_says_within_noise() {
+        // Above the baseline at the largest N only: O(1), but not "no growth".
+        assert_eq!(
+            class_text(Some(&scaling(&[8700.0, 9560.0, 13100.0])), true),
+            "O(1) within noise"
+        );
+        assert_eq!(
+            class_text(Some(&scaling(&[8700.0, 8650.0, 8720.0])), true),
+            "O(1)"
+        );
+        assert_eq!(
+            class_text(Some(&scaling(&[1000.0, 100_000.0, 1_000_000.0])), true),
+            "O(n)"
+        );
+        assert_eq!(class_text(None, false), "count only");
+    }
+
     #[test]
     fn frames_are_named_by_their_last_element() {
-        assert_eq!(frame(&fg(&["a", "b"], None)), "b");
-        assert_eq!(frame(&fg(&["a", SELF_FRAME], None)), "a (self)");
+        assert_eq!(
+            frame(&fg(&["do_wait", OUTSIDE_FRAME], None), "do_wait"),
+            "stacks without the target's frame"
+        );
+        assert_eq!(frame(&fg(&["a", "b"], None), "t"), "b");
+        assert_eq!(frame(&fg(&["a", SELF_FRAME], None), "t"), "a (self)");
+        // The anchor's own time.
+        assert_eq!(
+            frame(&fg(&[SELF_FRAME], None), "sysvipc_find_ipc [sysvipc-msg]"),
+            "sysvipc_find_ipc (self)"
+        );
     }
 
     fn analysis_of(discoveries: Vec<crate::analysis::discover::Discovery>) -> Analysis {

@@ -6,8 +6,8 @@ use crate::analysis::compare::{Comparison, Quantity};
 use crate::analysis::table::{CaseTable, Metric, PercentileSource, Row};
 use crate::analysis::{Analysis, CaseRootCause, Verdict};
 
-use super::digest::{Kind, findings};
-use super::fmt::{ns, opt, pct, sig3};
+use super::digest::{Finding, Kind, findings};
+use super::fmt::{count_of, ns, opt, pct, sig3};
 use super::probecost;
 
 const MD_HEADER: [&str; 15] = [
@@ -302,6 +302,15 @@ pub fn json(a: &Analysis, idx: &[usize]) -> String {
 
 /// Right-align columns of text rows.
 fn align(rows: &[Vec<String>]) -> String {
+    align_cells(rows, true)
+}
+
+/// Text columns, left-aligned (names and sentences rather than numbers).
+pub fn align_left(rows: &[Vec<String>]) -> String {
+    align_cells(rows, false)
+}
+
+fn align_cells(rows: &[Vec<String>], right: bool) -> String {
     let cols = rows.iter().map(|r| r.len()).max().unwrap_or(0);
     let widths: Vec<usize> = (0..cols)
         .map(|c| {
@@ -317,7 +326,14 @@ fn align(rows: &[Vec<String>]) -> String {
         let line: Vec<String> = r
             .iter()
             .enumerate()
-            .map(|(c, s)| format!("{}{s}", " ".repeat(widths[c] - s.chars().count())))
+            .map(|(c, s)| {
+                let pad = " ".repeat(widths[c] - s.chars().count());
+                if right {
+                    format!("{pad}{s}")
+                } else {
+                    format!("{s}{pad}")
+                }
+            })
             .collect();
         out.push_str(line.join("  ").trim_end());
         out.push('\n');
@@ -325,12 +341,41 @@ fn align(rows: &[Vec<String>]) -> String {
     out
 }
 
-/// Compact terminal rendering: the findings grouped by kind (verdict line, then its root cause:
-/// always for growing cases, for the others only when it names a frame), then a small table
-/// for each growing case. Warnings are not included (the CLI prints them on stderr); every
-/// table is in `tables/`.
+/// Compact terminal rendering: the summary table of the findings the workloads exist for,
+/// the discoveries, those findings in full (verdict line, then its root cause: always for
+/// growing cases, for the others only when it names a frame), then a small table for each
+/// growing one. The incidental target/case pairs are counted (and listed in full by
+/// [`report_text`]). Warnings are not included (the CLI prints them on stderr); every table
+/// is in `tables/`.
 pub fn terminal(a: &Analysis) -> String {
+    render_text(a, false)
+}
+
+fn findings_text(out: &mut String, groups: &[(Kind, Vec<&Finding>)], indent: &str) {
+    for (kind, items) in groups {
+        if items.is_empty() {
+            continue;
+        }
+        out.push_str(&format!("{indent}{}:\n", kind.title()));
+        for f in items {
+            out.push_str(&format!("{indent}  {}\n", f.line));
+            if let Some(rc) = &f.root_cause
+                && (*kind == Kind::Grows || f.culprit)
+            {
+                out.push_str(&format!("{indent}    root cause: {rc}\n"));
+            }
+        }
+    }
+}
+
+fn render_text(a: &Analysis, full: bool) -> String {
     let mut out = String::new();
+    let summary = super::summary::rows(a, |_| Vec::new());
+    if summary.iter().any(|r| r.relevant) {
+        out.push_str("Summary:\n");
+        out.push_str(&super::summary::text(&summary));
+        out.push('\n');
+    }
     // The answer first: what grows, found without naming a function.
     for d in &a.discoveries {
         out.push_str(&format!(
@@ -350,15 +395,27 @@ pub fn terminal(a: &Analysis) -> String {
         out.push('\n');
     }
     let groups = findings(a);
-    for (kind, items) in &groups {
-        out.push_str(&format!("{}:\n", kind.title()));
-        for f in items {
-            out.push_str(&format!("  {}\n", f.line));
-            if let Some(rc) = &f.root_cause
-                && (*kind == Kind::Grows || f.culprit)
-            {
-                out.push_str(&format!("    root cause: {rc}\n"));
-            }
+    let split = |lead: bool| -> Vec<(Kind, Vec<&Finding>)> {
+        groups
+            .iter()
+            .map(|(k, v)| (*k, v.iter().filter(|f| f.leads(a) == lead).collect()))
+            .collect()
+    };
+    let (lead, incidental) = (split(true), split(false));
+    findings_text(&mut out, &lead, "");
+    let n_incidental: usize = incidental.iter().map(|(_, v)| v.len()).sum();
+    if n_incidental > 0 {
+        if full {
+            out.push_str(&format!(
+                "Incidental ({} about targets the workloads do not exist for):\n",
+                count_of(n_incidental, "finding")
+            ));
+            findings_text(&mut out, &incidental, "  ");
+        } else {
+            out.push_str(&format!(
+                "Incidental: {} about targets the workloads do not exist for, in report.txt and index.html\n",
+                count_of(n_incidental, "more finding")
+            ));
         }
     }
     if !a.populations.is_empty() {
@@ -367,8 +424,13 @@ pub fn terminal(a: &Analysis) -> String {
             out.push_str(&format!("  {}\n", population_line(p)));
         }
     }
-    out.push_str(&probecost::terminal(a));
-    let growing: Vec<usize> = groups
+    out.push_str(&probecost::terminal(a, full));
+    let shown = if full {
+        &groups_all(&lead, &incidental)
+    } else {
+        &lead
+    };
+    let growing: Vec<usize> = shown
         .iter()
         .filter(|(k, _)| *k == Kind::Grows)
         .flat_map(|(_, v)| v.iter().flat_map(|f| f.tables.iter().copied()))
@@ -410,7 +472,7 @@ pub fn terminal(a: &Analysis) -> String {
         }
         out.push_str(&align(&rows));
     }
-    out.push_str(&histograms(a, &growing));
+    out.push_str(&histograms(a, &growing, full));
     if !a.tables.is_empty() {
         out.push_str(&format!(
             "\n{} per-N tables (every case, every column): tables/<target>.md\n",
@@ -424,9 +486,10 @@ pub fn terminal(a: &Analysis) -> String {
     out
 }
 
-/// The tables whose histograms the terminal shows: every growing case, and for a target with
-/// none, its timed case with the most timed calls (so each measured target gets one).
-fn histogram_tables(a: &Analysis, growing: &[usize]) -> Vec<usize> {
+/// The tables whose histograms the terminal shows: every growing case shown, and for a target
+/// with none, its timed case with the most timed calls (so each measured target gets one;
+/// without `full`, only among the cases that exist for that target).
+fn histogram_tables(a: &Analysis, growing: &[usize], full: bool) -> Vec<usize> {
     let mut chosen: Vec<usize> = growing.to_vec();
     let mut seen: Vec<&str> = growing
         .iter()
@@ -439,6 +502,9 @@ fn histogram_tables(a: &Analysis, growing: &[usize]) -> Vec<usize> {
         let calls = |j: usize| -> u64 { a.tables[j].rows.iter().map(|r| r.timed_calls).sum() };
         let best = (i..a.tables.len())
             .filter(|&j| a.tables[j].target == t.target && calls(j) > 0)
+            .filter(|&j| {
+                full || workloads::cases::is_thread_target(&a.tables[j].case_name, &t.target)
+            })
             .max_by_key(|&j| (calls(j), std::cmp::Reverse(j)));
         seen.push(&t.target);
         chosen.extend(best);
@@ -448,9 +514,9 @@ fn histogram_tables(a: &Analysis, growing: &[usize]) -> Vec<usize> {
 
 /// funclatency-style histograms of the smallest and largest N of each chosen table, side by
 /// side.
-fn histograms(a: &Analysis, growing: &[usize]) -> String {
+fn histograms(a: &Analysis, growing: &[usize], full: bool) -> String {
     let mut out = String::new();
-    for i in histogram_tables(a, growing) {
+    for i in histogram_tables(a, growing, full) {
         let t = &a.tables[i];
         let with: Vec<(u64, &crate::rundata::Dist)> = t
             .rows
@@ -542,8 +608,16 @@ pub fn report_text(a: &Analysis) -> String {
     for w in &a.warnings {
         out.push_str(&format!("warning: {w}\n"));
     }
-    out.push_str(&terminal(a));
+    out.push_str(&render_text(a, true));
     out
+}
+
+/// Both parts of the findings, the leading ones first.
+fn groups_all<'a>(
+    lead: &[(Kind, Vec<&'a Finding>)],
+    incidental: &[(Kind, Vec<&'a Finding>)],
+) -> Vec<(Kind, Vec<&'a Finding>)> {
+    lead.iter().chain(incidental).cloned().collect()
 }
 
 fn quantity_value(q: Quantity, v: Option<f64>) -> String {

@@ -72,17 +72,17 @@ pub fn measure(
 ) -> Result<OverheadSet> {
     ensure!(configs.first() == Some(&Config::Untraced), "untraced first");
     let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); configs.len()];
+    let mut progress =
+        xtask::progress::Progress::new(&format!("xtask bench: {title}"), rounds as u64);
     for r in 0..rounds {
         for (i, c) in configs.iter().enumerate() {
             let tag = format!("{}-{}-r{r}", slug(title), c.name());
-            eprintln!(
-                "xtask bench: {title}: round {}/{rounds}: {}",
-                r + 1,
-                c.name()
-            );
+            progress.message(&format!("round {}: {}", r + 1, c.name()));
             samples[i].push(run_config(tools, w, attach, c, &tag)?);
         }
+        progress.inc(&format!("round {} of every configuration done", r + 1));
     }
+    progress.finish();
     let names: Vec<String> = configs.iter().map(Config::name).collect();
     Ok(assemble(
         title,
