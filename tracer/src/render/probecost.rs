@@ -80,6 +80,15 @@ fn share_text(m: f64) -> String {
     }
 }
 
+/// What the summary table adds to a flagged case's plan.
+pub fn summary_mark(t: &CaseTable) -> Option<String> {
+    let c = t.probe_cost.as_ref().filter(|c| c.flagged())?;
+    Some(format!(
+        "probe {} per call, ≥ 1/3 of the time",
+        ns(c.probe_cost_ns?)
+    ))
+}
+
 /// The terminal's paragraph: every distinct figure once, then a line per flagged table (with
 /// `full`, every one; otherwise those of cases that exist for their target, and a count of the
 /// others). Empty when no run recorded a probe cost.
@@ -187,10 +196,15 @@ mod tests {
         assert!(line.contains("N=10, 100"), "{line}");
         assert!(line.contains("up to 57.1%"), "{line}");
         assert!(fact(t.probe_cost.as_ref().unwrap()).contains("at N=10, 100"));
+        assert_eq!(
+            summary_mark(t).as_deref(),
+            Some("probe 600ns per call, ≥ 1/3 of the time")
+        );
 
         run.targets[0].probe_cost = Some(cost(Some(100.0)));
         let t = &tables(&run, "r", &TableOptions::default(), None)[0];
         assert_eq!(flag_line(t), None);
+        assert_eq!(summary_mark(t), None);
         let f = fact(t.probe_cost.as_ref().unwrap());
         assert_eq!(f, "100ns per call (kprobe/kretprobe, measured at attach)");
     }
