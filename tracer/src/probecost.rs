@@ -42,8 +42,10 @@ use crate::rundata::ProbeCost;
 pub const CHILD_SUBCOMMAND: &str = "__probe_cost";
 
 /// Syscalls per batch and rounds per phase. On this host (syscall tracepoints, default
-/// options) 9 rounds of 2000 calls gave 255-262 ns over five runs, against 251-259 ns with
-/// 4000 calls: the median over rounds is what makes it steady, not the batch length.
+/// options, a machine shared with other jobs) batches of 4000 calls read 231-275 ns over four
+/// runs and batches of 2000 read 225-264 ns over five (one more, under heavy load, 330 ns):
+/// the median over rounds steadies it, not the batch length, and 2000 keeps a phase of 9
+/// rounds within ~25 ms.
 pub const CALLS: u32 = 2000;
 pub const ROUNDS: u32 = 9;
 
@@ -111,8 +113,8 @@ struct Probe {
 /// an active plan its figure (or the reason there is none). Returns the time it took. Only an
 /// engine failure is an error: a calibration that could not run is recorded with its reason.
 ///
-/// Every kind is attached at once, each to its own syscall, so one child and one detach
-/// (closing a tracepoint waits for an RCU grace period) serve them all.
+/// Every kind is attached at once, each to its own syscall, so one child and one pair of
+/// phases serve them all.
 pub fn measure_all(
     engine: &mut Engine,
     ksyms: &Kallsyms,
