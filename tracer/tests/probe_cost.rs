@@ -186,6 +186,13 @@ fn getpid_calls_are_flagged_as_cheaper_than_three_times_the_probe() {
         summary["runs"][0]["targets"][0]["probe_cost"]["probe_cost_ns"].as_f64(),
         Some(cost)
     );
+    let flags = &summary["probe_costs"][0];
+    assert_eq!(flags["target"], "getpid", "{flags}");
+    assert_eq!(
+        flags["flagged_n"],
+        serde_json::json!([1000, 5000]),
+        "{flags}"
+    );
     let md = std::fs::read_to_string(rep.join("tables/getpid.md")).unwrap();
     assert!(md.contains("- probe cost: ") && md.contains(FLAG), "{md}");
     assert!(nothing_loaded(), "programs left loaded");
@@ -232,5 +239,14 @@ fn long_calls_are_not_flagged() {
     let text = std::fs::read_to_string(rep.join("report.txt")).unwrap();
     assert!(text.contains("Probe's own cost"), "{text}");
     assert!(!text.contains(FLAG), "{text}");
+    let summary = read_json(&rep.join("summary.json"));
+    let checks = summary["probe_costs"].as_array().unwrap();
+    assert!(!checks.is_empty(), "{summary}");
+    assert!(
+        checks
+            .iter()
+            .all(|c| c["flagged_n"] == serde_json::json!([])),
+        "{summary}"
+    );
     assert!(nothing_loaded(), "programs left loaded");
 }

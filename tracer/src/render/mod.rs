@@ -259,7 +259,19 @@ struct SummaryJson<'a> {
     root_causes: &'a [crate::analysis::CaseRootCause],
     discoveries: &'a [crate::analysis::discover::Discovery],
     populations: &'a [crate::analysis::populations::PopulationSplit],
+    /// Per (run, target, case): the probe's cost and the sizes it is a third or more of the
+    /// time per call at.
+    probe_costs: Vec<ProbeCostJson<'a>>,
     warnings: &'a [String],
+}
+
+#[derive(Serialize)]
+struct ProbeCostJson<'a> {
+    run: &'a str,
+    target: &'a str,
+    case_name: &'a str,
+    #[serde(flatten)]
+    check: &'a crate::analysis::probecost::ProbeCostCheck,
 }
 
 /// Render one analysed data set; returns its warnings (the analysis's, then the exports').
@@ -348,6 +360,18 @@ fn render_analysis(
         root_causes: &a.root_causes,
         discoveries: &a.discoveries,
         populations: &a.populations,
+        probe_costs: a
+            .tables
+            .iter()
+            .filter_map(|t| {
+                Some(ProbeCostJson {
+                    run: &t.run,
+                    target: &t.target,
+                    case_name: &t.case_name,
+                    check: t.probe_cost.as_ref()?,
+                })
+            })
+            .collect(),
         warnings: &warnings,
     };
     let mut json = serde_json::to_string_pretty(&summary).expect("summary serializes");
