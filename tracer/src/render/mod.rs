@@ -13,7 +13,7 @@
 //! | `README.md` | findings first (one verdict per target and case, grouped into growing, flat and not fitted, each with its root cause), then links to everything below |
 //! | `report.txt` | warnings, then the terminal rendering ([`ReportSummary::terminal`]) with the incidental findings in full |
 //! | `summary.txt` | the summary table as text: the findings each workload exists for, then a count of the incidental target/case pairs |
-//! | `summary.json` | runs, verdicts (with fits), root causes (with rankings), warnings |
+//! | `summary.json` | runs (with each target's probe cost), verdicts (with fits), root causes (with rankings), each case's probe cost against its times (`probe_costs`), warnings |
 //! | `tables/<target>.{md,csv,json}` | per-N tables of every case of the target (percentiles exact where the run kept raw spans) |
 //! | `plots/<target>.svg` | log-log time per call vs N, one line per case, fitted model dotted |
 //! | `flamegraphs/[<run>/]<kind>/<target>/<case>/n<N>.svg` | stacks of one N (`<run>/` in sweeps) |
