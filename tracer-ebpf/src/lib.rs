@@ -12,8 +12,10 @@ pub const MAX_NEST: usize = 16;
 /// Attach slots per program kind (fentry, fexit, kprobe, kretprobe). One slot is one attach
 /// point; a target measured through a set of functions uses several slots.
 pub const FN_SLOTS: usize = 12;
-/// Tracepoint slots. A slot's role (enter / exit / point) is configured at run time.
-pub const TP_SLOTS: usize = 16;
+/// Tracepoint slots. A slot's role (enter / exit / point) is configured at run time. The
+/// default targets use 15 on a kernel without function probes (syscall brackets); measuring
+/// the probes' own cost at attach takes up to 3 more (a bracket and a count).
+pub const TP_SLOTS: usize = 20;
 /// uprobe/uretprobe slot pairs, for user-space functions as targets.
 pub const UPROBE_SLOTS: usize = 4;
 /// Index of the first slot of each kind in the `SLOTS` array.

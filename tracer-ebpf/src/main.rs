@@ -733,6 +733,10 @@ tp_slot!(12, tp_12);
 tp_slot!(13, tp_13);
 tp_slot!(14, tp_14);
 tp_slot!(15, tp_15);
+tp_slot!(16, tp_16);
+tp_slot!(17, tp_17);
+tp_slot!(18, tp_18);
+tp_slot!(19, tp_19);
 
 // ---------------------------------------------------------------------------------------------
 // Scheduler: on/off-CPU accounting and process-tree following.

@@ -10,6 +10,7 @@ pub mod output;
 pub mod owner;
 pub mod phase_fn;
 pub mod plan;
+pub mod probecost;
 pub mod record;
 pub mod render;
 pub mod resolve;

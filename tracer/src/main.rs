@@ -172,6 +172,10 @@ struct ReportArgs {
     /// Where to write the report (default: DIR/report).
     #[arg(short, long)]
     output: Option<PathBuf>,
+    /// Beside each time per call, show it minus the probe's own cost per call (measured at
+    /// attach, `probe_cost_ns` in run.json); the measured times are kept.
+    #[arg(long)]
+    subtract_probe_cost: bool,
     #[command(flatten)]
     render: RenderArgs,
 }
@@ -222,7 +226,9 @@ Examples:
 const RECORD_HELP: &str = "\
 Output (read later without root by `tracer report`):
   run.json                       metadata, attach plans, counters, per-(target, case, N) spans
-                                 with log-linear histograms, workload phases
+                                 with log-linear histograms, workload phases, and each
+                                 target's probe_cost (probe_cost_ns: what its kind of probe
+                                 adds to one call, measured at attach on this machine)
   spans.csv                      the span aggregates as a flat table
   stacks/<kind>/<target>/<case>/n<N>.folded
                                  folded stacks; kind = oncpu (sampled inside the target),
@@ -234,7 +240,9 @@ The directory appears only when complete; a run cut short by a signal says
 
 The command may follow the options directly, as with perf (`tracer record ./bench -x`: the
 command's own options stay its own), or after `--`. After the run, each target's per-call
-times are printed as a log2 histogram with p50/p90/p99, as bcc's funclatency does.
+times are printed as a log2 histogram with p50/p90/p99, as bcc's funclatency does, with the
+probe's own cost per call; a mean within 3x of it is flagged (the probe's cost is a third or
+more of what is measured). `tracer report --subtract-probe-cost` shows corrected times.
 
 If the tracer is killed (SIGKILL) or crashes, the command it started gets SIGKILL too
 (PR_SET_PDEATHSIG; processes the command started themselves are not killed unless they
@@ -387,6 +395,10 @@ struct SweepArgs {
     /// Skip flamegraph SVGs in the report rendered after the sweep.
     #[arg(long)]
     no_flamegraphs: bool,
+    /// In the report rendered after the sweep, show each time per call minus the probe's
+    /// own cost per call beside it (as `tracer report --subtract-probe-cost`).
+    #[arg(long)]
+    subtract_probe_cost: bool,
     /// Do not render the report after the sweep (render it later with `tracer report`).
     #[arg(long)]
     no_report: bool,
@@ -438,6 +450,9 @@ fn main() -> ExitCode {
     // Hidden helpers that this binary re-executes itself as; not part of the CLI.
     match args.get(1).map(String::as_str) {
         Some(calibrate::CHILD_SUBCOMMAND) => return code(calibrate::child_main(&args[2..])),
+        Some(tracer::probecost::CHILD_SUBCOMMAND) => {
+            return code(tracer::probecost::child_main(&args[2..]));
+        }
         Some(record::EXEC_HELD) => return code(record::exec_held_main(&args[2..])),
         Some("__floor") => return code(floor_main(&args[2..])),
         Some("__man") => return code(man_main(&args[2..])),
@@ -604,6 +619,7 @@ fn run_record(a: RecordArgs, verbose: bool) -> Result<i32, TracerError> {
 
 fn run_sweep(a: SweepArgs, verbose: bool) -> Result<i32, TracerError> {
     let a_no_flame = a.no_flamegraphs;
+    let a_subtract = a.subtract_probe_cost;
     let a_no_report = a.no_report;
     if a.discover && a.no_samples {
         return Err(TracerError::Usage(
@@ -664,6 +680,7 @@ fn run_sweep(a: SweepArgs, verbose: bool) -> Result<i32, TracerError> {
     if !outcome.sweep.runs.is_empty() && !a_no_report {
         let ropts = tracer::render::ReportOptions {
             flamegraphs: !a_no_flame,
+            subtract_probe_cost: a_subtract,
             ..Default::default()
         };
         tracer::render::out::catch_interrupts();
@@ -682,7 +699,11 @@ fn run_report(a: ReportArgs) -> Result<i32, TracerError> {
     }
     let out = a.output.unwrap_or_else(|| a.dir.join("report"));
     tracer::render::out::catch_interrupts();
-    let summary = tracer::render::report(&a.dir, &out, &a.render.options())?;
+    let opts = tracer::render::ReportOptions {
+        subtract_probe_cost: a.subtract_probe_cost,
+        ..a.render.options()
+    };
+    let summary = tracer::render::report(&a.dir, &out, &opts)?;
     print_summary(&summary);
     Ok(exit::OK)
 }
@@ -777,6 +798,12 @@ fn print_record_summary(o: &record::RecordOutcome) {
                 }
             ),
             None => out!("{:<18} not measurable on this kernel", t.name),
+        }
+        if let Some(c) = &t.probe_cost {
+            // The on-CPU mean when measured (what the tables fit), else the wall mean.
+            let per_call = if oncpu > 0 { oncpu } else { wall };
+            let mean = (timed > 0).then(|| per_call as f64 / timed as f64);
+            out!("{}", tracer::render::probecost::record_note(c, mean));
         }
         if let Some(h) = tracer::render::histogram::run_target(run, &t.name) {
             outp!("{h}");

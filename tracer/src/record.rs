@@ -16,6 +16,7 @@ use crate::kernel::{
 };
 use crate::output::DirWriter;
 use crate::plan::{self, Target};
+use crate::probecost;
 use crate::resolve::{self, ResolveOptions, Resolved};
 use crate::rundata::{self, Run, RunStatus};
 use crate::symbols::UserSymbolizer;
@@ -539,6 +540,7 @@ pub struct Session {
     pub interrupted: Option<&'static str>,
     attach_time: Duration,
     verify_time: Duration,
+    probe_cost_time: Duration,
 }
 
 impl Session {
@@ -567,9 +569,10 @@ impl Session {
             .join()
             .map_err(|_| TracerError::Other("/proc/kallsyms: the reader panicked".into()))?
             .map_err(|e| TracerError::Other(format!("/proc/kallsyms: {e}")))?;
-        let (resolved, verify_time) = resolve::resolve(&mut engine, &ksyms, targets, ropts, |m| {
-            progress.set(m.to_string())
-        })?;
+        let (mut resolved, verify_time) =
+            resolve::resolve(&mut engine, &ksyms, targets, ropts, |m| {
+                progress.set(m.to_string())
+            })?;
         for n in distinct_notes(&resolved) {
             progress.println(&format!("tracer: {n}"));
         }
@@ -624,6 +627,8 @@ impl Session {
                 ));
             }
         }
+        progress.set("measuring the probes' own cost".to_string());
+        let probe_cost_time = probecost::measure_all(&mut engine, &ksyms, &mut resolved)?;
         engine.clear()?;
         let events = match engine.take_events() {
             // SAFETY: the ring buffer owns its fd for as long as the AsyncFd lives; nothing
@@ -664,6 +669,7 @@ impl Session {
             interrupted: None,
             attach_time: attach_started.elapsed(),
             verify_time,
+            probe_cost_time,
         })
     }
 
@@ -957,6 +963,7 @@ impl Session {
             resources: Some(rundata::Resources {
                 attach_ms: self.attach_time.as_secs_f64() * 1e3,
                 verify_ms: self.verify_time.as_secs_f64() * 1e3,
+                probe_cost_ms: self.probe_cost_time.as_secs_f64() * 1e3,
                 detach_ms: detach_time.as_secs_f64() * 1e3,
                 peak_rss_kib: kernel::peak_rss_kib(),
                 map_memlock_bytes: kernel::bpf_map_memlock_bytes(),

@@ -7,7 +7,7 @@ use crate::engine::{AttachFailure, Engine, EngineError, Slot, TpRole};
 use crate::guard::{self, Guard, Heat};
 use crate::kernel::{self, kallsyms::Kallsyms};
 use crate::plan::{Calibration, FnMech, Method, Plan, Target};
-use crate::rundata::{PlanUsed, Rejection, TargetReport, Verification};
+use crate::rundata::{PlanUsed, ProbeCost, Rejection, TargetReport, Verification};
 
 #[derive(Clone, Debug, Default)]
 pub struct ResolveOptions {
@@ -44,6 +44,8 @@ pub struct Resolved {
     pub guarded: bool,
     /// What could not be checked, or was accepted only because it was forced.
     pub notes: Vec<String>,
+    /// The active plan's own cost per call (`probecost::measure_all`, after resolution).
+    pub probe_cost: Option<ProbeCost>,
 }
 
 impl Resolved {
@@ -59,6 +61,7 @@ impl Resolved {
             }),
             rejected: self.rejected.clone(),
             verification: self.verification.clone(),
+            probe_cost: self.probe_cost.clone(),
         }
     }
 }
@@ -141,6 +144,7 @@ pub fn resolve(
             hot_refused: false,
             guarded: false,
             notes: Vec::new(),
+            probe_cost: None,
         };
         if let (true, Some(g)) = (arbitrary, &guard) {
             r.notes.extend(g.notes());

@@ -101,6 +101,9 @@ pub struct Resources {
     pub attach_ms: f64,
     /// Of which calibration (plan verification).
     pub verify_ms: f64,
+    /// Of which measuring the probes' own cost (`probe_cost` of each target).
+    #[serde(default)]
+    pub probe_cost_ms: f64,
     /// From the stop decision to every probe detached.
     pub detach_ms: f64,
     /// The tracer's peak resident set (VmHWM) when the run was written.
@@ -136,6 +139,29 @@ pub struct TargetReport {
     /// Calibration result of the plan in use, when `--verify` ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verification: Option<Verification>,
+    /// The plan's own cost per call on this machine, measured at attach (absent in runs
+    /// recorded before it was measured, and for targets without a plan).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_cost: Option<ProbeCost>,
+}
+
+/// What one call costs the probe of a plan (`probecost::measure_all`): the time it adds to a
+/// traced call, measured at attach with the run's own programs and options.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ProbeCost {
+    /// The kind of probe measured: "fentry/fexit", "kprobe/kretprobe",
+    /// "tracepoint (syscall enter/exit)" or "tracepoint (count only)".
+    pub mechanism: String,
+    /// Added ns per traced call; None when it could not be measured (`not_measured` says why).
+    pub probe_cost_ns: Option<f64>,
+    /// Interquartile range of the per-round estimates, ns per call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spread_ns: Option<(f64, f64)>,
+    /// How it was measured, in one sentence.
+    #[serde(default)]
+    pub method: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_measured: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]

@@ -139,6 +139,7 @@ fn waitpid_run(kernel: &str, walk_ns_per_child: u64, seed: u64) -> (Run, Stacks)
             plan: Some(plan("fentry", &["do_wait"], true)),
             rejected: vec![],
             verification: None,
+            probe_cost: None,
         }],
     );
     run.cases.insert(1, "waitpid-pid".into());
@@ -243,12 +244,14 @@ fn spawn_run(kernel: &str, seed: u64) -> (Run, Stacks) {
                 plan: Some(plan("fentry", &["dup_mmap"], true)),
                 rejected: vec![],
                 verification: None,
+                probe_cost: None,
             },
             TargetReport {
                 name: "get_task_policy".into(),
                 plan: Some(plan("page-alloc-count", &["kmem:mm_page_alloc"], false)),
                 rejected: vec![],
                 verification: None,
+                probe_cost: None,
             },
         ],
     );

@@ -450,6 +450,7 @@ fn write_synthetic_run(dir: &Path, raw_events: bool) -> Run {
                 }),
                 rejected: vec![],
                 verification: None,
+                probe_cost: None,
             })
             .collect(),
         counters: BTreeMap::new(),

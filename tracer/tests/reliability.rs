@@ -316,6 +316,7 @@ fn stray_processes() -> Vec<String> {
             let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
             let ours = comm == "workloads"
                 || cmdline.contains("__calibrate")
+                || cmdline.contains("__probe_cost")
                 || cmdline.contains("__exec-held")
                 || (state == 'Z' && ppid == me);
             ours.then(|| format!("pid {p} ({comm}) state {state} ppid {ppid}: {cmdline}"))

@@ -20,6 +20,8 @@ use super::text::{fmt_n, ns, sig3};
 pub struct AnalysisOptions {
     pub metric: Metric,
     pub include_unphased: bool,
+    /// Give times per call minus the probe's measured cost beside the measured ones.
+    pub subtract_probe_cost: bool,
 }
 
 /// Scaling verdict of one target and case.
@@ -104,6 +106,7 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Result<Analysis, LoadErr
     let topts = TableOptions {
         metric: opts.metric,
         include_unphased: opts.include_unphased,
+        subtract_probe_cost: opts.subtract_probe_cost,
     };
     let mut a = Analysis {
         root: ds.root.clone(),

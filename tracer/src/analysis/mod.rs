@@ -8,6 +8,7 @@ pub mod fit;
 pub mod hist;
 pub mod load;
 pub mod populations;
+pub mod probecost;
 pub mod raw;
 pub mod rootcause;
 pub mod stacks;

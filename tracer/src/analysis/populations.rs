@@ -215,6 +215,7 @@ mod tests {
             timed: true,
             metric: Metric::OncpuMean,
             rows,
+            probe_cost: None,
         }
     }
 

@@ -8,6 +8,7 @@ use crate::rundata::{Dist, PlanUsed, Run, SpanRow};
 
 use super::fit::Point;
 use super::hist;
+use super::probecost::{self, ProbeCostCheck};
 use super::raw::RawPercentiles;
 use super::stats::{mean, median, variance};
 
@@ -96,6 +97,13 @@ pub struct Row {
     pub time_per_call_ns: Option<f64>,
     pub time_per_call_sd_ns: Option<f64>,
     pub timed_calls: u64,
+    /// The probe's own cost per call over `time_per_call_ns` ([`super::probecost`]).
+    pub probe_share: Option<f64>,
+    /// `time_per_call_ns` is within 3 times the probe's cost: the probe is a third or more
+    /// of what is measured.
+    pub probe_flagged: bool,
+    /// `time_per_call_ns` minus the probe's cost (with `--subtract-probe-cost`).
+    pub corrected_time_per_call_ns: Option<f64>,
     /// The per-call histogram behind `time_per_call_ns` (None without timed calls), for the
     /// terminal's histograms. Not in the tables' JSON: run.json has every histogram.
     #[serde(skip)]
@@ -139,6 +147,9 @@ pub struct CaseTable {
     /// The resolved metric (never `Auto`).
     pub metric: Metric,
     pub rows: Vec<Row>,
+    /// The plan's own cost per call and the sizes it is large at (None for runs recorded
+    /// before it was measured).
+    pub probe_cost: Option<ProbeCostCheck>,
 }
 
 impl CaseTable {
@@ -318,6 +329,8 @@ pub struct TableOptions {
     pub metric: Metric,
     /// Include spans outside any workload phase (case 0).
     pub include_unphased: bool,
+    /// Give each row its time per call minus the probe's measured cost, beside the measured.
+    pub subtract_probe_cost: bool,
 }
 
 /// Tables for every (target, case) with spans in `run`, in target order then case id.
@@ -355,7 +368,7 @@ pub fn tables(
             m => m,
         };
         let case_name = spans[0].case_name.clone();
-        let rows: Vec<Row> = spans
+        let mut rows: Vec<Row> = spans
             .iter()
             .map(|s| {
                 let mut r = row(run, s, plan_timed, has_oncpu, metric, workload.as_ref());
@@ -364,6 +377,11 @@ pub fn tables(
             })
             .collect();
         let timed = plan_timed && rows.iter().any(|r| r.timed_calls > 0);
+        let probe_cost = probecost::check(
+            target.probe_cost.as_ref(),
+            &mut rows,
+            opts.subtract_probe_cost,
+        );
         out.push(CaseTable {
             run: label.to_string(),
             kernel: run.kernel.release.clone(),
@@ -374,6 +392,7 @@ pub fn tables(
             timed,
             metric,
             rows,
+            probe_cost,
         });
     }
     out
@@ -486,6 +505,9 @@ fn row(
         time_per_call_ns,
         time_per_call_sd_ns,
         timed_calls,
+        probe_share: None,
+        probe_flagged: false,
+        corrected_time_per_call_ns: None,
         hist: timed.then(|| match metric {
             Metric::OncpuMean if has_oncpu => s.oncpu.clone(),
             _ => s.wall.clone(),

@@ -43,6 +43,7 @@ pub fn empty_run(kernel: &str, targets: &[&str]) -> Run {
                 plan: Some(plan(&[t])),
                 rejected: vec![],
                 verification: None,
+                probe_cost: None,
             })
             .collect(),
         counters: BTreeMap::new(),

@@ -13,7 +13,7 @@
 //! | `README.md` | findings first (one verdict per target and case, grouped into growing, flat and not fitted, each with its root cause), then links to everything below |
 //! | `report.txt` | warnings, then the terminal rendering ([`ReportSummary::terminal`]) with the incidental findings in full |
 //! | `summary.txt` | the summary table as text: the findings each workload exists for, then a count of the incidental target/case pairs |
-//! | `summary.json` | runs, verdicts (with fits), root causes (with rankings), warnings |
+//! | `summary.json` | runs (with each target's probe cost), verdicts (with fits), root causes (with rankings), each case's probe cost against its times (`probe_costs`), warnings |
 //! | `tables/<target>.{md,csv,json}` | per-N tables of every case of the target (percentiles exact where the run kept raw spans) |
 //! | `plots/<target>.svg` | log-log time per call vs N, one line per case, fitted model dotted |
 //! | `flamegraphs/[<run>/]<kind>/<target>/<case>/n<N>.svg` | stacks of one N (`<run>/` in sweeps) |
@@ -30,6 +30,7 @@ pub mod histogram;
 mod index;
 pub mod out;
 pub mod plot;
+pub mod probecost;
 pub mod summary;
 pub mod tables;
 pub mod xml;
@@ -76,6 +77,8 @@ pub struct ReportOptions {
     pub metric: Metric,
     /// Include spans outside the workload's phases (case 0) as their own case.
     pub include_unphased: bool,
+    /// Show each time per call minus the probe's own measured cost beside it.
+    pub subtract_probe_cost: bool,
     /// Render flamegraph SVGs (the slow part of a report).
     pub flamegraphs: bool,
     /// Render the differential flamegraphs (smallest vs largest N).
@@ -94,6 +97,7 @@ impl Default for ReportOptions {
         ReportOptions {
             metric: Metric::Auto,
             include_unphased: false,
+            subtract_probe_cost: false,
             flamegraphs: true,
             differential: true,
             flame_width: None,
@@ -108,6 +112,7 @@ impl ReportOptions {
         AnalysisOptions {
             metric: self.metric,
             include_unphased: self.include_unphased,
+            subtract_probe_cost: self.subtract_probe_cost,
         }
     }
 }
@@ -138,6 +143,7 @@ const METHOD: &[&str] = &[
     "Class: each model t = a + b·f(N), f ∈ {log n, n, n log n, n²}, is fitted on relative residuals; starting from the least growth, a model with more growth is chosen only when the current one fits worse than 8% RMS (or twice the noise) and the new one's RMS is at least 25% lower (Google Benchmark style, with an intercept for the fixed cost and a parsimony margin for few sizes).",
     "Slope: least-squares exponent of log(t − t at the smallest N) against log N over the sizes where growth is visible, with R² (its 95% interval is in summary.json); when only two sizes are above the smallest-N time the line shows those two points and their ratio instead of R².",
     "Root cause: each frame under the target gets a time per call at each N, its share of the target's sampled time times the target's measured time per call, and the part of the target's added time per call (smallest to largest usable N) it carries; ± is one standard error of sampling noise (binomial error of the share, times the time per call). The culprit is the frame that carries the largest part, at least half and more than 2 standard errors; the search descends into a child that carries at least 60% of its parent's added time. \"(self)\" is time in the frame itself. When no frame carries most of it the line lists the frames that split it; when the target's time per call grows by less than 20% there is nothing to attribute. The frame's share at the smallest and largest N is supporting detail (without a time per call the frame whose share grows most, by 10 points and 2 standard errors, is named). Only sizes with 5 samples or more take part, and the line says which; \"<x\" is a frame's time where it had no sample (at most one sample's share); its slope is the log-log exponent of its time per call over the sizes where it was seen.",
+    "Probe cost: what one traced call pays the run's kind of probe, measured at attach with the run's own programs and options (a credential syscall traced through the same kind of probe against an untraced one, 9 interleaved rounds, median after attaching minus median before). It is the whole added cost, so an upper bound of the part inside a measured span; a time per call within 3 times it is flagged (!): the probe's cost is a third or more of what is measured. \"per call − probe\" (--subtract-probe-cost) is the time per call minus that cost, floored at 0.",
     "Flamegraphs: widths in ns; differentials compare the smallest and largest N after normalising totals, red = larger share at the largest N.",
     "Exports: trace.pftrace (runs recorded with --raw-events) opens in ui.perfetto.dev (\"Open trace file\"): a slice per traced call on its thread, the workload's phases and N per process. profiles/*.pb.gz are pprof profiles (go tool pprof -http=: FILE; also Perfetto, Parca, Pyroscope, Grafana), samples labelled target, case and n.",
 ];
@@ -253,7 +259,19 @@ struct SummaryJson<'a> {
     root_causes: &'a [crate::analysis::CaseRootCause],
     discoveries: &'a [crate::analysis::discover::Discovery],
     populations: &'a [crate::analysis::populations::PopulationSplit],
+    /// Per (run, target, case): the probe's cost and the sizes it is a third or more of the
+    /// time per call at.
+    probe_costs: Vec<ProbeCostJson<'a>>,
     warnings: &'a [String],
+}
+
+#[derive(Serialize)]
+struct ProbeCostJson<'a> {
+    run: &'a str,
+    target: &'a str,
+    case_name: &'a str,
+    #[serde(flatten)]
+    check: &'a crate::analysis::probecost::ProbeCostCheck,
 }
 
 /// Render one analysed data set; returns its warnings (the analysis's, then the exports').
@@ -342,6 +360,18 @@ fn render_analysis(
         root_causes: &a.root_causes,
         discoveries: &a.discoveries,
         populations: &a.populations,
+        probe_costs: a
+            .tables
+            .iter()
+            .filter_map(|t| {
+                Some(ProbeCostJson {
+                    run: &t.run,
+                    target: &t.target,
+                    case_name: &t.case_name,
+                    check: t.probe_cost.as_ref()?,
+                })
+            })
+            .collect(),
         warnings: &warnings,
     };
     let mut json = serde_json::to_string_pretty(&summary).expect("summary serializes");
@@ -387,6 +417,7 @@ fn render_analysis(
                         .collect(),
                 )
             }))
+            .chain(probecost::findings(a))
             .collect(),
         warnings: warnings.clone(),
         runs: a
@@ -397,9 +428,15 @@ fn render_analysis(
                     .targets
                     .iter()
                     .map(|t| match &t.plan {
-                        Some(p) => {
-                            format!("{}: {} ({})", t.name, p.plan, p.attach_points.join(", "))
-                        }
+                        Some(p) => format!(
+                            "{}: {} ({}){}",
+                            t.name,
+                            p.plan,
+                            p.attach_points.join(", "),
+                            t.probe_cost
+                                .as_ref()
+                                .map_or(String::new(), |c| format!(", {}", probecost::figure(c)))
+                        ),
                         None => format!("{}: not traced", t.name),
                     })
                     .collect();

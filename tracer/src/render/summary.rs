@@ -182,7 +182,14 @@ pub fn rows(a: &Analysis, links: impl Fn(usize) -> Vec<(String, String)>) -> Vec
                     .collect(),
                 growth: v.scaling.as_ref().map(growth).into_iter().collect(),
                 root_cause: root_cause.into_iter().collect(),
-                plan: t.via().into_iter().collect(),
+                plan: t
+                    .via()
+                    .map(|p| match super::probecost::summary_mark(t) {
+                        Some(m) => format!("{p}; {m}"),
+                        None => p,
+                    })
+                    .into_iter()
+                    .collect(),
                 links: links(first),
                 grows,
                 relevant: f.leads(a),

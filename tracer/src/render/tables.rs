@@ -8,8 +8,9 @@ use crate::analysis::{Analysis, CaseRootCause, Verdict};
 
 use super::digest::{Finding, Kind, findings};
 use super::fmt::{count_of, ns, opt, pct, sig3};
+use super::probecost;
 
-const MD_HEADER: [&str; 14] = [
+const MD_HEADER: [&str; 15] = [
     "N",
     "calls",
     "calls/op",
@@ -24,10 +25,28 @@ const MD_HEADER: [&str; 14] = [
     "op time",
     "repeat spread",
     "share of op",
+    "probe share",
 ];
 
-fn cells(r: &Row) -> [String; 14] {
-    [
+/// The column of corrected times, present when `--subtract-probe-cost` gave any.
+const CORRECTED: &str = "per call − probe";
+
+fn corrected(t: &CaseTable) -> bool {
+    t.rows
+        .iter()
+        .any(|r| r.corrected_time_per_call_ns.is_some())
+}
+
+fn header(t: &CaseTable) -> Vec<&'static str> {
+    let mut h = MD_HEADER.to_vec();
+    if corrected(t) {
+        h.push(CORRECTED);
+    }
+    h
+}
+
+fn cells(t: &CaseTable, r: &Row) -> Vec<String> {
+    let mut c = vec![
         r.n.to_string(),
         r.calls.to_string(),
         opt(r.calls_per_op, |v| format!("{v:.2}")),
@@ -42,7 +61,15 @@ fn cells(r: &Row) -> [String; 14] {
         opt(r.op_ns, ns),
         opt(r.repeat_rel_sd, |v| format!("±{}", pct(v))),
         opt(r.share_of_op, pct),
-    ]
+        // A flagged size is marked: the probe is a third or more of its time per call.
+        opt(r.probe_share, |v| {
+            format!("{}{}", pct(v), if r.probe_flagged { " (!)" } else { "" })
+        }),
+    ];
+    if corrected(t) {
+        c.push(opt(r.corrected_time_per_call_ns, ns));
+    }
+    c
 }
 
 fn plan_line(t: &CaseTable) -> String {
@@ -107,6 +134,12 @@ pub fn markdown(target: &str, a: &Analysis, idx: &[usize]) -> String {
         if let Some(p) = percentile_text(t) {
             out.push_str(&format!("- percentiles: {p}\n"));
         }
+        if let Some(c) = &t.probe_cost {
+            out.push_str(&format!(
+                "- probe cost: {}\n",
+                md_escape(&probecost::fact(c))
+            ));
+        }
         out.push_str(&format!("- verdict: `{}`\n", v.line));
         if let Some(rc) = root_cause_of(a, t) {
             out.push_str(&format!(
@@ -116,10 +149,11 @@ pub fn markdown(target: &str, a: &Analysis, idx: &[usize]) -> String {
             ));
         }
         out.push('\n');
-        out.push_str(&format!("| {} |\n", MD_HEADER.join(" | ")));
-        out.push_str(&format!("|{}\n", " ---: |".repeat(MD_HEADER.len())));
+        let h = header(t);
+        out.push_str(&format!("| {} |\n", h.join(" | ")));
+        out.push_str(&format!("|{}\n", " ---: |".repeat(h.len())));
         for r in &t.rows {
-            out.push_str(&format!("| {} |\n", cells(r).join(" | ")));
+            out.push_str(&format!("| {} |\n", cells(t, r).join(" | ")));
         }
         out.push('\n');
     }
@@ -148,6 +182,9 @@ pub fn html(a: &Analysis, idx: &[usize]) -> String {
         if let Some(p) = percentile_text(t) {
             fact("percentiles", &p);
         }
+        if let Some(c) = &t.probe_cost {
+            fact("probe cost", &probecost::fact(c));
+        }
         fact("verdict", &v.line);
         if let Some(rc) = root_cause_of(a, t) {
             fact(
@@ -156,13 +193,13 @@ pub fn html(a: &Analysis, idx: &[usize]) -> String {
             );
         }
         out.push_str("</ul>\n<div class=\"scroll\"><table class=\"num\">\n<tr>");
-        for h in MD_HEADER {
+        for h in header(t) {
             out.push_str(&format!("<th>{}</th>", escape(h)));
         }
         out.push_str("</tr>\n");
         for r in &t.rows {
             out.push_str("<tr>");
-            for c in cells(r) {
+            for c in cells(t, r) {
                 out.push_str(&format!("<td>{}</td>", escape(&c)));
             }
             out.push_str("</tr>\n");
@@ -198,7 +235,7 @@ fn num(v: Option<f64>) -> String {
 /// Flat CSV of the tables: raw nanoseconds, empty fields for unavailable values.
 pub fn csv(a: &Analysis, idx: &[usize]) -> String {
     let mut out = String::from(
-        "run,kernel,target,case,case_name,n,calls,untimed,ops,calls_per_op,oncpu_mean_ns,oncpu_p50_ns,oncpu_p90_ns,oncpu_p99_ns,oncpu_max_ns,offcpu_mean_ns,wall_mean_ns,total_ns,op_ns,op_source,repeat_rel_sd,target_ns_per_op,share_of_op,percentiles_from\n",
+        "run,kernel,target,case,case_name,n,calls,untimed,ops,calls_per_op,oncpu_mean_ns,oncpu_p50_ns,oncpu_p90_ns,oncpu_p99_ns,oncpu_max_ns,offcpu_mean_ns,wall_mean_ns,total_ns,op_ns,op_source,repeat_rel_sd,target_ns_per_op,share_of_op,percentiles_from,probe_cost_ns,probe_share,probe_flagged,corrected_time_per_call_ns\n",
     );
     for &i in idx {
         let t = &a.tables[i];
@@ -229,6 +266,10 @@ pub fn csv(a: &Analysis, idx: &[usize]) -> String {
                 num(r.share_of_op),
                 r.percentiles_from
                     .map_or(String::new(), |p| p.as_str().to_string()),
+                num(t.probe_cost.as_ref().and_then(|c| c.probe_cost_ns)),
+                num(r.probe_share),
+                r.probe_flagged.to_string(),
+                num(r.corrected_time_per_call_ns),
             ];
             out.push_str(&fields.join(","));
             out.push('\n');
@@ -383,6 +424,7 @@ fn render_text(a: &Analysis, full: bool) -> String {
             out.push_str(&format!("  {}\n", population_line(p)));
         }
     }
+    out.push_str(&probecost::terminal(a, full));
     let shown = if full {
         &groups_all(&lead, &incidental)
     } else {
@@ -402,16 +444,18 @@ fn render_text(a: &Analysis, full: bool) -> String {
             t.via().unwrap_or_else(|| "no plan".to_string()),
             metric_text(t)
         ));
-        let mut rows: Vec<Vec<String>> = vec![
-            [
-                "N", "calls/op", "per call", "p50", "p99", "off-CPU", "op", "share",
-            ]
-            .iter()
-            .map(|s| s.to_string())
-            .collect(),
-        ];
+        let mut head: Vec<String> = [
+            "N", "calls/op", "per call", "p50", "p99", "off-CPU", "op", "share",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        if corrected(t) {
+            head.push("− probe".into());
+        }
+        let mut rows: Vec<Vec<String>> = vec![head];
         for r in &t.rows {
-            rows.push(vec![
+            let mut row = vec![
                 r.n.to_string(),
                 opt(r.calls_per_op, |v| format!("{v:.2}")),
                 opt(r.time_per_call_ns, ns),
@@ -420,7 +464,11 @@ fn render_text(a: &Analysis, full: bool) -> String {
                 opt(r.offcpu_mean_ns, ns),
                 opt(r.op_ns, ns),
                 opt(r.share_of_op, pct),
-            ]);
+            ];
+            if corrected(t) {
+                row.push(opt(r.corrected_time_per_call_ns, ns));
+            }
+            rows.push(row);
         }
         out.push_str(&align(&rows));
     }
