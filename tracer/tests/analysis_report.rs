@@ -618,7 +618,18 @@ fn full_report_from_a_synthetic_sweep() {
 
     // README: findings first, each verdict with its root cause under it.
     let readme = std::fs::read_to_string(out.join("README.md")).unwrap();
+    // The summary table first, the workload's own targets in it, the incidental one counted.
+    let summary_at = readme.find("## Summary\n").expect("a summary table");
     let findings = readme.find("## Findings").unwrap();
+    assert!(summary_at < findings, "{readme}");
+    let table = &readme[summary_at..findings];
+    assert!(
+        table.contains("\n| do_wait | waitpid-pid · waitpid | O(n) | ")
+            && table.contains("\n| dup_mmap | spawn | O(n) | ")
+            && !table.contains("| get_task_policy |")
+            && table.contains("\n1 more incidental finding ("),
+        "{table}"
+    );
     assert!(findings < readme.find("## Runs").unwrap());
     assert!(
         readme.contains("- `do_wait [waitpid-pid]: O(n), slope ")

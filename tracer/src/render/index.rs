@@ -308,6 +308,37 @@ fn md_link(text: &str, href: &str) -> String {
     )
 }
 
+/// The summary table in Markdown: the leading rows, then a count of the incidental ones
+/// (listed in the findings below).
+fn summary_markdown(s: &mut String, rows: &[SummaryRow]) {
+    let lead: Vec<&SummaryRow> = rows.iter().filter(|r| r.relevant).collect();
+    if lead.is_empty() {
+        return;
+    }
+    let cell = |v: &[String]| v.join("<br>").replace('|', "\\|");
+    s.push_str("## Summary\n\n| target | case | class | slope | growth of the time per call | root cause | plan |\n|---|---|---|---|---|---|---|\n");
+    for r in &lead {
+        s.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} |\n",
+            r.target.replace('|', "\\|"),
+            r.case.replace('|', "\\|"),
+            r.class.replace('|', "\\|"),
+            cell(&r.slope),
+            cell(&r.growth),
+            cell(&r.root_cause),
+            cell(&r.plan)
+        ));
+    }
+    let incidental = rows.len() - lead.len();
+    if incidental > 0 {
+        s.push_str(&format!(
+            "\n{} (targets traced beside the one each workload exists for) in the findings below.\n",
+            super::fmt::count_of(incidental, "more incidental finding")
+        ));
+    }
+    s.push('\n');
+}
+
 fn markdown(p: &Page) -> String {
     let mut s = format!("# {}\n\nData: `{}`\n\n", p.title, p.source);
     let list = |s: &mut String, title: &str, items: &[String]| {
@@ -320,6 +351,7 @@ fn markdown(p: &Page) -> String {
         }
         s.push('\n');
     };
+    summary_markdown(&mut s, &p.summary);
     if !p.findings.is_empty() {
         s.push_str("## Findings\n\n");
         for (title, items) in &p.findings {

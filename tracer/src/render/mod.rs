@@ -10,7 +10,7 @@
 //! | file | content |
 //! | --- | --- |
 //! | `index.html` | a summary table first (target, case, class, growth, root cause, links), the scaling plots, the findings in full, then per target its per-N tables as HTML and its flamegraphs embedded (differentials first) |
-//! | `README.md` | findings first (one verdict per target and case, grouped into growing, flat and not fitted, each with its root cause), then links to everything below |
+//! | `README.md` | the summary table, then the findings (one verdict per target and case, grouped into growing, flat and not fitted, each with its root cause), then links to everything below |
 //! | `report.txt` | warnings, then the terminal rendering ([`ReportSummary::terminal`]) with the incidental findings in full |
 //! | `summary.txt` | the summary table as text: the findings each workload exists for, then a count of the incidental target/case pairs |
 //! | `summary.json` | runs (with each target's probe cost), verdicts (with fits), root causes (with rankings), each case's probe cost against its times (`probe_costs`), warnings |
