@@ -2272,11 +2272,7 @@ fn median(v: &[u64]) -> u64 {
 #[test]
 fn soak_memory_stays_flat_counts_stay_exact_and_no_map_fills() {
     let _g = serial();
-    let secs: u64 = std::env::var("TRACER_SOAK_SECS")
-        .ok()
-        .map(|s| s.parse().expect("TRACER_SOAK_SECS is a number of seconds"))
-        .unwrap_or(60)
-        .max(8);
+    let secs = soak_secs();
     let tmp = tmpdir();
     let out = tmp.path().join("run");
     // A fork loop (unixbench spawn) at thousands of forks per second: new pids, threads and
@@ -2348,6 +2344,115 @@ fn soak_memory_stays_flat_counts_stay_exact_and_no_map_fills() {
     }
     assert_nothing_loaded("soak");
     assert_no_strays("soak");
+}
+
+/// The soak's length: `TRACER_SOAK_SECS` (default 60), at least 8 s.
+fn soak_secs() -> u64 {
+    std::env::var("TRACER_SOAK_SECS")
+        .ok()
+        .map(|s| s.parse().expect("TRACER_SOAK_SECS is a number of seconds"))
+        .unwrap_or(60)
+        .max(8)
+}
+
+/// `tests/c/NAME.c` compiled statically into `dir`.
+fn c_bench(name: &str, dir: &Path) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/c/{name}.c"));
+    let bin = dir.join(name);
+    let st = Command::new("cc")
+        .args(["-O2", "-static", "-o"])
+        .arg(&bin)
+        .arg(&src)
+        .status()
+        .expect("precondition: a C compiler (cc) with a static libc is installed");
+    assert!(st.success(), "compiling {}", src.display());
+    bin
+}
+
+/// An external sweep under discover for the soak's length: a new process tree per
+/// invocation (fork_vmas: N VMAs, then 50 forks), every one sampled whole, thousands of
+/// processes in all. The tracer's memory must stay flat, no map may fill (a full stack
+/// aggregate would show as stack errors on most samples), every invocation must be recorded,
+/// and nothing may be left behind.
+#[test]
+fn soak_of_an_external_discover_sweep_keeps_memory_and_maps_flat() {
+    let _g = serial();
+    let secs = soak_secs();
+    let tmp = tmpdir();
+    let bench = c_bench("fork_vmas", tmp.path());
+    // Repeats enough to last the soak: one untraced round of the N list, timed.
+    let ns = ["1", "100", "1000"];
+    let t0 = Instant::now();
+    for n in ns {
+        let st = Command::new(&bench).args([n, "50"]).status().unwrap();
+        assert!(st.success(), "fork_vmas {n} 50 untraced");
+    }
+    let round = t0.elapsed().as_secs_f64().max(0.001);
+    // Traced and sampled, a round takes about twice as long.
+    let repeat = ((secs as f64 / (2.0 * round)) as u64).clamp(3, 5000);
+    let out = tmp.path().join("sweep");
+    let child = spawn(
+        tracer()
+            .args(["sweep", "--discover", "--confirm", "0", "--no-report"])
+            .args(["--n", &ns.join(","), "--repeat", &repeat.to_string(), "-o"])
+            .arg(&out)
+            .arg("--")
+            .arg(&bench)
+            .args(["{n}", "50"]),
+    );
+    let pid = child.id();
+    // Past loading and attaching: the steady state.
+    std::thread::sleep(Duration::from_secs(3));
+    let mut rss = Vec::new();
+    let started = Instant::now();
+    while let Some(kib) = vm_rss_kib(pid) {
+        if proc_stat(pid).is_some_and(|(_, s, _)| s == 'Z') {
+            break;
+        }
+        rss.push(kib);
+        std::thread::sleep(Duration::from_secs(1));
+        if started.elapsed() > Duration::from_secs(secs * 4 + 60) {
+            break;
+        }
+    }
+    let r = finish(child, Duration::from_secs(300), "discover soak");
+    r.expect(0, "discover soak");
+    rss.truncate(rss.len().saturating_sub(2));
+    assert!(
+        rss.len() as u64 >= secs / 3,
+        "only {} RSS samples over a {secs} s soak ({repeat} repeats)",
+        rss.len()
+    );
+    let q = rss.len() / 4;
+    let (first, last) = (median(&rss[..q]), median(&rss[rss.len() - q..]));
+    assert!(
+        last <= first + first / 10 + 4096,
+        "tracer RSS grew from {first} KiB to {last} KiB over the discover soak: {rss:?}"
+    );
+    let runj = read_json(&out.join("fork_vmas/run.json"));
+    let invocations = runj["invocations"].as_array().unwrap();
+    assert_eq!(invocations.len() as u64, repeat * ns.len() as u64);
+    assert!(
+        invocations.iter().all(|i| i["exit"] == 0),
+        "every invocation exited 0"
+    );
+    for c in [
+        "aggregate_map_full",
+        "thread_map_full",
+        "ringbuf_drops",
+        "depth_overflow",
+    ] {
+        assert_eq!(counter(&runj, c), 0, "counter {c}");
+    }
+    let samples = counter(&runj, "samples_total");
+    let lost = counter(&runj, "stack_errors");
+    assert!(samples > 100 * secs / 10, "only {samples} samples");
+    assert!(
+        lost * 20 < samples,
+        "{lost} of {samples} samples lost their stack: a map filled"
+    );
+    assert_nothing_loaded("discover soak");
+    assert_no_strays("discover soak");
 }
 
 // =============================================================================================
