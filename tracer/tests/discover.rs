@@ -371,7 +371,10 @@ fn external_sweep_times_a_named_target_per_n() {
     assert!((fixed - 3000.0).abs() < 150.0, "3000 polls per run: {p}");
     assert!((per_n - 1.0).abs() < 0.1, "one reap per child: {p}");
     assert_eq!(p["separated"], true, "{p}");
-    assert_eq!(p["fixed_slower"], true, "the polls walk the children: {p}");
+    // Which population is the slower one is not asserted: the teardown kills all N children
+    // and then reaps them while they exit together, and on this 2-core host the reaps' time
+    // at N=2000 has come out both below the polls' (a fresh clone, quiet) and 3x above it
+    // (61µs vs 19.5µs, another fresh clone): a property of the load, not of the kernel.
     assert!(
         String::from_utf8_lossy(&o.stdout).contains("Mixed call populations"),
         "{}",
