@@ -279,11 +279,11 @@ fn confirm_calls_per_op(kernel: Kernel, sweep: &Sweep, function: &str) -> BTreeM
 }
 
 /// Discover on fork + waitpid(child) with N idle children, and its confirmation pass. 5.10
-/// walks the children on every wait (fixed in 5.13): the top growing function must be
-/// wait_consider_task, called from do_wait, with its own time as the root cause, and the
-/// exact pass must find its time per op growing too, because it is called once per child:
-/// its calls per op (counted exactly, no timing involved) grow in proportion to N while each
-/// call stays cheap. 6.1 finds the child by pid: nothing in the wait path may be ranked.
+/// walks the children on every wait (fixed in 5.13): the top growing function must be the
+/// wait path (wait_consider_task, or do_wait above it), with wait_consider_task's own time as
+/// the root cause, and the exact pass must find its time per op growing too, with the calls
+/// per op (counted exactly, no timing involved) saying why. 6.1 finds the child by pid:
+/// nothing in the wait path may be ranked.
 #[test]
 #[ignore = "boots a VM: run through cargo xtask test"]
 fn discover_names_wait_consider_task_on_5_10_and_nothing_in_do_wait_on_6_1() {
@@ -335,15 +335,31 @@ fn discover_names_wait_consider_task_on_5_10_and_nothing_in_do_wait_on_6_1() {
                 )
             })
             .collect();
-        eprintln!("{v}: ranked {ranked:?}\n{v}: exact {exact:?}");
+        eprintln!(
+            "{v}: ranked {ranked:?}\n{v}: exact {exact:?}\n{v}: cause {}",
+            d["cause"]
+        );
         if kernel == Kernel::V5_10 {
+            // The top grower is the wait path: wait_consider_task itself, or do_wait when
+            // wait_consider_task carries less than the pass-through share of do_wait's added
+            // time (both happened in runs here). Either way the root cause, the frame whose
+            // own time grows, is wait_consider_task: the walk over the children.
             let top = ranked
                 .first()
                 .unwrap_or_else(|| panic!("{v}: nothing ranked: {d}"));
-            assert_eq!(top.0, "wait_consider_task", "{v}: {ranked:?}");
+            assert!(
+                [
+                    "wait_consider_task",
+                    "do_wait",
+                    "__do_wait",
+                    "do_wait_thread"
+                ]
+                .contains(&top.0),
+                "{v}: {ranked:?}"
+            );
             assert_ne!(top.1, "O(1)", "{v}: {ranked:?}");
             assert!(
-                top.2.contains(&"do_wait") || top.2.contains(&"__do_wait"),
+                top.0 == "do_wait" || top.2.contains(&"do_wait") || top.2.contains(&"__do_wait"),
                 "{v}: called from do_wait: {top:?}"
             );
             assert_eq!(
@@ -351,22 +367,31 @@ fn discover_names_wait_consider_task_on_5_10_and_nothing_in_do_wait_on_6_1() {
                 "{v}: {}",
                 d["cause"]
             );
+            // The confirmation times it exactly, per op, and finds it growing too.
             let confirmed = exact
                 .iter()
-                .find(|e| e.0 == "wait_consider_task")
-                .unwrap_or_else(|| panic!("{v}: no confirmation of wait_consider_task: {exact:?}"));
+                .find(|e| e.0 == top.0)
+                .unwrap_or_else(|| panic!("{v}: no confirmation of {}: {exact:?}", top.0));
             assert_ne!(
                 confirmed.1, "O(1)",
                 "{v}: the exact time per op grows: {confirmed:?}"
             );
             assert!(confirmed.2.contains(" per op, "), "{confirmed:?}");
-            let per_op = confirm_calls_per_op(kernel, &WAIT_PID_DISCOVER, "wait_consider_task");
+            // Where the growth comes from, counted exactly (no timing involved):
+            // wait_consider_task is called once per child on each wait, do_wait a fixed
+            // number of times per op (each of its calls walks the children).
+            let per_op = confirm_calls_per_op(kernel, &WAIT_PID_DISCOVER, top.0);
             let (n0, n1) = (ns[0], ns[ns.len() - 1]);
             let growth = per_op[&n1] / per_op[&n0];
-            let want = n1 as f64 / n0 as f64;
+            let want = if top.0 == "wait_consider_task" {
+                n1 as f64 / n0 as f64
+            } else {
+                1.0
+            };
             assert!(
                 (growth / want - 1.0).abs() < 0.25,
-                "{v}: wait_consider_task calls per op grow x{growth:.1} for x{want} N: {per_op:?}"
+                "{v}: {} calls per op grow x{growth:.2}, expected x{want}: {per_op:?}",
+                top.0
             );
         } else {
             for g in &ranked {
