@@ -139,7 +139,7 @@ pub fn rows(a: &Analysis, links: impl Fn(usize) -> Vec<(String, String)>) -> Vec
                 .into_iter()
                 .collect(),
             plan: vec![match exact {
-                Some(_) => "sampling; confirmed by exact timing".into(),
+                Some(_) => "sampling, then exact timing".into(),
                 None => "sampling".into(),
             }],
             grows: !d.nothing_grows(),
