@@ -358,7 +358,7 @@ echo spawn=$? >> /out/status
         Kernel::V6_12 => {}
     }
     s.push_str("exit 0\n");
-    let (_, out) = boot(kernel, kernel.version(), &s, 1800);
+    let (_, out) = boot(kernel, kernel.version(), &s, 1200);
     outs.insert(kernel.version(), out.clone());
     out
 }
