@@ -2263,6 +2263,41 @@ fn vm_rss_kib(pid: u32) -> Option<u64> {
         .ok()
 }
 
+/// The RSS of `pid` in KiB, once a second until it exits (or turns zombie) or `limit`.
+fn rss_every_second(pid: u32, limit: Duration) -> Vec<u64> {
+    let mut rss = Vec::new();
+    let started = Instant::now();
+    while let Some(kib) = vm_rss_kib(pid) {
+        if proc_stat(pid).is_some_and(|(_, s, _)| s == 'Z') {
+            break;
+        }
+        rss.push(kib);
+        std::thread::sleep(Duration::from_secs(1));
+        if started.elapsed() > limit {
+            break;
+        }
+    }
+    rss
+}
+
+/// At least `min_samples` RSS samples (and 4, for two quarters), and the last quarter's median within 10% + 4 MiB of
+/// the first quarter's. The final seconds cover detaching and writing: only the steady
+/// state is judged.
+fn assert_rss_flat(mut rss: Vec<u64>, min_samples: u64, what: &str) {
+    rss.truncate(rss.len().saturating_sub(2));
+    assert!(
+        rss.len() as u64 >= min_samples.max(4),
+        "{what}: only {} RSS samples",
+        rss.len()
+    );
+    let q = rss.len() / 4;
+    let (first, last) = (median(&rss[..q]), median(&rss[rss.len() - q..]));
+    assert!(
+        last <= first + first / 10 + 4096,
+        "{what}: tracer RSS grew from {first} KiB to {last} KiB: {rss:?}"
+    );
+}
+
 fn median(v: &[u64]) -> u64 {
     let mut v = v.to_vec();
     v.sort_unstable();
@@ -2294,33 +2329,10 @@ fn soak_memory_stays_flat_counts_stay_exact_and_no_map_fills() {
         count_workloads_processes() > 0
     });
     std::thread::sleep(Duration::from_secs(2));
-    let mut rss = Vec::new();
-    let started = Instant::now();
-    while let Some(kib) = vm_rss_kib(pid) {
-        if proc_stat(pid).is_some_and(|(_, s, _)| s == 'Z') {
-            break;
-        }
-        rss.push(kib);
-        std::thread::sleep(Duration::from_secs(1));
-        if started.elapsed() > Duration::from_secs(secs * 3 + 60) {
-            break;
-        }
-    }
+    let rss = rss_every_second(pid, Duration::from_secs(secs * 3 + 60));
     let r = finish(child, Duration::from_secs(120), "soak");
     r.expect(0, "soak");
-    // The final second covers detaching and writing; judge the steady state.
-    rss.truncate(rss.len().saturating_sub(2));
-    assert!(
-        rss.len() as u64 >= secs / 2,
-        "only {} RSS samples over a {secs} s soak",
-        rss.len()
-    );
-    let q = rss.len() / 4;
-    let (first, last) = (median(&rss[..q]), median(&rss[rss.len() - q..]));
-    assert!(
-        last <= first + first / 10 + 4096,
-        "tracer RSS grew from {first} KiB to {last} KiB over {secs} s: {rss:?}"
-    );
+    assert_rss_flat(rss, secs / 2, "soak");
 
     let runj = read_json(&out.join("run.json"));
     for case in ["spawn", "spawn-wipeonfork"] {
@@ -2403,32 +2415,10 @@ fn soak_of_an_external_discover_sweep_keeps_memory_and_maps_flat() {
     let pid = child.id();
     // Past loading and attaching: the steady state.
     std::thread::sleep(Duration::from_secs(3));
-    let mut rss = Vec::new();
-    let started = Instant::now();
-    while let Some(kib) = vm_rss_kib(pid) {
-        if proc_stat(pid).is_some_and(|(_, s, _)| s == 'Z') {
-            break;
-        }
-        rss.push(kib);
-        std::thread::sleep(Duration::from_secs(1));
-        if started.elapsed() > Duration::from_secs(secs * 4 + 60) {
-            break;
-        }
-    }
+    let rss = rss_every_second(pid, Duration::from_secs(secs * 4 + 60));
     let r = finish(child, Duration::from_secs(300), "discover soak");
     r.expect(0, "discover soak");
-    rss.truncate(rss.len().saturating_sub(2));
-    assert!(
-        rss.len() as u64 >= secs / 3,
-        "only {} RSS samples over a {secs} s soak ({repeat} repeats)",
-        rss.len()
-    );
-    let q = rss.len() / 4;
-    let (first, last) = (median(&rss[..q]), median(&rss[rss.len() - q..]));
-    assert!(
-        last <= first + first / 10 + 4096,
-        "tracer RSS grew from {first} KiB to {last} KiB over the discover soak: {rss:?}"
-    );
+    assert_rss_flat(rss, secs / 3, "discover soak");
     let runj = read_json(&out.join("fork_vmas/run.json"));
     let invocations = runj["invocations"].as_array().unwrap();
     assert_eq!(invocations.len() as u64, repeat * ns.len() as u64);
