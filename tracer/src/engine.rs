@@ -936,6 +936,27 @@ impl Engine {
         }
     }
 
+    /// The uprobe program `prog` of the object, loaded (once; later attaches reuse it).
+    /// `what` names the attach for errors.
+    fn loaded_uprobe(&mut self, prog: &str, what: &str) -> Result<&mut UProbe, EngineError> {
+        let p: &mut UProbe = self
+            .bpf
+            .program_mut(prog)
+            .unwrap_or_else(|| panic!("uprobe program {prog} is in the object"))
+            .try_into()
+            .map_err(|source| EngineError::Program {
+                what: what.to_string(),
+                source,
+            })?;
+        if p.fd().is_err() {
+            p.load().map_err(|source| EngineError::Program {
+                what: what.to_string(),
+                source,
+            })?;
+        }
+        Ok(p)
+    }
+
     /// Attach the phase-marker uprobes to `binary` if it exports the marker symbols.
     /// Returns false (and attaches nothing) when the binary does not speak the protocol.
     pub fn attach_phase_markers(&mut self, binary: &Path) -> Result<bool, EngineError> {
@@ -953,21 +974,7 @@ impl Engine {
             ("phase_end", workloads::marker::END_SYMBOL),
         ] {
             let what = format!("uprobe {prog} on {}:{sym}", binary.display());
-            let p: &mut UProbe = self
-                .bpf
-                .program_mut(prog)
-                .expect("uprobe program")
-                .try_into()
-                .map_err(|source| EngineError::Program {
-                    what: what.clone(),
-                    source,
-                })?;
-            if p.fd().is_err() {
-                p.load().map_err(|source| EngineError::Program {
-                    what: what.clone(),
-                    source,
-                })?;
-            }
+            let p = self.loaded_uprobe(prog, &what)?;
             p.attach(sym, binary, UProbeScope::AllProcesses)
                 .map_err(|source| EngineError::Program { what, source })?;
         }

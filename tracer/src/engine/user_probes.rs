@@ -14,7 +14,6 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use aya::maps::{Array, MapData};
-use aya::programs::UProbe;
 use aya::programs::uprobe::{UProbeAttachLocation, UProbeScope};
 use tracer_ebpf::{FLAG_PHASE_FN, USDT_SLOTS, UsdtSpec};
 
@@ -188,21 +187,7 @@ impl Engine {
                     .map_err(map_error("USDT_SPECS"))?;
             }
             let name = format!("usdt_{slot}");
-            let p: &mut UProbe = self
-                .bpf
-                .program_mut(&name)
-                .expect("usdt program")
-                .try_into()
-                .map_err(|source| EngineError::Program {
-                    what: what.clone(),
-                    source,
-                })?;
-            if p.fd().is_err() {
-                p.load().map_err(|source| EngineError::Program {
-                    what: what.clone(),
-                    source,
-                })?;
-            }
+            let p = self.loaded_uprobe(&name, &what)?;
             let ref_ctr = match (site.probe.semaphore_offset, shift) {
                 (Some(off), Some(s)) => {
                     semaphores += 1;
@@ -246,21 +231,7 @@ impl Engine {
         // without a beginning (ignored), never a phase left open.
         for prog in ["phase_fn_exit", "phase_fn_entry"] {
             let what = format!("uprobe {prog} on {}+{file_offset:#x}", binary.display());
-            let p: &mut UProbe = self
-                .bpf
-                .program_mut(prog)
-                .expect("phase_fn program")
-                .try_into()
-                .map_err(|source| EngineError::Program {
-                    what: what.clone(),
-                    source,
-                })?;
-            if p.fd().is_err() {
-                p.load().map_err(|source| EngineError::Program {
-                    what: what.clone(),
-                    source,
-                })?;
-            }
+            let p = self.loaded_uprobe(prog, &what)?;
             p.attach(
                 UProbeAttachLocation::AbsoluteOffset(file_offset),
                 binary,
