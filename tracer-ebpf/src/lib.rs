@@ -273,9 +273,10 @@ pub struct OffStart {
 pub struct StackKey {
     pub agg: AggKey,
     pub kind: u32,
-    /// Kernel stack id in `STACK_TRACES`, or -1.
+    /// Kernel stack id in `STACK_TRACES` (`SAMPLED_STACKS` for the sampled kinds), -1 for
+    /// no kernel frames, -2 for a lost stack.
     pub kstack: i32,
-    /// User stack id in `STACK_TRACES`, or -1.
+    /// User stack id in `STACK_TRACES`, or -1 / -2 as for `kstack`.
     pub ustack: i32,
     /// Process the stack came from (needed to symbolize user frames).
     pub tgid: u32,
@@ -404,7 +405,8 @@ pub mod counter {
     /// Calls lost because their phase got no aggregate row (more phases than the maps were
     /// sized for), or a phase's statistics lost to a full `PHASE_STATS`.
     pub const AGG_MAP_FULL: u32 = 4;
-    /// A stack map or stack-aggregate map was full or a stack could not be taken.
+    /// Stacks lost, every kind together: a stack store or the stack-aggregate map was full,
+    /// two stacks shared a 31-bit id, or the kernel could not walk a stack.
     pub const STACK_ERRORS: u32 = 5;
     /// perf_event samples taken while some traced thread was inside a target.
     pub const SAMPLES_IN_TARGET: u32 = 6;
@@ -418,8 +420,28 @@ pub mod counter {
     pub const FLOOR_HITS: u32 = 10;
     /// Nanoseconds between entry and exit summed by the timed floor programs.
     pub const FLOOR_NS: u32 = 11;
+    /// Stacks the programs tried to record (kernel and user, every kind), the denominator of
+    /// the loss counters.
+    pub const STACKS_TAKEN: u32 = 12;
+    /// Lost stacks of calls (caller stacks), of blocking points (off-CPU) and of perf_event
+    /// samples: the per-kind parts of `STACK_ERRORS` that a store refused.
+    pub const STACKS_LOST_CALLER: u32 = 13;
+    pub const STACKS_LOST_OFFCPU: u32 = 14;
+    pub const STACKS_LOST_SAMPLED: u32 = 15;
     /// Number of counters.
-    pub const COUNT: u32 = 12;
+    pub const COUNT: u32 = 16;
+}
+
+/// Frames kept per recorded stack (kernel or user); deeper stacks keep their innermost
+/// frames, the ones a root cause is read from.
+pub const STACK_DEPTH: usize = 64;
+
+/// One recorded stack: instruction pointers, innermost first, zero after the last frame.
+/// Stored under a 31-bit id derived from its frames (see the eBPF side's `store_stack`).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct StackBuf {
+    pub ips: [u64; STACK_DEPTH],
 }
 
 #[cfg(feature = "user")]
@@ -439,6 +461,7 @@ mod pod {
     unsafe impl aya::Pod for SpanEvent {}
     unsafe impl aya::Pod for OffStart {}
     unsafe impl aya::Pod for UsdtSpec {}
+    unsafe impl aya::Pod for StackBuf {}
 }
 
 #[cfg(test)]

@@ -21,18 +21,16 @@
 #![feature(asm_experimental_arch)]
 
 use aya_ebpf::{
+    EbpfContext,
     bindings::{BPF_F_USER_STACK, BPF_NOEXIST},
-    btf_maps::StackTrace,
+    cty::c_void,
     helpers::{
-        bpf_get_current_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid,
+        bpf_get_current_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid, bpf_get_stack,
         bpf_ktime_get_ns, bpf_probe_read_kernel, bpf_probe_read_user,
         bpf_probe_read_user_str_bytes,
     },
-    macros::{
-        btf_map, fentry, fexit, kprobe, kretprobe, map, perf_event, tracepoint, uprobe, uretprobe,
-    },
+    macros::{fentry, fexit, kprobe, kretprobe, map, perf_event, tracepoint, uprobe, uretprobe},
     maps::{Array, HashMap, PerCpuArray, RingBuf},
-    programs::tracing::StackIdContext,
     programs::{
         FEntryContext, FExitContext, PerfEventContext, ProbeContext, RetProbeContext,
         TracePointContext,
@@ -140,16 +138,30 @@ static HIST: Array<HistRow> = Array::with_max_entries(128 * 8 * 2, 0);
 #[map]
 static STACKS: HashMap<StackKey, StackVal> = HashMap::with_max_entries(32768, 0);
 
-/// Kernel and user stacks of callers and of blocking points. Two maps, because a stack map
-/// rejects a new stack whose hash bucket is taken (no reuse: that would corrupt the ids
-/// already counted): the sampler's stacks, which the root-cause analysis needs, must not
-/// compete with the many distinct caller stacks. Depths are capped below the default 127
-/// frames to halve their memory. Userspace sizes both at load time.
-#[btf_map]
-static STACK_TRACES: StackTrace<16384, 0, 64> = StackTrace::new();
+/// Kernel and user stacks, each stored once under a 31-bit id derived from its frames. Not
+/// the kernel's stack-trace maps: those file a stack under its hash bucket and refuse a new
+/// stack whose bucket is taken, which lost a few percent of the stacks of a sweep, and not
+/// at random (long, varied stacks collide first). Here a stack is lost only when its store
+/// is full or two different stacks share an id (they are compared frame by frame, so never
+/// merged). Two stores, so the sampler's stacks never compete for room with the many caller
+/// stacks. Userspace sizes both at load time.
+#[map]
+static STACK_TRACES: HashMap<u32, StackBuf> = HashMap::with_max_entries(16384, 0);
 
-#[btf_map]
-static SAMPLED_STACKS: StackTrace<16384, 0, 48> = StackTrace::new();
+#[map]
+static SAMPLED_STACKS: HashMap<u32, StackBuf> = HashMap::with_max_entries(16384, 0);
+
+/// How deeply stack-taking programs can nest on one CPU (a perf_event sample in the middle
+/// of an fentry program, a target called from an interrupt): one scratch buffer per level.
+const STACK_NEST_MAX: u32 = 4;
+
+/// Where a stack is taken before it is filed (512 bytes: too big for the BPF stack).
+#[map]
+static STACK_SCRATCH: PerCpuArray<StackBuf> = PerCpuArray::with_max_entries(STACK_NEST_MAX, 0);
+
+/// The stack-taking programs running on this CPU right now: the next free scratch level.
+#[map]
+static STACK_NEST: PerCpuArray<u32> = PerCpuArray::with_max_entries(1, 0);
 
 /// Userspace shrinks this to one page unless raw events are requested.
 #[map]
@@ -376,19 +388,129 @@ fn on_enter(slot: u32) {
     st.active = a + 1;
 }
 
+/// No stack: the context had no frames of that kind (a user stack of a kernel thread, the
+/// kernel stack of a sample taken in user mode).
+const NO_STACK: i32 = -1;
+/// A stack that could not be recorded (counted in `STACK_ERRORS` and its kind's counter).
+const LOST_STACK: i32 = -2;
+
+/// A caller or off-CPU stack (the current task's kernel stack, or its user stack with
+/// `BPF_F_USER_STACK`), filed in `STACK_TRACES`.
 #[inline(always)]
-fn stack_id<C: StackIdContext>(ctx: &C, flags: u64) -> i32 {
-    match ctx.get_stackid(&STACK_TRACES, flags) {
-        Ok(id) => id as i32,
-        Err(_) => {
-            bump(counter::STACK_ERRORS);
-            -1
-        }
+fn stack_id<C: EbpfContext>(ctx: &C, flags: u64, lost: u32) -> i32 {
+    store_stack(ctx, &STACK_TRACES, flags, lost)
+}
+
+/// Take the current stack and file it in `store`; its id, `NO_STACK` or `LOST_STACK`.
+#[inline(always)]
+fn store_stack<C: EbpfContext>(
+    ctx: &C,
+    store: &HashMap<u32, StackBuf>,
+    flags: u64,
+    lost: u32,
+) -> i32 {
+    let Some(nest) = STACK_NEST.get_ptr_mut(0) else {
+        return lose_stack(lost);
+    };
+    // A program that interrupts this one between the read and the write restores the
+    // level before it returns, so a plain read-modify-write is enough on one CPU.
+    let level = unsafe { *nest };
+    if level >= STACK_NEST_MAX {
+        return lose_stack(lost);
     }
+    unsafe { *nest = level + 1 };
+    let id = file_stack(ctx, store, flags, level, lost);
+    unsafe { *nest = level };
+    id
 }
 
 #[inline(always)]
-fn on_exit<C: StackIdContext>(ctx: &C, slot: u32, count_unpaired: bool) {
+fn lose_stack(lost: u32) -> i32 {
+    bump(counter::STACKS_TAKEN);
+    bump(counter::STACK_ERRORS);
+    bump(lost);
+    LOST_STACK
+}
+
+#[inline(always)]
+fn file_stack<C: EbpfContext>(
+    ctx: &C,
+    store: &HashMap<u32, StackBuf>,
+    flags: u64,
+    level: u32,
+    lost: u32,
+) -> i32 {
+    let Some(buf) = STACK_SCRATCH.get_ptr_mut(level) else {
+        return lose_stack(lost);
+    };
+    // The kernel zeroes the buffer past the frames it writes.
+    let len = unsafe {
+        bpf_get_stack(
+            ctx.as_ptr(),
+            buf as *mut c_void,
+            core::mem::size_of::<StackBuf>() as u32,
+            flags,
+        )
+    };
+    if len == 0 {
+        return NO_STACK;
+    }
+    if len < 0 {
+        return lose_stack(lost);
+    }
+    bump(counter::STACKS_TAKEN);
+    let frames = (len as usize / 8).min(STACK_DEPTH);
+    let buf = unsafe { &*buf };
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for i in 0..STACK_DEPTH {
+        if i >= frames {
+            break;
+        }
+        h = (h ^ buf.ips[i]).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        h ^= h >> 29;
+    }
+    let id = ((h ^ (h >> 32)) as u32) & 0x7fff_ffff;
+    if let Some(old) = unsafe { store.get(&id) } {
+        return if same_stack(old, buf, frames) {
+            id as i32
+        } else {
+            lost_after_taken(lost)
+        };
+    }
+    if store.insert(&id, buf, BPF_NOEXIST as u64).is_ok() {
+        return id as i32;
+    }
+    // Another CPU filed a stack under this id first, or the store is full.
+    match unsafe { store.get(&id) } {
+        Some(old) if same_stack(old, buf, frames) => id as i32,
+        _ => lost_after_taken(lost),
+    }
+}
+
+/// A lost stack already counted as taken.
+#[inline(always)]
+fn lost_after_taken(lost: u32) -> i32 {
+    bump(counter::STACK_ERRORS);
+    bump(lost);
+    LOST_STACK
+}
+
+#[inline(always)]
+fn same_stack(a: &StackBuf, b: &StackBuf, frames: usize) -> bool {
+    for i in 0..STACK_DEPTH {
+        if i >= frames {
+            // Same frames so far: the stored stack must end here too.
+            return a.ips[i] == 0;
+        }
+        if a.ips[i] != b.ips[i] {
+            return false;
+        }
+    }
+    true
+}
+
+#[inline(always)]
+fn on_exit<C: EbpfContext>(ctx: &C, slot: u32, count_unpaired: bool) {
     let Some(target) = slot_target(slot) else {
         return;
     };
@@ -479,8 +601,8 @@ fn on_exit<C: StackIdContext>(ctx: &C, slot: u32, count_unpaired: bool) {
             let skey = StackKey {
                 agg: key,
                 kind: STACK_CALLER,
-                kstack: stack_id(ctx, 0),
-                ustack: stack_id(ctx, BPF_F_USER_STACK as u64),
+                kstack: stack_id(ctx, 0, counter::STACKS_LOST_CALLER),
+                ustack: stack_id(ctx, BPF_F_USER_STACK as u64, counter::STACKS_LOST_CALLER),
                 tgid,
             };
             add_stack_weighted(&skey, weight, wall * weight);
@@ -759,7 +881,7 @@ pub fn sched_switch(ctx: TracePointContext) -> u32 {
                     st.off_case = case;
                     st.off_n = n;
                     st.off_target = top_target(st);
-                    st.off_kstack = stack_id(&ctx, 0);
+                    st.off_kstack = stack_id(&ctx, 0, counter::STACKS_LOST_OFFCPU);
                 }
             }
         }
@@ -770,7 +892,7 @@ pub fn sched_switch(ctx: TracePointContext) -> u32 {
             since_ns: ts,
             n,
             case,
-            kstack: stack_id(&ctx, 0),
+            kstack: stack_id(&ctx, 0, counter::STACKS_LOST_OFFCPU),
         };
         if OFF_START.insert(&prev, &start, 0).is_err() {
             bump(counter::STACK_ERRORS);
@@ -982,13 +1104,7 @@ pub fn sampler(ctx: PerfEventContext) -> u32 {
     bump(counter::SAMPLES_IN_TARGET);
     let target = top_target(st);
     let (case, n) = peek_phase(st, (pid_tgid >> 32) as u32);
-    let kstack = match ctx.get_stackid(&SAMPLED_STACKS, 0) {
-        Ok(id) => id as i32,
-        Err(_) => {
-            bump(counter::STACK_ERRORS);
-            -1
-        }
-    };
+    let kstack = store_stack(&ctx, &SAMPLED_STACKS, 0, counter::STACKS_LOST_SAMPLED);
     let key = StackKey {
         agg: AggKey { target, case, n },
         kind: STACK_ONCPU,
@@ -1002,19 +1118,11 @@ pub fn sampler(ctx: PerfEventContext) -> u32 {
 }
 
 /// Discover mode: one sample of a traced task, wherever it is. A sample that interrupted
-/// user mode has no kernel frames (bpf_get_stackid says EFAULT): it is kept with kstack -1,
+/// user mode has no kernel frames (an empty kernel stack): it is kept with kstack -1,
 /// so the report can tell kernel time from user time and compare it with the rusage.
 #[inline(always)]
 fn profile_sample(ctx: &PerfEventContext, cfg: &Config, pid_tgid: u64) {
-    const EFAULT: i32 = 14;
-    let kstack = match ctx.get_stackid(&SAMPLED_STACKS, 0) {
-        Ok(id) => id as i32,
-        Err(e) if e == -EFAULT => -1,
-        Err(_) => {
-            bump(counter::STACK_ERRORS);
-            -2
-        }
-    };
+    let kstack = store_stack(ctx, &SAMPLED_STACKS, 0, counter::STACKS_LOST_SAMPLED);
     let (case, n, _) = lookup_phase((pid_tgid >> 32) as u32);
     let key = StackKey {
         agg: AggKey { target: 0, case, n },

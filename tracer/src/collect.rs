@@ -8,7 +8,7 @@ use tracer_ebpf::{
 };
 
 use crate::engine::Snapshot;
-use crate::kernel::symbolize::{KernelSymbolizer, UNKNOWN, is_bpf_frame};
+use crate::kernel::symbolize::{KernelSymbolizer, UNKNOWN, is_bpf_frame, is_return_trampoline};
 use crate::rundata::{
     Dist, PROFILE_TARGET, PhaseRow, SpanRow, StackFile, StackKind, stack_file_path,
 };
@@ -31,6 +31,10 @@ pub const COUNTER_NAMES: [&str; counter::COUNT as usize] = [
     "phase_markers",
     "floor_hits",
     "floor_ns",
+    "stacks_taken",
+    "stacks_lost_caller",
+    "stacks_lost_offcpu",
+    "stacks_lost_sampled",
 ];
 
 /// What a non-zero loss counter costs the results, and what to do about it, for warnings.
@@ -51,8 +55,9 @@ pub fn counter_meaning(name: &str) -> Option<&'static str> {
              mid-call): not timed"
         }
         "stack_errors" => {
-            "stacks not recorded (stack-map collisions or unreadable user stacks): flamegraphs \
-             and root causes rest on fewer samples; counts and times are unaffected"
+            "stacks not recorded (a full stack store, or a stack the kernel could not walk): \
+             flamegraphs and root causes rest on fewer samples; counts and times are unaffected \
+             (stacks_lost_* say which kind)"
         }
         _ => return None,
     })
@@ -136,7 +141,12 @@ pub fn phase_rows(snap: &Snapshot) -> Vec<PhaseRow> {
 /// Frames the probes themselves add on top of kernel stacks (fentry trampolines, the BPF
 /// program, the tracepoint and kprobe machinery): not part of what the user traced.
 fn is_probe_frame(name: &str) -> bool {
-    const PREFIXES: [&str; 12] = [
+    const PREFIXES: [&str; 16] = [
+        // kprobe handlers a sample can land in (the kprobe's own callbacks).
+        "aggr_pre_handler",
+        "pre_handler_kretprobe",
+        "opt_pre_handler",
+        "optimized_callback",
         "bpf_prog_",
         "bpf_trampoline_",
         "__bpf_prog_",
@@ -160,6 +170,23 @@ fn is_probe_frame(name: &str) -> bool {
         || name.starts_with("rethook_")
 }
 
+/// Entry code of an interrupt or exception: the frame beyond it is the interrupted
+/// instruction, not a return address.
+fn is_interrupt_entry(name: &str) -> bool {
+    const PREFIXES: [&str; 5] = [
+        "asm_sysvec_",
+        "asm_exc_",
+        "asm_common_interrupt",
+        "asm_spurious_interrupt",
+        "asm_fred_entrypoint",
+    ];
+    PREFIXES.iter().any(|p| name.starts_with(p))
+        || matches!(
+            name,
+            "common_interrupt" | "apic_timer_interrupt" | "page_fault" | "nmi" | "asm_exc_nmi"
+        )
+}
+
 /// Kernel frames root-first. `sampled` selects the on-CPU sampler's stack map.
 fn kernel_frames(snap: &Snapshot, id: i32, sampled: bool, ksyms: &KernelSymbolizer) -> Vec<String> {
     if id < 0 {
@@ -170,12 +197,19 @@ fn kernel_frames(snap: &Snapshot, id: i32, sampled: bool, ksyms: &KernelSymboliz
         return vec!["[lost-kernel-stack]".into()];
     };
     // Innermost first: the first address is where the stack was taken, every later one a
-    // return address.
-    let mut names: Vec<String> = ips
-        .iter()
-        .enumerate()
-        .map(|(i, &ip)| ksyms.frame_name(ip, i > 0))
-        .collect();
+    // return address, except the one an interrupt or exception entry interrupted: that is
+    // the exact instruction (named as a return address, an interrupt at a function's first
+    // byte would name the function before it).
+    let mut names: Vec<String> = Vec::with_capacity(ips.len());
+    for &ip in ips {
+        let exact = names.last().is_none_or(|n: &String| is_interrupt_entry(n));
+        names.push(ksyms.frame_name(ip, !exact));
+    }
+    // Everything a BPF program called (a stack walk, a map update) is the probe's own work:
+    // cut at the outermost BPF frame.
+    if let Some(j) = names.iter().rposition(|n| n.starts_with("[bpf_prog")) {
+        names.drain(..j);
+    }
     // The probe's own frames (BPF programs, trampolines, the tracing machinery) are not the
     // traced work: drop them at the inner end, and drop BPF frames anywhere (an fentry
     // trampoline sits between a function's patched entry and its body, so the function would
@@ -188,7 +222,9 @@ fn kernel_frames(snap: &Snapshot, id: i32, sampled: bool, ksyms: &KernelSymboliz
     let mut out: Vec<String> = Vec::with_capacity(names.len());
     let mut dropped_bpf = false;
     for n in names {
-        if is_bpf_frame(&n) {
+        // A return trampoline stands where a probe replaced the caller's return address:
+        // probe machinery, like the BPF frames.
+        if is_bpf_frame(&n) || is_return_trampoline(&n) {
             dropped_bpf = true;
             continue;
         }
@@ -334,6 +370,11 @@ mod tests {
             "phase_markers",
             "floor_hits",
             "floor_ns",
+            // The denominator and the per-kind parts of stack_errors, which warns for them.
+            "stacks_taken",
+            "stacks_lost_caller",
+            "stacks_lost_offcpu",
+            "stacks_lost_sampled",
         ];
         for name in COUNTER_NAMES {
             assert_eq!(
@@ -433,6 +474,8 @@ mod tests {
 0000000000003000 T entry_SYSCALL_64
 0000000000003400 T kernel_wait4
 0000000000004000 T wait_consider_task
+0000000000004800 T asm_sysvec_apic_timer_interrupt
+0000000000004c00 T bpf_get_stack_raw_tp
 0000000000005000 T _etext
 0000000000006000 T _sinittext
 0000000000006000 t init_amd_microcode
@@ -454,6 +497,33 @@ mod tests {
             .insert(1, vec![0x4001, 0x1001, 0xd100, 0x1002, 0x3401]);
         let f = kernel_frames(&s, 1, false, &ksyms(KALLSYMS));
         assert_eq!(f, vec!["kernel_wait4", "do_wait", "wait_consider_task"]);
+    }
+
+    #[test]
+    fn the_instruction_an_interrupt_stopped_is_exact_not_a_return_address() {
+        // Interrupted at copy_page_range's first byte: as a return address it would be
+        // dup_mmap's last one (5.10 showed bpf_trampoline_put for __bpf_prog_enter+0).
+        let mut s = Snapshot::default();
+        s.traces.insert(1, vec![0x4810, 0x2800, 0x2410]);
+        let f = kernel_frames(&s, 1, false, &ksyms(KALLSYMS));
+        assert_eq!(
+            f,
+            vec![
+                "dup_mmap",
+                "copy_page_range",
+                "asm_sysvec_apic_timer_interrupt"
+            ]
+        );
+    }
+
+    #[test]
+    fn what_a_bpf_program_called_is_cut_with_the_program() {
+        // A sample inside our own stack walk, in a program on dup_mmap's fentry trampoline.
+        let mut s = Snapshot::default();
+        s.traces
+            .insert(1, vec![0x4c10, 0xc010, 0xd100, 0x2404, 0x2010]);
+        let f = kernel_frames(&s, 1, false, &ksyms(KALLSYMS));
+        assert_eq!(f, vec!["copy_process", "dup_mmap"]);
     }
 
     #[test]

@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, HashMap as StdHashMap};
 use std::path::{Path, PathBuf};
 
-use aya::maps::{Array, HashMap, MapData, PerCpuArray, StackTraceMap};
+use aya::maps::{Array, HashMap, MapData, PerCpuArray};
 use aya::programs::perf_event::{PerfEventConfig, PerfEventScope, SamplePolicy, SoftwareEvent};
 use aya::programs::{
     FEntry, FExit, KProbe, PerfEvent, ProgramError, TracePoint, UProbe, uprobe::UProbeScope,
@@ -1153,9 +1153,8 @@ impl Engine {
         }
 
         for (map, oncpu) in [("STACK_TRACES", false), ("SAMPLED_STACKS", true)] {
-            let traces: StackTraceMap<&MapData> =
-                StackTraceMap::try_from(self.bpf.map(map).expect("stack map"))
-                    .map_err(map_error(map))?;
+            let traces: HashMap<&MapData, u32, StackBuf> =
+                HashMap::try_from(self.bpf.map(map).expect("stack map")).map_err(map_error(map))?;
             let mut wanted: Vec<i32> = Vec::new();
             for (k, _) in &snap.stacks {
                 if is_sampled_kind(k.kind) == oncpu {
@@ -1172,7 +1171,10 @@ impl Engine {
             for id in wanted {
                 // A missing id renders as a lost-stack frame rather than failing the run.
                 if let Ok(t) = traces.get(&(id as u32), 0) {
-                    dest.insert(id, t.frames().iter().map(|f| f.ip).collect());
+                    dest.insert(
+                        id,
+                        t.ips.iter().copied().take_while(|&ip| ip != 0).collect(),
+                    );
                 }
             }
         }
@@ -1308,15 +1310,8 @@ impl Engine {
         clear_hash::<PhaseKey, u32>(&mut self.bpf, "PHASE_ROWS")?;
         clear_hash::<u32, OffStart>(&mut self.bpf, "OFF_START")?;
         self.init_rows()?;
-        for map in ["STACK_TRACES", "SAMPLED_STACKS"] {
-            let mut m: StackTraceMap<&mut MapData> =
-                StackTraceMap::try_from(self.bpf.map_mut(map).expect("stack map"))
-                    .map_err(map_error(map))?;
-            let ids: Vec<u32> = m.stack_ids().filter_map(Result::ok).collect();
-            for id in ids {
-                let _ = m.remove(&id);
-            }
-        }
+        clear_hash::<u32, StackBuf>(&mut self.bpf, "STACK_TRACES")?;
+        clear_hash::<u32, StackBuf>(&mut self.bpf, "SAMPLED_STACKS")?;
         let mut m: PerCpuArray<&mut MapData, u64> =
             PerCpuArray::try_from(self.bpf.map_mut("COUNTERS").expect("COUNTERS"))
                 .map_err(map_error("COUNTERS"))?;

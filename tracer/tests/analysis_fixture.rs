@@ -165,7 +165,8 @@ fn real_waitpid_sweep_on_6_18() {
     assert_eq!(any.sizes_used, vec![100, 1000, 4000]);
     assert!(
         any.line.starts_with("do_wait [waitpid-any] -> ")
-            && any.line.ends_with(" [from samples at N=100..4000 only]"),
+            && any.line.contains(" [from ")
+            && any.line.ends_with(" samples at N=100..4000 only]"),
         "{}",
         any.line
     );
@@ -234,7 +235,8 @@ fn vm_5_10_waitpid_at_999_hz_names_the_walk_by_added_time() {
             && rc.line.contains(" of the added time (")
             && rc.line.contains("N=500..4000")
             && rc.line.contains(": the walk over the children list")
-            && rc.line.ends_with(" [from samples at N=500..4000 only]"),
+            && rc.line.contains(" [from ")
+            && rc.line.ends_with(" samples at N=500..4000 only]"),
         "{}",
         rc.line
     );

@@ -452,8 +452,10 @@ fn full_report_from_a_synthetic_sweep() {
     assert!(per_call.ends_with("µs"), "{rc_wait}");
     let us: f64 = per_call.trim_end_matches("µs").parse().unwrap();
     assert!((30.0..=34.0).contains(&us), "{rc_wait}");
+    // The line ends with how many stack samples it rests on.
     assert!(
-        rc_wait.ends_with("the walk over the children list"),
+        rc_wait.contains("the walk over the children list [from ")
+            && rc_wait.ends_with(" samples]"),
         "{rc_wait}"
     );
     let rc_dup = summary

@@ -91,6 +91,20 @@ fn class(g: &Value) -> String {
     g["scaling"]["class"].as_str().unwrap().to_string()
 }
 
+/// The sampled stacks of a whole-process profile: at least 99.9% of them recorded (every
+/// distinct stack stored, none lost to another stack's slot).
+fn assert_stacks_kept(run_json: &std::path::Path) {
+    let run: Value = serde_json::from_str(&std::fs::read_to_string(run_json).unwrap()).unwrap();
+    let c = |k: &str| run["counters"][k].as_u64().unwrap_or_else(|| panic!("{k}"));
+    let (taken, lost) = (c("stacks_taken"), c("stack_errors"));
+    assert!(taken > 1000, "only {taken} stacks taken");
+    assert!(
+        lost * 1000 <= taken,
+        "{lost} of {taken} stacks lost (sampled {})",
+        c("stacks_lost_sampled")
+    );
+}
+
 #[test]
 fn discover_names_the_children_walk_of_waitpid_wnohang() {
     let _g = serial();
@@ -131,6 +145,7 @@ fn discover_names_the_children_walk_of_waitpid_wnohang() {
     );
     assert_eq!(d["cause"]["function"], "wait_consider_task", "{}", text(&o));
     assert_eq!(d["per"], "op", "--ops gives per-op times");
+    assert_stacks_kept(&_dir.path().join("sweep/wait_children/run.json"));
     // This kernel allows no function probe: the confirmation pass says so and is skipped,
     // and the answer says the finding rests on samples.
     assert!(

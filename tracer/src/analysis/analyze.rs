@@ -181,8 +181,14 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Result<Analysis, LoadErr
             if *v > 0
                 && let Some(meaning) = crate::collect::counter_meaning(name)
             {
-                a.warnings
-                    .push(format!("{}: counter {name} = {v} ({meaning})", lr.label));
+                let of = match name.as_str() {
+                    "stack_errors" => stack_loss_detail(&run.counters),
+                    _ => String::new(),
+                };
+                a.warnings.push(format!(
+                    "{}: counter {name} = {v}{of} ({meaning})",
+                    lr.label
+                ));
             }
         }
         for t in &run.targets {
@@ -516,6 +522,22 @@ pub fn verdict(t: &CaseTable) -> Verdict {
         stand_in,
         line,
     }
+}
+
+/// " of T stacks taken (caller c, off-CPU o, sampled s)" for the stack-loss warning: the
+/// share lost, and which kind of stack it was (older runs lack the per-kind counters).
+fn stack_loss_detail(counters: &BTreeMap<String, u64>) -> String {
+    let get = |k: &str| counters.get(k).copied().unwrap_or(0);
+    let taken = get("stacks_taken");
+    if taken == 0 {
+        return String::new();
+    }
+    format!(
+        " of {taken} stacks taken (caller {}, off-CPU {}, sampled {})",
+        get("stacks_lost_caller"),
+        get("stacks_lost_offcpu"),
+        get("stacks_lost_sampled")
+    )
 }
 
 #[cfg(test)]

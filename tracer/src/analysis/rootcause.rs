@@ -585,13 +585,24 @@ pub fn root_cause(
             (!known.is_empty()).then(|| known.join("; "))
         }
     };
-    let sizes_note = if sizes_used.len() < all_ns.len() {
-        format!(
+    // How many stack samples the line rests on (over the sizes it used), when counted.
+    let used_samples: Option<u64> = cause
+        .samples
+        .iter()
+        .filter(|(n, _)| sizes_used.contains(n))
+        .map(|(_, c)| *c)
+        .sum();
+    let sizes_note = match (sizes_used.len() < all_ns.len(), used_samples) {
+        (true, Some(k)) => format!(
+            " [from {k} samples at {} only]",
+            sizes_text(&sizes_used, &all_ns)
+        ),
+        (true, None) => format!(
             " [from samples at {} only]",
             sizes_text(&sizes_used, &all_ns)
-        )
-    } else {
-        String::new()
+        ),
+        (false, Some(k)) => format!(" [from {k} samples]"),
+        (false, None) => String::new(),
     };
     let n0 = sizes_used[0];
     let n1 = sizes_used[sizes_used.len() - 1];
@@ -1356,7 +1367,7 @@ mod tests {
         .unwrap();
         assert_eq!(rc.sizes_used, vec![100, 1000, 4000]);
         assert!(
-            rc.line.ends_with(" [from samples at N=100..4000 only]"),
+            rc.line.ends_with(" [from 162 samples at N=100..4000 only]"),
             "{}",
             rc.line
         );
@@ -1419,7 +1430,7 @@ mod tests {
         assert!(top.growth >= MIN_GROWTH && !top.grows(), "{top:?}");
         assert!(
             rc.line.ends_with(
-                "no frame's share grows with N (largest change: anon_vma_fork +13 pts from N=1 to N=4000, within sampling noise)"
+                "no frame's share grows with N (largest change: anon_vma_fork +13 pts from N=1 to N=4000, within sampling noise) [from 75 samples]"
             ),
             "{}",
             rc.line
@@ -1459,7 +1470,7 @@ mod tests {
         assert_eq!(rc.culprit.as_ref().unwrap().frame(), "wait_consider_task");
         assert_eq!(
             rc.line,
-            "do_wait [waitpid-any] -> __do_wait -> wait_consider_task: carries 100% ± 0.4 of the added time (20.0µs -> 160µs per call, N=1000..8000, slope 1.0); share 95% -> 99%: the walk over the children list"
+            "do_wait [waitpid-any] -> __do_wait -> wait_consider_task: carries 100% ± 0.4 of the added time (20.0µs -> 160µs per call, N=1000..8000, slope 1.0); share 95% -> 99%: the walk over the children list [from 2000 samples]"
         );
         // Without the measured time per call the stacks' weight over the calls stands in.
         let unmeasured: Vec<StacksAtN> = samples
@@ -1568,7 +1579,7 @@ mod tests {
         assert!((a.fraction - 0.75).abs() < 0.01 && a.clear(), "{a:?}");
         assert_eq!(
             rc.line,
-            "do_wait [waitpid-pid] -> wait_consider_task: carries 75% ± 5 of the added time (365µs -> 9.10ms per call, N=500..4000, slope 1.3); share 38% -> 72%: the walk over the children list (also: do_wait (self) 22% ± 4) [from samples at N=500..4000 only]"
+            "do_wait [waitpid-pid] -> wait_consider_task: carries 75% ± 5 of the added time (365µs -> 9.10ms per call, N=500..4000, slope 1.3); share 38% -> 72%: the walk over the children list (also: do_wait (self) 22% ± 4) [from 236 samples at N=500..4000 only]"
         );
         // The other frames are ranked by the added time they carry.
         assert_eq!(rc.ranking[1].path, vec![SELF_FRAME]);
@@ -1634,7 +1645,7 @@ mod tests {
         assert!(rc.culprit.is_none(), "{}", rc.line);
         assert_eq!(
             rc.line,
-            "do_wait: no frame clearly carries most of the added time (1.00µs -> 1.50µs per call, N=10..1000): the largest part, walk 133% ± 69, is within sampling noise"
+            "do_wait: no frame clearly carries most of the added time (1.00µs -> 1.50µs per call, N=10..1000): the largest part, walk 133% ± 69, is within sampling noise [from 12 samples]"
         );
         // The same shares from 100 times the samples: a clear culprit.
         let many: Vec<StacksAtN> = few

@@ -287,6 +287,17 @@ impl KernelSymbolizer {
     /// (every frame but the innermost), so the calling instruction is one byte before it; a
     /// call at the very end of a function (to a noreturn one) would otherwise name the next.
     pub fn frame_name(&self, addr: u64, return_address: bool) -> String {
+        // A return address names its call site (addr - 1), except for the first byte of a
+        // return trampoline (kretprobe_trampoline, rethook, ftrace's return_to_handler):
+        // a probe put it in place of the real return address, and addr - 1 would be the
+        // unrelated function before it (elfcorehdr_read on 5.10).
+        if return_address && let Ok(i) = self.ranges.binary_search_by_key(&addr, |r| r.start) {
+            let r = &self.ranges[i];
+            let name = &self.names[r.name.0..r.name.1];
+            if is_return_trampoline(name) {
+                return name.to_string();
+            }
+        }
         let addr = if return_address {
             addr.saturating_sub(1)
         } else {
@@ -298,6 +309,18 @@ impl KernelSymbolizer {
             _ => UNKNOWN.to_string(),
         }
     }
+}
+
+/// Code a probe's return hook enters through a replaced return address.
+pub fn is_return_trampoline(name: &str) -> bool {
+    matches!(
+        name,
+        "kretprobe_trampoline"
+            | "__kretprobe_trampoline"
+            | "arch_rethook_trampoline"
+            | "rethook_trampoline"
+            | "return_to_handler"
+    )
 }
 
 /// A frame name: the kallsyms name itself, or one made for a BPF entry.
@@ -442,6 +465,27 @@ ffffffffc0300000 t ftrace_trampoline\t[__builtin__ftrace]
         assert_eq!(k.frame_name(0xffffffff81000110, false), "entry_SYSCALL_64");
         assert_eq!(k.frame_name(0xffffffff81000910, false), "memset");
         assert_eq!(k.frame_name(0x10, false), UNKNOWN);
+    }
+
+    #[test]
+    fn a_return_into_a_return_trampoline_names_the_trampoline_not_its_neighbour() {
+        // As in 5.10's kallsyms: elfcorehdr_read ends where kretprobe_trampoline begins.
+        let text = "ffffffff81000000 T _stext\n\
+                    ffffffff81000100 T elfcorehdr_read\n\
+                    ffffffff81000140 T kretprobe_trampoline\n\
+                    ffffffff81000190 T do_exit_caller\n\
+                    ffffffff81000200 T next_fn\n\
+                    ffffffff81001000 T _etext\n";
+        let k = KernelSymbolizer::build(text, &ext());
+        assert_eq!(
+            k.frame_name(0xffffffff81000140, true),
+            "kretprobe_trampoline"
+        );
+        // Any other function start reached as a return address follows a call at the very
+        // end of the function before it (a noreturn call): that function is the frame.
+        assert_eq!(k.frame_name(0xffffffff81000200, true), "do_exit_caller");
+        assert!(is_return_trampoline("kretprobe_trampoline"));
+        assert!(!is_return_trampoline("elfcorehdr_read"));
     }
 
     #[test]
