@@ -324,3 +324,30 @@ fn vm_6_1_spawn_names_the_per_vma_work() {
         rc.line
     );
 }
+
+/// Between the 5.10 recording (the children walk) and the 6.1 one (fixed in 5.13), compare
+/// names wait_consider_task as the frame whose share fell most under do_wait.
+#[test]
+fn compare_names_the_frame_whose_share_fell_between_kernels() {
+    use tracer::analysis::frameshift::ShareBasis;
+    let (a, b) = (vm("vm-5.10-waitpid-6000"), vm("vm-6.1-waitpid"));
+    let c = tracer::analysis::compare::compare(&a, &b);
+    let shifts: Vec<_> = c
+        .frame_shifts
+        .iter()
+        .filter(|s| s.target == "do_wait" && s.case_name == "waitpid-pid")
+        .collect();
+    let top = shifts
+        .first()
+        .unwrap_or_else(|| panic!("{:?}", c.frame_shifts));
+    assert_eq!(top.frame, "wait_consider_task", "{shifts:?}");
+    // 6.1's do_wait does not grow: the shares compared are those at the largest N.
+    assert_eq!(top.basis, ShareBasis::SamplesAtLargestN);
+    assert!(top.a > 0.7 && top.b < top.a - 0.3, "{top:?}");
+    let lines = render::tables::frame_shift_lines(&c);
+    let line = lines
+        .iter()
+        .find(|l| l.starts_with("do_wait [waitpid-pid]: wait_consider_task "))
+        .unwrap_or_else(|| panic!("{lines:?}"));
+    assert!(line.contains("of the samples at the largest N"), "{line}");
+}

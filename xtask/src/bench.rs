@@ -112,6 +112,9 @@ pub struct Results {
     pub meta: Meta,
     pub plan: Plan,
     pub overhead: Vec<overhead::OverheadSet>,
+    /// `--discover`'s sampling cost: the command's time per op with and without it.
+    #[serde(default)]
+    pub discover: Option<overhead::OverheadSet>,
     pub loss: Option<loss::Loss>,
     pub startup: Option<startup::Startup>,
     pub memory: Option<memory::Memory>,
@@ -366,6 +369,16 @@ pub fn run(opts: BenchOptions) -> Result<()> {
         overhead_sets.push(set);
     }
 
+    // Discover mode: sampling only, on the workload with the deepest kernel stacks.
+    let discover = overhead::measure(
+        &tools,
+        &format!("{}, --discover sampling (host)", waitpid.label),
+        &waitpid,
+        &wait_attach,
+        &[Config::Untraced, Config::Discover],
+        plan.rounds,
+    )?;
+
     // 2. Loss.
     let loss_w = Workload::getpid(plan.getpid_n, plan.loss_iterations);
     let raw_w = Workload::getpid(plan.getpid_n, plan.loss_iterations / 2);
@@ -424,6 +437,7 @@ pub fn run(opts: BenchOptions) -> Result<()> {
         meta: meta(started),
         plan,
         overhead: overhead_sets,
+        discover: Some(discover),
         loss: Some(loss),
         startup: Some(startup),
         memory: Some(memory),

@@ -300,6 +300,12 @@ const WAITPID_SCALING: &str =
 echo scaling=$? >> /out/status
 ";
 
+/// Fork with N VMAs, the same on 6.1 and 6.12 so `tracer compare` can show `__mt_dup`
+/// (6.8) taking the per-VMA maple-tree stores out of dup_mmap.
+const SPAWN_SWEEP: &str = "tracer sweep spawn --n 1,100,1000,4000 --no-report -o /out/spawn -- --variant spawn --iterations 6 --cpu 1
+echo spawn=$? >> /out/status
+";
+
 /// The calibration target's function plans (the native tests cover its tracepoint plan).
 const GETPID_PLANS: &str = "for plan in fentry kprobe; do
   tracer record --targets getpid --plan getpid=$plan --no-samples -o /out/getpid-$plan -- workloads getpid --variant getpid-syscall --n 5000 --iterations 3 --warmup 0 2> /out/getpid-$plan.err
@@ -355,16 +361,12 @@ echo inlined=$? >> /out/status
         Kernel::V6_1 => {
             s.push_str(&k_forks_script());
             s.push_str(WAITPID_SCALING);
-            s.push_str(
-                "tracer sweep spawn --n 1,100,1000,4000 --no-report -o /out/spawn -- --variant spawn --iterations 6 --cpu 1
-echo spawn=$? >> /out/status
-",
-            );
+            s.push_str(SPAWN_SWEEP);
             s.push_str(GETPID_PLANS);
             // Last, because it hides the kernel's BTF from everything after it.
             s.push_str(NO_BTF);
         }
-        Kernel::V6_12 => {}
+        Kernel::V6_12 => s.push_str(SPAWN_SWEEP),
     }
     s.push_str("exit 0\n");
     let (_, out) = boot(kernel, kernel.version(), &s, 1200);
@@ -843,4 +845,50 @@ fn no_phantom_frames_in_stacks_or_root_causes_on_5_10() {
 #[ignore = "boots a VM: run through cargo xtask test"]
 fn no_phantom_frames_in_stacks_or_root_causes_on_6_1() {
     assert_no_phantom_frames(Kernel::V6_1);
+}
+
+/// Issue 13's kernel history: from 6.1 to 6.12, fork's per-VMA maple-tree stores left
+/// dup_mmap (`__mt_dup` copies the tree whole since 6.8). Both scale O(n) in VMAs, so the
+/// classes alone say "O(n) -> O(n)"; compare must name the maple-tree store as the frame
+/// whose share of the time fell most.
+#[test]
+#[ignore = "boots a VM: run through cargo xtask test"]
+fn compare_names_the_maple_tree_store_as_what_fell_from_6_1_to_6_12() {
+    let (old, new) = (kernel_out(Kernel::V6_1), kernel_out(Kernel::V6_12));
+    for out in [&old, &new] {
+        assert_eq!(status_of(out)["spawn"], 0, "{}", out.display());
+    }
+    let cmp = new.parent().unwrap().join("compare-spawn");
+    let _ = fs::remove_dir_all(&cmp);
+    host_tracer(&[
+        "compare",
+        old.join("spawn").to_str().unwrap(),
+        new.join("spawn").to_str().unwrap(),
+        "-o",
+        cmp.to_str().unwrap(),
+        "--no-flamegraphs",
+    ]);
+    let c = read_json(&cmp.join("compare.json"));
+    let shifts: Vec<&Value> = c["frame_shifts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["target"] == "dup_mmap" && s["case_name"] == "spawn")
+        .collect();
+    let change = |s: &Value| s["b"].as_f64().unwrap() - s["a"].as_f64().unwrap();
+    let fell = shifts
+        .iter()
+        .min_by(|x, y| change(x).total_cmp(&change(y)))
+        .unwrap_or_else(|| panic!("no frame shift for dup_mmap [spawn]: {c}"));
+    let frame = fell["frame"].as_str().unwrap();
+    assert!(
+        frame.starts_with("mas_") || frame.starts_with("mtree_"),
+        "the frame that fell most is {frame}: {shifts:?}"
+    );
+    assert!(change(fell) <= -0.10, "{fell}");
+    let text = fs::read_to_string(cmp.join("compare.txt")).unwrap();
+    assert!(
+        text.contains("Where the time moved:") && text.contains(&format!("{frame} ")),
+        "{text}"
+    );
 }

@@ -7,7 +7,9 @@
 //!   from the within-run spread of calls: Welch's t-test on the two per-call means, with the
 //!   per-call standard deviations estimated from the histograms and n = timed calls, at 95%.
 //!   Because that spread ignores run-to-run drift (and with thousands of calls almost any
-//!   difference passes the test), the difference must also be at least [`MIN_CALL_DIFF_PCT`].
+//!   difference passes the test), the difference must also be at least [`MIN_CALL_DIFF_PCT`],
+//!   and the workload's repeats must differ significantly in the same direction (without
+//!   repeats on both sides: "?").
 //! * **workload time per op** (arithmetic mean over the workload's repeats), and
 //! * **workload ops/s** (harmonic mean over repeats, the right mean for rates). Both are marked
 //!   by Welch's t-test over the per-repeat values at 95%: this spread is the run-to-run one, as
@@ -22,6 +24,7 @@ use serde::Serialize;
 
 use super::analyze::{Analysis, Verdict};
 use super::fit::Complexity;
+use super::frameshift::{FrameShift, frame_shifts};
 use super::stats::{harmonic_mean, mean, t975, variance, welch};
 use super::table::{CaseTable, Row};
 
@@ -105,6 +108,8 @@ pub struct Comparison {
     pub label_b: String,
     pub rows: Vec<CompareRow>,
     pub classes: Vec<ClassChange>,
+    /// Frames whose share of the added time changed most, per target and case.
+    pub frame_shifts: Vec<FrameShift>,
 }
 
 type Key = (String, String);
@@ -171,6 +176,7 @@ pub fn compare(a: &Analysis, b: &Analysis) -> Comparison {
         label_b,
         rows,
         classes,
+        frame_shifts: frame_shifts(a, b),
     }
 }
 
@@ -222,8 +228,34 @@ fn compare_rows(target: &str, case: &str, ra: &Row, rb: &Row) -> Vec<CompareRow>
     out
 }
 
-/// Welch's test on per-call means with histogram spreads, plus the minimum difference.
+/// A per-call difference is significant when the calls' own spread says so (Welch, plus
+/// the minimum difference) *and* the run-to-run spread agrees: the workload's repeats differ
+/// significantly in the same direction. The within-run test alone marked +27% at one N and
+/// −42% at the next as both significant (6.1 → 6.12 fork with N VMAs): with thousands of
+/// calls almost any drift between two runs passes it. Without repeats on both sides the
+/// answer is "cannot tell".
 pub fn per_call_significance(ra: &Row, rb: &Row) -> Significance {
+    let within = within_run_significance(ra, rb);
+    if within != Significance::Significant {
+        return within;
+    }
+    let (xa, xb) = (&ra.op_repeats_ns, &rb.op_repeats_ns);
+    match repeat_significance(xa, xb) {
+        Significance::Significant => {
+            let calls_up = rb.time_per_call_ns > ra.time_per_call_ns;
+            let ops_up = mean(xb) > mean(xa);
+            if calls_up == ops_up {
+                Significance::Significant
+            } else {
+                Significance::NotSignificant
+            }
+        }
+        other => other,
+    }
+}
+
+/// Welch's test on per-call means with histogram spreads, plus the minimum difference.
+fn within_run_significance(ra: &Row, rb: &Row) -> Significance {
     let (Some(ma), Some(mb)) = (ra.time_per_call_ns, rb.time_per_call_ns) else {
         return Significance::Unknown;
     };
@@ -319,6 +351,34 @@ mod tests {
             c.classes[0].line,
             "do_wait [waitpid-pid]: 5.10.0-test O(n) -> 6.1.0-test O(1)"
         );
+    }
+
+    #[test]
+    fn a_per_call_difference_needs_the_repeats_to_agree() {
+        use Significance::*;
+        let row = |t: f64, repeats: &[f64]| Row {
+            time_per_call_ns: Some(t),
+            time_per_call_sd_ns: Some(t * 0.1),
+            timed_calls: 10_000,
+            op_repeats_ns: repeats.to_vec(),
+            ..Row::default()
+        };
+        // +27% per call with thousands of calls: the within-run test alone says significant.
+        let a = row(1000.0, &[]);
+        let b = row(1270.0, &[]);
+        assert_eq!(within_run_significance(&a, &b), Significant);
+        // No repeats: cannot tell run-to-run drift from a change.
+        assert_eq!(per_call_significance(&a, &b), Unknown);
+        // Repeats that overlap: drift.
+        let a = row(1000.0, &[100.0, 110.0, 90.0]);
+        let b = row(1270.0, &[105.0, 95.0, 112.0]);
+        assert_eq!(per_call_significance(&a, &b), NotSignificant);
+        // Repeats clearly slower, as the calls are: significant.
+        let b = row(1270.0, &[130.0, 128.0, 133.0]);
+        assert_eq!(per_call_significance(&a, &b), Significant);
+        // Repeats clearly faster while the calls got slower: not supported.
+        let b = row(1270.0, &[60.0, 62.0, 58.0]);
+        assert_eq!(per_call_significance(&a, &b), NotSignificant);
     }
 
     #[test]

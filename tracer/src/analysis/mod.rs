@@ -5,6 +5,7 @@ pub mod analyze;
 pub mod compare;
 pub mod discover;
 pub mod fit;
+pub mod frameshift;
 pub mod hist;
 pub mod load;
 pub mod populations;

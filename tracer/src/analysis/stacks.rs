@@ -117,7 +117,7 @@ impl Folded {
 }
 
 /// `name.isra.0` -> `name`; user-space frames (`[binary+0x10]`, `[libc.so.6]`) unchanged.
-fn clone_base(frame: &str) -> String {
+pub fn clone_base(frame: &str) -> String {
     if frame.starts_with('[') {
         return frame.to_string();
     }

@@ -79,7 +79,13 @@ fn options<'a>(info: &FlameInfo<'_>, title: String, subtitle: String) -> Options
 }
 
 /// Flamegraph of one N. Errors (as io::Error) when the stacks are empty.
-pub fn flamegraph(info: &FlameInfo<'_>, n: u64, stacks: &Folded) -> std::io::Result<Vec<u8>> {
+/// `samples`: how many samples (or spans, or blocking episodes) the stacks rest on.
+pub fn flamegraph(
+    info: &FlameInfo<'_>,
+    n: u64,
+    stacks: &Folded,
+    samples: u64,
+) -> std::io::Result<Vec<u8>> {
     let title = format!(
         "{} {} · {} · N={n}",
         kind_title(info.kind),
@@ -87,7 +93,7 @@ pub fn flamegraph(info: &FlameInfo<'_>, n: u64, stacks: &Folded) -> std::io::Res
         info.case_name
     );
     let subtitle = format!(
-        "kernel {} · {} · {} in {} stacks",
+        "kernel {} · {} · {} from {samples} samples, {} distinct stacks",
         info.kernel,
         plan_text(info.plan),
         ns(stacks.total() as f64),
@@ -199,7 +205,7 @@ mod tests {
             "entry_SYSCALL_64;do_syscall_64;do_wait;wait_consider_task 9000\nentry_SYSCALL_64;do_syscall_64;do_wait 1000\n",
         )
         .unwrap();
-        let svg = String::from_utf8(flamegraph(&info(), 8000, &stacks).unwrap()).unwrap();
+        let svg = String::from_utf8(flamegraph(&info(), 8000, &stacks, 10).unwrap()).unwrap();
         assert_eq!(check_well_formed(&svg), Ok("svg".to_string()));
         for needle in [
             "wait_consider_task",
@@ -207,15 +213,16 @@ mod tests {
             "N=8000",
             "5.10.0-28-cloud-amd64",
             " ns",
+            "from 10 samples, 2 distinct stacks",
         ] {
             assert!(svg.contains(needle), "missing {needle}");
         }
         // Deterministic.
         assert_eq!(
             svg.as_bytes(),
-            flamegraph(&info(), 8000, &stacks).unwrap().as_slice()
+            flamegraph(&info(), 8000, &stacks, 10).unwrap().as_slice()
         );
-        assert!(flamegraph(&info(), 1, &Folded::new()).is_err());
+        assert!(flamegraph(&info(), 1, &Folded::new(), 0).is_err());
     }
 
     #[test]

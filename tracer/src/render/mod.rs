@@ -630,12 +630,13 @@ fn render_flamegraphs(
         for &i in &idx {
             let s = &a.stacks[i];
             let rel = format!("{dir}/n{}.svg", s.file.n);
-            let svg = flame::flamegraph(&info, s.file.n, &s.folded).map_err(|source| {
-                ReportError::Flamegraph {
-                    path: out.root().join(&rel),
-                    source,
-                }
-            })?;
+            let svg =
+                flame::flamegraph(&info, s.file.n, &s.folded, s.file.count).map_err(|source| {
+                    ReportError::Flamegraph {
+                        path: out.root().join(&rel),
+                        source,
+                    }
+                })?;
             out.write(&rel, &svg)?;
             // The largest N is embedded beside the differential; the others are links.
             if i == idx[idx.len() - 1] {

@@ -3,6 +3,7 @@
 use serde::Serialize;
 
 use crate::analysis::compare::{Comparison, Quantity};
+use crate::analysis::frameshift::FrameShift;
 use crate::analysis::table::{CaseTable, Metric, PercentileSource, Row};
 use crate::analysis::{Analysis, CaseRootCause, Verdict};
 
@@ -634,11 +635,52 @@ fn diff_cell(c: &crate::analysis::compare::CompareRow) -> String {
 }
 
 /// mmtests-like comparison table in Markdown.
+/// One line per target and case whose frames' shares moved between the two sides, the
+/// largest change first: `dup_mmap [spawn]: mas_store 28% -> 5%, ... of the added time
+/// (6.1.0 -> 6.12.0)`.
+pub fn frame_shift_lines(c: &Comparison) -> Vec<String> {
+    let mut groups: Vec<((&str, &str), Vec<&FrameShift>)> = Vec::new();
+    for s in &c.frame_shifts {
+        let key = (s.target.as_str(), s.case_name.as_str());
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, v)) => v.push(s),
+            None => groups.push((key, vec![s])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|((target, case), shifts)| {
+            let parts: Vec<String> = shifts
+                .iter()
+                .map(|s| format!("{} {} -> {}", s.frame, pct0(s.a), pct0(s.b)))
+                .collect();
+            format!(
+                "{target} [{case}]: {} {} ({} -> {})",
+                parts.join(", "),
+                shifts[0].basis.text(),
+                c.label_a,
+                c.label_b
+            )
+        })
+        .collect()
+}
+
+fn pct0(f: f64) -> String {
+    format!("{:.0}%", f * 100.0)
+}
+
 pub fn compare_markdown(c: &Comparison) -> String {
     let mut out = format!("# {} vs {}\n\n", c.label_a, c.label_b);
     out.push_str("Scaling classes:\n\n");
     for cl in &c.classes {
         out.push_str(&format!("- `{}`\n", cl.line));
+    }
+    let shifts = frame_shift_lines(c);
+    if !shifts.is_empty() {
+        out.push_str("\nWhere the time moved (frames whose share changed most):\n\n");
+        for l in shifts {
+            out.push_str(&format!("- `{l}`\n"));
+        }
     }
     out.push_str(&format!(
         "\n`*` marks a significant difference, `?` too little data to tell (rules: see compare.json / the tracer docs). Diff is ({b} − {a}) / {a}.\n\n",
@@ -696,6 +738,13 @@ pub fn compare_terminal(c: &Comparison) -> String {
     let mut out = String::new();
     for cl in &c.classes {
         out.push_str(&format!("{}\n", cl.line));
+    }
+    let shifts = frame_shift_lines(c);
+    if !shifts.is_empty() {
+        out.push_str("\nWhere the time moved:\n");
+        for l in shifts {
+            out.push_str(&format!("  {l}\n"));
+        }
     }
     out.push('\n');
     let mut rows: Vec<Vec<String>> = vec![vec![

@@ -361,6 +361,9 @@ pub enum Config {
     /// The floor plus what timing itself needs: a clock read at each end and the entry time
     /// carried to the exit (`tracer __floor --timed`).
     TimedFloor,
+    /// `tracer record --discover` with no target: sampling only (every kernel stack of the
+    /// command's tree, and where it blocks), the mode's whole cost.
+    Discover,
 }
 
 impl Config {
@@ -372,6 +375,7 @@ impl Config {
             Config::Bpftrace => "bpftrace".into(),
             Config::Floor => "floor".into(),
             Config::TimedFloor => "timed-floor".into(),
+            Config::Discover => "discover".into(),
         }
     }
 }
@@ -447,6 +451,30 @@ pub fn run_config(
                 ns_per_op: r.ns_per_op(),
                 ops: r.ops,
                 counted: Some(run.calls_in_case),
+            })
+        }
+        Config::Discover => {
+            let out = dir.join(tag);
+            let mut a = argv([
+                path_str(&tools.tracer).as_str(),
+                "record",
+                "--discover",
+                "--force",
+                "-o",
+                &path_str(&out),
+                "--",
+            ]);
+            a.extend(cmd);
+            Cmd::new(a, &dir, tag).run()?;
+            let run = TracerRun::read(&out, &w.target)?;
+            let _ = std::fs::remove_dir_all(&out);
+            let samples = run.counters.get("samples_total").copied().unwrap_or(0);
+            ensure!(samples > 0, "{tag}: --discover took no sample");
+            let r = read_workload(&json)?;
+            Ok(Sample {
+                ns_per_op: r.ns_per_op(),
+                ops: r.ops,
+                counted: Some(samples),
             })
         }
         Config::Bpftrace => {

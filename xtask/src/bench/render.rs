@@ -28,6 +28,64 @@ fn spread(s: &Option<Summary>) -> (String, String, String) {
     }
 }
 
+/// `--discover`'s cost as a share of the command's own time per op, one figure per round
+/// (paired with the same round's untraced run, so a slow round cancels out).
+pub fn discover_overhead(set: &OverheadSet) -> Option<Summary> {
+    let base = &set.configs.iter().find(|c| c.name == "untraced")?.ns_per_op;
+    let with = &set.configs.iter().find(|c| c.name == "discover")?.ns_per_op;
+    let per_round: Vec<f64> = with
+        .iter()
+        .zip(base)
+        .filter(|(_, b)| **b > 0.0)
+        .map(|(w, b)| (w / b - 1.0) * 100.0)
+        .collect();
+    Summary::of(&per_round)
+}
+
+fn discover_section(md: &mut String, set: &OverheadSet) {
+    let _ = writeln!(
+        md,
+        "### {}
+",
+        set.title
+    );
+    let _ = writeln!(
+        md,
+        "`tracer record --discover -- workloads {}`: sampling only (cpu-clock kernel stacks of          the command's tree and where it blocks, no function probe), against the same command          untraced, {} interleaved rounds; the command's own time per op.\n",
+        set.workload.args.join(" "),
+        set.rounds
+    );
+    md.push_str(
+        "| configuration | ns/op (median) | IQR | min–max | added ns/op (median) | samples per run |\n\
+         | --- | ---: | ---: | ---: | ---: | --- |\n",
+    );
+    for c in &set.configs {
+        let (m, iqr, mm) = spread(&c.summary);
+        let added = c.added_ns.map_or("–".into(), |a| ns(a.median));
+        let counted: Vec<u64> = c.counted.iter().flatten().copied().collect();
+        let counted = match (counted.iter().min(), counted.iter().max()) {
+            (Some(lo), Some(hi)) => format!("{lo}–{hi}"),
+            _ => "–".into(),
+        };
+        let _ = writeln!(
+            md,
+            "| {} | {m} | {iqr} | {mm} | {added} | {counted} |",
+            c.name
+        );
+    }
+    match discover_overhead(set) {
+        Some(p) => {
+            let _ = writeln!(
+                md,
+                "\n`--discover` adds **{:+.1}%** to the command's time per op (median of the \
+                 per-round ratios; {:+.1}% to {:+.1}% over the rounds).\n",
+                p.median, p.min, p.max
+            );
+        }
+        None => md.push_str("\nNo round measured both configurations.\n\n"),
+    }
+}
+
 fn mib(kib: u64) -> String {
     format!("{:.1} MiB", kib as f64 / 1024.0)
 }
@@ -202,6 +260,10 @@ pub fn markdown(r: &Results) -> String {
     );
     for set in &r.overhead {
         overhead_table(&mut md, set);
+    }
+
+    if let Some(set) = &r.discover {
+        discover_section(&mut md, set);
     }
 
     // 2.
@@ -724,6 +786,7 @@ mod tests {
                 render_only: false,
             }),
             overhead: vec![set],
+            discover: None,
             loss: Some(loss::Loss {
                 workload: Workload::getpid(200_000, 25),
                 aggregate: vec![loss::AggregateRun {
@@ -827,6 +890,64 @@ mod tests {
             assert!(md.contains(needle), "missing {needle:?} in:\n{md}");
         }
         assert!(!md.contains("## 6."), "no VM section without VM results");
+    }
+
+    #[test]
+    fn discover_overhead_is_paired_per_round_and_stated() {
+        let names: Vec<String> = ["untraced", "discover"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let mk = |v: &[(f64, Option<u64>)]| -> Vec<Sample> {
+            v.iter()
+                .map(|&(ns_per_op, counted)| Sample {
+                    ns_per_op,
+                    ops: 5000,
+                    counted,
+                })
+                .collect()
+        };
+        // Round 2 is slow for both (a noisy neighbour): +2%, +4%, +3% once paired.
+        let samples = vec![
+            mk(&[(100_000.0, None), (200_000.0, None), (100_000.0, None)]),
+            mk(&[
+                (102_000.0, Some(900)),
+                (208_000.0, Some(1800)),
+                (103_000.0, Some(950)),
+            ]),
+        ];
+        let set = assemble(
+            "fork+waitpid, --discover sampling (host)",
+            &Workload::waitpid(5000),
+            &Attach {
+                mechanism: "tracepoint".into(),
+                plan: "p".into(),
+                points: vec![],
+            },
+            &names,
+            &samples,
+            &ratio_pairs(&names),
+        );
+        assert!(set.ratios.is_empty(), "no figure of merit: a stated cost");
+        let p = discover_overhead(&set).unwrap();
+        assert!((p.median - 3.0).abs() < 1e-9, "{p:?}");
+        assert!(
+            (p.min - 2.0).abs() < 1e-9 && (p.max - 4.0).abs() < 1e-9,
+            "{p:?}"
+        );
+        let mut r = results();
+        r.discover = Some(set);
+        let md = markdown(&r);
+        assert!(
+            md.contains("### fork+waitpid, --discover sampling (host)"),
+            "{md}"
+        );
+        assert!(
+            md.contains("adds **+3.0%** to the command's time per op"),
+            "{md}"
+        );
+        assert!(md.contains("| discover | "), "{md}");
+        assert!(md.contains("| 900–1800 |"), "{md}");
     }
 
     #[test]
