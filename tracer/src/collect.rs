@@ -170,6 +170,35 @@ fn is_probe_frame(name: &str) -> bool {
         || name.starts_with("rethook_")
 }
 
+/// Code that runs a probe's handler: whatever it calls works for the probe, never for the
+/// traced code (which runs after it returns; an fexit trampoline, which does call the traced
+/// function, is not one of these).
+fn is_probe_dispatch(name: &str) -> bool {
+    const NAMES: [&str; 13] = [
+        "ftrace_trampoline",
+        "ftrace_ops_assist_func",
+        "ftrace_ops_list_func",
+        "arch_ftrace_ops_list_func",
+        "kprobe_ftrace_handler",
+        "kprobe_int3_handler",
+        "aggr_pre_handler",
+        "pre_handler_kretprobe",
+        "opt_pre_handler",
+        "optimized_callback",
+        "trampoline_handler",
+        "__kretprobe_trampoline_handler",
+        "rethook_trampoline_handler",
+    ];
+    const PREFIXES: [&str; 5] = [
+        "[bpf_prog",
+        "trace_call_bpf",
+        "bpf_trace_run",
+        "__bpf_trace_",
+        "kprobe_perf_func",
+    ];
+    NAMES.contains(&name) || PREFIXES.iter().any(|p| name.starts_with(p))
+}
+
 /// Entry code of an interrupt or exception: the frame beyond it is the interrupted
 /// instruction, not a return address.
 fn is_interrupt_entry(name: &str) -> bool {
@@ -205,9 +234,9 @@ fn kernel_frames(snap: &Snapshot, id: i32, sampled: bool, ksyms: &KernelSymboliz
         let exact = names.last().is_none_or(|n: &String| is_interrupt_entry(n));
         names.push(ksyms.frame_name(ip, !exact));
     }
-    // Everything a BPF program called (a stack walk, a map update) is the probe's own work:
-    // cut at the outermost BPF frame.
-    if let Some(j) = names.iter().rposition(|n| n.starts_with("[bpf_prog")) {
+    // Everything a BPF program or a kprobe's dispatch called (a stack walk, a map update, a
+    // lock the handler took) is the probe's own work: cut at the outermost such frame.
+    if let Some(j) = names.iter().rposition(|n| is_probe_dispatch(n)) {
         names.drain(..j);
     }
     // The probe's own frames (BPF programs, trampolines, the tracing machinery) are not the
@@ -476,6 +505,9 @@ mod tests {
 0000000000004000 T wait_consider_task
 0000000000004800 T asm_sysvec_apic_timer_interrupt
 0000000000004c00 T bpf_get_stack_raw_tp
+0000000000004d00 T ftrace_trampoline
+0000000000004d80 T aggr_pre_handler
+0000000000004e00 T _raw_spin_unlock_irqrestore
 0000000000005000 T _etext
 0000000000006000 T _sinittext
 0000000000006000 t init_amd_microcode
@@ -524,6 +556,17 @@ mod tests {
             .insert(1, vec![0x4c10, 0xc010, 0xd100, 0x2404, 0x2010]);
         let f = kernel_frames(&s, 1, false, &ksyms(KALLSYMS));
         assert_eq!(f, vec!["copy_process", "dup_mmap"]);
+    }
+
+    #[test]
+    fn what_a_kprobe_handler_called_is_cut_with_the_handler() {
+        // 5.10, a kretprobe placed through ftrace on alloc_pages: a sample in the handler's
+        // unlock is the probe's work, charged to dup_mmap's callee where the probe fired.
+        let mut s = Snapshot::default();
+        s.traces
+            .insert(1, vec![0x4e10, 0x4d90, 0x4d10, 0x2810, 0x2410]);
+        let f = kernel_frames(&s, 1, false, &ksyms(KALLSYMS));
+        assert_eq!(f, vec!["dup_mmap", "copy_page_range"]);
     }
 
     #[test]

@@ -38,7 +38,7 @@ use serde_json::Value;
 use xtask::kernel::Kernel;
 
 /// The C benchmarks the sweeps run, from `tracer/tests/c/`.
-const BENCHES: &[&str] = &["fork_vmas", "wait_children"];
+const BENCHES: &[&str] = &["fork_vmas", "wait_children", "sysvipc_read"];
 
 /// The benchmarks compiled statically on the host (glibc's libc.a: they run in the guest's
 /// bare initramfs), once per test process, into a directory the guest gets at the same path.
@@ -91,13 +91,58 @@ const WAIT_PID_DISCOVER: Sweep = Sweep {
     command: "wait_children {n} {n} pid",
 };
 
+/// Runs per N of the verdict sweeps below: the repeats' spread enters each point's error, so
+/// one noisy run under TCG cannot bend the fit into another class.
+const REPEAT: u64 = 2;
+/// fork + waitpid(child) with N idle children and N timed waits (the teardown reaps stay one
+/// per timed call at every N). Five sizes over a decade and a half: 5.10's walk outgrows the
+/// call's fixed cost from N≈1000 under TCG.
+const WAIT_PID: Sweep = Sweep {
+    name: "pid",
+    args: "--n 250,500,1000,2000,4000 --repeat 2 --targets do_wait --no-samples",
+    command: "wait_children {n} {n} pid",
+};
+/// waitpid(-1, WNOHANG) polls with N idle children: a fixed loop of polls, each walking them.
+const WAIT_WNOHANG: Sweep = Sweep {
+    name: "wnohang",
+    args: "--n 250,500,1000,2000,4000 --repeat 2 --targets do_wait --no-samples",
+    command: "wait_children {n} 4000 wnohang",
+};
+/// The polls of WAIT_WNOHANG's command.
+const WNOHANG_POLLS: u64 = 4000;
+/// Reading /proc/sysvipc/shm with N segments, 10 reads.
+const SYSVIPC: Sweep = Sweep {
+    name: "sysvipc",
+    args: "--n 250,500,1000,2000,4000 --repeat 2 --targets sysvipc_find_ipc --no-samples",
+    command: "sysvipc_read {n} 10",
+};
+/// The reads of SYSVIPC's command.
+const SHM_READS: u64 = 10;
+
 fn script(kernel: Kernel) -> String {
     // The counts the tests expect are the commands' own arguments.
     assert!(VMAS.command.ends_with(&format!(" {VMA_FORKS}")));
     assert_eq!(VMAS.command, VMAS_ARBITRARY.command);
+    assert!(WAIT_WNOHANG.command.contains(&format!(" {WNOHANG_POLLS} ")));
+    assert!(SYSVIPC.command.ends_with(&format!(" {SHM_READS}")));
+    for sw in [&WAIT_PID, &WAIT_WNOHANG, &SYSVIPC] {
+        assert!(sw.args.contains(&format!("--repeat {REPEAT} ")));
+    }
     let sweeps: &[&Sweep] = match kernel {
-        Kernel::V6_1 => &[&VMAS_ARBITRARY, &WAIT_PID_DISCOVER],
-        _ => &[&VMAS, &WAIT_PID_DISCOVER],
+        Kernel::V6_1 => &[
+            &VMAS_ARBITRARY,
+            &WAIT_PID_DISCOVER,
+            &WAIT_PID,
+            &WAIT_WNOHANG,
+            &SYSVIPC,
+        ],
+        _ => &[
+            &VMAS,
+            &WAIT_PID_DISCOVER,
+            &WAIT_PID,
+            &WAIT_WNOHANG,
+            &SYSVIPC,
+        ],
     };
     let mut s = String::new();
     for sw in sweeps {
@@ -251,6 +296,50 @@ fn fork_with_n_vmas_is_linear() {
             (Kernel::V6_1, &VMAS_ARBITRARY, "O(n)"),
         ],
         |_, calls| calls == VMA_FORKS,
+    );
+}
+
+#[test]
+#[ignore = "boots a VM: run through cargo xtask test"]
+fn waitpid_pid_do_wait_grows_on_5_10_only() {
+    // Every do_wait of a run is in the command's phase: N timed calls, N teardown reaps.
+    assert_verdicts(
+        "waitpid(pid) with N children",
+        "do_wait",
+        &[
+            (Kernel::V5_10, &WAIT_PID, "O(n)"),
+            (Kernel::V6_1, &WAIT_PID, "O(1)"),
+        ],
+        |n, calls| calls == REPEAT * 2 * n,
+    );
+}
+
+#[test]
+#[ignore = "boots a VM: run through cargo xtask test"]
+fn waitpid_wnohang_do_wait_grows_on_both() {
+    assert_verdicts(
+        "waitpid(-1, WNOHANG) with N children",
+        "do_wait",
+        &[
+            (Kernel::V5_10, &WAIT_WNOHANG, "O(n)"),
+            (Kernel::V6_1, &WAIT_WNOHANG, "O(n)"),
+        ],
+        |n, calls| calls == REPEAT * (WNOHANG_POLLS + n),
+    );
+}
+
+#[test]
+#[ignore = "boots a VM: run through cargo xtask test"]
+fn proc_sysvipc_shm_find_ipc_per_call_grows_on_5_10_only() {
+    // At least one lookup per segment per read.
+    assert_verdicts(
+        "reading /proc/sysvipc/shm with N segments",
+        "sysvipc_find_ipc",
+        &[
+            (Kernel::V5_10, &SYSVIPC, "O(n)"),
+            (Kernel::V6_1, &SYSVIPC, "O(1)"),
+        ],
+        |n, calls| calls >= REPEAT * SHM_READS * n,
     );
 }
 

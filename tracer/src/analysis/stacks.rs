@@ -116,12 +116,16 @@ impl Folded {
     }
 }
 
-/// `name.isra.0` -> `name`; user-space frames (`[binary+0x10]`, `[libc.so.6]`) unchanged.
+/// The name a function has on every kernel: `name.isra.0` -> `name`, and the allocators'
+/// `_noprof` names (6.10's allocation profiling renamed `kmem_cache_alloc` to
+/// `kmem_cache_alloc_noprof`) -> the old ones; user-space frames (`[binary+0x10]`,
+/// `[libc.so.6]`) unchanged.
 pub fn clone_base(frame: &str) -> String {
     if frame.starts_with('[') {
         return frame.to_string();
     }
-    frame.split_once('.').map_or(frame, |(b, _)| b).to_string()
+    let base = frame.split_once('.').map_or(frame, |(b, _)| b);
+    base.strip_suffix("_noprof").unwrap_or(base).to_string()
 }
 
 /// Stacks cut at the target's frame.
@@ -230,6 +234,17 @@ pub fn normalize_to(before: &Folded, after: &Folded) -> Folded {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn frames_are_named_as_on_every_kernel() {
+        assert_eq!(
+            clone_base("finish_task_switch.isra.0"),
+            "finish_task_switch"
+        );
+        assert_eq!(clone_base("kmem_cache_alloc_noprof"), "kmem_cache_alloc");
+        assert_eq!(clone_base("mas_store"), "mas_store");
+        assert_eq!(clone_base("[libc.so.6]"), "[libc.so.6]");
+    }
 
     fn f(text: &str) -> Folded {
         Folded::parse(text).unwrap()
