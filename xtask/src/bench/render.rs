@@ -51,7 +51,9 @@ fn discover_section(md: &mut String, set: &OverheadSet) {
     );
     let _ = writeln!(
         md,
-        "`tracer record --discover -- workloads {}`: sampling only (cpu-clock kernel stacks of          the command's tree and where it blocks, no function probe), against the same command          untraced, {} interleaved rounds; the command's own time per op.\n",
+        "`tracer record --discover -- workloads {}`: sampling only (cpu-clock kernel stacks of \
+         the command's tree and where it blocks, no function probe), against the same command \
+         untraced, {} interleaved rounds; the command's own time per op.\n",
         set.workload.args.join(" "),
         set.rounds
     );
