@@ -324,7 +324,7 @@ fn waitpid_pid_do_wait_grows_on_5_10_only() {
 /// its N children at teardown, cheap calls whose number grows with N, so the mean per call
 /// mixes two populations and bends below O(n) (5.10: "O(log n)" over the mix in a run here,
 /// 46 µs -> 836 µs). The tool must say so and time the polls on their own: the population of
-/// WNOHANG_POLLS calls per run is O(n).
+/// WNOHANG_POLLS calls per run grows linearly (O(n), or O(n log n): see below).
 #[test]
 #[ignore = "boots a VM: run through cargo xtask test"]
 fn waitpid_wnohang_polls_grow_on_both_once_the_reaps_are_split_off() {
@@ -354,7 +354,12 @@ fn waitpid_wnohang_polls_grow_on_both_once_the_reaps_are_split_off() {
             .find(|p| p["kind"] == "fixed")
             .map(|p| p["scaling"]["class"].as_str().unwrap_or("").to_string());
         eprintln!("{v} WNOHANG polls: {polls:?}");
-        if polls.as_deref() != Some("O(n)") {
+        // Each poll walks the N children: linear in the kernel's code, but the walk's cost
+        // per child rises with N (a longer list, colder memory), and over N = 125..2000 the
+        // fit cannot tell n from n log n: O(n) in one run here (N up to 4000), O(n log n) on
+        // both kernels in the next (x44 over x16 N on 5.10). Either is the walk; anything else
+        // is not.
+        if !matches!(polls.as_deref(), Some("O(n)" | "O(n log n)")) {
             wrong.push(format!(
                 "{v}: the polls are {polls:?}, expected O(n): {split}"
             ));
