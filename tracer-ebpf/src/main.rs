@@ -424,12 +424,11 @@ fn store_stack<C: EbpfContext>(
     id
 }
 
+/// A stack lost before it was taken (counted as taken, then as lost).
 #[inline(always)]
 fn lose_stack(lost: u32) -> i32 {
     bump(counter::STACKS_TAKEN);
-    bump(counter::STACK_ERRORS);
-    bump(lost);
-    LOST_STACK
+    lost_after_taken(lost)
 }
 
 #[inline(always)]

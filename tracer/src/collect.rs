@@ -141,12 +141,7 @@ pub fn phase_rows(snap: &Snapshot) -> Vec<PhaseRow> {
 /// Frames the probes themselves add on top of kernel stacks (fentry trampolines, the BPF
 /// program, the tracepoint and kprobe machinery): not part of what the user traced.
 fn is_probe_frame(name: &str) -> bool {
-    const PREFIXES: [&str; 16] = [
-        // kprobe handlers a sample can land in (the kprobe's own callbacks).
-        "aggr_pre_handler",
-        "pre_handler_kretprobe",
-        "opt_pre_handler",
-        "optimized_callback",
+    const PREFIXES: [&str; 12] = [
         "bpf_prog_",
         "bpf_trampoline_",
         "__bpf_prog_",
@@ -245,7 +240,7 @@ fn kernel_frames(snap: &Snapshot, id: i32, sampled: bool, ksyms: &KernelSymboliz
     // otherwise appear twice around it).
     let keep = names
         .iter()
-        .position(|n| !is_probe_frame(n))
+        .position(|n| !is_probe_frame(n) && !is_probe_dispatch(n))
         .unwrap_or(names.len());
     names.drain(..keep);
     let mut out: Vec<String> = Vec::with_capacity(names.len());
