@@ -11,8 +11,10 @@
 //!    three or more (one high point at the largest N is not a trend).
 //! 2. **Which complexity class?** Each model `t = a + b·f(N)`, f ∈ {log n, n, n log n, n²}, is
 //!    fitted by least squares on *relative* residuals (weights 1/t², because per-call means
-//!    carry roughly constant relative noise and the times span decades); models whose growth
-//!    term comes out negative are discarded. As in Google Benchmark the models are compared by
+//!    carry roughly constant relative noise and the times span decades), each point weighted
+//!    by the inverse of its own relative variance plus the run-to-run spread [`ADEQUATE_FIT`]
+//!    (a size sampled a dozen times cannot bend the fit); models whose growth term comes out
+//!    negative are discarded. As in Google Benchmark the models are compared by
 //!    normalised RMS, but with a parsimony margin: starting from the model with the least
 //!    growth, one with more growth is chosen only when its RMS is at least [`PARSIMONY`]
 //!    lower than the current choice's, and only when the current choice does not already fit
@@ -106,7 +108,7 @@ pub struct ModelFit {
     pub b: f64,
     /// 95% confidence interval of `b`; None with fewer than three points.
     pub b_ci95: Option<(f64, f64)>,
-    /// Root mean square of the relative residuals `(t − model)/t`.
+    /// Root mean square of the relative residuals `(t − model)/t`, with the points' weights.
     pub nrms: f64,
 }
 
@@ -238,13 +240,7 @@ pub fn fit_scaling(points: &[Point]) -> Option<Scaling> {
         .iter()
         .filter_map(|c| fit_model(*c, &pts))
         .collect();
-    let noise = (pts
-        .iter()
-        .map(|p| p.rel_se.unwrap_or(0.0).powi(2))
-        .sum::<f64>()
-        / pts.len() as f64)
-        .sqrt();
-    let growth_model = parsimonious(&growing, ADEQUATE_FIT.max(2.0 * noise));
+    let growth_model = parsimonious(&growing, ADEQUATE_FIT.max(2.0 * weighted_noise(&pts)));
     let mut candidates = growing;
     candidates.sort_by(|a, b| a.nrms.total_cmp(&b.nrms).then(a.class.cmp(&b.class)));
 
@@ -369,13 +365,41 @@ fn normalize_points(points: &[Point]) -> Vec<Point> {
         .collect()
 }
 
-/// Weighted least squares of `t = a + b·f(N)` with weights 1/t². None when the growth term is
-/// not positive or the shape does not vary over the points. The interval of `b` uses the
-/// relative residual variance, floored by the points' own mean squared relative error.
+/// How much each point counts in a fit, relative to the others (mean 1): the inverse of its
+/// relative variance, its own error plus [`ADEQUATE_FIT`] (the run-to-run spread no error
+/// estimate captures). Points with errors well under that spread count equally; a size
+/// measured from a dozen samples (±29%) counts a tenth as much as one from thousands, so it
+/// cannot bend the class on its own.
+fn point_weights(pts: &[Point]) -> Vec<f64> {
+    let raw: Vec<f64> = pts
+        .iter()
+        .map(|p| 1.0 / (p.rel_se.unwrap_or(0.0).powi(2) + ADEQUATE_FIT.powi(2)))
+        .collect();
+    let mean = raw.iter().sum::<f64>() / raw.len().max(1) as f64;
+    raw.into_iter().map(|w| w / mean).collect()
+}
+
+/// The points' own relative error, averaged with the fit's weights.
+fn weighted_noise(pts: &[Point]) -> f64 {
+    let u = point_weights(pts);
+    (pts.iter()
+        .zip(&u)
+        .map(|(p, u)| u * p.rel_se.unwrap_or(0.0).powi(2))
+        .sum::<f64>()
+        / pts.len().max(1) as f64)
+        .sqrt()
+}
+
+/// Weighted least squares of `t = a + b·f(N)` on relative residuals (weights 1/t², times
+/// [`point_weights`]). None when the growth term is not positive or the shape does not vary
+/// over the points. `nrms` is the weighted RMS of the relative residuals (the plain RMS when
+/// every point has the same error). The interval of `b` uses that residual variance, floored
+/// by the points' own mean squared relative error.
 fn fit_model(class: Complexity, pts: &[Point]) -> Option<ModelFit> {
+    let u = point_weights(pts);
     let (mut sw, mut swf, mut swff, mut swt, mut swft) = (0.0, 0.0, 0.0, 0.0, 0.0);
-    for p in pts {
-        let w = 1.0 / (p.t * p.t);
+    for (p, u) in pts.iter().zip(&u) {
+        let w = u / (p.t * p.t);
         let f = class.f(p.n);
         sw += w;
         swf += w * f;
@@ -401,16 +425,13 @@ fn fit_model(class: Complexity, pts: &[Point]) -> Option<ModelFit> {
     };
     let ss: f64 = pts
         .iter()
-        .map(|p| ((p.t - m.eval(p.n)) / p.t).powi(2))
+        .zip(&u)
+        .map(|(p, u)| u * ((p.t - m.eval(p.n)) / p.t).powi(2))
         .sum();
     let k = pts.len();
     let nrms = (ss / k as f64).sqrt();
     let b_ci95 = (k >= 3).then(|| {
-        let known = pts
-            .iter()
-            .map(|p| p.rel_se.unwrap_or(0.0).powi(2))
-            .sum::<f64>()
-            / k as f64;
+        let known = weighted_noise(pts).powi(2);
         let s2 = (ss / (k - 2) as f64).max(known);
         let h = t975((k - 2) as f64) * (s2 * sw / det).sqrt();
         (b - h, b + h)
@@ -532,6 +553,35 @@ mod tests {
         assert_eq!(s.visible_from, None);
         assert_eq!(s.class, Complexity::Constant);
         assert!(!s.slope_of_excess);
+    }
+
+    /// A 5.10 discover run under TCG (wait_consider_task's sampled time per op; samples 13,
+    /// 447, 1383, 6048): the smallest size, from 13 samples, sits low. Unweighted, its ±28%
+    /// error raised the adequacy bar for every model and O(log n) passed; weighted, it cannot
+    /// bend the class, and the walk is O(n).
+    #[test]
+    fn a_size_with_few_samples_cannot_bend_the_class() {
+        let ns = [100.0, 500.0, 1000.0, 2000.0];
+        let samples = [13.0f64, 447.0, 1383.0, 6048.0];
+        let ts = [26005.0, 178836.0, 276655.0, 604921.0];
+        let p: Vec<Point> = (0..4)
+            .map(|i| Point {
+                n: ns[i],
+                t: ts[i],
+                rel_se: Some(1.0 / samples[i].sqrt()),
+            })
+            .collect();
+        assert_eq!(fit_scaling(&p).unwrap().class, Complexity::Linear);
+        // Equal errors leave the weights equal: nrms is the plain RMS.
+        let eq = pts(&ns, &ts, Some(0.05));
+        let m = fit_model(Complexity::Linear, &eq).unwrap();
+        let plain = (eq
+            .iter()
+            .map(|q| ((q.t - m.eval(q.n)) / q.t).powi(2))
+            .sum::<f64>()
+            / 4.0)
+            .sqrt();
+        assert!((m.nrms - plain).abs() < 1e-12, "{} vs {plain}", m.nrms);
     }
 
     fn pts(ns: &[f64], ts: &[f64], rel_se: Option<f64>) -> Vec<Point> {
