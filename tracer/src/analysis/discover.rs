@@ -18,6 +18,10 @@
 //! the largest N: a benchmark whose kernel time does not grow yields no candidate rather than
 //! a noise-driven winner.
 //!
+//! Shares are of the *added kernel time*: the sum of every frame's self time per op that
+//! grew from the smallest to the largest N ([`grown`]); frames whose time fell (a fixed
+//! start-up cost spread over fewer ops at the smallest N) do not offset it.
+//!
 //! Root cause: the frame whose *self* time carries the most added time, with the heaviest
 //! caller chain leading to it at the largest N.
 //!
@@ -330,7 +334,7 @@ fn discover_case(
             .collect::<Vec<_>>(),
     );
     let last = ns.len() - 1;
-    let kernel_added = kernel_ns[last] - kernel_ns[0];
+    let kernel_added = grown(&profiles[0], &profiles[last], ops[0], ops[last]);
 
     let ranked = growers(&ns, &ops, &profiles, kernel_added, &kernel_ns);
     // Blocked time: the same analysis of the off-CPU profiles (weights are time blocked).
@@ -356,7 +360,7 @@ fn discover_case(
             &ns,
             &ops,
             &off_profiles,
-            off_total[last] - off_total[0],
+            grown(&off_profiles[0], &off_profiles[last], ops[0], ops[last]),
             &off_total,
         )
     };
@@ -384,6 +388,21 @@ fn discover_case(
         failed_n: failed.iter().copied().collect(),
         exact: Vec::new(),
     }
+}
+
+/// The added kernel time per op from `p0` (ops `o0`) to `p1`: the sum of the self times that
+/// grew. Frames whose time fell do not offset it: a run's fixed start-up cost spread over the
+/// few ops of the smallest N falls with N, and netting it off would hide the growth (or push
+/// one function's share of the net over 100%).
+fn grown(p0: &Profile, p1: &Profile, o0: f64, o1: f64) -> f64 {
+    let frames: BTreeSet<&String> = p0.selfw.keys().chain(p1.selfw.keys()).collect();
+    frames
+        .into_iter()
+        .map(|f| {
+            let w = |p: &Profile| p.selfw.get(f).copied().unwrap_or(0) as f64;
+            (w(p1) / o1 - w(p0) / o0).max(0.0)
+        })
+        .sum()
 }
 
 /// The candidates (see the module docs) that pass the growth tests, most added time first.
@@ -688,6 +707,35 @@ pub(crate) mod tests {
         assert_eq!(c.callers.last().map(String::as_str), Some("__do_wait"));
         assert!(c.self_share > 0.95, "{c:?}");
         assert!(!d.nothing_grows());
+    }
+
+    /// A 5.10 run under qemu: the kernel time per op at the smallest N was twice that of the
+    /// largest (a fixed start-up cost over few ops), so the net kernel time fell while the
+    /// children walk grew x4. The walk is still the answer, with a share of at most 100%.
+    #[test]
+    fn a_start_up_cost_that_falls_per_op_does_not_hide_the_growth() {
+        let ns = [100, 500, 1000, 2000];
+        let stacks: Vec<StackData> = ns
+            .iter()
+            .map(|&n| {
+                let startup = 300_000 * PERIOD / n;
+                data(
+                    n,
+                    &format!(
+                        "entry;do_syscall_64;kernel_wait4;do_wait;wait_consider_task {}\n\
+                         entry;do_syscall_64;__x64_sys_execve;load_elf_binary {startup}\n",
+                        n * PERIOD
+                    ),
+                )
+            })
+            .collect();
+        let d = &discover(&stacks, &runs(&ns))[0];
+        assert!(d.kernel_ns[3] < d.kernel_ns[0], "{:?}", d.kernel_ns);
+        let top = &d.ranked[0];
+        assert_eq!(top.function, "wait_consider_task", "{:?}", d.ranked);
+        assert!((top.added_share - 1.0).abs() < 0.01, "{}", top.added_share);
+        let c = d.cause.as_ref().unwrap();
+        assert!(c.self_share <= 1.0 + 1e-9 && c.self_share > 0.95, "{c:?}");
     }
 
     #[test]
