@@ -493,8 +493,12 @@ fn discover_names_wait_consider_task_on_5_10_and_nothing_in_do_wait_on_6_1() {
                 .contains(&top.0),
                 "{v}: {ranked:?}"
             );
-            // O(n), as in the kernel: one wait walks all N children (6 of 6 runs here).
-            assert_eq!(top.1, "O(n)", "{v}: {ranked:?}");
+            // Sampled, it grows. Its class is not asserted: under TCG one run per size
+            // scatters by ±20% from run to run (the whole kernel time per op fell from N=500
+            // to N=2000 in one run), which the samples' Poisson errors do not cover; 7 runs
+            // here fitted O(n) 6 times and O(log n) once, and one CI run O(n^2). The exact
+            // pass below, which times every call, must say O(n).
+            assert_ne!(top.1, "O(1)", "{v}: {ranked:?}");
             assert!(
                 top.0 == "do_wait" || top.2.contains(&"do_wait") || top.2.contains(&"__do_wait"),
                 "{v}: called from do_wait: {top:?}"
@@ -509,9 +513,10 @@ fn discover_names_wait_consider_task_on_5_10_and_nothing_in_do_wait_on_6_1() {
                 .iter()
                 .find(|e| e.0 == top.0)
                 .unwrap_or_else(|| panic!("{v}: no confirmation of {}: {exact:?}", top.0));
-            assert_ne!(
-                confirmed.1, "O(1)",
-                "{v}: the exact time per op grows: {confirmed:?}"
+            // Every call timed: O(n) per op, as in the kernel (one wait walks all N children).
+            assert_eq!(
+                confirmed.1, "O(n)",
+                "{v}: the exact time per op grows linearly: {confirmed:?}"
             );
             assert!(confirmed.2.contains(" per op, "), "{confirmed:?}");
             // Where the growth comes from, counted exactly (no timing involved):
