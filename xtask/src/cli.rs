@@ -39,7 +39,7 @@ pub enum Cmd {
     /// Run the test suite: workspace tests, then the VM integration tests.
     Test(TestArgs),
     /// The whole job: sweep every workload under the tracer (natively when this kernel
-    /// allows function probes, else in VMs on 5.10 and 6.1), report, compare kernels.
+    /// allows function probes, else in VMs on 5.10, 6.1 and 6.12), report, compare kernels.
     Run(RunArgs),
     /// Benchmarks of the tracer's own cost against bpftrace and the counter-only floor;
     /// writes BENCHMARKS.md and bench.json at the workspace root (not part of `test`).
@@ -80,8 +80,8 @@ pub struct RunArgs {
     /// Smaller N lists and fewer iterations (minutes instead of tens of minutes).
     #[arg(long)]
     pub quick: bool,
-    /// Kernels for the VM sweeps; the first two are compared.
-    #[arg(long, value_delimiter = ',', default_value = "5.10,6.1")]
+    /// Kernels for the VM sweeps, oldest first; each is compared with the next.
+    #[arg(long, value_delimiter = ',', default_value = "5.10,6.1,6.12")]
     pub kernels: Vec<Kernel>,
 }
 

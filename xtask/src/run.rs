@@ -6,8 +6,8 @@
 //!    can be measured by a function probe (fentry, kprobe or an out-of-line caller), sweep
 //!    every workload natively;
 //! 4. otherwise (this project's Firecracker kernel refuses kprobes and fentry) sweep every
-//!    workload inside VMs on Debian's 5.10 and 6.1 kernels, render each report, and compare
-//!    the two kernels with `tracer compare`;
+//!    workload inside VMs on Debian's 5.10, 6.1 and 6.12 kernels, render each report, and
+//!    compare each kernel with the next with `tracer compare`;
 //! 5. print the verdicts and where everything is.
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -207,6 +207,13 @@ fn sweep_line(line: &str) -> SweepLine<'_> {
     }
 }
 
+/// The kernel pairs `cargo xtask run` compares: each kernel with the next one given, in the
+/// order given (5.10 -> 6.1 -> 6.12 by default: do_wait's fix in 5.13, sysvipc's by 6.1,
+/// `__mt_dup` in 6.8).
+fn history_steps(kernels: &[Kernel]) -> Vec<(Kernel, Kernel)> {
+    kernels.windows(2).map(|w| (w[0], w[1])).collect()
+}
+
 pub fn run(opts: RunOptions) -> Result<()> {
     let started = Instant::now();
     setup::run(false).context("provisioning")?;
@@ -228,6 +235,7 @@ pub fn run(opts: RunOptions) -> Result<()> {
     };
 
     let mut reports: Vec<(String, PathBuf)> = Vec::new();
+    let mut comparisons: Vec<(String, PathBuf)> = Vec::new();
     if native {
         let sweep = out.join("native");
         let args: Vec<String> = sweep_args(opts.quick, false)
@@ -303,29 +311,35 @@ pub fn run(opts: RunOptions) -> Result<()> {
             );
             reports.push((label, sweep.join("report")));
         }
-        if opts.kernels.len() >= 2 {
-            let a = out.join(opts.kernels[0].version()).join("sweep");
-            let b = out.join(opts.kernels[1].version()).join("sweep");
-            let cmp = out.join("compare");
+        // Each kernel against the next: the history of each thread's fix, one step at a time.
+        for (a, b) in history_steps(&opts.kernels) {
+            let cmp = out.join(format!("compare-{}-{}", a.version(), b.version()));
+            let sweep_of = |k: Kernel| out.join(k.version()).join("sweep");
             tracer_cmd(&[
                 "compare",
-                a.to_str().unwrap(),
-                b.to_str().unwrap(),
+                sweep_of(a).to_str().unwrap(),
+                sweep_of(b).to_str().unwrap(),
                 "-o",
                 cmp.to_str().unwrap(),
             ])?;
-            reports.push(("comparison".into(), cmp));
+            comparisons.push((format!("Linux {} -> {}", a.version(), b.version()), cmp));
         }
     }
 
     println!();
-    for (label, dir) in &reports {
+    for (label, dir) in reports.iter().chain(&comparisons) {
         println!("== {label}: {}", dir.join("index.html").display());
     }
     // The answer last, where the reader's eye lands: the findings the workloads exist for,
-    // across kernels when there are two (else this machine's).
-    if let Some((label, dir)) = reports.last() {
-        println!("\n{label}:\n{}", summary_table(dir));
+    // across each pair of kernels when there are several (else this machine's).
+    if comparisons.is_empty() {
+        if let Some((label, dir)) = reports.last() {
+            println!("\n{label}:\n{}", summary_table(dir));
+        }
+    } else {
+        for (label, dir) in &comparisons {
+            println!("\n{label}:\n{}", summary_table(dir));
+        }
     }
     println!(
         "\nxtask run: done in {:.0} s; results under {}",
@@ -378,6 +392,17 @@ mod tests {
         ] {
             assert_eq!(sweep_line(other), SweepLine::Other, "{other}");
         }
+    }
+
+    #[test]
+    fn every_kernel_is_compared_with_the_next() {
+        use Kernel::*;
+        assert_eq!(
+            history_steps(&[V5_10, V6_1, V6_12]),
+            vec![(V5_10, V6_1), (V6_1, V6_12)]
+        );
+        assert_eq!(history_steps(&[V6_1, V5_10]), vec![(V6_1, V5_10)]);
+        assert!(history_steps(&[V6_1]).is_empty());
     }
 
     #[test]
