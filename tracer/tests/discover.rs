@@ -4,19 +4,12 @@
 //! markers), built by the test from `tests/c/`.
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use serde_json::Value;
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    assert!(
-        nix::unistd::geteuid().is_root(),
-        "native eBPF tests need root (run them with sudo or through `cargo xtask test`)"
-    );
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
+mod common;
+use common::serial;
 
 /// The C benchmarks, compiled once per test process into a temporary directory.
 fn bench(name: &str) -> PathBuf {

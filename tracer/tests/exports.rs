@@ -9,7 +9,6 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use prost_reflect::{DescriptorPool, DynamicMessage, ReflectMessage, Value};
 use tracer::analysis::hist::from_values;
@@ -18,6 +17,9 @@ use tracer::rundata::{
     FORMAT, KernelInfo, PhaseRow, PlanUsed, Run, RunStatus, SpanRow, StackFile, StackKind,
     TargetReport, stack_file_path,
 };
+
+mod common;
+use common::{nothing_loaded, tracer, workloads_bin};
 
 // ---------------------------------------------------------------------------------------------
 // Decoding
@@ -808,10 +810,6 @@ fn a_sweep_report_exports_each_run_and_a_run_without_raw_events_gets_no_trace() 
     assert!(!out.join("traces").exists() && !out.join("profiles").exists());
 }
 
-fn tracer() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_tracer"))
-}
-
 /// Names and contents of every file under `dir`.
 fn tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     let mut out = BTreeMap::new();
@@ -993,37 +991,6 @@ fn read_events(path: &Path) -> Vec<Ev> {
             }
         })
         .collect()
-}
-
-/// No program of ours stays loaded (the kernel frees a closed one asynchronously: give it a
-/// moment).
-fn nothing_loaded() -> bool {
-    let ours = tracer::engine::program_names();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    loop {
-        let left = aya::programs::loaded_programs()
-            .filter_map(Result::ok)
-            .filter_map(|p| p.name_as_str().map(str::to_string))
-            .any(|n| ours.contains(&n));
-        if !left {
-            return true;
-        }
-        if std::time::Instant::now() > deadline {
-            return false;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-}
-
-/// The workloads binary, built next to the tracer by `cargo test --workspace`.
-fn workloads_bin() -> PathBuf {
-    let p = Path::new(env!("CARGO_BIN_EXE_tracer")).with_file_name("workloads");
-    assert!(
-        p.is_file(),
-        "precondition: {} is built (cargo test --workspace builds it)",
-        p.display()
-    );
-    p
 }
 
 /// A waitpid sweep recorded with tracepoints on this machine (root), every call kept: the

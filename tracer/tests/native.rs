@@ -2,51 +2,14 @@
 //! perf_event). They need root; run them through `cargo xtask test` (CI runs as root).
 //! Tests in this file load programs and count what is loaded, so they run one at a time.
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::Mutex;
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tracer::engine::{Engine, EngineOptions, Filter};
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    assert!(
-        nix::unistd::geteuid().is_root(),
-        "native eBPF tests need root (run them with sudo or through `cargo xtask test`)"
-    );
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn tracer() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_tracer"))
-}
-
-/// Loaded programs that are ours.
-fn loaded_tracer_programs() -> Vec<String> {
-    let ours = tracer::engine::program_names();
-    aya::programs::loaded_programs()
-        .filter_map(Result::ok)
-        .filter_map(|p| p.name_as_str().map(str::to_string))
-        .filter(|n| ours.contains(n))
-        .collect()
-}
-
-/// Nothing of ours is loaded. The kernel frees a closed program asynchronously (RCU), so
-/// give it a moment before calling a leftover a leak.
-fn nothing_loaded() -> bool {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        if loaded_tracer_programs().is_empty() {
-            return true;
-        }
-        if Instant::now() > deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
+mod common;
+use common::{loaded_tracer_programs, nothing_loaded, serial, tracer, workloads_bin};
 
 fn read_run(dir: &Path) -> Value {
     let text = std::fs::read_to_string(dir.join("run.json"))
@@ -70,17 +33,6 @@ fn target_calls(run: &Value, target: &str) -> (u64, u64, u64, u64, u64) {
         }
     }
     (calls, untimed, wall, oncpu, wall_max)
-}
-
-/// The workloads binary, built next to the tracer by `cargo test --workspace`.
-fn workloads_bin() -> PathBuf {
-    let p = Path::new(env!("CARGO_BIN_EXE_tracer")).with_file_name("workloads");
-    assert!(
-        p.is_file(),
-        "precondition: {} is built (cargo test --workspace builds it)",
-        p.display()
-    );
-    p
 }
 
 fn tmpdir() -> tempfile::TempDir {

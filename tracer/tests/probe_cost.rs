@@ -1,63 +1,15 @@
 //! The probe's own cost in a real run (native eBPF: this kernel's syscall tracepoints). Needs
 //! root; run through `cargo xtask test`. Both tests load programs and check that none stays
 //! loaded, so they run one at a time.
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::path::Path;
 
 use serde_json::Value;
 
-static SERIAL: Mutex<()> = Mutex::new(());
+mod common;
+use common::{nothing_loaded, read_json, serial, tracer, workloads_bin};
 
 /// The sentence the renderers write for a flagged table.
 const FLAG: &str = "the probe's cost is a third or more of what is measured";
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    assert!(
-        nix::unistd::geteuid().is_root(),
-        "native eBPF tests need root (run them with sudo or through `cargo xtask test`)"
-    );
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn tracer() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_tracer"))
-}
-
-fn workloads_bin() -> PathBuf {
-    let p = Path::new(env!("CARGO_BIN_EXE_tracer")).with_file_name("workloads");
-    assert!(
-        p.is_file(),
-        "precondition: {} is built (cargo test --workspace builds it)",
-        p.display()
-    );
-    p
-}
-
-fn read_json(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-/// Nothing of ours is loaded (the kernel frees closed programs asynchronously).
-fn nothing_loaded() -> bool {
-    let ours = tracer::engine::program_names();
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let left = aya::programs::loaded_programs()
-            .filter_map(Result::ok)
-            .filter_map(|p| p.name_as_str().map(str::to_string))
-            .any(|n| ours.contains(&n));
-        if !left {
-            return true;
-        }
-        if Instant::now() > deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
 
 /// Record `target` over `workloads ARGS` into `dir`/run and report it (with
 /// `--subtract-probe-cost`) into `dir`/rep; returns run.json.

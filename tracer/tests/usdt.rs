@@ -5,23 +5,11 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    assert!(
-        nix::unistd::geteuid().is_root(),
-        "native eBPF tests need root (run them with sudo or through `cargo xtask test`)"
-    );
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn tracer() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_tracer"))
-}
+mod common;
+use common::{nothing_loaded, serial, tracer};
 
 fn builds() -> &'static Path {
     static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
@@ -122,24 +110,6 @@ fn phases(run: &Value) -> Vec<(String, u64, u64, u64)> {
         .collect();
     v.sort();
     v
-}
-
-fn nothing_loaded() -> bool {
-    let ours = tracer::engine::program_names();
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let left = aya::programs::loaded_programs()
-            .filter_map(Result::ok)
-            .filter_map(|p| p.name_as_str().map(str::to_string))
-            .any(|n| ours.contains(&n));
-        if !left {
-            return true;
-        }
-        if Instant::now() > deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 fn no_panic(o: &Output) {
