@@ -262,7 +262,7 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
         .build()
         .map_err(|e| TracerError::Other(format!("starting the runtime: {e}")))?;
     let started = Instant::now();
-    let (runs, interrupted) = runtime.block_on(async {
+    let (runs, interrupted, all_ran) = runtime.block_on(async {
         let mut session =
             Session::attach(opts.engine.clone(), &targets, &opts.resolve, opts.progress).await?;
         let mut runs = Vec::new();
@@ -329,6 +329,8 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
         }
         let interrupted = session.interrupted;
         session.finish();
+        // Every job ran; the confirmation pass below is one run more, not one of the jobs.
+        let all_ran = runs.len() == jobs.len();
         if interrupted.is_none()
             && opts.engine.discover
             && opts.confirm > 0
@@ -337,10 +339,10 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
         {
             runs.push(run);
         }
-        Ok::<_, TracerError>((runs, interrupted))
+        Ok::<_, TracerError>((runs, interrupted, all_ran))
     })?;
 
-    let complete = interrupted.is_none() && runs.len() == jobs.len();
+    let complete = interrupted.is_none() && all_ran;
     let sweep = Sweep {
         format: SWEEP_FORMAT.into(),
         status: if complete {

@@ -427,6 +427,9 @@ fn discover_names_wait_consider_task_on_5_10_and_nothing_in_do_wait_on_6_1() {
     for kernel in [Kernel::V5_10, Kernel::V6_1] {
         let v = kernel.version();
         let (summary, _) = report(kernel, &WAIT_PID_DISCOVER);
+        // The confirmation pass is one run more than the sweep's jobs, not a missing one.
+        let sweep = read_json(&kernel_out(kernel).join("discover/sweep.json"));
+        assert_eq!(sweep["status"], "complete", "{v}: {sweep}");
         let ds = summary["discoveries"].as_array().unwrap();
         assert_eq!(ds.len(), 1, "{v}: one discovery: {ds:?}");
         let d = &ds[0];
