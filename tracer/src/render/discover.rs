@@ -19,17 +19,11 @@ fn n_range(d: &Discovery) -> String {
 }
 
 fn class_text(g: &Grower) -> String {
-    let s = &g.scaling;
-    match s.slope.slope_ci95 {
-        Some((lo, hi)) => format!(
-            "{}, slope {:.2} [{:.2}, {:.2}]",
-            s.class.label(),
-            s.slope.slope,
-            lo,
-            hi
-        ),
-        None => format!("{}, slope {:.2}", s.class.label(), s.slope.slope),
-    }
+    format!(
+        "{}, slope {}",
+        g.scaling.class.label(),
+        super::summary::slope(&g.scaling)
+    )
 }
 
 fn chain(callers: &[String], keep: usize) -> String {
@@ -158,10 +152,7 @@ pub fn table_rows(d: &Discovery, growers: &[Grower], top: usize) -> Vec<Vec<Stri
             (i + 1).to_string(),
             g.function.clone(),
             g.scaling.class.label().to_string(),
-            match g.scaling.slope.slope_ci95 {
-                Some((lo, hi)) => format!("{:.2} [{lo:.2}, {hi:.2}]", g.scaling.slope.slope),
-                None => format!("{:.2}", g.scaling.slope.slope),
-            },
+            super::summary::slope(&g.scaling),
             format!("{} ± {}", ns(g.added_ns), ns(g.added_se_ns)),
             pct(g.added_share.min(1.0)),
             format!("{} → {}", pct(f.share), pct(l.share)),

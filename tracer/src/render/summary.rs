@@ -3,7 +3,7 @@
 //! verdict and root-cause lines stay in the findings and the per-target tables.
 
 use crate::analysis::Analysis;
-use crate::analysis::fit::{Complexity, FlatReason, Scaling};
+use crate::analysis::fit::{Complexity, FlatReason, MIN_SIZES_FOR_CI, Scaling};
 use crate::analysis::rootcause::{FrameGrowth, OUTSIDE_FRAME, RootCause, SELF_FRAME};
 
 use super::digest::{self, Kind};
@@ -201,11 +201,15 @@ pub fn rows(a: &Analysis, links: impl Fn(usize) -> Vec<(String, String)>) -> Vec
     out
 }
 
-/// The fitted exponent in short, with its 95% interval when there is one.
+/// The fitted exponent in short, with its 95% interval when it says something: from
+/// [`MIN_SIZES_FOR_CI`] sizes on (over three, one degree of freedom, it spans several units
+/// of exponent: "1.21 [-2.36, 4.78]").
 pub fn slope(s: &Scaling) -> String {
     match s.slope.slope_ci95 {
-        Some((lo, hi)) => format!("{:.2} [{lo:.2}, {hi:.2}]", s.slope.slope),
-        None => format!("{:.2}", s.slope.slope),
+        Some((lo, hi)) if s.slope.points >= MIN_SIZES_FOR_CI => {
+            format!("{:.2} [{lo:.2}, {hi:.2}]", s.slope.slope)
+        }
+        _ => format!("{:.2}", s.slope.slope),
     }
 }
 
@@ -256,6 +260,27 @@ pub fn text(rows: &[SummaryRow]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_slope_interval_is_shown_from_four_sizes_on() {
+        use crate::analysis::fit::{Point, fit_scaling};
+        let at = |ns: &[f64]| {
+            let pts: Vec<Point> = ns
+                .iter()
+                .enumerate()
+                .map(|(i, &n)| Point {
+                    n,
+                    t: 1000.0 + 50.0 * n * (1.0 + 0.03 * (i % 2) as f64),
+                    rel_se: Some(0.02),
+                })
+                .collect();
+            slope(&fit_scaling(&pts).unwrap())
+        };
+        let three = at(&[1.0, 1000.0, 2000.0, 4000.0]);
+        assert!(!three.contains('['), "{three}");
+        let four = at(&[1.0, 500.0, 1000.0, 2000.0, 4000.0]);
+        assert!(four.contains(" ["), "{four}");
+    }
 
     fn fg(path: &[&str], fraction: Option<f64>) -> FrameGrowth {
         FrameGrowth {
