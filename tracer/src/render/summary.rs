@@ -46,10 +46,16 @@ fn frame(g: &FrameGrowth, anchor: &str) -> String {
 pub fn cause(rc: &RootCause) -> String {
     if let Some(c) = &rc.culprit {
         return match &c.added {
+            // Over 100% when the rest of the call got cheaper meanwhile.
             Some(a) => format!(
-                "{}: {} of the added time",
+                "{}: {} of the added time{}",
                 frame(c, &rc.anchor),
-                pct(a.fraction)
+                pct(a.fraction),
+                if a.fraction > 1.0 {
+                    " (the rest got cheaper)"
+                } else {
+                    ""
+                }
             ),
             None => format!(
                 "{}: share {:+.0} points",
@@ -298,6 +304,34 @@ mod tests {
                 fraction_se: 0.01,
             }),
         }
+    }
+
+    #[test]
+    fn a_cause_over_all_the_added_time_says_the_rest_got_cheaper() {
+        let rc = |fraction: f64| RootCause {
+            target: "do_wait".into(),
+            case_name: "waitpid-any".into(),
+            anchor: "do_wait".into(),
+            whole_stack: false,
+            samples: Vec::new(),
+            sizes_used: Vec::new(),
+            pass_through: Vec::new(),
+            culprit: Some(fg(&["walk"], Some(fraction))),
+            culprit_by_time: false,
+            target_ns: None,
+            split: Vec::new(),
+            dominant: None,
+            culprit_times: Vec::new(),
+            slope: None,
+            description: None,
+            ranking: Vec::new(),
+            line: String::new(),
+        };
+        assert_eq!(
+            cause(&rc(1.149)),
+            "walk: 114.9% of the added time (the rest got cheaper)"
+        );
+        assert_eq!(cause(&rc(0.85)), "walk: 85.0% of the added time");
     }
 
     fn scaling(ts: &[f64]) -> Scaling {

@@ -647,6 +647,9 @@ pub fn frame_shift_lines(c: &Comparison) -> Vec<String> {
             None => groups.push((key, vec![s])),
         }
     }
+    // The cases the workloads exist for first (dup_mmap under spawn before dup_mmap under a
+    // mempolicy fork), each part in the analysis' order.
+    groups.sort_by_key(|((target, case), _)| !workloads::cases::is_thread_target(case, target));
     groups
         .into_iter()
         .map(|((target, case), shifts)| {
@@ -767,4 +770,43 @@ pub fn compare_terminal(c: &Comparison) -> String {
     }
     out.push_str(&align(&rows));
     out
+}
+
+#[cfg(test)]
+mod frame_shift_tests {
+    use super::*;
+    use crate::analysis::frameshift::ShareBasis;
+
+    #[test]
+    fn the_cases_the_workloads_exist_for_lead_the_frame_shifts() {
+        let shift = |target: &str, case: &str, frame: &str| FrameShift {
+            target: target.into(),
+            case_name: case.into(),
+            frame: frame.into(),
+            basis: ShareBasis::AddedTime,
+            a: 0.3,
+            b: 0.05,
+        };
+        let c = Comparison {
+            label_a: "6.1".into(),
+            label_b: "6.12".into(),
+            rows: Vec::new(),
+            classes: Vec::new(),
+            frame_shifts: vec![
+                shift("dup_mmap", "mempolicy-fork", "copy_page_range"),
+                shift("dup_mmap", "spawn", "mas_store"),
+                shift("dup_mmap", "spawn", "mas_wr_bnode"),
+            ],
+        };
+        let lines = frame_shift_lines(&c);
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(
+            lines[0].starts_with("dup_mmap [spawn]: mas_store 30% -> 5%, mas_wr_bnode"),
+            "{lines:?}"
+        );
+        assert!(
+            lines[1].starts_with("dup_mmap [mempolicy-fork]: "),
+            "{lines:?}"
+        );
+    }
 }
