@@ -19,9 +19,10 @@
 //! in the call it lands in, and root causes are not asserted here.
 //!
 //! - `waitpid_pid_do_wait_grows_on_5_10_only`, `proc_sysvipc_shm_find_ipc_per_call_grows_on_5_10_only`,
-//!   `waitpid_wnohang_polls_grow_on_both_once_the_reaps_are_split_off`: the kernel-history
-//!   verdicts of `wait_children` and `sysvipc_read` (tracer/tests/c/), unmodified, swept over
-//!   five sizes with two runs per N.
+//!   `waitpid_wnohang_polls_grow_on_every_kernel_once_the_reaps_are_split_off`: the
+//!   kernel-history verdicts of `wait_children` and `sysvipc_read` (tracer/tests/c/),
+//!   unmodified, swept over five sizes with two runs per N, on 5.10, 6.1 and 6.12 (6.12 boots
+//!   for these three sweeps only).
 //!
 //! With four sizes and one run per N, the exact class of these three flipped between
 //! neighbours (O(log n), O(n), O(n^2)) from one run to the next under TCG timing noise,
@@ -142,7 +143,9 @@ fn script(kernel: Kernel) -> String {
             &WAIT_WNOHANG,
             &SYSVIPC,
         ],
-        _ => &[
+        // 6.12: the verdict sweeps only (the kernel history the README's table states).
+        Kernel::V6_12 => &[&WAIT_PID, &WAIT_WNOHANG, &SYSVIPC],
+        Kernel::V5_10 => &[
             &VMAS,
             &WAIT_PID_DISCOVER,
             &WAIT_PID,
@@ -315,6 +318,7 @@ fn waitpid_pid_do_wait_grows_on_5_10_only() {
         &[
             (Kernel::V5_10, &WAIT_PID, "O(n)"),
             (Kernel::V6_1, &WAIT_PID, "O(1)"),
+            (Kernel::V6_12, &WAIT_PID, "O(1)"),
         ],
         |n, calls| calls == REPEAT * 2 * n,
     );
@@ -327,9 +331,9 @@ fn waitpid_pid_do_wait_grows_on_5_10_only() {
 /// WNOHANG_POLLS calls per run grows linearly (O(n), or O(n log n): see below).
 #[test]
 #[ignore = "boots a VM: run through cargo xtask test"]
-fn waitpid_wnohang_polls_grow_on_both_once_the_reaps_are_split_off() {
+fn waitpid_wnohang_polls_grow_on_every_kernel_once_the_reaps_are_split_off() {
     let mut wrong = Vec::new();
-    for kernel in [Kernel::V5_10, Kernel::V6_1] {
+    for kernel in [Kernel::V5_10, Kernel::V6_1, Kernel::V6_12] {
         let v = kernel.version();
         let (summary, run) = report(kernel, &WAIT_WNOHANG);
         let split = summary["populations"]
@@ -385,6 +389,7 @@ fn proc_sysvipc_shm_find_ipc_per_call_grows_on_5_10_only() {
         &[
             (Kernel::V5_10, &SYSVIPC, "O(n)"),
             (Kernel::V6_1, &SYSVIPC, "O(1)"),
+            (Kernel::V6_12, &SYSVIPC, "O(1)"),
         ],
         |n, calls| calls >= REPEAT * SHM_READS * n,
     );

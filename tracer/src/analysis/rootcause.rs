@@ -703,6 +703,14 @@ pub fn root_cause(
                 .map_or(String::new(), |d| format!(": {d}"));
             format!("{head}{tail}{description}{sizes_note}")
         }
+        // Over the sizes with stacks; the verdict's fit may span more sizes and call a rise
+        // of this size a class, so "does not grow" is kept for times that did not rise.
+        (None, Some((t0, t1))) if t1 > t0 => format!(
+            "{anchor}: its time per call grows by less than {:.0}% ({} -> {} per call, N={n0}..{n1}): too little added time to attribute{sizes_note}",
+            TIME_GROWTH * 100.0,
+            ns(t0),
+            ns(t1)
+        ),
         (None, Some((t0, t1))) => format!(
             "{anchor}: its time per call does not grow ({} -> {} per call, N={n0}..{n1}): no added time to attribute{sizes_note}",
             ns(t0),
@@ -1134,6 +1142,26 @@ mod tests {
             "do_wait: its time per call does not grow (1.05µs -> 1.05µs per call, N=10..8000): no added time to attribute"
         );
         // Without any time per call (no measurement, no call counts): the share rule.
+        // A rise under TIME_GROWTH is said as such, not as "does not grow": the verdict's
+        // fit may still call it a class.
+        let profile = do_wait_profile(false);
+        let last = profile.len() - 1;
+        let rising: Vec<StacksAtN> = profile
+            .into_iter()
+            .enumerate()
+            .map(|(i, s)| StacksAtN {
+                ns_per_call: Some(1000.0 + 100.0 * i as f64 / last as f64),
+                ..s
+            })
+            .collect();
+        let rc = root_cause("do_wait", "", &Anchors::new("do_wait", None), &rising).unwrap();
+        assert!(
+            rc.line.starts_with(
+                "do_wait: its time per call grows by less than 20% (1.00µs -> 1.10µs per call"
+            ),
+            "{}",
+            rc.line
+        );
         let blind: Vec<StacksAtN> = do_wait_profile(false)
             .into_iter()
             .map(|s| StacksAtN { calls: None, ..s })
