@@ -263,7 +263,7 @@ fn n_list(sweep: &Sweep) -> Vec<u64> {
 fn assert_verdicts(
     what: &str,
     target: &str,
-    cases: &[(Kernel, &Sweep, &str)],
+    cases: &[(Kernel, &Sweep, &[&str])],
     calls_ok: impl Fn(u64, u64) -> bool,
 ) {
     let mut wrong = Vec::new();
@@ -272,8 +272,11 @@ fn assert_verdicts(
         let (summary, run) = report(*kernel, sweep);
         let (class, line) = class_of(&summary, target);
         eprintln!("{v} {what}: {line}");
-        if class != *want {
-            wrong.push(format!("{v} {what}: {class}, expected {want}: {line}"));
+        if !want.contains(&class.as_str()) {
+            wrong.push(format!(
+                "{v} {what}: {class}, expected {}: {line}",
+                want.join(" or ")
+            ));
         }
         let calls = calls_by_n(&run, target);
         for n in n_list(sweep) {
@@ -301,8 +304,8 @@ fn fork_with_n_vmas_is_linear() {
         "fork with N VMAs",
         "dup_mmap",
         &[
-            (Kernel::V5_10, &VMAS, "O(n)"),
-            (Kernel::V6_1, &VMAS_ARBITRARY, "O(n)"),
+            (Kernel::V5_10, &VMAS, &["O(n)"]),
+            (Kernel::V6_1, &VMAS_ARBITRARY, &["O(n)"]),
         ],
         |_, calls| calls == VMA_FORKS,
     );
@@ -316,13 +319,20 @@ fn waitpid_pid_do_wait_grows_on_5_10_only() {
         "waitpid(pid) with N children",
         "do_wait",
         &[
-            (Kernel::V5_10, &WAIT_PID, "O(n)"),
-            (Kernel::V6_1, &WAIT_PID, "O(1)"),
-            (Kernel::V6_12, &WAIT_PID, "O(1)"),
+            (Kernel::V5_10, &WAIT_PID, LINEAR_OR_WORSE),
+            (Kernel::V6_1, &WAIT_PID, &["O(1)"]),
+            (Kernel::V6_12, &WAIT_PID, &["O(1)"]),
         ],
         |n, calls| calls == REPEAT * 2 * n,
     );
 }
+
+/// What a walk over the N children may fit under TCG: each wait visits every child once (the
+/// kernel's O(n)), but the time per child rises with N in some runs (one 5.10 run here: 114,
+/// 143, 215, 506, 1290 µs per call at N = 250..4000, O(n^2), where others gave 175 µs ->
+/// 1.29 ms, O(n)), as the children's task_structs outgrow qemu's software TLB. Growth at
+/// least linear is the walk; flat or sub-linear is not.
+const LINEAR_OR_WORSE: &[&str] = &["O(n)", "O(n log n)", "O(n^2)"];
 
 /// The polls walk the N children on both kernels (`P_ALL` still does). Each run also reaps
 /// its N children at teardown, cheap calls whose number grows with N, so the mean per call
@@ -387,9 +397,9 @@ fn proc_sysvipc_shm_find_ipc_per_call_grows_on_5_10_only() {
         "reading /proc/sysvipc/shm with N segments",
         "sysvipc_find_ipc",
         &[
-            (Kernel::V5_10, &SYSVIPC, "O(n)"),
-            (Kernel::V6_1, &SYSVIPC, "O(1)"),
-            (Kernel::V6_12, &SYSVIPC, "O(1)"),
+            (Kernel::V5_10, &SYSVIPC, &["O(n)"]),
+            (Kernel::V6_1, &SYSVIPC, &["O(1)"]),
+            (Kernel::V6_12, &SYSVIPC, &["O(1)"]),
         ],
         |n, calls| calls >= REPEAT * SHM_READS * n,
     );

@@ -653,7 +653,14 @@ fn waitpid_do_wait_grows_on_5_10_and_is_constant_on_6_1() {
     let v61 = verdict(&summaries[1], "do_wait", "waitpid-pid");
     let c510 = v510["scaling"]["class"].as_str().unwrap();
     let c61 = v61["scaling"]["class"].as_str().unwrap();
-    assert_eq!(c510, "O(n)", "5.10 do_wait: {}", v510["line"]);
+    // The walk visits each child once per wait; under TCG its time per child rises with N
+    // in some runs (vm_external's LINEAR_OR_WORSE has the numbers), so the fit may say
+    // O(n log n) or O(n^2). Growth at least linear is the walk.
+    assert!(
+        ["O(n)", "O(n log n)", "O(n^2)"].contains(&c510),
+        "5.10 do_wait: {}",
+        v510["line"]
+    );
     assert_eq!(c61, "O(1)", "6.1 do_wait: {}", v61["line"]);
     let rc = root_cause(&summaries[0], "do_wait", "waitpid-pid");
     let path: Vec<&str> = rc["cause"]["culprit"]["path"]
