@@ -217,8 +217,8 @@ fn discover_finds_the_per_vma_work_of_fork() {
         "the per-VMA work of fork: {f} ({})",
         text(&o)
     );
-    // One dup_mmap iteration per VMA, but each costs more as the VMAs outgrow the caches
-    // (1.15 µs per VMA at N=500, 1.68 µs at N=8000 on this host): the time fits O(n log n)
+    // One dup_mmap iteration per VMA, but each costs more as N grows (1.15 µs per VMA at
+    // N=500, 1.68 µs at N=8000 on this host): the time fits O(n log n)
     // about as often as O(n). Either is the per-VMA loop; anything else is not.
     assert!(
         ["O(n)", "O(n log n)"].contains(&class(top).as_str()),

@@ -330,8 +330,9 @@ fn waitpid_pid_do_wait_grows_on_5_10_only() {
 /// What a walk over the N children may fit under TCG: each wait visits every child once (the
 /// kernel's O(n)), but the time per child rises with N in some runs (one 5.10 run here: 114,
 /// 143, 215, 506, 1290 µs per call at N = 250..4000, O(n^2), where others gave 175 µs ->
-/// 1.29 ms, O(n)), as the children's task_structs outgrow qemu's software TLB. Growth at
-/// least linear is the walk; flat or sub-linear is not.
+/// 1.29 ms, O(n)), as the walk touches more memory (qemu's software TLB or the host's
+/// caches: not measured apart). Growth at least linear is the walk; flat or sub-linear is
+/// not.
 const LINEAR_OR_WORSE: &[&str] = &["O(n)", "O(n log n)", "O(n^2)"];
 
 /// The polls walk the N children on both kernels (`P_ALL` still does). Each run also reaps

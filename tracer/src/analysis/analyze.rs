@@ -324,8 +324,8 @@ fn confirm_verdict(t: &CaseTable, per_call: &Verdict, per: &str) -> (Option<Comp
     };
     // With each call flat, the time per op grows as the calls per op do, and those are
     // counted, not timed: their class is the answer. Fitting the product instead lets a
-    // per-call drift the per-call fit judged noise (under TCG 1.58 -> 1.92 µs as the
-    // children outgrow qemu's TLB) tip the per-op class to the next one.
+    // per-call drift the per-call fit judged noise (1.58 -> 1.92 µs in a 5.10 run under
+    // TCG) tip the per-op class to the next one.
     let per_call_flat = per_call
         .scaling
         .as_ref()
