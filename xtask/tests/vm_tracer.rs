@@ -892,6 +892,21 @@ fn compare_names_the_maple_tree_store_as_what_fell_from_6_1_to_6_12() {
         "--no-flamegraphs",
     ]);
     let c = read_json(&cmp.join("compare.json"));
+    // Both kernels copy the VMAs one by one: fork's dup_mmap grows with N on each.
+    let classes = c["classes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["target"] == "dup_mmap" && k["case_name"] == "spawn")
+        .unwrap_or_else(|| panic!("no class change for dup_mmap [spawn]: {c}"));
+    for side in ["a", "b"] {
+        let class = classes[side].as_str().unwrap_or("(none)");
+        assert!(
+            !["O(1)", "(none)"].contains(&class),
+            "{side}: {}",
+            classes["line"]
+        );
+    }
     let shifts: Vec<&Value> = c["frame_shifts"]
         .as_array()
         .unwrap()
