@@ -32,8 +32,9 @@
 //!    the two-size visibility rule stands in for it. The plain log-log slope's interval is not
 //!    used as the test: a fixed cost bends the log-log curve, so its residuals (and interval)
 //!    are wide even for clean linear growth.
-//!    Growth that is lower at the largest N than where it became visible (the growing part's
-//!    log-log slope is not positive) is a step or a bump, not a class: "no rising trend".
+//!    Growth that does not keep rising over the sizes where it is visible (the growing part's
+//!    log-log slope under [`MIN_RISING_SLOPE`]) is a step or a bump, not a class: "no rising
+//!    trend".
 //! 4. **What exponent?** The slope of `log(t − baseline)` against `log N` over the points
 //!    where growth is visible: the exponent of the part that grows, which is what "O(n)" is
 //!    about (a plain log-log slope of `t` is dragged towards 0 by the fixed cost). With fewer
@@ -132,6 +133,11 @@ pub const ADEQUATE_FIT: f64 = 0.08;
 pub const MIN_SIZES_FOR_CI: usize = 4;
 /// A rise this many times the RMS scatter around the model is significant without the interval.
 pub const SCATTER_MARGIN: f64 = 3.0;
+/// Least log-log slope of the growing part (t − baseline) over the visible sizes for growth
+/// that continues. O(log n)'s is 0.15 or more over any sweep up to N = 10^5 (1/ln(N/N₀));
+/// below this the time stepped up and stayed (a cache or THP threshold, or noise under TCG:
+/// 6.12 sysvipc 948 ns, 1.05, 1.35, 1.57, 1.35 µs over N = 250..4000, slope 0.003).
+pub const MIN_RISING_SLOPE: f64 = 0.1;
 
 /// Why a fit came out O(1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -147,8 +153,9 @@ pub enum FlatReason {
     NotSignificant,
     /// No growing model has a positive growth term.
     NoGrowingModel,
-    /// Above the baseline from some N on, but lower at the largest N than where it became
-    /// visible: a step or a bump (a cache or THP threshold), not growth that continues.
+    /// Above the baseline from some N on, but not rising over the visible sizes (the growing
+    /// part's slope under [`MIN_RISING_SLOPE`]): a step or a bump (a cache or THP threshold),
+    /// not growth that continues.
     Falls,
 }
 
@@ -171,11 +178,25 @@ impl FlatReason {
                 None => "no significant trend".to_string(),
             },
             FlatReason::NoGrowingModel => "no growing model fits".to_string(),
-            FlatReason::Falls => format!(
-                "up from N≈{}, then down again at N={}",
-                fmt_n(s.visible_from.unwrap_or(s.points[0].n)),
-                fmt_n(s.points[s.points.len() - 1].n)
-            ),
+            FlatReason::Falls => {
+                let from = s.visible_from.unwrap_or(s.points[0].n);
+                let last = s.points[s.points.len() - 1];
+                let peak = s
+                    .points
+                    .iter()
+                    .filter(|p| p.n >= from)
+                    .map(|p| p.t)
+                    .fold(0.0, f64::max);
+                if last.t < peak {
+                    format!(
+                        "up from N≈{}, then down again at N={}",
+                        fmt_n(from),
+                        fmt_n(last.n)
+                    )
+                } else {
+                    format!("up from N≈{}, then no further rise", fmt_n(from))
+                }
+            }
         }
     }
 }
@@ -272,8 +293,13 @@ pub fn fit_scaling(points: &[Point]) -> Option<Scaling> {
             {
                 Some(FlatReason::NotSignificant)
             }
-            // Growth that shrinks again over the visible sizes is not a complexity class.
-            Some(_) if excess_fit.as_ref().is_some_and(|f| f.slope <= 0.0) => {
+            // Growth that shrinks again, or stops rising, over the visible sizes is a step or
+            // a bump, not a complexity class.
+            Some(_)
+                if excess_fit
+                    .as_ref()
+                    .is_some_and(|f| f.slope < MIN_RISING_SLOPE) =>
+            {
                 Some(FlatReason::Falls)
             }
             Some(_) => None,
@@ -467,6 +493,67 @@ mod tests {
     /// dup_mmap under mempolicy-fork on 6.1 (TCG): fork time rises by N=1000 pages and falls
     /// again at 4000 (transparent huge pages: fewer page tables to copy). A bump is not a
     /// growth class; the same sweep still rising at 4000 is.
+    /// 6.12 sysvipc_find_ipc per call under TCG (vm_external, two runs per N): up 40% from
+    /// N=1000 and no higher at 4000 than at 1000. The fit called it O(log n) with an excess
+    /// slope of 0.003; it is a step, not a class.
+    #[test]
+    fn a_step_that_stops_rising_is_no_trend() {
+        let step = fit_scaling(&[
+            Point {
+                n: 250.0,
+                t: 948.0,
+                rel_se: Some(0.05),
+            },
+            Point {
+                n: 500.0,
+                t: 1051.0,
+                rel_se: Some(0.036),
+            },
+            Point {
+                n: 1000.0,
+                t: 1346.0,
+                rel_se: Some(0.023),
+            },
+            Point {
+                n: 2000.0,
+                t: 1566.0,
+                rel_se: Some(0.016),
+            },
+            Point {
+                n: 4000.0,
+                t: 1348.0,
+                rel_se: Some(0.009),
+            },
+        ])
+        .unwrap();
+        assert_eq!(step.class, Complexity::Constant, "{step:?}");
+        assert_eq!(step.flat_reason, Some(FlatReason::Falls));
+        // Still rising at the largest N, O(log n) keeps its class.
+        let log = fit_scaling(&[250.0, 500.0, 1000.0, 2000.0, 4000.0].map(|n: f64| Point {
+            n,
+            t: 1000.0 + 120.0 * (n / 250.0).ln(),
+            rel_se: Some(0.02),
+        }))
+        .unwrap();
+        assert_eq!(log.class, Complexity::Log, "{log:?}");
+        let flat_top = fit_scaling(
+            &[250.0, 500.0, 1000.0, 2000.0, 4000.0]
+                .into_iter()
+                .zip([1000.0, 1000.0, 1500.0, 1500.0, 1510.0])
+                .map(|(n, t)| Point {
+                    n,
+                    t,
+                    rel_se: Some(0.02),
+                })
+                .collect::<Vec<_>>(),
+        )
+        .unwrap();
+        assert_eq!(
+            flat_top.flat_reason.map(|r| r.text(&flat_top)),
+            Some("up from N≈1000, then no further rise".to_string())
+        );
+    }
+
     #[test]
     fn growth_that_falls_back_is_no_trend() {
         let bump = pts(
