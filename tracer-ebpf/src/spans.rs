@@ -1,0 +1,272 @@
+//! Spans: per-thread state and the entry/exit pairing that turns a traced call into a span.
+
+use aya_ebpf::{
+    EbpfContext,
+    bindings::{BPF_F_USER_STACK, BPF_NOEXIST},
+    helpers::bpf_get_current_pid_tgid,
+};
+use tracer_ebpf::*;
+
+use crate::{
+    aggregation::{add_stack_weighted, record_span, record_untimed},
+    filter::filter_pass,
+    maps::{CALLER_TICK, COUNTERS, EVENTS, SLOTS, THREADS, ZERO_THREAD},
+    phases::{lookup_phase, thread_phase},
+    stacks::stack_id,
+    util::{bump, config, nest_ix, now, target_ix},
+};
+
+/// One open call on one thread.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Frame {
+    entry_ns: u64,
+    /// The thread's on-CPU clock at entry; the span's on-CPU time is the difference at exit.
+    oncpu_at_entry: u64,
+    target: u32,
+    _pad: u32,
+}
+
+/// Per-thread state, kept from a thread's first traced call until it exits, with the open
+/// calls inline: one hash lookup per entry and exit instead of a frame map insert, lookup
+/// and delete per call. Preallocated, because the perf_event sampler reads it and (before
+/// 6.1) perf_event programs may only use preallocated hash maps.
+#[repr(C)]
+pub(crate) struct ThreadState {
+    /// On-CPU time accumulated since the first open frame, up to `last_in_ns`.
+    pub(crate) oncpu_ns: u64,
+    /// When the thread last started running (or opened its first frame).
+    pub(crate) last_in_ns: u64,
+    /// When the thread was switched out while inside a target (0 = running).
+    pub(crate) off_since_ns: u64,
+    pub(crate) off_n: u64,
+    pub(crate) off_case: u32,
+    pub(crate) off_target: u32,
+    pub(crate) off_kstack: i32,
+    /// Open calls over all targets, including untimed ones beyond MAX_NEST.
+    pub(crate) active: u32,
+    /// Open calls per target (to tell a missed entry from a nested exit).
+    depth: [u32; MAX_TARGETS],
+    /// The open calls, innermost at `active - 1`.
+    frames: [Frame; MAX_NEST],
+    /// The process's phase as last looked up, valid while `PHASE_GEN` equals
+    /// `phase_gen - 1` (0 = never looked up).
+    pub(crate) phase_gen: u64,
+    pub(crate) phase_n: u64,
+    pub(crate) phase_case: u32,
+    pub(crate) phase_row: u32,
+}
+
+#[inline(always)]
+fn slot_target(slot: u32) -> Option<u32> {
+    let conf = SLOTS.get(slot)?;
+    if conf.role == ROLE_NONE || conf.target as usize >= MAX_TARGETS {
+        return None;
+    }
+    Some(conf.target)
+}
+
+#[inline(always)]
+fn thread_state(tid: u32) -> Option<*mut ThreadState> {
+    if let Some(st) = THREADS.get_ptr_mut(&tid) {
+        return Some(st);
+    }
+    let zero = ZERO_THREAD.get(0)?;
+    if THREADS.insert(&tid, zero, BPF_NOEXIST as u64).is_err() {
+        // Either another CPU inserted it first (fine: look it up) or the map is full.
+        if let Some(st) = THREADS.get_ptr_mut(&tid) {
+            return Some(st);
+        }
+        bump(counter::THREAD_MAP_FULL);
+        return None;
+    }
+    THREADS.get_ptr_mut(&tid)
+}
+
+#[inline(always)]
+pub(crate) fn on_enter(slot: u32) {
+    let Some(target) = slot_target(slot) else {
+        return;
+    };
+    let Some(cfg) = config() else { return };
+    if !filter_pass(cfg) {
+        return;
+    }
+    let ts = now();
+    let tid = bpf_get_current_pid_tgid() as u32;
+    let Some(st) = thread_state(tid) else { return };
+    let st = unsafe { &mut *st };
+    if st.active == 0 {
+        st.oncpu_ns = 0;
+        st.last_in_ns = ts;
+        st.off_since_ns = 0;
+    }
+    if target as usize >= MAX_TARGETS {
+        return;
+    }
+    let t = target_ix(target);
+    let a = st.active;
+    if (a as usize) < MAX_NEST {
+        let oncpu_at_entry = st.oncpu_ns + ts.saturating_sub(st.last_in_ns);
+        st.frames[nest_ix(a)] = Frame {
+            entry_ns: ts,
+            oncpu_at_entry,
+            target,
+            _pad: 0,
+        };
+    } else {
+        bump(counter::DEPTH_OVERFLOW);
+    }
+    st.depth[t] += 1;
+    st.active = a + 1;
+}
+
+#[inline(always)]
+pub(crate) fn on_exit<C: EbpfContext>(ctx: &C, slot: u32, count_unpaired: bool) {
+    let Some(target) = slot_target(slot) else {
+        return;
+    };
+    let ts = now();
+    let pid_tgid = bpf_get_current_pid_tgid();
+    let tid = pid_tgid as u32;
+    let tgid = (pid_tgid >> 32) as u32;
+    // Exits fire for every task (the filter is applied at entry): a task without state was
+    // never traced. A traced task with no open call of this target missed an entry (the
+    // probe was attached mid-call); for exit tracepoints that also happens for every
+    // unfiltered call (reads of untracked fds), so only function probes count it.
+    let Some(st) = THREADS.get_ptr_mut(&tid) else {
+        return;
+    };
+    let st = unsafe { &mut *st };
+    if target as usize >= MAX_TARGETS {
+        return;
+    }
+    let t = target_ix(target);
+    if st.depth[t] == 0 {
+        if count_unpaired {
+            bump(counter::UNPAIRED_EXIT);
+        }
+        return;
+    }
+    st.depth[t] -= 1;
+    let Some(cfg) = config() else { return };
+    let (case, n, row) = thread_phase(st, tgid);
+    let key = AggKey { target, case, n };
+    let ix = span_index(row, cfg.target_stride, target);
+    let a = st.active;
+    if a == 0 {
+        record_untimed(row, ix);
+        return;
+    }
+    let mut top = a - 1;
+    st.active = top;
+    if top as usize >= MAX_NEST {
+        record_untimed(row, ix);
+        return;
+    }
+    // Calls exit innermost first. If the innermost open call is another target's, its exit
+    // was lost (a kretprobe miss): drop the frames above this target's.
+    let mut found = st.frames[nest_ix(top)].target == target;
+    let mut i = 0;
+    while !found && i < MAX_NEST as u32 && top > 0 {
+        top -= 1;
+        found = st.frames[nest_ix(top)].target == target;
+        i += 1;
+    }
+    if !found {
+        record_untimed(row, ix);
+        return;
+    }
+    if top != a - 1 {
+        if let Some(c) = COUNTERS.get_ptr_mut(counter::ABANDONED_FRAMES) {
+            unsafe { *c += (a - 1 - top) as u64 };
+        }
+        st.active = top;
+    }
+    let f = st.frames[nest_ix(top)];
+    let wall = ts.saturating_sub(f.entry_ns);
+    let oncpu_now = st.oncpu_ns + ts.saturating_sub(st.last_in_ns);
+    let oncpu = oncpu_now.saturating_sub(f.oncpu_at_entry).min(wall);
+    record_span(row, ix, wall, oncpu);
+
+    if cfg.flags & FLAG_CALLER_STACKS != 0 {
+        // Walking two stacks costs about a microsecond: always worth it for a call that
+        // took longer than CALLER_ALWAYS_NS, sampled 1 in CALLER_SAMPLE (and weighted by
+        // as much) for shorter ones, so the weights stay unbiased.
+        let weight = if wall >= CALLER_ALWAYS_NS {
+            1
+        } else {
+            match CALLER_TICK.get_ptr_mut(0) {
+                Some(c) => {
+                    let v = unsafe { *c };
+                    unsafe { *c = v + 1 };
+                    if v % CALLER_SAMPLE == 0 {
+                        CALLER_SAMPLE
+                    } else {
+                        0
+                    }
+                }
+                None => 0,
+            }
+        };
+        if weight > 0 {
+            let skey = StackKey {
+                agg: key,
+                kind: STACK_CALLER,
+                kstack: stack_id(ctx, 0, counter::STACKS_LOST_CALLER),
+                ustack: stack_id(ctx, BPF_F_USER_STACK as u64, counter::STACKS_LOST_CALLER),
+                tgid,
+            };
+            add_stack_weighted(&skey, weight, wall * weight);
+        }
+    }
+    if cfg.flags & FLAG_RAW_EVENTS != 0 {
+        let ev = SpanEvent {
+            end_ns: ts,
+            wall_ns: wall,
+            oncpu_ns: oncpu,
+            n,
+            case,
+            target,
+            tid,
+            tgid,
+        };
+        if EVENTS.output::<SpanEvent>(&ev, 0).is_err() {
+            bump(counter::RINGBUF_DROPS);
+        }
+    }
+}
+
+/// Calls at least this long always get their caller stacks recorded.
+const CALLER_ALWAYS_NS: u64 = 20_000;
+/// Shorter calls get them 1 in this many times (a power of two), weighted by as much.
+const CALLER_SAMPLE: u64 = 64;
+
+#[inline(always)]
+pub(crate) fn on_point(slot: u32) {
+    let Some(target) = slot_target(slot) else {
+        return;
+    };
+    let Some(cfg) = config() else { return };
+    if !filter_pass(cfg) {
+        return;
+    }
+    // Point events are rare (plans that can only count): no thread state, a direct lookup.
+    let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
+    let (_, _, row) = lookup_phase(tgid);
+    record_untimed(row, span_index(row, cfg.target_stride, target));
+}
+
+#[inline(always)]
+pub(crate) fn top_target(st: &ThreadState) -> u32 {
+    let a = st.active;
+    if a == 0 {
+        return 0;
+    }
+    let i = if a as usize > MAX_NEST {
+        MAX_NEST as u32
+    } else {
+        a
+    };
+    st.frames[nest_ix(i - 1)].target
+}
