@@ -3,9 +3,9 @@
 //!
 //! Everything attached belongs to the `Ebpf` object held here: dropping the engine (normal
 //! exit, error, or unwinding) detaches every link and unloads every program, so nothing is
-//! left attached. The order slots are attached and detached in is kept by `slots`.
+//! left attached. The order slots are attached and detached in is kept by `attach`.
 //!
-//! Layout: `slots` (the attach slots and their one attach sequence), `fixed` (programs
+//! Layout: `slots` (the attach slots), `attach` (their one attach sequence), `fixed` (programs
 //! attached by name), `user_probes` (USDT and phase-function uprobes), `filter` (the traced
 //! tasks), `maps` (aggregates and snapshots), `floor` (the benchmark floor), `probe_runs`
 //! (what attached probes cost), `errors`.
@@ -17,6 +17,7 @@ use tracer_ebpf::*;
 
 use crate::kernel::tracefs::{self, EventFormat};
 
+mod attach;
 mod errors;
 mod filter;
 mod fixed;
