@@ -104,7 +104,6 @@ impl From<ResolveError> for TracerError {
 /// EPERM while loading is a privilege problem (or lockdown), not a bug: say so.
 fn classify_engine(e: EngineError) -> TracerError {
     let text = crate::engine::error_chain(&e);
-    let lower = text.to_lowercase();
     // Under kernel lockdown the verifier refuses helpers that read kernel memory (or the
     // load is denied outright): say that, not "invalid argument".
     if let Some(mode) = crate::kernel::privileges::lockdown().filter(|m| m != "none")
@@ -119,7 +118,7 @@ fn classify_engine(e: EngineError) -> TracerError {
                  parameter, or with Secure Boot's lockdown lifted) to trace\n  ({text})"
         ));
     }
-    if lower.contains("operation not permitted") || lower.contains("permission denied") {
+    if e.is_refusal() {
         return TracerError::Privileges(text);
     }
     if matches!(e, EngineError::Tracefs(_)) {

@@ -1,0 +1,162 @@
+//! The object's fixed programs, attached by name rather than through slots: the scheduler's
+//! tracepoints, the cpu-clock sampler, fd tracking and the phase markers.
+use std::path::Path;
+
+use aya::programs::perf_event::{PerfEventConfig, PerfEventScope, SamplePolicy, SoftwareEvent};
+use aya::programs::{PerfEvent, TracePoint, UProbe, uprobe::UProbeScope};
+
+use super::{AttachFailure, Engine, EngineError};
+use crate::kernel::tracefs;
+
+impl Engine {
+    pub(super) fn tracepoint(
+        &mut self,
+        prog: &str,
+        category: &str,
+        name: &str,
+    ) -> Result<(), EngineError> {
+        let what = format!("attaching {prog} to {category}:{name}");
+        let p: &mut TracePoint = self
+            .bpf
+            .program_mut(prog)
+            .expect("program exists")
+            .try_into()
+            .map_err(|source| EngineError::Program {
+                what: what.clone(),
+                source,
+            })?;
+        // One program may serve several tracepoints (the floor's): load it once.
+        if p.fd().is_err() {
+            p.load().map_err(|source| EngineError::Program {
+                what: what.clone(),
+                source,
+            })?;
+        }
+        p.attach(category, name)
+            .map_err(|source| EngineError::Program { what, source })?;
+        Ok(())
+    }
+
+    pub(super) fn attach_scheduler(&mut self) -> Result<(), EngineError> {
+        self.tracepoint("sched_switch", "sched", "sched_switch")?;
+        self.tracepoint("sched_fork", "sched", "sched_process_fork")?;
+        self.tracepoint("sched_exit", "sched", "sched_process_exit")?;
+        Ok(())
+    }
+
+    pub(super) fn attach_sampler(&mut self) -> Result<(), EngineError> {
+        let cpus = aya::util::online_cpus().map_err(|(_, e)| EngineError::Cpus(e))?;
+        let period = self.sample_period_ns;
+        let p: &mut PerfEvent = self
+            .bpf
+            .program_mut("sampler")
+            .expect("sampler")
+            .try_into()
+            .map_err(|source| EngineError::Program {
+                what: "sampler".into(),
+                source,
+            })?;
+        p.load().map_err(|source| EngineError::Program {
+            what: "loading sampler".into(),
+            source,
+        })?;
+        for cpu in cpus {
+            p.attach(
+                PerfEventConfig::Software(SoftwareEvent::CpuClock),
+                PerfEventScope::AllProcessesOneCpu { cpu },
+                SamplePolicy::Period(period),
+                false,
+            )
+            .map_err(|source| EngineError::Program {
+                what: format!("opening the cpu-clock sampler on CPU {cpu}"),
+                source,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Track fds of files opened under `prefix` (for fd-filtered syscall brackets).
+    pub fn enable_fd_tracking(
+        &mut self,
+        prefix: &str,
+    ) -> Result<Result<(), AttachFailure>, EngineError> {
+        if prefix.len() > 32 || prefix.is_empty() {
+            return Ok(Err(AttachFailure::Failed(format!(
+                "path prefix {prefix:?} must be 1..=32 bytes"
+            ))));
+        }
+        let mut p = [0u8; 32];
+        p[..prefix.len()].copy_from_slice(prefix.as_bytes());
+        self.config.path_prefix = p;
+        self.config.path_prefix_len = prefix.len() as u32;
+        self.write_config()?;
+        if self.fd_tracking {
+            return Ok(Ok(()));
+        }
+        for (prog, name) in [
+            ("openat_exit", "sys_exit_openat"),
+            ("openat_enter", "sys_enter_openat"),
+            ("close_enter", "sys_enter_close"),
+        ] {
+            if !tracefs::event_exists(&self.tracefs, "syscalls", name) {
+                return Ok(Err(AttachFailure::Failed(format!(
+                    "tracepoint syscalls:{name} does not exist on this kernel"
+                ))));
+            }
+            if let Err(e) = self.tracepoint(prog, "syscalls", name) {
+                return Ok(Err(AttachFailure::Failed(e.to_string())));
+            }
+        }
+        self.fd_tracking = true;
+        Ok(Ok(()))
+    }
+
+    /// The uprobe program `prog` of the object, loaded (once; later attaches reuse it).
+    /// `what` names the attach for errors.
+    pub(super) fn loaded_uprobe(
+        &mut self,
+        prog: &str,
+        what: &str,
+    ) -> Result<&mut UProbe, EngineError> {
+        let p: &mut UProbe = self
+            .bpf
+            .program_mut(prog)
+            .unwrap_or_else(|| panic!("uprobe program {prog} is in the object"))
+            .try_into()
+            .map_err(|source| EngineError::Program {
+                what: what.to_string(),
+                source,
+            })?;
+        if p.fd().is_err() {
+            p.load().map_err(|source| EngineError::Program {
+                what: what.to_string(),
+                source,
+            })?;
+        }
+        Ok(p)
+    }
+
+    /// Attach the phase-marker uprobes to `binary` if it exports the marker symbols.
+    /// Returns false (and attaches nothing) when the binary does not speak the protocol.
+    pub fn attach_phase_markers(&mut self, binary: &Path) -> Result<bool, EngineError> {
+        if !crate::symbols::elf_has_symbols(
+            binary,
+            &[
+                workloads::marker::BEGIN_SYMBOL,
+                workloads::marker::END_SYMBOL,
+            ],
+        ) {
+            return Ok(false);
+        }
+        for (prog, sym) in [
+            ("phase_begin", workloads::marker::BEGIN_SYMBOL),
+            ("phase_end", workloads::marker::END_SYMBOL),
+        ] {
+            let what = format!("uprobe {prog} on {}:{sym}", binary.display());
+            let p = self.loaded_uprobe(prog, &what)?;
+            p.attach(sym, binary, UProbeScope::AllProcesses)
+                .map_err(|source| EngineError::Program { what, source })?;
+        }
+        Ok(true)
+    }
+}
