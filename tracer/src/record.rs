@@ -512,13 +512,6 @@ impl Signals {
             _ = self.hup.recv() => "SIGHUP",
         }
     }
-
-    /// A signal that arrived while we were busy (attach and calibration take seconds).
-    pub fn pending(&mut self) -> Option<&'static str> {
-        pending_signal(&mut self.int, &mut self.term, &mut self.hup)
-            .ok()
-            .flatten()
-    }
 }
 
 /// Loaded and attached probes, reusable for several runs (a sweep traces each workload in
@@ -1266,23 +1259,6 @@ fn status_line(
         }
     }
     parts.join("  ")
-}
-
-/// A signal that arrived while we were busy (attach and calibration can take seconds).
-fn pending_signal(
-    a: &mut tokio::signal::unix::Signal,
-    b: &mut tokio::signal::unix::Signal,
-    c: &mut tokio::signal::unix::Signal,
-) -> Result<Option<&'static str>, ()> {
-    use std::task::{Context, Poll};
-    let waker = std::task::Waker::noop();
-    let mut cx = Context::from_waker(waker);
-    for (s, name) in [(a, "SIGINT"), (b, "SIGTERM"), (c, "SIGHUP")] {
-        if let Poll::Ready(Some(())) = s.poll_recv(&mut cx) {
-            return Ok(Some(name));
-        }
-    }
-    Ok(None)
 }
 
 /// Start `command` held before exec: the child is this binary waiting on a pipe; writing a
