@@ -1,5 +1,6 @@
 //! Collection: turn the raw kernel aggregates (a `Snapshot`) into run data: span rows with
-//! histograms, phase rows, counters, raw event rows and symbolized folded stacks (`stacks`).
+//! histograms, phase rows, counters, raw event rows, symbolized folded stacks (`stacks`), and
+//! the whole `Run` written to disk (`run`).
 use std::collections::BTreeMap;
 
 use tracer_ebpf::{HIST_ONCPU, HIST_WALL};
@@ -7,8 +8,10 @@ use tracer_ebpf::{HIST_ONCPU, HIST_WALL};
 use crate::engine::Snapshot;
 use crate::rundata::{COUNTER_NAMES, Dist, PhaseRow, SpanRow};
 
+mod run;
 mod stacks;
 
+pub use run::{RunFacts, build_run};
 pub use stacks::stack_files;
 // The run-data format owns these; re-exported for callers that still name them here.
 pub use crate::rundata::{EVENTS_HEADER, USER_FRAME, counter_meaning};
