@@ -2,9 +2,10 @@
 //! the command's exit, a signal or the duration, detach everything, and write the run.
 //!
 //! Layout: `session` (probes loaded and attached once, shared with `sweep`), `run` (one run
-//! of a session, step by step), `spec` (what a run traces), `targets` (target selection and
-//! the checks made before anything loads), `process` (held commands, /proc), `events`
-//! (`events.csv` while recording), `signals` and `progress`.
+//! of a session, step by step), `command` (one command run within it), `spec` (what a run
+//! traces), `targets` (target selection and the checks made before anything loads),
+//! `process` (held commands, /proc), `events` (`events.csv` while recording), `signals` and
+//! `progress`.
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -15,6 +16,7 @@ use crate::output::DirWriter;
 use crate::resolve::{self, ResolveOptions, Resolved};
 use crate::rundata::Run;
 
+mod command;
 mod events;
 mod process;
 mod progress;
