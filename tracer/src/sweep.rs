@@ -4,7 +4,7 @@
 //! ```text
 //! OUT/
 //!   sweep.json        what was swept, on which kernel, and whether it completed
-//!   <workload>/       one run directory per workload (see rundata.rs)
+//!   <workload>/       one run directory per workload (see rundata/)
 //! ```
 use std::path::{Path, PathBuf};
 use std::time::Instant;

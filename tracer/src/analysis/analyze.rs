@@ -179,7 +179,7 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Result<Analysis, LoadErr
         for (name, v) in &run.counters {
             // Every loss counter explains itself; the others are informational.
             if *v > 0
-                && let Some(meaning) = crate::collect::counter_meaning(name)
+                && let Some(meaning) = crate::rundata::counter_meaning(name)
             {
                 let of = match name.as_str() {
                     "stack_errors" => stack_loss_detail(&run.counters),

@@ -32,8 +32,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::collect::USER_FRAME;
-use crate::rundata::{Invocation, PhaseRow, StackKind};
+use crate::rundata::{Invocation, PhaseRow, StackKind, USER_FRAME};
 
 use super::analyze::StackData;
 use super::fit::{Complexity, Point, Scaling, fit_scaling};

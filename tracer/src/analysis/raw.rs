@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
-use crate::collect::EVENTS_HEADER;
+use crate::rundata::EVENTS_HEADER;
 
 /// Percentiles the tables show, as fractions.
 pub const QUANTILES: [f64; 3] = [0.5, 0.9, 0.99];

@@ -526,7 +526,7 @@ mod tests {
         let values: Vec<u64> = (1..=200).collect();
         run.spans[0].oncpu = hist::from_values(&values);
         run.spans[0].wall = hist::from_values(&values.iter().map(|v| v + 2000).collect::<Vec<_>>());
-        let mut csv = crate::collect::EVENTS_HEADER.to_string();
+        let mut csv = crate::rundata::EVENTS_HEADER.to_string();
         for v in &values {
             csv.push_str(&format!("1,2,3,do_wait,1,10,{},{v}\n", v + 2000));
         }

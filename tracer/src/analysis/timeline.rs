@@ -280,7 +280,7 @@ mod tests {
     fn reads_events_csv_and_names_a_corrupt_line() {
         let dir = tempfile::tempdir().unwrap();
         assert_eq!(read(dir.path()).unwrap(), None);
-        let header = crate::collect::EVENTS_HEADER;
+        let header = crate::rundata::EVENTS_HEADER;
         std::fs::write(
             dir.path().join(EVENTS_CSV),
             format!("{header}1000,5,4,do_wait,1,10,300,100\n900,5,4,dup_mmap,1,10,50,50\n"),

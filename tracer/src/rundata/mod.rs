@@ -14,10 +14,19 @@
 //! the run itself was complete or was cut short (then `partial_reason` says why).
 
 use std::collections::BTreeMap;
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+
+mod counters;
+mod stacks;
+
+pub use counters::{COUNTER_NAMES, counter_meaning};
+pub use stacks::{
+    FoldedLine, PROFILE_TARGET, StackFile, StackKind, USER_FRAME, parse_folded, stack_file_path,
+    write_folded,
+};
 
 /// Format tag stored in every `run.json`; readers refuse other major versions.
 pub const FORMAT: &str = "tracer-run/1";
@@ -25,6 +34,10 @@ pub const RUN_FILE: &str = "run.json";
 pub const SPANS_CSV: &str = "spans.csv";
 pub const STACKS_DIR: &str = "stacks";
 pub const EVENTS_CSV: &str = "events.csv";
+/// Header of `events.csv`, one row per call (raw-events mode).
+pub const EVENTS_HEADER: &str = "end_ns,tid,tgid,target,case,n,wall_ns,oncpu_ns\n";
+/// Suffix of the run directory where a discover sweep's top functions were timed exactly.
+pub const CONFIRM_SUFFIX: &str = "-confirm";
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Run {
@@ -236,92 +249,6 @@ pub struct PhaseRow {
     pub wall_ns: u64,
 }
 
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[serde(rename_all = "lowercase")]
-pub enum StackKind {
-    /// Kernel stacks sampled on-CPU while inside the target; weight = sample period.
-    Oncpu,
-    /// Kernel stacks where the thread blocked inside the target; weight = time blocked.
-    Offcpu,
-    /// Kernel+user stacks that called the target; weight = the calls' wall time.
-    Callers,
-    /// Every on-CPU sample of the traced tasks (`--discover`), kernel frames, `[user]` for
-    /// samples in user mode; target `process`; weight = sample period.
-    Profile,
-    /// Where the traced tasks blocked (`--discover`); weight = time blocked.
-    #[serde(rename = "profile-offcpu")]
-    ProfileOffcpu,
-}
-
-impl StackKind {
-    pub const ALL: [StackKind; 5] = [
-        StackKind::Oncpu,
-        StackKind::Offcpu,
-        StackKind::Callers,
-        StackKind::Profile,
-        StackKind::ProfileOffcpu,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StackKind::Oncpu => "oncpu",
-            StackKind::Offcpu => "offcpu",
-            StackKind::Callers => "callers",
-            StackKind::Profile => "profile",
-            StackKind::ProfileOffcpu => "profile-offcpu",
-        }
-    }
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
-pub struct StackFile {
-    pub kind: StackKind,
-    pub target: String,
-    pub case: u32,
-    pub case_name: String,
-    pub n: u64,
-    /// Relative path of the folded file.
-    pub path: String,
-    /// Sum of the weights in the file (ns) and number of samples/spans behind them.
-    pub total_ns: u64,
-    pub count: u64,
-}
-
-/// Suffix of the run directory where a discover sweep's top functions were timed exactly.
-pub const CONFIRM_SUFFIX: &str = "-confirm";
-
-/// The target name of whole-process stacks (`StackKind::Profile*`): no kernel function.
-pub const PROFILE_TARGET: &str = "process";
-
-/// Relative path of a folded-stack file. Case names and targets are plain identifiers, so
-/// they are safe path components; anything else is replaced.
-pub fn stack_file_path(kind: StackKind, target: &str, case_name: &str, n: u64) -> String {
-    format!(
-        "{STACKS_DIR}/{}/{}/{}/n{n}.folded",
-        kind.as_str(),
-        path_safe(target),
-        path_safe(case_name)
-    )
-}
-
-fn path_safe(s: &str) -> String {
-    let cleaned: String = s
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if cleaned.is_empty() || cleaned.starts_with('.') {
-        format!("_{cleaned}")
-    } else {
-        cleaned
-    }
-}
-
 /// Errors reading a run directory.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
@@ -464,75 +391,9 @@ impl Run {
     }
 }
 
-/// One folded-stack line: frames root-first and a weight.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FoldedLine {
-    pub frames: Vec<String>,
-    pub weight: u64,
-}
-
-/// Parse folded stacks (`a;b;c 123` per line). Blank lines are skipped; anything else that is
-/// not `stack weight` is an error naming the line.
-pub fn parse_folded(text: &str) -> Result<Vec<FoldedLine>, String> {
-    let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let line = line.trim_end();
-        if line.is_empty() {
-            continue;
-        }
-        let (stack, weight) = line
-            .rsplit_once(' ')
-            .ok_or_else(|| format!("line {}: no weight", i + 1))?;
-        let weight: u64 = weight
-            .parse()
-            .map_err(|_| format!("line {}: weight {weight:?} is not a number", i + 1))?;
-        if stack.is_empty() {
-            return Err(format!("line {}: empty stack", i + 1));
-        }
-        out.push(FoldedLine {
-            frames: stack.split(';').map(str::to_string).collect(),
-            weight,
-        });
-    }
-    Ok(out)
-}
-
-/// Write folded stacks, one line each, merging nothing.
-pub fn write_folded<W: Write>(mut w: W, lines: &[FoldedLine]) -> io::Result<()> {
-    for l in lines {
-        writeln!(w, "{} {}", l.frames.join(";"), l.weight)?;
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn folded_round_trip() {
-        let text = "a;b;c 10\n\na;b 5\n";
-        let lines = parse_folded(text).unwrap();
-        assert_eq!(lines.len(), 2);
-        assert_eq!(lines[0].frames, vec!["a", "b", "c"]);
-        let mut out = Vec::new();
-        write_folded(&mut out, &lines).unwrap();
-        assert_eq!(String::from_utf8(out).unwrap(), "a;b;c 10\na;b 5\n");
-    }
-
-    #[test]
-    fn folded_rejects_garbage() {
-        assert!(parse_folded("a;b;c").unwrap_err().contains("line 1"));
-        assert!(parse_folded("a;b x").unwrap_err().contains("not a number"));
-        assert!(parse_folded("ok 1\n 2").unwrap_err().contains("line 2"));
-    }
-
-    #[test]
-    fn stack_paths_stay_inside() {
-        let p = stack_file_path(StackKind::Oncpu, "../x", "a/b", 7);
-        assert_eq!(p, "stacks/oncpu/_.._x/a_b/n7.folded");
-        assert!(!p.contains("/../"));
-    }
 
     #[test]
     fn wrong_format_is_named() {

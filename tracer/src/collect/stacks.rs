@@ -1,142 +1,15 @@
-//! Collection: turn the raw kernel aggregates (a `Snapshot`) into run data: span rows with
-//! histograms, phase rows, and symbolized folded stacks.
+//! Symbolized folded stacks from the kernel's stack maps: frames named root-first, the
+//! probes' own frames removed, identical stacks merged into one file per (kind, target, case, N).
 use std::collections::BTreeMap;
 
 use tracer_ebpf::{
-    AggKey, HIST_ONCPU, HIST_WALL, STACK_CALLER, STACK_OFFCPU, STACK_ONCPU, STACK_PROFILE,
-    STACK_PROFILE_OFFCPU, counter,
+    AggKey, STACK_CALLER, STACK_OFFCPU, STACK_ONCPU, STACK_PROFILE, STACK_PROFILE_OFFCPU,
 };
 
 use crate::engine::Snapshot;
 use crate::kernel::symbolize::{KernelSymbolizer, UNKNOWN, is_bpf_frame, is_return_trampoline};
-use crate::rundata::{
-    Dist, PROFILE_TARGET, PhaseRow, SpanRow, StackFile, StackKind, stack_file_path,
-};
-
-/// The one frame of a whole-process sample taken in user mode.
-pub const USER_FRAME: &str = "[user]";
+use crate::rundata::{PROFILE_TARGET, StackFile, StackKind, USER_FRAME, stack_file_path};
 use crate::symbols::UserSymbolizer;
-
-/// Names of the kernel-side counters, index = `tracer_ebpf::counter` constant.
-pub const COUNTER_NAMES: [&str; counter::COUNT as usize] = [
-    "ringbuf_drops",
-    "depth_overflow",
-    "unpaired_exits",
-    "thread_map_full",
-    "aggregate_map_full",
-    "stack_errors",
-    "samples_in_target",
-    "samples_total",
-    "abandoned_frames",
-    "phase_markers",
-    "floor_hits",
-    "floor_ns",
-    "stacks_taken",
-    "stacks_lost_caller",
-    "stacks_lost_offcpu",
-    "stacks_lost_sampled",
-];
-
-/// What a non-zero loss counter costs the results, and what to do about it, for warnings.
-pub fn counter_meaning(name: &str) -> Option<&'static str> {
-    Some(match name {
-        "ringbuf_drops" => "raw events lost: events.csv is incomplete (raise --raw-events)",
-        "aggregate_map_full" => {
-            "calls not counted: their phases came after the kernel aggregates were full, \
-             or a phase's own statistics were lost (raise --max-phases)"
-        }
-        "thread_map_full" => "threads not tracked: their calls were neither counted nor timed",
-        "depth_overflow" => "calls nested deeper than 16 frames were counted without a duration",
-        "unpaired_exits" => {
-            "exits without a recorded entry (calls already running when tracing began)"
-        }
-        "abandoned_frames" => {
-            "calls whose exit was never seen (a missed return probe, or the thread exited \
-             mid-call): not timed"
-        }
-        "stack_errors" => {
-            "stacks not recorded (a full stack store, or a stack the kernel could not walk): \
-             flamegraphs and root causes rest on fewer samples; counts and times are unaffected \
-             (stacks_lost_* say which kind)"
-        }
-        _ => return None,
-    })
-}
-
-/// Header of `events.csv`, one row per call (raw-events mode).
-pub const EVENTS_HEADER: &str = "end_ns,tid,tgid,target,case,n,wall_ns,oncpu_ns\n";
-
-/// One `events.csv` row from a ring-buffer record; None if the record is malformed.
-pub fn event_row(bytes: &[u8], target_names: &[String]) -> Option<String> {
-    if bytes.len() < std::mem::size_of::<tracer_ebpf::SpanEvent>() {
-        return None;
-    }
-    // SAFETY: length checked; SpanEvent is plain integers, read unaligned.
-    let ev: tracer_ebpf::SpanEvent =
-        unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast::<tracer_ebpf::SpanEvent>()) };
-    let target = target_names.get(ev.target as usize)?;
-    Some(format!(
-        "{},{},{},{},{},{},{},{}\n",
-        ev.end_ns, ev.tid, ev.tgid, target, ev.case, ev.n, ev.wall_ns, ev.oncpu_ns
-    ))
-}
-
-pub fn counters(snap: &Snapshot) -> BTreeMap<String, u64> {
-    COUNTER_NAMES
-        .iter()
-        .zip(snap.counters.iter())
-        .map(|(n, v)| (n.to_string(), *v))
-        .collect()
-}
-
-/// Span rows for every (target, case, N) seen. `target_names[i]` names kernel target id i.
-pub fn span_rows(snap: &Snapshot, target_names: &[String]) -> Vec<SpanRow> {
-    let mut rows = Vec::new();
-    for (key, s) in &snap.spans {
-        let Some(name) = target_names.get(key.target as usize) else {
-            continue;
-        };
-        let dist = |kind: u32, sum, min, max| Dist {
-            sum_ns: sum,
-            min_ns: min,
-            max_ns: max,
-            hist: snap
-                .hist
-                .get(&(*key, kind))
-                .map(|h| h.iter().map(|(b, c)| (*b, *c)).collect())
-                .unwrap_or_default(),
-        };
-        rows.push(SpanRow {
-            target: name.clone(),
-            case: key.case,
-            case_name: workloads::cases::case_name(key.case),
-            n: key.n,
-            calls: s.calls,
-            untimed: s.untimed,
-            wall: dist(HIST_WALL, s.wall_sum, s.wall_min, s.wall_max),
-            oncpu: dist(HIST_ONCPU, s.oncpu_sum, s.oncpu_min, s.oncpu_max),
-        });
-    }
-    rows.sort_by(|a, b| (&a.target, a.case, a.n).cmp(&(&b.target, b.case, b.n)));
-    rows
-}
-
-pub fn phase_rows(snap: &Snapshot) -> Vec<PhaseRow> {
-    let mut rows: Vec<PhaseRow> = snap
-        .phases
-        .iter()
-        .map(|(k, v)| PhaseRow {
-            case: k.case,
-            case_name: workloads::cases::case_name(k.case),
-            n: k.n,
-            phases: v.phases,
-            ops: v.ops,
-            wall_ns: v.wall_ns,
-        })
-        .collect();
-    rows.sort_by_key(|r| (r.case, r.n));
-    rows
-}
 
 /// Frames the probes themselves add on top of kernel stacks (fentry trampolines, the BPF
 /// program, the tracepoint and kprobe machinery): not part of what the user traced.
@@ -385,106 +258,7 @@ pub fn stack_files(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn every_loss_counter_explains_itself() {
-        let informational = [
-            "samples_in_target",
-            "samples_total",
-            "phase_markers",
-            "floor_hits",
-            "floor_ns",
-            // The denominator and the per-kind parts of stack_errors, which warns for them.
-            "stacks_taken",
-            "stacks_lost_caller",
-            "stacks_lost_offcpu",
-            "stacks_lost_sampled",
-        ];
-        for name in COUNTER_NAMES {
-            assert_eq!(
-                counter_meaning(name).is_some(),
-                !informational.contains(&name),
-                "{name}"
-            );
-        }
-        assert!(
-            counter_meaning("aggregate_map_full")
-                .unwrap()
-                .contains("--max-phases")
-        );
-    }
-    use tracer_ebpf::{SpanStats, StackKey, StackVal};
-
-    fn snap() -> Snapshot {
-        let mut s = Snapshot::default();
-        let k = AggKey {
-            target: 0,
-            case: 1,
-            n: 100,
-        };
-        s.spans.insert(
-            k,
-            SpanStats {
-                calls: 3,
-                wall_sum: 30,
-                wall_min: 5,
-                wall_max: 20,
-                ..Default::default()
-            },
-        );
-        s.hist
-            .insert((k, HIST_WALL), [(5u32, 2u64), (9, 1)].into_iter().collect());
-        s.sampled.insert(7, vec![0xc010, 0x1010, 0x3010]);
-        s.stacks.push((
-            StackKey {
-                agg: k,
-                kind: STACK_ONCPU,
-                kstack: 7,
-                ustack: -1,
-                tgid: 0,
-            },
-            StackVal { count: 2, ns: 2000 },
-        ));
-        s.stacks.push((
-            StackKey {
-                agg: k,
-                kind: STACK_ONCPU,
-                kstack: 99,
-                ustack: -1,
-                tgid: 0,
-            },
-            StackVal { count: 1, ns: 1000 },
-        ));
-        s
-    }
-
-    #[test]
-    fn event_rows_decode_ring_buffer_records() {
-        let ev = tracer_ebpf::SpanEvent {
-            end_ns: 5,
-            wall_ns: 7,
-            oncpu_ns: 3,
-            n: 100,
-            case: 1,
-            target: 0,
-            tid: 11,
-            tgid: 10,
-        };
-        // SAFETY: viewing a plain struct as bytes.
-        let bytes = unsafe {
-            std::slice::from_raw_parts(
-                (&ev as *const tracer_ebpf::SpanEvent).cast::<u8>(),
-                std::mem::size_of_val(&ev),
-            )
-        };
-        let names = ["do_wait".to_string()];
-        assert_eq!(
-            event_row(bytes, &names).unwrap(),
-            "5,11,10,do_wait,1,100,7,3\n"
-        );
-        assert!(event_row(&bytes[..10], &names).is_none());
-        assert_eq!(EVENTS_HEADER.split(',').count(), 8);
-    }
+    use crate::collect::tests::snap;
 
     /// Core text up to `_etext`, freed init and exit text after it, then our BPF program and
     /// an fentry trampoline in module space (listed because the table was read while they
@@ -596,15 +370,6 @@ mod tests {
             kernel_frames(&s, 2, false, &ksyms(KALLSYMS)),
             vec!["do_wait", UNKNOWN]
         );
-    }
-
-    #[test]
-    fn rows_carry_histograms_and_case_names() {
-        let rows = span_rows(&snap(), &["do_wait".to_string()]);
-        assert_eq!(rows.len(), 1);
-        assert_eq!(rows[0].case_name, "waitpid-pid");
-        assert_eq!(rows[0].wall.hist, vec![(5, 2), (9, 1)]);
-        assert!(rows[0].oncpu.hist.is_empty());
     }
 
     #[test]

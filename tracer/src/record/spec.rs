@@ -1,0 +1,186 @@
+//! What one run traces: the command or processes, the filter, the duration, and the command
+//! runs it consists of (one, or one per N and repeat for an external sweep).
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::targets::{check_usdt, resolve_phase_fn};
+use super::{RecordOptions, find_executable};
+use crate::error::TracerError;
+
+/// What one traced run consists of (one command, or one set of processes).
+#[derive(Clone, Debug)]
+pub struct RunSpec {
+    pub command: Vec<String>,
+    /// The command's executable, resolved through PATH.
+    pub exe: Option<PathBuf>,
+    pub filter: FilterSpec,
+    pub duration: Option<Duration>,
+    pub attach_json: Option<PathBuf>,
+    pub marker_binaries: Vec<PathBuf>,
+    /// Label for progress messages (e.g. the workload name).
+    pub label: String,
+    /// The N values the command will sweep, when known (for the progress display).
+    pub n_values: Vec<u64>,
+    /// An external sweep: run `command` once per N (and repeat), `{n}` replaced.
+    pub external: Option<ExternalSweep>,
+    /// Only calls inside this function are in a phase (`--phase-fn`).
+    pub phase_fn: Option<crate::phase_fn::PhaseFn>,
+}
+
+/// How an external sweep runs the user's command.
+#[derive(Clone, Debug)]
+pub struct ExternalSweep {
+    pub n_values: Vec<u64>,
+    pub repeat: u32,
+    /// Operations per run, when the user knows them (`--ops`).
+    pub ops: Option<crate::cli::OpsExpr>,
+}
+
+#[derive(Clone, Debug)]
+pub enum FilterSpec {
+    /// The command's process tree plus these pids' trees.
+    Follow(Vec<u32>),
+    Comm(String),
+    Cgroup(PathBuf, u64),
+    System,
+}
+
+/// Validate the user's choice of what to trace and build the run spec.
+pub fn run_spec(opts: &RecordOptions) -> Result<RunSpec, TracerError> {
+    let filter_count = usize::from(!opts.pids.is_empty())
+        + usize::from(opts.comm.is_some())
+        + usize::from(opts.cgroup.is_some())
+        + usize::from(opts.system);
+    if filter_count > 1 {
+        return Err(TracerError::Usage(
+            "choose one of --pid, --comm, --cgroup and --system".into(),
+        ));
+    }
+    if opts.command.is_empty() && filter_count == 0 {
+        return Err(TracerError::Usage(
+            "say what to trace: -- COMMAND..., --pid PID, --comm NAME, --cgroup PATH or --system"
+                .into(),
+        ));
+    }
+    let exe = match opts.command.first() {
+        Some(c) => Some(find_executable(c).ok_or_else(|| {
+            TracerError::Usage(format!("command not found or not executable: {c}"))
+        })?),
+        None => None,
+    };
+    for m in &opts.marker_binaries {
+        if !m.is_file() {
+            return Err(TracerError::Usage(format!(
+                "--markers {}: no such file",
+                m.display()
+            )));
+        }
+    }
+    check_usdt(opts.marker_binaries.iter().chain(exe.iter()))?;
+    let phase_fn = resolve_phase_fn(opts.phase_fn.as_deref())?;
+    for pid in &opts.pids {
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            return Err(TracerError::Usage(format!("no process with pid {pid}")));
+        }
+    }
+    let filter = if opts.system {
+        FilterSpec::System
+    } else if let Some(c) = &opts.comm {
+        if c.is_empty() || c.len() > 15 {
+            return Err(TracerError::Usage(format!(
+                "--comm {c:?}: a task name is 1 to 15 bytes (the kernel truncates longer names)"
+            )));
+        }
+        FilterSpec::Comm(c.clone())
+    } else if let Some(p) = &opts.cgroup {
+        use std::os::unix::fs::MetadataExt;
+        let md = std::fs::metadata(p)
+            .map_err(|e| TracerError::Usage(format!("cgroup {}: {e}", p.display())))?;
+        if !md.is_dir() {
+            return Err(TracerError::Usage(format!(
+                "cgroup {}: not a directory",
+                p.display()
+            )));
+        }
+        FilterSpec::Cgroup(p.clone(), md.ino())
+    } else {
+        FilterSpec::Follow(opts.pids.clone())
+    };
+    Ok(RunSpec {
+        command: opts.command.clone(),
+        exe,
+        filter,
+        duration: opts.duration,
+        attach_json: opts.attach_json.clone(),
+        marker_binaries: opts.marker_binaries.clone(),
+        phase_fn,
+        label: String::new(),
+        n_values: Vec::new(),
+        external: None,
+    })
+}
+
+/// One command run within a run: what to run, with what environment, in which phase.
+#[derive(Clone, Debug)]
+pub struct Invocation {
+    pub command: Vec<String>,
+    pub env: Vec<(String, String)>,
+    /// (case, N) for every process of this run that announces no phase itself.
+    pub phase: Option<(u32, u64)>,
+}
+
+/// The command runs a run consists of: one, or for an external sweep one per N and repeat.
+pub(super) fn invocation_plan(spec: &RunSpec) -> Vec<Invocation> {
+    match &spec.external {
+        None => vec![Invocation {
+            command: spec.command.clone(),
+            env: Vec::new(),
+            phase: None,
+        }],
+        Some(ext) => {
+            let mut out = Vec::new();
+            for &n in &ext.n_values {
+                for _ in 0..ext.repeat.max(1) {
+                    out.push(Invocation {
+                        command: substitute_n(&spec.command, n),
+                        env: vec![("TRACER_N".into(), n.to_string())],
+                        phase: Some((workloads::cases::CASE_COMMAND, n)),
+                    });
+                }
+            }
+            out
+        }
+    }
+}
+
+/// The command line for one N: every `{n}` (or `{N}`) replaced by N. clap turns `{n}` in
+/// help text into a line break, so the help spells it `{N}`; both work.
+pub fn substitute_n(template: &[String], n: u64) -> Vec<String> {
+    template
+        .iter()
+        .map(|a| {
+            a.replace("{n}", &n.to_string())
+                .replace("{N}", &n.to_string())
+        })
+        .collect()
+}
+
+/// Does an argument hold the N placeholder?
+pub fn has_n_placeholder(arg: &str) -> bool {
+    arg.contains("{n}") || arg.contains("{N}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_spellings_of_the_n_placeholder_are_replaced() {
+        let t: Vec<String> = ["./bench", "{n}", "--size={N}", "x{n}y"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(substitute_n(&t, 42), ["./bench", "42", "--size=42", "x42y"]);
+        assert!(has_n_placeholder("{N}") && !has_n_placeholder("n"));
+    }
+}

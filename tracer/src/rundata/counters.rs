@@ -1,0 +1,82 @@
+//! The counters in `run.json`: the names of the kernel-side counters and what a non-zero
+//! loss counter costs the results.
+use tracer_ebpf::counter;
+
+/// Names of the kernel-side counters, index = `tracer_ebpf::counter` constant.
+pub const COUNTER_NAMES: [&str; counter::COUNT as usize] = [
+    "ringbuf_drops",
+    "depth_overflow",
+    "unpaired_exits",
+    "thread_map_full",
+    "aggregate_map_full",
+    "stack_errors",
+    "samples_in_target",
+    "samples_total",
+    "abandoned_frames",
+    "phase_markers",
+    "floor_hits",
+    "floor_ns",
+    "stacks_taken",
+    "stacks_lost_caller",
+    "stacks_lost_offcpu",
+    "stacks_lost_sampled",
+];
+
+/// What a non-zero loss counter costs the results, and what to do about it, for warnings.
+pub fn counter_meaning(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "ringbuf_drops" => "raw events lost: events.csv is incomplete (raise --raw-events)",
+        "aggregate_map_full" => {
+            "calls not counted: their phases came after the kernel aggregates were full, \
+             or a phase's own statistics were lost (raise --max-phases)"
+        }
+        "thread_map_full" => "threads not tracked: their calls were neither counted nor timed",
+        "depth_overflow" => "calls nested deeper than 16 frames were counted without a duration",
+        "unpaired_exits" => {
+            "exits without a recorded entry (calls already running when tracing began)"
+        }
+        "abandoned_frames" => {
+            "calls whose exit was never seen (a missed return probe, or the thread exited \
+             mid-call): not timed"
+        }
+        "stack_errors" => {
+            "stacks not recorded (a full stack store, or a stack the kernel could not walk): \
+             flamegraphs and root causes rest on fewer samples; counts and times are unaffected \
+             (stacks_lost_* say which kind)"
+        }
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_loss_counter_explains_itself() {
+        let informational = [
+            "samples_in_target",
+            "samples_total",
+            "phase_markers",
+            "floor_hits",
+            "floor_ns",
+            // The denominator and the per-kind parts of stack_errors, which warns for them.
+            "stacks_taken",
+            "stacks_lost_caller",
+            "stacks_lost_offcpu",
+            "stacks_lost_sampled",
+        ];
+        for name in COUNTER_NAMES {
+            assert_eq!(
+                counter_meaning(name).is_some(),
+                !informational.contains(&name),
+                "{name}"
+            );
+        }
+        assert!(
+            counter_meaning("aggregate_map_full")
+                .unwrap()
+                .contains("--max-phases")
+        );
+    }
+}
