@@ -1,6 +1,8 @@
 //! The attach-plan table: for each traced target, the ordered ways to measure it. This is data:
 //! adding a target is one more `Target` entry (and, if no existing calibration exercises it,
-//! a calibration kind).
+//! a calibration kind). The entry also names the frames of the target's loop, which the
+//! offline root-cause analysis reads; this module is plain data with no imports, so analysis
+//! can use it without pulling in the attach code.
 //!
 //! Plans are tried in order and the first that attaches (and, with verification, fires as
 //! often as its calibration says it must) is used:
@@ -139,6 +141,10 @@ pub struct Target {
     pub expect: fn(plan: &Plan, cal: Calibration) -> Expect,
     /// Traced when no targets are named (calibration-only targets are opt-in).
     pub default: bool,
+    /// The frames of the target's kernel path that are (part of) the loop its time grows
+    /// with, and what that loop is in plain words: `(frame, what)`, `frame` a function name
+    /// or `prefix*`. Root cause names a culprit by these; the first match wins.
+    pub loops: &'static [(&'static str, &'static str)],
 }
 
 const fn f(
@@ -185,6 +191,13 @@ pub const DO_WAIT: Target = Target {
     calibration: Calibration::ForkWait { count: 16 },
     expect: expect_fork_wait,
     default: true,
+    loops: &[
+        ("wait_consider_task", "the walk over the children list"),
+        ("do_wait_thread", "the walk over the children list"),
+        ("ptrace_do_wait", "the walk over the ptraced children list"),
+        ("__do_wait", "the walk over the children list"),
+        ("do_wait", "the walk over the children list"),
+    ],
 };
 
 pub const DUP_MMAP: Target = Target {
@@ -230,6 +243,30 @@ pub const DUP_MMAP: Target = Target {
     calibration: Calibration::ForkWait { count: 16 },
     expect: expect_fork_wait,
     default: true,
+    loops: &[
+        (
+            "__mt_dup",
+            "the maple-tree copy of the VMA tree in dup_mmap",
+        ),
+        ("mas_*", "maple-tree work per VMA in dup_mmap"),
+        ("mt_*", "maple-tree work per VMA in dup_mmap"),
+        ("mtree_*", "maple-tree work per VMA in dup_mmap"),
+        ("vma_iter_*", "maple-tree work per VMA in dup_mmap"),
+        (
+            "vm_area_dup",
+            "copying each vm_area_struct, per VMA in dup_mmap",
+        ),
+        (
+            "anon_vma_fork",
+            "cloning each VMA's anon_vma chain, per VMA in dup_mmap",
+        ),
+        (
+            "copy_page_range",
+            "copying each VMA's page tables, per VMA in dup_mmap",
+        ),
+        ("dup_mmap", "the per-VMA loop in dup_mmap"),
+        ("dup_mm", "the per-VMA loop in dup_mmap"),
+    ],
 };
 
 pub const SYSVIPC_FIND_IPC: Target = Target {
@@ -276,6 +313,27 @@ pub const SYSVIPC_FIND_IPC: Target = Target {
     },
     expect: expect_sysvipc,
     default: true,
+    loops: &[
+        (
+            "idr_get_next",
+            "the id scan in /proc/sysvipc (sysvipc_find_ipc)",
+        ),
+        (
+            "idr_get_next_ul",
+            "the id scan in /proc/sysvipc (sysvipc_find_ipc)",
+        ),
+        (
+            "radix_tree_next_chunk",
+            "the id scan in /proc/sysvipc (sysvipc_find_ipc)",
+        ),
+        (
+            "idr_find",
+            "the id scan in /proc/sysvipc (sysvipc_find_ipc)",
+        ),
+        ("sysvipc_find_ipc", "the id scan in /proc/sysvipc"),
+        ("sysvipc_proc_start", "the id scan in /proc/sysvipc"),
+        ("sysvipc_proc_next", "the id scan in /proc/sysvipc"),
+    ],
 };
 
 pub const GET_TASK_POLICY: Target = Target {
@@ -344,6 +402,7 @@ pub const GET_TASK_POLICY: Target = Target {
     calibration: Calibration::TouchPages { pages: 256 },
     expect: expect_pages,
     default: true,
+    loops: &[],
 };
 
 /// Not a mission target: the cheapest syscall, used to measure what a probe costs per call
@@ -376,6 +435,7 @@ pub const GETPID: Target = Target {
     calibration: Calibration::Getpid { count: 1000 },
     expect: expect_getpid,
     default: false,
+    loops: &[],
 };
 
 /// Not a mission target: page allocations of the traced processes, counted at the
@@ -395,6 +455,7 @@ pub const PAGE_ALLOC: Target = Target {
     calibration: Calibration::TouchPages { pages: 256 },
     expect: expect_pages,
     default: false,
+    loops: &[],
 };
 
 /// The built-in targets, in target-index order (the index is the kernel-side target id).
@@ -419,6 +480,22 @@ fn expect_getpid(_plan: &Plan, cal: Calibration) -> Expect {
 
 pub fn target_by_name(name: &str) -> Option<(usize, &'static Target)> {
     TARGETS.iter().enumerate().find(|(_, t)| t.name == name)
+}
+
+/// What the loop behind `frame` is, from the built-in targets' [`Target::loops`] (compiler
+/// clone suffixes such as `.isra.0` ignored).
+pub fn known_loop(frame: &str) -> Option<&'static str> {
+    let base = frame.split('.').next().unwrap_or(frame);
+    TARGETS
+        .iter()
+        .flat_map(|t| t.loops)
+        .find_map(|(pat, what)| {
+            let hit = match pat.strip_suffix('*') {
+                Some(prefix) => base.starts_with(prefix),
+                None => base == *pat,
+            };
+            hit.then_some(*what)
+        })
 }
 
 /// Why a function the user named (not a built-in target) is traced.
@@ -463,6 +540,7 @@ pub fn arbitrary_target(name: &str) -> &'static Target {
             max: u64::MAX,
         },
         default: false,
+        loops: &[],
     }))
 }
 
@@ -548,6 +626,19 @@ mod tests {
                 ));
             }
         }
+    }
+
+    #[test]
+    fn known_loop_table() {
+        assert_eq!(
+            known_loop("mas_store_gfp"),
+            Some("maple-tree work per VMA in dup_mmap")
+        );
+        assert_eq!(
+            known_loop("wait_consider_task.isra.0"),
+            Some("the walk over the children list")
+        );
+        assert_eq!(known_loop("schedule"), None);
     }
 
     #[test]

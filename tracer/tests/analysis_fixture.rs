@@ -12,6 +12,7 @@ use std::path::Path;
 
 use tracer::analysis::fit::Complexity;
 use tracer::analysis::{AnalysisOptions, analyze, load};
+use tracer::render::rootcause::{description, line};
 use tracer::render::{self, ReportOptions};
 
 fn real() -> &'static Path {
@@ -164,19 +165,19 @@ fn real_waitpid_sweep_on_6_18() {
     assert_eq!(any.culprit.as_ref().unwrap().frame(), "wait_consider_task");
     assert_eq!(any.sizes_used, vec![100, 1000, 4000]);
     assert!(
-        any.line.starts_with("do_wait [waitpid-any] -> ")
-            && any.line.contains(" [from ")
-            && any.line.ends_with(" samples at N=100..4000 only]"),
+        line(any).starts_with("do_wait [waitpid-any] -> ")
+            && line(any).contains(" [from ")
+            && line(any).ends_with(" samples at N=100..4000 only]"),
         "{}",
-        any.line
+        line(any)
     );
     // One or two samples per size: no root cause is claimed.
     let pidfd = rc("waitid-pidfd");
     assert!(pidfd.culprit.is_none() && pidfd.dominant.is_none());
     assert!(
-        pidfd.line.contains("too few stack samples"),
+        line(pidfd).contains("too few stack samples"),
         "{}",
-        pidfd.line
+        line(pidfd)
     );
 }
 
@@ -216,8 +217,11 @@ fn vm_5_10_waitpid_at_999_hz_names_the_walk_by_added_time() {
     assert_eq!(v.class(), Some(Complexity::Linear), "{}", v.line);
     let rc = cause_of(&a, "do_wait");
     assert_eq!(rc.sizes_used, vec![500, 1000, 2000, 3000, 4000]);
-    let c = rc.culprit.as_ref().unwrap_or_else(|| panic!("{}", rc.line));
-    assert_eq!(c.path[0], "wait_consider_task", "{}", rc.line);
+    let c = rc
+        .culprit
+        .as_ref()
+        .unwrap_or_else(|| panic!("{}", line(rc)));
+    assert_eq!(c.path[0], "wait_consider_task", "{}", line(rc));
     let walk = &rc.ranking[0];
     assert_eq!(walk.path, vec!["wait_consider_task"]);
     assert!(
@@ -230,15 +234,14 @@ fn vm_5_10_waitpid_at_999_hz_names_the_walk_by_added_time() {
         "{added:?}"
     );
     assert!(
-        rc.line
-            .starts_with("do_wait [waitpid-pid] -> wait_consider_task")
-            && rc.line.contains(" of the added time (")
-            && rc.line.contains("N=500..4000")
-            && rc.line.contains(": the walk over the children list")
-            && rc.line.contains(" [from ")
-            && rc.line.ends_with(" samples at N=500..4000 only]"),
+        line(rc).starts_with("do_wait [waitpid-pid] -> wait_consider_task")
+            && line(rc).contains(" of the added time (")
+            && line(rc).contains("N=500..4000")
+            && line(rc).contains(": the walk over the children list")
+            && line(rc).contains(" [from ")
+            && line(rc).ends_with(" samples at N=500..4000 only]"),
         "{}",
-        rc.line
+        line(rc)
     );
 }
 
@@ -258,9 +261,12 @@ fn vm_5_10_waitpid_shows_the_points_behind_a_two_size_class() {
         v.line
     );
     let rc = cause_of(&a, "do_wait");
-    let c = rc.culprit.as_ref().unwrap_or_else(|| panic!("{}", rc.line));
-    assert_eq!(c.path[0], "wait_consider_task", "{}", rc.line);
-    assert!(c.added.unwrap().fraction > 0.6, "{}", rc.line);
+    let c = rc
+        .culprit
+        .as_ref()
+        .unwrap_or_else(|| panic!("{}", line(rc)));
+    assert_eq!(c.path[0], "wait_consider_task", "{}", line(rc));
+    assert!(c.added.unwrap().fraction > 0.6, "{}", line(rc));
 }
 
 /// 5.10 at 4999 Hz, N=1..6000 (the sizes the VM test now sweeps): with three sizes past the
@@ -273,15 +279,18 @@ fn vm_5_10_waitpid_to_6000_children_is_linear() {
     assert_eq!(v.class(), Some(Complexity::Linear), "{}", v.line);
     assert!(v.line.contains("slope 1.03 (R² 0.99)"), "{}", v.line);
     let rc = cause_of(&a, "do_wait");
-    let c = rc.culprit.as_ref().unwrap_or_else(|| panic!("{}", rc.line));
-    assert_eq!(c.frame(), "wait_consider_task", "{}", rc.line);
-    assert!(c.is_self(), "its own code, not a callee: {}", rc.line);
+    let c = rc
+        .culprit
+        .as_ref()
+        .unwrap_or_else(|| panic!("{}", line(rc)));
+    assert_eq!(c.frame(), "wait_consider_task", "{}", line(rc));
+    assert!(c.is_self(), "its own code, not a callee: {}", line(rc));
     let added = c.added.unwrap();
     assert!((0.75..=0.85).contains(&added.fraction), "{added:?}");
     assert!(
-        rc.line.contains(": the walk over the children list"),
+        line(rc).contains(": the walk over the children list"),
         "{}",
-        rc.line
+        line(rc)
     );
 }
 
@@ -292,11 +301,11 @@ fn vm_6_1_waitpid_stays_constant() {
     let v = verdict_of(&a, "do_wait");
     assert_eq!(v.class(), Some(Complexity::Constant), "{}", v.line);
     let rc = cause_of(&a, "do_wait");
-    assert!(rc.culprit.is_none(), "{}", rc.line);
+    assert!(rc.culprit.is_none(), "{}", line(rc));
     assert!(
-        rc.line.contains(": its time per call does not grow ("),
+        line(rc).contains(": its time per call does not grow ("),
         "{}",
-        rc.line
+        line(rc)
     );
 }
 
@@ -309,19 +318,19 @@ fn vm_6_1_spawn_names_the_per_vma_work() {
     assert_eq!(v.class(), Some(Complexity::Linear), "{}", v.line);
     let rc = cause_of(&a, "dup_mmap");
     let names: Vec<&str> = rc.split.iter().map(|g| g.frame()).collect();
-    assert_eq!(names[0], "anon_vma_fork", "{}", rc.line);
+    assert_eq!(names[0], "anon_vma_fork", "{}", line(rc));
     for f in ["mas_store", "vm_area_dup"] {
-        assert!(names.contains(&f), "{}", rc.line);
+        assert!(names.contains(&f), "{}", line(rc));
     }
     assert!(
-        rc.description.as_deref().unwrap_or("").contains("per VMA"),
+        description(rc).unwrap_or_default().contains("per VMA"),
         "{}",
-        rc.line
+        line(rc)
     );
     assert!(
-        rc.line.contains(": split between anon_vma_fork "),
+        line(rc).contains(": split between anon_vma_fork "),
         "{}",
-        rc.line
+        line(rc)
     );
 }
 

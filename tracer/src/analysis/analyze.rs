@@ -438,9 +438,7 @@ fn case_root_cause(
                 })
                 .collect();
             let mut cause = root_cause(&t.target, &t.case_name, anchors, &samples)?;
-            if kind == StackKind::Offcpu {
-                cause.line.push_str(" [off-CPU stacks: time blocked]");
-            }
+            cause.off_cpu = kind == StackKind::Offcpu;
             Some((kind, cause))
         })
         .collect();

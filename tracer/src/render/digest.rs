@@ -5,7 +5,7 @@
 use crate::analysis::Analysis;
 use crate::analysis::fit::Complexity;
 
-use super::tables::root_cause_of;
+use super::rootcause::{self, root_cause_of};
 
 /// One (target, case), or several count-only cases of one target collapsed into one line.
 #[derive(Clone, Debug, PartialEq)]
@@ -82,7 +82,7 @@ pub fn findings(a: &Analysis) -> Vec<(Kind, Vec<Finding>)> {
         }
         let rc = root_cause_of(a, t);
         // A growing case without stacks still gets a line: the reader looks for one.
-        let rc_line = rc.map(|r| r.cause.line.clone()).or_else(|| {
+        let rc_line = rc.map(|r| rootcause::line(&r.cause)).or_else(|| {
             (kind == Kind::Grows).then(|| {
                 format!(
                     "{}: no stacks were sampled inside the target in this case",

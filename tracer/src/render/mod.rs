@@ -31,6 +31,7 @@ mod index;
 pub mod out;
 pub mod plot;
 pub mod probecost;
+pub mod rootcause;
 pub mod summary;
 pub mod tables;
 pub mod xml;
@@ -177,7 +178,11 @@ pub fn report(
     Ok(ReportSummary {
         out_dir: out_dir.to_path_buf(),
         verdicts: a.verdicts.iter().map(|v| v.line.clone()).collect(),
-        root_causes: a.root_causes.iter().map(|r| r.cause.line.clone()).collect(),
+        root_causes: a
+            .root_causes
+            .iter()
+            .map(|r| rootcause::line(&r.cause))
+            .collect(),
         warnings,
         files,
         terminal: tables::terminal(&a),
@@ -764,11 +769,11 @@ pub fn compare_report(
     let root_causes: Vec<String> = aa
         .root_causes
         .iter()
-        .map(|r| format!("{}: {}", c.label_a, r.cause.line))
+        .map(|r| format!("{}: {}", c.label_a, rootcause::line(&r.cause)))
         .chain(
             ab.root_causes
                 .iter()
-                .map(|r| format!("{}: {}", c.label_b, r.cause.line)),
+                .map(|r| format!("{}: {}", c.label_b, rootcause::line(&r.cause))),
         )
         .collect();
     // Each side's warnings: its analysis's, then its exports'.
@@ -787,8 +792,11 @@ pub fn compare_report(
         for (t, vd) in an.tables.iter().zip(&an.verdicts) {
             if t.target == target && t.case_name == case {
                 v.push(format!("{label}: {}", vd.line));
-                if let Some(rc) = tables::root_cause_of(an, t) {
-                    v.push(format!("{label}: root cause: {}", rc.cause.line));
+                if let Some(rc) = rootcause::root_cause_of(an, t) {
+                    v.push(format!(
+                        "{label}: root cause: {}",
+                        rootcause::line(&rc.cause)
+                    ));
                 }
             }
         }
@@ -972,7 +980,7 @@ fn compare_summary(
             .position(|t| t.target == target && t.case_name == case)?;
         let (t, v) = (&an.tables[i], &an.verdicts[i]);
         let growth = v.scaling.as_ref().map(summary::growth).unwrap_or_default();
-        let cause = tables::root_cause_of(an, t).map(|rc| summary::cause(&rc.cause));
+        let cause = rootcause::root_cause_of(an, t).map(|rc| summary::cause(&rc.cause));
         let grows = v
             .class()
             .is_some_and(|c| c != crate::analysis::fit::Complexity::Constant);

@@ -9,7 +9,7 @@ use crate::analysis::rootcause::{FrameGrowth, OUTSIDE_FRAME, RootCause, SELF_FRA
 use super::digest::{self, Kind};
 use super::fmt::{ns, pct};
 use super::index::{SummaryRow, anchor};
-use super::tables::root_cause_of;
+use super::rootcause::{self, root_cause_of};
 
 /// `1.20µs → 41.0µs (×34) over N=10..8000`: the first and last fitted points.
 pub fn growth(s: &Scaling) -> String {
@@ -26,16 +26,13 @@ pub fn growth(s: &Scaling) -> String {
     )
 }
 
-/// A frame path in short: its last frame (`f (self)` for self time; paths start below
-/// `anchor`, the frame the stacks were cut at, so a lone `(self)` is the anchor's own).
-fn frame(g: &FrameGrowth, anchor: &str) -> String {
+/// A frame path in short: its last frame (`f (self)` for self time; paths start below the
+/// frame the stacks were cut at, so a lone `(self)` is the target's own).
+fn frame(g: &FrameGrowth, target: &str) -> String {
     match g.path.as_slice() {
         [.., last] if last == OUTSIDE_FRAME => "stacks without the target's frame".to_string(),
         [.., parent, last] if last == SELF_FRAME => format!("{parent} (self)"),
-        [last] if last == SELF_FRAME => {
-            // The anchor may carry its case (`f [case]`): the row already names it.
-            format!("{} (self)", anchor.split(" [").next().unwrap_or(anchor))
-        }
+        [last] if last == SELF_FRAME => format!("{target} (self)"),
         [.., last] => last.clone(),
         [] => "?".to_string(),
     }
@@ -49,7 +46,7 @@ pub fn cause(rc: &RootCause) -> String {
             // Over 100% when the rest of the call got cheaper meanwhile.
             Some(a) => format!(
                 "{}: {} of the added time{}",
-                frame(c, &rc.anchor),
+                frame(c, &rc.target),
                 pct(a.fraction),
                 if a.fraction > 1.0 {
                     " (the rest got cheaper)"
@@ -59,20 +56,20 @@ pub fn cause(rc: &RootCause) -> String {
             ),
             None => format!(
                 "{}: share {:+.0} points",
-                frame(c, &rc.anchor),
+                frame(c, &rc.target),
                 c.growth * 100.0
             ),
         };
     }
     if !rc.split.is_empty() {
-        let names: Vec<String> = rc.split.iter().map(|g| frame(g, &rc.anchor)).collect();
+        let names: Vec<String> = rc.split.iter().map(|g| frame(g, &rc.target)).collect();
         return format!("split: {}", names.join(", "));
     }
     if let Some(d) = &rc.dominant {
-        return format!("{} holds most of the time", frame(d, &rc.anchor));
+        return format!("{} holds most of the time", frame(d, &rc.target));
     }
     // The line's reason, after its `target [case]: ` prefix.
-    rc_reason(&rc.line)
+    rc_reason(&rootcause::line(rc))
 }
 
 fn rc_reason(line: &str) -> String {
@@ -311,7 +308,7 @@ mod tests {
         let rc = |fraction: f64| RootCause {
             target: "do_wait".into(),
             case_name: "waitpid-any".into(),
-            anchor: "do_wait".into(),
+            stand_in: None,
             whole_stack: false,
             samples: Vec::new(),
             sizes_used: Vec::new(),
@@ -320,12 +317,13 @@ mod tests {
             culprit_by_time: false,
             target_ns: None,
             split: Vec::new(),
+            also: Vec::new(),
             dominant: None,
             culprit_times: Vec::new(),
             slope: None,
             description: None,
             ranking: Vec::new(),
-            line: String::new(),
+            off_cpu: false,
         };
         assert_eq!(
             cause(&rc(1.149)),
@@ -373,9 +371,9 @@ mod tests {
         );
         assert_eq!(frame(&fg(&["a", "b"], None), "t"), "b");
         assert_eq!(frame(&fg(&["a", SELF_FRAME], None), "t"), "a (self)");
-        // The anchor's own time.
+        // The target's own time.
         assert_eq!(
-            frame(&fg(&[SELF_FRAME], None), "sysvipc_find_ipc [sysvipc-msg]"),
+            frame(&fg(&[SELF_FRAME], None), "sysvipc_find_ipc"),
             "sysvipc_find_ipc (self)"
         );
     }

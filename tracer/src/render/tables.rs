@@ -10,6 +10,7 @@ use crate::analysis::{Analysis, CaseRootCause, Verdict};
 use super::digest::{Finding, Kind, findings};
 use super::fmt::{count_of, ns, opt, pct, sig3};
 use super::probecost;
+use super::rootcause::{self, root_cause_of};
 
 const MD_HEADER: [&str; 15] = [
     "N",
@@ -146,7 +147,7 @@ pub fn markdown(target: &str, a: &Analysis, idx: &[usize]) -> String {
             out.push_str(&format!(
                 "- root cause ({} stacks): `{}`\n",
                 rc.kind.as_str(),
-                rc.cause.line
+                rootcause::line(&rc.cause)
             ));
         }
         out.push('\n');
@@ -190,7 +191,7 @@ pub fn html(a: &Analysis, idx: &[usize]) -> String {
         if let Some(rc) = root_cause_of(a, t) {
             fact(
                 &format!("root cause ({} stacks)", rc.kind.as_str()),
-                &rc.cause.line,
+                &rootcause::line(&rc.cause),
             );
         }
         out.push_str("</ul>\n<div class=\"scroll\"><table class=\"num\">\n<tr>");
@@ -208,12 +209,6 @@ pub fn html(a: &Analysis, idx: &[usize]) -> String {
         out.push_str("</table></div>\n");
     }
     out
-}
-
-pub fn root_cause_of<'a>(a: &'a Analysis, t: &CaseTable) -> Option<&'a CaseRootCause> {
-    a.root_causes
-        .iter()
-        .find(|rc| rc.run == t.run && rc.target == t.target && rc.case_name == t.case_name)
 }
 
 fn csv_field(s: &str) -> String {
