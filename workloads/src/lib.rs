@@ -10,4 +10,5 @@ pub mod cases;
 pub mod catalog;
 pub mod marker;
 pub mod nlist;
+pub mod numbers;
 pub mod report;
