@@ -6,48 +6,12 @@ use std::process::ExitCode;
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use tracer::error::{EXIT_CODES_HELP, TracerError, exit};
-use tracer::{calibrate, cli, engine::EngineOptions, plan, record, resolve::ResolveOptions};
-
-/// Print to stdout, ignoring a closed pipe (`tracer ... | head`): the run is written by then,
-/// and the exit status must say how the run went, not that the reader went away.
-macro_rules! out {
-    ($($t:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stdout(), $($t)*);
-    }};
-}
-macro_rules! outp {
-    ($($t:tt)*) => {{
-        use std::io::Write as _;
-        let _ = write!(std::io::stdout(), $($t)*);
-    }};
-}
-
-const ABOUT: &str = "Time kernel functions with eBPF while a workload sweeps N, and show which \
-kernel loop grows with N.";
-
-const LONG_ABOUT: &str = "\
-Time kernel functions with eBPF while a workload sweeps a size N (children, VMAs, SysV \
-segments, pages), and show which kernel loop grows with N.
-
-Targets: the built-in do_wait, dup_mmap, sysvipc_find_ipc, get_task_policy (each resolved \
-per kernel: fentry -> kprobe -> out-of-line callers -> syscall tracepoints, and verified by a \
-short calibration), or any kernel function by name (fentry -> kprobe -> its compiler clone). \
-`tracer probes` shows what this kernel allows and why.
-
-Do not know which function to suspect? `--discover` samples the kernel stacks of the whole \
-process tree at every N and ranks the functions whose time grows with N; it needs no \
-function probe, so it works on kernels that refuse them.
-
-Sweep your own benchmark: `tracer sweep --n 10,100,1000 -- ./bench {N}` runs it once per N \
-({N}, or its lower-case form, replaced; TRACER_N set), each run one phase.
-
-Needs root, or CAP_BPF + CAP_PERFMON (5.8+) and a kernel with BTF for fentry. When the host \
-kernel forbids function probes (no kprobes, fentry refused), run inside a VM: \
-`cargo xtask vm --kernel 6.1 -- tracer ...`.";
+use tracer::{
+    calibrate, cli, commands, engine::EngineOptions, help, record, resolve::ResolveOptions,
+};
 
 #[derive(Parser)]
-#[command(name = "tracer", version, about = ABOUT, long_about = LONG_ABOUT, after_help = EXIT_CODES_HELP)]
+#[command(name = "tracer", version, about = help::ABOUT, long_about = help::LONG_ABOUT, after_help = EXIT_CODES_HELP)]
 struct Cli {
     /// Show the probes' own log messages and debug output.
     #[arg(short, long, global = true)]
@@ -59,16 +23,16 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Trace while a command (or processes) runs, then write the run data to a directory.
-    #[command(after_help = RECORD_HELP)]
+    #[command(after_help = help::RECORD_HELP)]
     Record(RecordArgs),
     /// Run workloads over their N lists under tracing; one run directory per workload.
-    #[command(after_help = SWEEP_HELP)]
+    #[command(after_help = help::SWEEP_HELP.as_str())]
     Sweep(SweepArgs),
     /// Show how each target is measured on this kernel, and why better plans were rejected.
     Probes(ProbesArgs),
     /// Render tables, scaling verdicts, root causes, plots and flamegraphs from a run or
     /// sweep directory (no root needed).
-    #[command(after_help = REPORT_HELP)]
+    #[command(after_help = help::REPORT_HELP)]
     Report(ReportArgs),
     /// Compare two runs or sweeps (e.g. two kernels) per target, case and N.
     Compare(CompareArgs),
@@ -77,8 +41,33 @@ enum Command {
     Completions(CompletionsArgs),
     /// Write one export of a run directory: a Perfetto trace or pprof profiles (no root
     /// needed; `tracer report` writes both).
-    #[command(after_help = EXPORT_HELP)]
+    #[command(after_help = help::EXPORT_HELP)]
     Export(ExportArgs),
+    /// Run COMMAND with only the cheapest probe of a mechanism attached (a counter; with
+    /// --timed also two clock reads and the entry time kept per CPU), and print
+    /// {"hits": N, "ns": T}: the floor the benchmarks compare the real probes' cost with.
+    #[command(name = "__floor", hide = true)]
+    Floor(FloorArgs),
+    /// Write the man pages (tracer.1, tracer-record.1, ...) into DIR; `cargo xtask man` runs it.
+    #[command(name = "__man", hide = true)]
+    Man(ManArgs),
+}
+
+#[derive(Args)]
+struct FloorArgs {
+    #[arg(long)]
+    timed: bool,
+    /// tracepoint, kprobe or fentry.
+    mech: String,
+    /// POINT[,POINT...]
+    points: String,
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    command: Vec<String>,
+}
+
+#[derive(Args)]
+struct ManArgs {
+    dir: PathBuf,
 }
 
 #[derive(Args)]
@@ -87,20 +76,6 @@ struct CompletionsArgs {
     #[arg(value_enum)]
     shell: clap_complete::Shell,
 }
-
-const EXPORT_HELP: &str = "\
-Formats:
-  perfetto  the raw per-call spans (record --raw-events) as a Perfetto trace: a slice per
-            call on its thread, the workload's phases and an N counter per process.
-            Default output RUN/trace.pftrace; open it in ui.perfetto.dev (Open trace file).
-  pprof     the folded stacks as gzipped pprof profiles, one per kind and target
-            (<kind>-<target>.pb.gz), samples labelled target, case and n. Default output
-            directory RUN/profiles (replaced as a whole); open a profile with
-            `go tool pprof -http=: FILE`, or in Perfetto, Parca, Pyroscope, Grafana.
-
-Examples:
-  tracer export perfetto tracer-run-*/
-  tracer export pprof sweep/waitpid -o /tmp/waitpid-profiles";
 
 #[derive(Args)]
 struct ExportArgs {
@@ -113,22 +88,6 @@ struct ExportArgs {
     #[arg(short, long)]
     output: Option<PathBuf>,
 }
-
-const REPORT_HELP: &str = "\
-Writes index.html (a summary table of every target and case first, then the scaling plots,
-the findings, and per target its tables and embedded flamegraphs), README.md (verdicts and
-root causes first), report.txt, summary.json,
-tables/<target>.{md,csv,json}, plots/<target>.svg and flamegraphs/.../n<N>.svg with a
-differential flamegraph between the smallest and largest N. Exports (skip with --no-exports):
-trace.pftrace, a Perfetto trace of every call (runs recorded with --raw-events, events.csv
-up to 64 MiB; open it in ui.perfetto.dev), and profiles/<kind>-<target>.pb.gz, pprof
-profiles of the stacks (`go tool pprof -http=: FILE`); in a sweep, traces/<run>.pftrace and
-profiles/<run>/. `tracer export` writes one of them for one run.
-
-Verdict: a complexity class chosen by comparing fits of t = a + b*f(N) (O(1), O(log n),
-O(n), O(n log n), O(n^2)), the log-log slope of the growth with its 95% interval, and the N
-from which growth is visible. Root cause: the callee frame under the target whose share of
-the target's time grows most with N.";
 
 #[derive(Args)]
 struct RenderArgs {
@@ -192,70 +151,6 @@ struct CompareArgs {
     #[command(flatten)]
     render: RenderArgs,
 }
-
-const SWEEP_HELP: &str = "\
-Your own command, once per N ({N} in its arguments replaced by N; the lower-case form works
-too; TRACER_N=N in its environment; each run is one phase of case `command`):
-  sudo tracer sweep --n 10,100,1000,3000 --targets do_wait -- ./bench {N} 100
-  sudo tracer sweep --n 1..4000*4 --discover --repeat 3 --ops 20000 -- ./poll {N}
-A run that fails is kept in run.json (invocations) and its N left out of the fits; the
-sweep goes on with the other N and exits 8.
-
-Workloads (from the `workloads` binary next to tracer, or --workloads-bin):
-  waitpid    do_wait: fork+wait with N idle children          (default N 1,10,100,1000,5000,8000)
-  spawn      dup_mmap: fork+exit+wait with N extra VMAs        (default N 1,10,100,1000,4000,16000)
-  sysvipc    sysvipc_find_ipc: read /proc/sysvipc/* with N segments (default N 1,10,100,1000,4000)
-  mempolicy  get_task_policy: touch N fresh pages (aim9 page)  (default N 1,10,100,1000,10000)
-  getpid     calibration: N getpid() calls                     (default N 1000,10000,100000)
-
-N lists: 1,10,100 or ranges 1..8000*4 (geometric) and 1k..4k+1k (linear).
-Ctrl-C keeps the runs finished so far and marks the sweep partial. If the tracer is killed
-(SIGKILL) or crashes, the workload gets SIGKILL and its children and SysV IPC objects go
-with it; the output is not written, and the next tracer writing in that directory removes
-the temporary one. A second sweep into an output another one is writing exits 5.
-
---discover: sample every kernel stack of the traced process tree (cpu-clock, --freq) and
-where it blocks, then rank the kernel functions whose time per op grows with N; no function
-probe needed. With --discover and no --targets, nothing else is traced.
-
-Examples:
-  sudo tracer sweep waitpid --n 1,10,100,1000,5000,8000
-  sudo tracer sweep --all -o sweep-6.1
-  sudo tracer sweep spawn -- --variant spawn,spawn-wipeonfork --iterations 50";
-
-const RECORD_HELP: &str = "\
-Output (read later without root by `tracer report`):
-  run.json                       metadata, attach plans, counters, per-(target, case, N) spans
-                                 with log-linear histograms, workload phases, and each
-                                 target's probe_cost (probe_cost_ns: what its kind of probe
-                                 adds to one call, measured at attach on this machine)
-  spans.csv                      the span aggregates as a flat table
-  stacks/<kind>/<target>/<case>/n<N>.folded
-                                 folded stacks; kind = oncpu (sampled inside the target),
-                                 offcpu (where it blocked), callers (who called it)
-  events.csv                     with --raw-events: one row per call
-                                 (end_ns,tid,tgid,target,case,n,wall_ns,oncpu_ns)
-The directory appears only when complete; a run cut short by a signal says
-\"status\": \"partial\" in run.json.
-
-The command may follow the options directly, as with perf (`tracer record ./bench -x`: the
-command's own options stay its own), or after `--`. After the run, each target's per-call
-times are printed as a log2 histogram with p50/p90/p99, as bcc's funclatency does, with the
-probe's own cost per call; a mean within 3x of it is flagged (the probe's cost is a third or
-more of what is measured). `tracer report --subtract-probe-cost` shows corrected times.
-
-If the tracer is killed (SIGKILL) or crashes, the command it started gets SIGKILL too
-(PR_SET_PDEATHSIG; processes the command started themselves are not killed unless they
-arrange the same, as the workloads binary's children do). Processes followed with --pid,
---comm, --cgroup or --system are never signalled. The temporary .NAME.partial-PID directory
-such a death leaves is removed by the next tracer writing to the same directory.
-
-Examples:
-  sudo tracer record ./my-benchmark --size 1000
-  sudo tracer record -- ./my-benchmark --size 1000
-  sudo tracer record -p 4242,4243 -d 30s -o bench-run
-  sudo tracer record -a -F 4999 -t do_wait -d 10s
-  sudo tracer record --targets do_wait --plan do_wait=kprobe -- workloads waitpid --n 1,100,1000";
 
 #[derive(Args, Clone)]
 struct TargetArgs {
@@ -454,23 +349,47 @@ fn main() -> ExitCode {
             return code(tracer::probecost::child_main(&args[2..]));
         }
         Some(record::EXEC_HELD) => return code(record::exec_held_main(&args[2..])),
-        Some("__floor") => return code(floor_main(&args[2..])),
-        Some("__man") => return code(man_main(&args[2..])),
         _ => {}
     }
     let cli = Cli::parse();
+    // The hidden helpers run without the logger, as they did before clap parsed them.
+    let command = match cli.command {
+        Command::Floor(a) => return code(commands::floor(a.timed, &a.mech, &a.points, &a.command)),
+        Command::Man(a) => return code(write_man_pages(&a.dir)),
+        c => c,
+    };
     let level = if cli.verbose { "debug" } else { "warn" };
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(level))
         .format_timestamp(None)
         .init();
-    let result = match cli.command {
+    let result = match command {
         Command::Record(a) => run_record(a, cli.verbose),
         Command::Sweep(a) => run_sweep(a, cli.verbose),
-        Command::Probes(a) => run_probes(a, cli.verbose),
-        Command::Report(a) => run_report(a),
-        Command::Compare(a) => run_compare(a),
+        Command::Probes(a) => commands::probes(
+            &a.targets.targets,
+            &resolve_opts(&a.targets, a.verify),
+            a.json,
+            cli.verbose,
+        ),
+        Command::Report(a) => commands::report(
+            &a.dir,
+            a.output,
+            &tracer::render::ReportOptions {
+                subtract_probe_cost: a.subtract_probe_cost,
+                ..a.render.options()
+            },
+        ),
+        Command::Compare(a) => commands::compare(&a.a, &a.b, a.output, &a.render.options()),
         Command::Completions(a) => run_completions(a),
-        Command::Export(a) => run_export(a),
+        Command::Export(a) => {
+            use tracer::render::export::Format;
+            let format = match a.format.as_str() {
+                "perfetto" => Format::Perfetto,
+                _ => Format::Pprof,
+            };
+            commands::export(format, &a.run, a.output)
+        }
+        Command::Floor(_) | Command::Man(_) => unreachable!("dispatched above"),
     };
     match result {
         Ok(c) => code(c),
@@ -481,73 +400,14 @@ fn main() -> ExitCode {
     }
 }
 
-/// `tracer __floor [--timed] MECH POINT[,POINT...] -- COMMAND...`: run COMMAND with only the
-/// cheapest probe of a mechanism attached (a counter; with --timed also two clock reads and
-/// the entry time kept per CPU), and print {"hits": N, "ns": T}. The benchmarks use it as
-/// the floor that the real probes' cost is compared with; not part of the CLI.
-fn floor_main(args: &[String]) -> i32 {
-    let timed = args.first().map(String::as_str) == Some("--timed");
-    let args = if timed { &args[1..] } else { args };
-    let (Some(mech), Some(points), Some("--"), Some(cmd)) = (
-        args.first(),
-        args.get(1),
-        args.get(2).map(String::as_str),
-        args.get(3),
-    ) else {
-        eprintln!(
-            "usage: tracer __floor [--timed] tracepoint|kprobe|fentry POINT[,POINT] -- COMMAND..."
-        );
-        return exit::USAGE;
-    };
-    let opts = EngineOptions {
-        sample_freq_hz: 0,
-        caller_stacks: false,
-        offcpu_stacks: false,
-        raw_events_bytes: 0,
-        bpf_log: false,
-        scheduler: false,
-        ..EngineOptions::default()
-    };
-    let result = (|| -> Result<(u64, u64), TracerError> {
-        record::check_privileges()?;
-        let mut engine = tracer::engine::Engine::load(opts)?;
-        for p in points.split(',') {
-            engine.attach_floor(mech, p, timed)?;
-        }
-        let st = std::process::Command::new(cmd)
-            .args(&args[4..])
-            .status()
-            .map_err(|e| TracerError::Usage(format!("{cmd}: {e}")))?;
-        if !st.success() {
-            return Err(TracerError::Other(format!("{cmd} failed: {st}")));
-        }
-        Ok(engine.floor_hits()?)
-    })();
-    match result {
-        Ok((hits, ns)) => {
-            out!("{}", serde_json::json!({ "hits": hits, "ns": ns }));
-            exit::OK
-        }
-        Err(e) => {
-            eprintln!("tracer __floor: {e}");
-            e.exit_code()
-        }
-    }
-}
-
-/// `tracer __man DIR`: write the man pages (tracer.1, tracer-record.1, ...) generated from the
-/// command line definition into DIR; `cargo xtask man` runs it. Not part of the CLI.
-fn man_main(args: &[String]) -> i32 {
-    let [dir] = args else {
-        eprintln!("usage: tracer __man DIR");
-        return exit::USAGE;
-    };
+/// `tracer __man DIR`: the man pages generated from the command line definition.
+fn write_man_pages(dir: &std::path::Path) -> i32 {
     let result =
         std::fs::create_dir_all(dir).and_then(|()| clap_mangen::generate_to(Cli::command(), dir));
     match result {
         Ok(()) => exit::OK,
         Err(e) => {
-            eprintln!("tracer __man: {dir}: {e}");
+            eprintln!("tracer __man: {}: {e}", dir.display());
             exit::OUTPUT
         }
     }
@@ -557,10 +417,30 @@ fn man_main(args: &[String]) -> i32 {
 /// not an error, as for every other command).
 fn run_completions(a: CompletionsArgs) -> Result<i32, TracerError> {
     let mut script = Vec::new();
-    clap_complete::generate(a.shell, &mut Cli::command(), "tracer", &mut script);
+    clap_complete::generate(a.shell, &mut visible_command(), "tracer", &mut script);
     use std::io::Write as _;
     let _ = std::io::stdout().write_all(&script);
     Ok(exit::OK)
+}
+
+/// The command line without its hidden helpers: clap_complete lists hidden subcommands too,
+/// and clap cannot drop a subcommand, so the completions come from a copy built without them.
+fn visible_command() -> clap::Command {
+    let full = Cli::command();
+    let mut cmd = clap::Command::new("tracer")
+        .version(env!("CARGO_PKG_VERSION"))
+        .about(help::ABOUT)
+        .long_about(help::LONG_ABOUT)
+        .after_help(EXIT_CODES_HELP)
+        .subcommand_required(true)
+        .arg_required_else_help(true);
+    for a in full.get_arguments() {
+        cmd = cmd.arg(a.clone());
+    }
+    for s in full.get_subcommands().filter(|s| !s.is_hide_set()) {
+        cmd = cmd.subcommand(s.clone());
+    }
+    cmd
 }
 
 fn code(c: i32) -> ExitCode {
@@ -612,9 +492,7 @@ fn run_record(a: RecordArgs, verbose: bool) -> Result<i32, TracerError> {
         marker_binaries: a.markers,
         phase_fn: a.phase_fn,
     };
-    let outcome = record::record(opts)?;
-    print_record_summary(&outcome);
-    Ok(outcome.exit_code)
+    commands::record(opts)
 }
 
 fn run_sweep(a: SweepArgs, verbose: bool) -> Result<i32, TracerError> {
@@ -627,9 +505,9 @@ fn run_sweep(a: SweepArgs, verbose: bool) -> Result<i32, TracerError> {
         ));
     }
     let workloads: Vec<String> = if a.all {
-        tracer::sweep::WORKLOADS
+        workloads::catalog::WORKLOADS
             .iter()
-            .map(|w| w.0.to_string())
+            .map(|w| w.name.to_string())
             .collect()
     } else {
         a.workloads
@@ -672,233 +550,12 @@ fn run_sweep(a: SweepArgs, verbose: bool) -> Result<i32, TracerError> {
         name: a.name,
         confirm: a.confirm,
     };
-    let outcome = tracer::sweep::sweep(opts)?;
-    if let Some(p) = &outcome.sweep.partial_reason {
-        eprintln!("tracer: partial sweep ({p})");
-    }
-    out!("sweep written to {}", outcome.dir.display());
-    if !outcome.sweep.runs.is_empty() && !a_no_report {
-        let ropts = tracer::render::ReportOptions {
-            flamegraphs: !a_no_flame,
-            subtract_probe_cost: a_subtract,
-            ..Default::default()
-        };
-        tracer::render::out::catch_interrupts();
-        let summary = tracer::render::report(&outcome.dir, &outcome.dir.join("report"), &ropts)?;
-        print_summary(&summary);
-    }
-    Ok(outcome.exit_code)
-}
-
-fn run_report(a: ReportArgs) -> Result<i32, TracerError> {
-    if !a.dir.is_dir() {
-        return Err(TracerError::Input(format!(
-            "{}: no such run or sweep directory",
-            a.dir.display()
-        )));
-    }
-    let out = a.output.unwrap_or_else(|| a.dir.join("report"));
-    tracer::render::out::catch_interrupts();
-    let opts = tracer::render::ReportOptions {
-        subtract_probe_cost: a.subtract_probe_cost,
-        ..a.render.options()
-    };
-    let summary = tracer::render::report(&a.dir, &out, &opts)?;
-    print_summary(&summary);
-    Ok(exit::OK)
-}
-
-fn run_compare(a: CompareArgs) -> Result<i32, TracerError> {
-    for d in [&a.a, &a.b] {
-        if !d.is_dir() {
-            return Err(TracerError::Input(format!(
-                "{}: no such run or sweep directory",
-                d.display()
-            )));
-        }
-    }
-    let name = |p: &std::path::Path| {
-        p.canonicalize()
-            .ok()
-            .and_then(|c| c.file_name().map(|f| f.to_string_lossy().into_owned()))
-            .unwrap_or_else(|| "run".into())
-    };
-    let out = a
-        .output
-        .unwrap_or_else(|| PathBuf::from(format!("compare-{}-vs-{}", name(&a.a), name(&a.b))));
-    tracer::render::out::catch_interrupts();
-    let summary = tracer::render::compare_report(&a.a, &a.b, &out, &a.render.options())?;
-    print_summary(&summary);
-    Ok(exit::OK)
-}
-
-fn run_export(a: ExportArgs) -> Result<i32, TracerError> {
-    use tracer::render::export::{Format, export};
-    let format = match a.format.as_str() {
-        "perfetto" => Format::Perfetto,
-        _ => Format::Pprof,
-    };
-    if !a.run.is_dir() {
-        return Err(TracerError::Input(format!(
-            "{}: no such run directory",
-            a.run.display()
-        )));
-    }
-    let out = a.output.unwrap_or_else(|| format.default_output(&a.run));
-    tracer::render::out::catch_interrupts();
-    let written = export(format, &a.run, &out)?;
-    for e in &written {
-        match format {
-            Format::Perfetto => out!("{}: {}", e.path, e.what),
-            Format::Pprof => out!("{}: {}", out.join(&e.path).display(), e.what),
-        }
-    }
-    Ok(exit::OK)
-}
-
-fn print_summary(s: &tracer::render::ReportSummary) {
-    outp!("{}", s.terminal);
-    if !s.terminal.ends_with('\n') {
-        out!();
-    }
-    for w in &s.warnings {
-        eprintln!("tracer: warning: {w}");
-    }
-    out!("report: {}", s.out_dir.join("index.html").display());
-}
-
-fn print_record_summary(o: &record::RecordOutcome) {
-    let run = &o.run;
-    for t in &run.targets {
-        let rows: Vec<_> = run.spans.iter().filter(|r| r.target == t.name).collect();
-        let calls: u64 = rows.iter().map(|r| r.calls).sum();
-        let timed: u64 = rows.iter().map(|r| r.calls - r.untimed).sum();
-        let wall: u64 = rows.iter().map(|r| r.wall.sum_ns).sum();
-        let oncpu: u64 = rows.iter().map(|r| r.oncpu.sum_ns).sum();
-        match &t.plan {
-            Some(p) if timed > 0 => out!(
-                "{:<18} {:>10} calls  mean {:>10.0} ns wall  {:>10.0} ns on-CPU   [{} via {}]",
-                t.name,
-                calls,
-                wall as f64 / timed as f64,
-                oncpu as f64 / timed as f64,
-                p.plan,
-                p.attach_points.join(",")
-            ),
-            Some(p) => out!(
-                "{:<18} {:>10} calls  [{} via {}]{}",
-                t.name,
-                calls,
-                p.plan,
-                p.attach_points.join(","),
-                if calls == 0 && plan::target_by_name(&t.name).is_none() {
-                    "  attached, 0 calls: inlined at its hot call sites, or not on this path?"
-                } else {
-                    ""
-                }
-            ),
-            None => out!("{:<18} not measurable on this kernel", t.name),
-        }
-        if let Some(c) = &t.probe_cost {
-            // The on-CPU mean when measured (what the tables fit), else the wall mean.
-            let per_call = if oncpu > 0 { oncpu } else { wall };
-            let mean = (timed > 0).then(|| per_call as f64 / timed as f64);
-            out!("{}", tracer::render::probecost::record_note(c, mean));
-        }
-        if let Some(h) = tracer::render::histogram::run_target(run, &t.name) {
-            outp!("{h}");
-        }
-    }
-    for (k, v) in &run.counters {
-        let bad = matches!(
-            k.as_str(),
-            "ringbuf_drops" | "aggregate_map_full" | "thread_map_full" | "depth_overflow"
-        );
-        if bad && *v > 0 {
-            let hint = tracer::collect::counter_meaning(k)
-                .map(|m| format!(" ({m})"))
-                .unwrap_or_default();
-            eprintln!("tracer: warning: {k} = {v}{hint}");
-        }
-    }
-    if let Some(r) = &run.partial_reason {
-        eprintln!("tracer: partial run ({r})");
-    }
-    out!("run written to {}", o.dir.display());
-}
-
-fn run_probes(a: ProbesArgs, verbose: bool) -> Result<i32, TracerError> {
-    let ropts = resolve_opts(&a.targets, a.verify);
-    let (resolved, engine) = record::resolve_only(&a.targets.targets, &ropts, verbose)?;
-    let kernel = tracer::kernel::kernel_info();
-    let reports: Vec<_> = resolved.iter().map(|r| r.report()).collect();
-    let facts = serde_json::json!({
-        "btf": tracer::kernel::has_vmlinux_btf(),
-        "btf_error": engine.btf_error(),
-        "kprobe_pmu": tracer::kernel::has_kprobe_pmu(),
-        "lockdown": tracer::kernel::privileges::lockdown(),
-        "tracefs": engine.tracefs_root(),
+    let report = (!a_no_report).then(|| tracer::render::ReportOptions {
+        flamegraphs: !a_no_flame,
+        subtract_probe_cost: a_subtract,
+        ..Default::default()
     });
-    drop(engine);
-    if a.json {
-        let doc = serde_json::json!({ "kernel": kernel, "facts": facts, "targets": reports });
-        out!("{}", serde_json::to_string_pretty(&doc).expect("json"));
-    } else {
-        out!(
-            "kernel {} ({}): BTF {}, kprobe PMU {}, lockdown {}",
-            kernel.release,
-            kernel.machine,
-            if tracer::kernel::has_vmlinux_btf() {
-                "yes"
-            } else {
-                "no"
-            },
-            if tracer::kernel::has_kprobe_pmu() {
-                "yes"
-            } else {
-                "no"
-            },
-            tracer::kernel::privileges::lockdown().unwrap_or_else(|| "n/a".into())
-        );
-        for r in &reports {
-            out!();
-            match &r.plan {
-                Some(p) => out!(
-                    "{}: {} ({}) at {}{}",
-                    r.name,
-                    p.plan,
-                    p.mechanism,
-                    p.attach_points.join(", "),
-                    if p.timed { "" } else { " [count only]" }
-                ),
-                None => out!("{}: NOT MEASURABLE on this kernel", r.name),
-            }
-            if let Some(p) = &r.plan {
-                out!("  measures: {}", p.note);
-            }
-            if let Some(v) = &r.verification {
-                out!(
-                    "  verified: {} -> {} calls (expected {}) {}",
-                    v.workload,
-                    v.observed,
-                    v.expected,
-                    if v.passed { "ok" } else { "FAILED" }
-                );
-            }
-            for rej in &r.rejected {
-                out!("  rejected {}: {}", rej.plan, rej.reason);
-            }
-            let why = plan::target_by_name(&r.name)
-                .map(|(_, t)| t.why)
-                .unwrap_or(plan::ARBITRARY_WHY);
-            out!("  why traced: {why}");
-        }
-    }
-    Ok(if reports.iter().all(|r| r.plan.is_some()) {
-        exit::OK
-    } else {
-        exit::UNSUPPORTED
-    })
+    commands::sweep(opts, report)
 }
 
 #[cfg(test)]

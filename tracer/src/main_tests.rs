@@ -189,3 +189,40 @@ fn help_shows_both_spellings() {
         assert!(sweep.contains(both), "sweep --help lacks {both}:\n{sweep}");
     }
 }
+
+#[test]
+fn hidden_helpers_parse_but_stay_out_of_help_and_completions() {
+    match parse(&[
+        "__floor", "--timed", "kprobe", "do_wait", "--", "true", "-x",
+    ])
+    .unwrap()
+    .command
+    {
+        Command::Floor(a) => {
+            assert!(a.timed);
+            assert_eq!((a.mech.as_str(), a.points.as_str()), ("kprobe", "do_wait"));
+            assert_eq!(a.command, ["true", "-x"]);
+        }
+        _ => panic!("not __floor"),
+    }
+    let e = parse(&["__floor", "kprobe", "do_wait"]).err().unwrap();
+    assert_eq!(e.exit_code(), tracer::error::exit::USAGE);
+    assert!(matches!(
+        parse(&["__man", "/tmp/m"]).unwrap().command,
+        Command::Man(_)
+    ));
+    let help = Cli::command().render_long_help().to_string();
+    let mut script = Vec::new();
+    clap_complete::generate(
+        clap_complete::Shell::Bash,
+        &mut super::visible_command(),
+        "tracer",
+        &mut script,
+    );
+    for text in [help, String::from_utf8(script).unwrap()] {
+        assert!(
+            !text.contains("__floor") && !text.contains("__man"),
+            "{text}"
+        );
+    }
+}

@@ -49,34 +49,14 @@ impl DirWriter {
         if dest.exists() && !replace {
             return Err(OutputError::Exists(dest.to_path_buf()));
         }
-        let parent = match dest.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        crate::owner::create_dir_all(&parent).map_err(|source| OutputError::NotWritable {
-            dir: parent.clone(),
-            source,
-        })?;
-        let name = dest
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        staging::remove_stale(&parent);
-        // Two tracers started at the same moment both pass this check; then the atomic
-        // rename in `commit` lets exactly one of them win.
-        if let Some(pid) = staging::live_writer(&parent, &name) {
-            return Err(OutputError::Busy {
+        let tmp = staging::begin(dest, true).map_err(|e| match e {
+            staging::BeginError::Parent(dir, source) | staging::BeginError::Create(dir, source) => {
+                OutputError::NotWritable { dir, source }
+            }
+            staging::BeginError::Busy(pid) => OutputError::Busy {
                 path: dest.to_path_buf(),
                 pid,
-            });
-        }
-        let tmp = staging::staging_path(&parent, &name);
-        if tmp.exists() {
-            let _ = fs::remove_dir_all(&tmp);
-        }
-        fs::create_dir(&tmp).map_err(|source| OutputError::NotWritable {
-            dir: parent,
-            source,
+            },
         })?;
         Ok(DirWriter {
             dest: dest.to_path_buf(),
@@ -131,28 +111,16 @@ impl DirWriter {
                 source,
             },
         };
-        if self.dest.exists() {
-            if !self.replace {
-                return Err(OutputError::Exists(self.dest.clone()));
-            }
-            // Replace: move the old one aside first so a failure leaves one complete copy (a
-            // crash between the renames leaves it under a name the next writer restores).
-            let old = staging::old_path(&self.tmp);
-            fs::rename(&self.dest, &old).map_err(|source| OutputError::Commit {
+        if self.dest.exists() && !self.replace {
+            return Err(OutputError::Exists(self.dest.clone()));
+        }
+        staging::move_into_place(&self.tmp, &self.dest).map_err(|e| match e {
+            staging::PlaceError::Aside(source) => OutputError::Commit {
                 path: self.dest.clone(),
                 source,
-            })?;
-            if let Err(source) = staging::rename_noreplace(&self.tmp, &self.dest) {
-                if staging::rename_noreplace(&old, &self.dest).is_err() && self.dest.exists() {
-                    // Another writer's output took the place meanwhile: it stays.
-                    let _ = fs::remove_dir_all(&old);
-                }
-                return Err(failed(source));
-            }
-            let _ = fs::remove_dir_all(&old);
-        } else {
-            staging::rename_noreplace(&self.tmp, &self.dest).map_err(failed)?;
-        }
+            },
+            staging::PlaceError::Place(source) => failed(source),
+        })?;
         self.committed = true;
         Ok(self.dest.clone())
     }
@@ -163,6 +131,26 @@ impl Drop for DirWriter {
         if !self.committed {
             let _ = fs::remove_dir_all(&self.tmp);
         }
+    }
+}
+
+/// A file-name component made of safe characters only (`.`-led names get a `_`, so none is
+/// hidden or `..`).
+pub fn safe_component(s: &str) -> String {
+    let cleaned: String = s
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if cleaned.is_empty() || cleaned.starts_with('.') {
+        format!("_{cleaned}")
+    } else {
+        cleaned
     }
 }
 

@@ -123,6 +123,80 @@ pub fn live_writer(parent: &Path, name: &str) -> Option<u32> {
     })
 }
 
+/// The directory a writer of `dest` works in (`.` for a bare name) and dest's file name.
+fn parent_and_name(dest: &Path) -> (PathBuf, String) {
+    let parent = match dest.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = dest
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    (parent, name)
+}
+
+/// Why [`begin`] could not stage.
+#[derive(Debug)]
+pub enum BeginError {
+    /// The destination's parent directory could not be created.
+    Parent(PathBuf, io::Error),
+    /// Another live tracer is staging the same destination (its pid).
+    Busy(u32),
+    /// The staging directory could not be created in the parent.
+    Create(PathBuf, io::Error),
+}
+
+/// Start writing `dest`: create its parent, remove what dead tracers left there, and create
+/// this process's empty staging directory, which is returned. With `exclusive`, refuse while
+/// another live tracer stages the same destination; two that start at the same moment both
+/// pass, and [`move_into_place`]'s rename lets exactly one win.
+pub fn begin(dest: &Path, exclusive: bool) -> Result<PathBuf, BeginError> {
+    let (parent, name) = parent_and_name(dest);
+    crate::owner::create_dir_all(&parent).map_err(|e| BeginError::Parent(parent.clone(), e))?;
+    remove_stale(&parent);
+    if exclusive && let Some(pid) = live_writer(&parent, &name) {
+        return Err(BeginError::Busy(pid));
+    }
+    let staging = staging_path(&parent, &name);
+    if staging.exists() {
+        let _ = std::fs::remove_dir_all(&staging);
+    }
+    std::fs::create_dir(&staging).map_err(|e| BeginError::Create(parent, e))?;
+    Ok(staging)
+}
+
+/// Why [`move_into_place`] failed; the destination then holds what it held before, or what
+/// another writer put there meanwhile.
+#[derive(Debug)]
+pub enum PlaceError {
+    /// The existing destination could not be moved aside.
+    Aside(io::Error),
+    /// The staging directory could not be renamed to the destination (`AlreadyExists`:
+    /// another writer's output took the place).
+    Place(io::Error),
+}
+
+/// Rename a finished staging directory to `dest`, never over anything. An existing `dest` is
+/// moved aside first and removed after, so a failure leaves one complete copy (a crash
+/// between the renames leaves it under a name the next writer restores).
+pub fn move_into_place(staging: &Path, dest: &Path) -> Result<(), PlaceError> {
+    if !dest.exists() {
+        return rename_noreplace(staging, dest).map_err(PlaceError::Place);
+    }
+    let old = old_path(staging);
+    std::fs::rename(dest, &old).map_err(PlaceError::Aside)?;
+    if let Err(e) = rename_noreplace(staging, dest) {
+        if rename_noreplace(&old, dest).is_err() && dest.exists() {
+            // Another writer's output took the place meanwhile: it stays.
+            let _ = std::fs::remove_dir_all(&old);
+        }
+        return Err(PlaceError::Place(e));
+    }
+    let _ = std::fs::remove_dir_all(&old);
+    Ok(())
+}
+
 /// Rename `from` to `to` unless `to` exists, in one step (renameat2 RENAME_NOREPLACE), so two
 /// writers racing for one destination cannot both win: the second gets `AlreadyExists`. Where
 /// the kernel or filesystem lacks the flag, check and rename (a narrow window remains).

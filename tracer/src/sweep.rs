@@ -18,23 +18,15 @@ use crate::output::DirWriter;
 use crate::record::{self, FilterSpec, RunSpec, Session};
 use crate::resolve::ResolveOptions;
 use crate::rundata::{KernelInfo, RunStatus};
+use workloads::catalog;
 
 pub const SWEEP_FILE: &str = "sweep.json";
 pub const SWEEP_FORMAT: &str = "tracer-sweep/1";
 
-/// The workloads a sweep knows, with the N list used when none is given.
-pub const WORKLOADS: &[(&str, &str)] = &[
-    ("waitpid", "1,10,100,1000,5000,8000"),
-    ("spawn", "1,10,100,1000,4000,16000"),
-    ("sysvipc", "1,10,100,1000,4000"),
-    ("mempolicy", "1,10,100,1000,10000"),
-    ("getpid", "1000,10000,100000"),
-];
-
 #[derive(Clone, Debug)]
 pub struct SweepOptions {
     pub workloads: Vec<String>,
-    /// N list for every workload (default: per-workload lists above).
+    /// N list for every workload (default: each workload's `sweep_n` in the workloads crate).
     pub n: Option<String>,
     /// N lists for particular workloads (workload -> list), over `n` and the defaults.
     pub n_for: Vec<(String, String)>,
@@ -161,7 +153,7 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
         return Err(TracerError::Usage(format!(
             "name the workloads to sweep, or --all (known: {}), or sweep your own command: \
              tracer sweep --n 10,100,1000 -- ./bench {{n}}",
-            WORKLOADS.iter().map(|w| w.0).collect::<Vec<_>>().join(", ")
+            catalog::names()
         )));
     }
     if !external
@@ -173,7 +165,7 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
         ));
     }
     for (w, _) in &opts.n_for {
-        if !WORKLOADS.iter().any(|(n, _)| n == w) {
+        if catalog::by_name(w).is_none() {
             return Err(TracerError::Usage(format!(
                 "--n-for {w}=...: unknown workload {w:?}"
             )));
@@ -186,10 +178,10 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
             return Err(TracerError::Usage(format!("workload {w:?} is named twice")));
         }
         seen.push(w);
-        let Some((_, default_n)) = WORKLOADS.iter().find(|(n, _)| n == w) else {
+        let Some(known) = catalog::by_name(w) else {
             return Err(TracerError::Usage(format!(
                 "unknown workload {w:?} (known: {})",
-                WORKLOADS.iter().map(|w| w.0).collect::<Vec<_>>().join(", ")
+                catalog::names()
             )));
         };
         let list = opts
@@ -199,7 +191,7 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
             .find(|(name, _)| name == w)
             .map(|(_, l)| l.clone())
             .or_else(|| opts.n.clone())
-            .unwrap_or_else(|| default_n.to_string());
+            .unwrap_or_else(|| known.sweep_n.to_string());
         let values = workloads::nlist::parse(&list)
             .map_err(|e| TracerError::Usage(format!("--n {list:?}: {e}")))?;
         plan.push((w.clone(), values, list));
@@ -523,14 +515,6 @@ fn external_spec(opts: &SweepOptions) -> Result<Job, TracerError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn default_lists_parse_and_ascend() {
-        for (name, list) in WORKLOADS {
-            let v = workloads::nlist::parse(list).unwrap_or_else(|e| panic!("{name}: {e}"));
-            assert!(v.windows(2).all(|w| w[0] < w[1]), "{name}");
-        }
-    }
 
     #[test]
     fn unknown_workloads_and_bad_lists_are_usage_errors() {

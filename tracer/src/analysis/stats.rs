@@ -14,19 +14,7 @@ pub fn harmonic_mean(v: &[f64]) -> Option<f64> {
     Some(v.len() as f64 / v.iter().map(|x| 1.0 / x).sum::<f64>())
 }
 
-pub fn median(v: &[f64]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let m = s.len() / 2;
-    Some(if s.len() % 2 == 1 {
-        s[m]
-    } else {
-        (s[m - 1] + s[m]) / 2.0
-    })
-}
+pub use workloads::numbers::median;
 
 /// Sample variance (n - 1 in the denominator).
 pub fn variance(v: &[f64]) -> Option<f64> {

@@ -1,4 +1,5 @@
-//! Numbers in one-line summaries (verdicts, root causes); the renderers use the same forms.
+//! Numbers in one-line summaries (verdicts, root causes); the renderers use the same forms,
+//! which live in `workloads::numbers` beside the workloads' own.
 
 /// Integer-looking N for text: `4000`, not `4000.0`.
 pub fn fmt_n(n: f64) -> String {
@@ -9,33 +10,11 @@ pub fn fmt_n(n: f64) -> String {
     }
 }
 
+pub use workloads::numbers::sig3;
+
 /// Nanoseconds with a unit and three significant digits: `850ns`, `1.23µs`, `45.6ms`, `2.00s`.
 pub fn ns(v: f64) -> String {
-    let a = v.abs();
-    let (x, unit) = if a < 1e3 {
-        (v, "ns")
-    } else if a < 1e6 {
-        (v / 1e3, "µs")
-    } else if a < 1e9 {
-        (v / 1e6, "ms")
-    } else {
-        (v / 1e9, "s")
-    };
-    format!("{}{unit}", sig3(x))
-}
-
-/// Three significant digits without exponent notation.
-pub fn sig3(x: f64) -> String {
-    let a = x.abs();
-    if a == 0.0 {
-        "0".to_string()
-    } else if a >= 100.0 {
-        format!("{x:.0}")
-    } else if a >= 10.0 {
-        format!("{x:.1}")
-    } else {
-        format!("{x:.2}")
-    }
+    workloads::numbers::duration_ns(v, workloads::numbers::DurationStyle::Compact)
 }
 
 #[cfg(test)]

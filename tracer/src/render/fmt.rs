@@ -1,6 +1,7 @@
 //! Number formatting shared by the renderers.
 
 pub use crate::analysis::text::{ns, sig3};
+pub use workloads::numbers::{PercentStyle, percent};
 
 /// 10^d nanoseconds as an axis label: `1ns`, `10ns`, `100ns`, `1µs`, ... `100s`.
 pub fn ns_decade(d: i32) -> String {
@@ -13,7 +14,6 @@ pub fn ns_decade(d: i32) -> String {
     format!("{mantissa}{}", UNITS[unit])
 }
 
-/// A share as a percentage.
 /// `1 finding`, `3 findings`.
 pub fn count_of(n: usize, noun: &str) -> String {
     if n == 1 {
@@ -23,13 +23,9 @@ pub fn count_of(n: usize, noun: &str) -> String {
     }
 }
 
+/// A share as a percentage: `95.3%`, `0.12%`.
 pub fn pct(s: f64) -> String {
-    let p = s * 100.0;
-    if p != 0.0 && p.abs() < 1.0 {
-        format!("{p:.2}%")
-    } else {
-        format!("{p:.1}%")
-    }
+    percent(s, PercentStyle::Tenths)
 }
 
 /// An optional value through `f`, or `n/a`.

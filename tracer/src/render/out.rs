@@ -55,24 +55,17 @@ impl OutDir {
     /// Stage a report for `dest` in a hidden sibling directory; `commit` moves it into place.
     /// Staging directories of dead tracers next to it are removed first.
     pub fn create(dest: &Path) -> Result<OutDir, ReportError> {
-        let parent = match dest.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        crate::owner::create_dir_all(&parent).map_err(|source| ReportError::Write {
-            path: dest.to_path_buf(),
-            source,
-        })?;
-        let name = dest
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        crate::staging::remove_stale(&parent);
-        let root = crate::staging::staging_path(&parent, &name);
-        let _ = std::fs::remove_dir_all(&root);
-        std::fs::create_dir(&root).map_err(|source| ReportError::Write {
-            path: dest.to_path_buf(),
-            source,
+        use crate::staging::BeginError;
+        let root = crate::staging::begin(dest, false).map_err(|e| {
+            let source = match e {
+                BeginError::Parent(_, source) | BeginError::Create(_, source) => source,
+                // Only an exclusive begin looks for live writers; kept total all the same.
+                BeginError::Busy(pid) => std::io::Error::other(format!("pid {pid} writes it")),
+            };
+            ReportError::Write {
+                path: dest.to_path_buf(),
+                source,
+            }
         })?;
         Ok(OutDir {
             root,
@@ -109,24 +102,12 @@ impl OutDir {
         }
         // Under sudo, the report is the invoking user's (before it becomes visible).
         crate::owner::hand_over(&self.root);
-        let old = crate::staging::old_path(&self.root);
-        let had_old = dest.exists();
-        if had_old {
-            std::fs::rename(&dest, &old).map_err(|source| ReportError::Write {
-                path: dest.clone(),
-                source,
-            })?;
-        }
-        if let Err(source) = std::fs::rename(&self.root, &dest) {
-            if had_old {
-                let _ = std::fs::rename(&old, &dest);
-            }
-            return Err(ReportError::Write { path: dest, source });
-        }
+        crate::staging::move_into_place(&self.root, &dest).map_err(|e| {
+            let (crate::staging::PlaceError::Aside(source)
+            | crate::staging::PlaceError::Place(source)) = e;
+            ReportError::Write { path: dest, source }
+        })?;
         self.committed = true;
-        if had_old {
-            let _ = std::fs::remove_dir_all(&old);
-        }
         Ok(())
     }
 
@@ -248,24 +229,7 @@ pub fn write_file_atomic<T>(
     Ok(v)
 }
 
-/// A file-name component made of safe characters only.
-pub fn safe(s: &str) -> String {
-    let cleaned: String = s
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if cleaned.is_empty() || cleaned.starts_with('.') {
-        format!("_{cleaned}")
-    } else {
-        cleaned
-    }
-}
+pub use crate::output::safe_component as safe;
 
 #[cfg(test)]
 mod tests {

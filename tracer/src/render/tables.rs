@@ -8,7 +8,7 @@ use crate::analysis::table::{CaseTable, Metric, PercentileSource, Row};
 use crate::analysis::{Analysis, CaseRootCause, Verdict};
 
 use super::digest::{Finding, Kind, findings};
-use super::fmt::{count_of, ns, opt, pct, sig3};
+use super::fmt::{PercentStyle, count_of, ns, opt, pct, percent, sig3};
 use super::probecost;
 use super::rootcause::{self, root_cause_of};
 
@@ -650,7 +650,14 @@ pub fn frame_shift_lines(c: &Comparison) -> Vec<String> {
         .map(|((target, case), shifts)| {
             let parts: Vec<String> = shifts
                 .iter()
-                .map(|s| format!("{} {} -> {}", s.frame, pct0(s.a), pct0(s.b)))
+                .map(|s| {
+                    format!(
+                        "{} {} -> {}",
+                        s.frame,
+                        percent(s.a, PercentStyle::Whole),
+                        percent(s.b, PercentStyle::Whole)
+                    )
+                })
                 .collect();
             format!(
                 "{target} [{case}]: {} {} ({} -> {})",
@@ -661,10 +668,6 @@ pub fn frame_shift_lines(c: &Comparison) -> Vec<String> {
             )
         })
         .collect()
-}
-
-fn pct0(f: f64) -> String {
-    format!("{:.0}%", f * 100.0)
 }
 
 pub fn compare_markdown(c: &Comparison) -> String {

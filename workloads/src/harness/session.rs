@@ -205,20 +205,17 @@ impl Session {
         self.report.results.extend(rows);
     }
 
-    /// Median time per op of the committed rows of (case, n).
+    /// Median time per op of the committed rows of (case, n) (the upper middle one of an even
+    /// count, so a measured value).
     pub fn median_ns_per_op(&self, case: &str, n: u64) -> Option<f64> {
-        let mut xs: Vec<f64> = self
+        let xs: Vec<f64> = self
             .report
             .results
             .iter()
             .filter(|m| m.case == case && m.n == n)
             .map(|m| m.time_ns_per_op)
             .collect();
-        if xs.is_empty() {
-            return None;
-        }
-        xs.sort_by(f64::total_cmp);
-        Some(xs[xs.len() / 2])
+        workloads::numbers::upper_median(&xs)
     }
 
     /// Writes the JSON report (if asked for) with `status`.

@@ -4,6 +4,7 @@
 
 use std::io::Write;
 
+use workloads::numbers;
 use workloads::report::Measurement;
 
 const NAME_WIDTH: usize = 36;
@@ -11,23 +12,7 @@ const RULE_WIDTH: usize = 96;
 
 /// Formats a duration in ns with a unit that keeps 3-4 significant digits.
 pub fn fmt_ns(ns: f64) -> String {
-    let (v, unit) = if ns < 10_000.0 {
-        (ns, "ns")
-    } else if ns < 10_000_000.0 {
-        (ns / 1e3, "us")
-    } else if ns < 10_000_000_000.0 {
-        (ns / 1e6, "ms")
-    } else {
-        (ns / 1e9, "s")
-    };
-    let digits = if v < 10.0 {
-        2
-    } else if v < 100.0 {
-        1
-    } else {
-        0
-    };
-    format!("{v:.digits$} {unit}")
+    numbers::duration_ns(ns, numbers::DurationStyle::Bench)
 }
 
 /// Formats a counter the way Google Benchmark does (k, M, G suffixes).
@@ -83,18 +68,6 @@ pub fn row(
     line
 }
 
-fn median(mut xs: Vec<f64>) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    let n = xs.len();
-    if n == 0 {
-        0.0
-    } else if n % 2 == 1 {
-        xs[n / 2]
-    } else {
-        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
-    }
-}
-
 fn stddev(xs: &[f64]) -> f64 {
     if xs.len() < 2 {
         return 0.0;
@@ -124,8 +97,8 @@ pub fn rows(ms: &[Measurement], repeats: u32) -> Vec<String> {
         let k = ms.len() as u64;
         out.push(row(
             &format!("{name}_median"),
-            median(t.clone()),
-            median(c.clone()),
+            numbers::median(&t).unwrap_or(0.0),
+            numbers::median(&c).unwrap_or(0.0),
             k,
             &[],
         ));

@@ -15,7 +15,7 @@ use crate::harness::options::Common;
 use crate::harness::session::{PhaseSpec, Session};
 use crate::harness::{signals, sys};
 
-pub const DEFAULT_N: &str = "1,10,100,1000,10000";
+pub const DEFAULT_N: &str = workloads::catalog::GETPID.default_n;
 
 /// How many cache setups are timed to estimate the setup cost.
 const SETUP_SAMPLES: u32 = 200;

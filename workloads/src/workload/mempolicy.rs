@@ -22,7 +22,7 @@ use crate::harness::options::Common;
 use crate::harness::session::{PhaseSpec, Session};
 use crate::harness::{signals, sys};
 
-pub const DEFAULT_N: &str = "1..65536*16";
+pub const DEFAULT_N: &str = workloads::catalog::MEMPOLICY.default_n;
 
 /// The hidden argument that makes `workloads` exit at once (the exec test's child).
 pub const EXEC_CHILD_ARG: &str = "--exec-child";

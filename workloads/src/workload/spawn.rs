@@ -15,7 +15,7 @@ use crate::harness::options::Common;
 use crate::harness::session::{PhaseSpec, Session};
 use crate::harness::sys;
 
-pub const DEFAULT_N: &str = "1,10,100,1000,4000,16000,64000";
+pub const DEFAULT_N: &str = workloads::catalog::SPAWN.default_n;
 
 #[derive(Args, Debug)]
 pub struct SpawnArgs {

@@ -22,7 +22,7 @@ use crate::harness::options::Common;
 use crate::harness::session::{PhaseSpec, Session};
 use crate::harness::{signals, sys};
 
-pub const DEFAULT_N: &str = "1,10,100,1000,4000";
+pub const DEFAULT_N: &str = workloads::catalog::SYSVIPC.default_n;
 
 /// Size of the IPC id index space without the ipcmni_extend boot option.
 pub const IPCMNI: u64 = 32768;

@@ -15,7 +15,7 @@ use crate::harness::error::{Error, Result};
 use crate::harness::options::Common;
 use crate::harness::session::{PhaseSpec, Session};
 
-pub const DEFAULT_N: &str = "1,10,100,1000,5000,8000";
+pub const DEFAULT_N: &str = workloads::catalog::WAITPID.default_n;
 
 /// Memory planned per idle child (task, kernel stack, page tables, a few COW pages): about
 /// 45 KiB measured on 6.18 (MemAvailable before/after 4000 children), plus headroom. Kept

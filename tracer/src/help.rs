@@ -1,0 +1,134 @@
+//! The long help texts of `tracer`'s commands. The workloads' lines in `tracer sweep --help`
+//! come from the workloads crate's table, so they cannot drift from what a sweep runs.
+use std::sync::LazyLock;
+
+use workloads::catalog::WORKLOADS;
+
+pub const ABOUT: &str = "Time kernel functions with eBPF while a workload sweeps N, and show which \
+kernel loop grows with N.";
+
+pub const LONG_ABOUT: &str = "\
+Time kernel functions with eBPF while a workload sweeps a size N (children, VMAs, SysV \
+segments, pages), and show which kernel loop grows with N.
+
+Targets: the built-in do_wait, dup_mmap, sysvipc_find_ipc, get_task_policy (each resolved \
+per kernel: fentry -> kprobe -> out-of-line callers -> syscall tracepoints, and verified by a \
+short calibration), or any kernel function by name (fentry -> kprobe -> its compiler clone). \
+`tracer probes` shows what this kernel allows and why.
+
+Do not know which function to suspect? `--discover` samples the kernel stacks of the whole \
+process tree at every N and ranks the functions whose time grows with N; it needs no \
+function probe, so it works on kernels that refuse them.
+
+Sweep your own benchmark: `tracer sweep --n 10,100,1000 -- ./bench {N}` runs it once per N \
+({N}, or its lower-case form, replaced; TRACER_N set), each run one phase.
+
+Needs root, or CAP_BPF + CAP_PERFMON (5.8+) and a kernel with BTF for fentry. When the host \
+kernel forbids function probes (no kprobes, fentry refused), run inside a VM: \
+`cargo xtask vm --kernel 6.1 -- tracer ...`.";
+
+pub const RECORD_HELP: &str = "\
+Output (read later without root by `tracer report`):
+  run.json                       metadata, attach plans, counters, per-(target, case, N) spans
+                                 with log-linear histograms, workload phases, and each
+                                 target's probe_cost (probe_cost_ns: what its kind of probe
+                                 adds to one call, measured at attach on this machine)
+  spans.csv                      the span aggregates as a flat table
+  stacks/<kind>/<target>/<case>/n<N>.folded
+                                 folded stacks; kind = oncpu (sampled inside the target),
+                                 offcpu (where it blocked), callers (who called it)
+  events.csv                     with --raw-events: one row per call
+                                 (end_ns,tid,tgid,target,case,n,wall_ns,oncpu_ns)
+The directory appears only when complete; a run cut short by a signal says
+\"status\": \"partial\" in run.json.
+
+The command may follow the options directly, as with perf (`tracer record ./bench -x`: the
+command's own options stay its own), or after `--`. After the run, each target's per-call
+times are printed as a log2 histogram with p50/p90/p99, as bcc's funclatency does, with the
+probe's own cost per call; a mean within 3x of it is flagged (the probe's cost is a third or
+more of what is measured). `tracer report --subtract-probe-cost` shows corrected times.
+
+If the tracer is killed (SIGKILL) or crashes, the command it started gets SIGKILL too
+(PR_SET_PDEATHSIG; processes the command started themselves are not killed unless they
+arrange the same, as the workloads binary's children do). Processes followed with --pid,
+--comm, --cgroup or --system are never signalled. The temporary .NAME.partial-PID directory
+such a death leaves is removed by the next tracer writing to the same directory.
+
+Examples:
+  sudo tracer record ./my-benchmark --size 1000
+  sudo tracer record -- ./my-benchmark --size 1000
+  sudo tracer record -p 4242,4243 -d 30s -o bench-run
+  sudo tracer record -a -F 4999 -t do_wait -d 10s
+  sudo tracer record --targets do_wait --plan do_wait=kprobe -- workloads waitpid --n 1,100,1000";
+
+pub const REPORT_HELP: &str = "\
+Writes index.html (a summary table of every target and case first, then the scaling plots,
+the findings, and per target its tables and embedded flamegraphs), README.md (verdicts and
+root causes first), report.txt, summary.json,
+tables/<target>.{md,csv,json}, plots/<target>.svg and flamegraphs/.../n<N>.svg with a
+differential flamegraph between the smallest and largest N. Exports (skip with --no-exports):
+trace.pftrace, a Perfetto trace of every call (runs recorded with --raw-events, events.csv
+up to 64 MiB; open it in ui.perfetto.dev), and profiles/<kind>-<target>.pb.gz, pprof
+profiles of the stacks (`go tool pprof -http=: FILE`); in a sweep, traces/<run>.pftrace and
+profiles/<run>/. `tracer export` writes one of them for one run.
+
+Verdict: a complexity class chosen by comparing fits of t = a + b*f(N) (O(1), O(log n),
+O(n), O(n log n), O(n^2)), the log-log slope of the growth with its 95% interval, and the N
+from which growth is visible. Root cause: the callee frame under the target whose share of
+the target's time grows most with N.";
+
+pub const EXPORT_HELP: &str = "\
+Formats:
+  perfetto  the raw per-call spans (record --raw-events) as a Perfetto trace: a slice per
+            call on its thread, the workload's phases and an N counter per process.
+            Default output RUN/trace.pftrace; open it in ui.perfetto.dev (Open trace file).
+  pprof     the folded stacks as gzipped pprof profiles, one per kind and target
+            (<kind>-<target>.pb.gz), samples labelled target, case and n. Default output
+            directory RUN/profiles (replaced as a whole); open a profile with
+            `go tool pprof -http=: FILE`, or in Perfetto, Parca, Pyroscope, Grafana.
+
+Examples:
+  tracer export perfetto tracer-run-*/
+  tracer export pprof sweep/waitpid -o /tmp/waitpid-profiles";
+
+const SWEEP_HELP_HEAD: &str = "\
+Your own command, once per N ({N} in its arguments replaced by N; the lower-case form works
+too; TRACER_N=N in its environment; each run is one phase of case `command`):
+  sudo tracer sweep --n 10,100,1000,3000 --targets do_wait -- ./bench {N} 100
+  sudo tracer sweep --n 1..4000*4 --discover --repeat 3 --ops 20000 -- ./poll {N}
+A run that fails is kept in run.json (invocations) and its N left out of the fits; the
+sweep goes on with the other N and exits 8.
+
+";
+
+const SWEEP_HELP_TAIL: &str = "\
+N lists: 1,10,100 or ranges 1..8000*4 (geometric) and 1k..4k+1k (linear).
+Ctrl-C keeps the runs finished so far and marks the sweep partial. If the tracer is killed
+(SIGKILL) or crashes, the workload gets SIGKILL and its children and SysV IPC objects go
+with it; the output is not written, and the next tracer writing in that directory removes
+the temporary one. A second sweep into an output another one is writing exits 5.
+
+--discover: sample every kernel stack of the traced process tree (cpu-clock, --freq) and
+where it blocks, then rank the kernel functions whose time per op grows with N; no function
+probe needed. With --discover and no --targets, nothing else is traced.
+
+Examples:
+  sudo tracer sweep waitpid --n 1,10,100,1000,5000,8000
+  sudo tracer sweep --all -o sweep-6.1
+  sudo tracer sweep spawn -- --variant spawn,spawn-wipeonfork --iterations 50";
+
+/// `tracer sweep --help`: the examples, then one line per workload with its sweep's default N.
+pub static SWEEP_HELP: LazyLock<String> = LazyLock::new(|| {
+    let mut s = String::from(SWEEP_HELP_HEAD);
+    s.push_str("Workloads (from the `workloads` binary next to tracer, or --workloads-bin):\n");
+    for w in WORKLOADS {
+        let what = format!("{}: {}", w.target.unwrap_or("calibration"), w.about);
+        s.push_str(&format!(
+            "  {:<10} {what:<49} (default N {})\n",
+            w.name, w.sweep_n
+        ));
+    }
+    s.push('\n');
+    s.push_str(SWEEP_HELP_TAIL);
+    s
+});
