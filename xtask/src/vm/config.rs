@@ -5,8 +5,10 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::cli::parse_choice;
 use crate::guest::GuestBinaries;
 use crate::kernel::Kernel;
+
 /// How qemu executes the guest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Accel {
@@ -17,27 +19,26 @@ pub enum Accel {
     Kvm,
 }
 
+const ACCELS: [(&str, Accel); 3] = [
+    ("auto", Accel::Auto),
+    ("tcg", Accel::Tcg),
+    ("kvm", Accel::Kvm),
+];
+
 impl std::str::FromStr for Accel {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "auto" => Ok(Accel::Auto),
-            "tcg" => Ok(Accel::Tcg),
-            "kvm" => Ok(Accel::Kvm),
-            _ => Err(format!(
-                "unknown accelerator {s:?}: expected auto, tcg or kvm"
-            )),
-        }
+        parse_choice(s, &ACCELS, "unknown accelerator ")
     }
 }
 
 impl std::fmt::Display for Accel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Accel::Auto => "auto",
-            Accel::Tcg => "tcg",
-            Accel::Kvm => "kvm",
-        })
+        let (name, _) = ACCELS
+            .iter()
+            .find(|(_, a)| a == self)
+            .expect("every accelerator is named");
+        f.write_str(name)
     }
 }
 
@@ -51,23 +52,23 @@ pub enum Transport {
     Serial,
 }
 
+const TRANSPORTS: [(&str, Transport); 2] =
+    [("disk", Transport::Disk), ("serial", Transport::Serial)];
+
 impl Transport {
     pub(super) fn as_str(self) -> &'static str {
-        match self {
-            Transport::Disk => "disk",
-            Transport::Serial => "serial",
-        }
+        let (name, _) = TRANSPORTS
+            .iter()
+            .find(|(_, t)| *t == self)
+            .expect("every transport is named");
+        name
     }
 }
 
 impl std::str::FromStr for Transport {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "disk" => Ok(Transport::Disk),
-            "serial" => Ok(Transport::Serial),
-            _ => Err(format!("unknown transport {s:?}: expected disk or serial")),
-        }
+        parse_choice(s, &TRANSPORTS, "unknown transport ")
     }
 }
 
