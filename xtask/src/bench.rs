@@ -10,6 +10,7 @@
 //! is invalid (a tool counted the wrong number of calls) or aggregate mode lost a call.
 
 mod analysis;
+mod attach;
 mod exec;
 mod loss;
 mod measure;
@@ -17,6 +18,7 @@ mod memory;
 mod overhead;
 mod profile;
 mod render;
+mod runjson;
 mod startup;
 mod stats;
 mod synth;

@@ -8,6 +8,24 @@ use clap::{Args, Parser, Subcommand};
 use crate::kernel::Kernel;
 use crate::vm::{Accel, Transport};
 
+/// One of a fixed set of names; else an error naming the input after `what` and listing
+/// the names (`unknown transport "9p": expected disk or serial`).
+pub(crate) fn parse_choice<T: Copy>(
+    s: &str,
+    choices: &[(&str, T)],
+    what: &str,
+) -> Result<T, String> {
+    if let Some((_, v)) = choices.iter().find(|(name, _)| *name == s) {
+        return Ok(*v);
+    }
+    let names: Vec<&str> = choices.iter().map(|(name, _)| *name).collect();
+    let expected = match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => names.join(""),
+    };
+    Err(format!("{what}{s:?}: expected {expected}"))
+}
+
 #[derive(Debug, Parser)]
 #[command(
     name = "cargo xtask",
@@ -250,5 +268,22 @@ mod tests {
                 kernel: Kernel::V6_12
             }
         ));
+    }
+
+    #[test]
+    fn choice_errors_list_the_names() {
+        assert_eq!(
+            "hvf".parse::<crate::vm::Accel>().unwrap_err(),
+            "unknown accelerator \"hvf\": expected auto, tcg or kvm"
+        );
+        assert_eq!(
+            "9p".parse::<crate::vm::Transport>().unwrap_err(),
+            "unknown transport \"9p\": expected disk or serial"
+        );
+        assert_eq!(
+            "x".parse::<crate::run::Where>().unwrap_err(),
+            "\"x\": expected auto, native or vm"
+        );
+        assert_eq!(crate::vm::Accel::Kvm.to_string(), "kvm");
     }
 }

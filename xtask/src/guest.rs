@@ -78,9 +78,8 @@ fn run(mut c: Command) -> Result<(), GuestError> {
     }
 }
 
-/// Builds the guest binaries (a no-op when they are up to date) and returns their paths.
-pub fn build() -> Result<GuestBinaries, GuestError> {
-    let target_dir = paths::target_dir();
+/// `cargo build --release --target <musl> --target-dir <workspace target>`.
+fn musl_build() -> Command {
     let mut c = cargo();
     c.args([
         "build",
@@ -89,21 +88,19 @@ pub fn build() -> Result<GuestBinaries, GuestError> {
         MUSL_TARGET,
         "--target-dir",
     ])
-    .arg(&target_dir);
+    .arg(paths::target_dir());
+    c
+}
+
+/// Builds the guest binaries (a no-op when they are up to date) and returns their paths.
+pub fn build() -> Result<GuestBinaries, GuestError> {
+    let mut c = musl_build();
     for p in GUEST_PACKAGES {
         c.args(["-p", p]);
     }
     run(c)?;
-    let mut c = cargo();
-    c.args([
-        "build",
-        "--release",
-        "--target",
-        MUSL_TARGET,
-        "--target-dir",
-    ])
-    .arg(&target_dir)
-    .args(["-p", "xtask", "--bin", "vm-init"]);
+    let mut c = musl_build();
+    c.args(["-p", "xtask", "--bin", "vm-init"]);
     run(c)?;
     locate()
 }

@@ -33,12 +33,12 @@ pub enum Where {
 impl std::str::FromStr for Where {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "auto" => Ok(Where::Auto),
-            "native" => Ok(Where::Native),
-            "vm" => Ok(Where::Vm),
-            _ => Err(format!("{s:?}: expected auto, native or vm")),
-        }
+        let places = [
+            ("auto", Where::Auto),
+            ("native", Where::Native),
+            ("vm", Where::Vm),
+        ];
+        crate::cli::parse_choice(s, &places, "")
     }
 }
 

@@ -4,8 +4,8 @@
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::exec::{Cmd, argv, path_str};
-use super::measure::{LEAN_FLAGS, Tools, TracerRun, Workload};
+use super::exec::{Cmd, argv};
+use super::measure::{LEAN_FLAGS, Tools, TracerRun, Workload, record_argv};
 
 /// One aggregate-mode run.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -58,18 +58,7 @@ fn record(
     std::fs::create_dir_all(&dir)?;
     let json = dir.join(format!("{tag}.json"));
     let out = dir.join(tag);
-    let mut a = argv([
-        path_str(&tools.tracer).as_str(),
-        "record",
-        "--targets",
-        &w.target,
-        "--no-verify",
-        "--force",
-        "-o",
-        &path_str(&out),
-        "--attach-json",
-        &path_str(&json),
-    ]);
+    let mut a = record_argv(tools, &w.target, &out, Some(&json));
     a.extend(extra.iter().cloned());
     a.push("--".into());
     a.extend(w.command(&tools.workloads, &json));

@@ -6,8 +6,8 @@ use std::time::Duration;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use super::exec::{Cmd, argv, path_str};
-use super::measure::{Tools, TracerRun, Workload};
+use super::exec::Cmd;
+use super::measure::{Tools, TracerRun, Workload, record_argv};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Memory {
@@ -31,33 +31,9 @@ pub fn measure(tools: &Tools, seconds: u64) -> Result<Memory> {
     std::fs::create_dir_all(&dir)?;
     let json = dir.join("memory.json");
     let out = dir.join("run");
-    let w = Workload {
-        label: "getpid".into(),
-        target: "getpid".into(),
-        args: argv([
-            "getpid",
-            "--variant",
-            "getpid-syscall",
-            "--n",
-            "200000",
-            "--min-time",
-            &seconds.to_string(),
-        ]),
-        calls_outside_phase: 0,
-    };
-    let mut a = argv([
-        path_str(&tools.tracer).as_str(),
-        "record",
-        "--targets",
-        "getpid",
-        "--no-verify",
-        "--force",
-        "-o",
-        &path_str(&out),
-        "--attach-json",
-        &path_str(&json),
-        "--",
-    ]);
+    let w = Workload::getpid_for(200_000, seconds);
+    let mut a = record_argv(tools, "getpid", &out, Some(&json));
+    a.push("--".into());
     let cmd = w.command(&tools.workloads, &json);
     a.extend(cmd.iter().cloned());
     eprintln!("xtask bench: memory: {seconds} s record at the highest getpid rate");

@@ -236,6 +236,21 @@ pub fn slug(s: &str) -> String {
 mod tests {
     use super::*;
 
+    fn names(n: &[&str]) -> Vec<String> {
+        n.iter().map(|x| x.to_string()).collect()
+    }
+
+    /// A getpid set on a tracepoint with these configurations and samples.
+    fn set_of(names: &[String], samples: &[Vec<Sample>]) -> OverheadSet {
+        let a = Attach {
+            mechanism: "tracepoint".into(),
+            plan: "p".into(),
+            points: vec![],
+        };
+        let w = Workload::getpid(10, 1);
+        assemble("t", &w, &a, names, samples, &ratio_pairs(names))
+    }
+
     fn s(ns: f64) -> Sample {
         Sample {
             ns_per_op: ns,
@@ -246,10 +261,7 @@ mod tests {
 
     #[test]
     fn added_costs_are_paired_per_round_and_ratios_use_medians() {
-        let names: Vec<String> = ["untraced", "tracer", "bpftrace", "floor"]
-            .iter()
-            .map(|x| x.to_string())
-            .collect();
+        let names = names(&["untraced", "tracer", "bpftrace", "floor"]);
         // Round 2 is slower for everyone (a noisy neighbour): pairing removes it.
         let samples = vec![
             vec![s(100.0), s(200.0), s(100.0)],
@@ -257,13 +269,7 @@ mod tests {
             vec![s(300.0), s(400.0), s(300.0)],
             vec![s(150.0), s(250.0), s(150.0)],
         ];
-        let w = Workload::getpid(10, 1);
-        let a = Attach {
-            mechanism: "tracepoint".into(),
-            plan: "p".into(),
-            points: vec![],
-        };
-        let set = assemble("t", &w, &a, &names, &samples, &ratio_pairs(&names));
+        let set = set_of(&names, &samples);
         let tracer = set.config("tracer").unwrap();
         let added = tracer.added_ns.unwrap();
         assert_eq!((added.median, added.min, added.max), (300.0, 300.0, 300.0));
@@ -281,10 +287,7 @@ mod tests {
 
     #[test]
     fn ratio_to_a_cost_lost_in_noise_is_none() {
-        let names: Vec<String> = ["untraced", "tracer", "floor"]
-            .iter()
-            .map(|x| x.to_string())
-            .collect();
+        let names = names(&["untraced", "tracer", "floor"]);
         // The floor's added cost: +5, -4, +1 over three rounds: its lower quartile is not
         // above zero, so the median (+1) is noise and no ratio is claimed.
         let samples = vec![
@@ -292,13 +295,7 @@ mod tests {
             vec![s(150.0), s(150.0), s(150.0)],
             vec![s(105.0), s(96.0), s(101.0)],
         ];
-        let w = Workload::getpid(10, 1);
-        let a = Attach {
-            mechanism: "tracepoint".into(),
-            plan: "p".into(),
-            points: vec![],
-        };
-        let set = assemble("t", &w, &a, &names, &samples, &ratio_pairs(&names));
+        let set = set_of(&names, &samples);
         let r = set.ratio("tracer", "floor").unwrap();
         assert_eq!((r.of_medians, r.met), (None, None));
         assert_eq!(set.config("floor").unwrap().added_ns.unwrap().median, 1.0);
@@ -311,29 +308,20 @@ mod tests {
             vec![s(65.0), s(110.0), s(98.0)],
             vec![s(120.0), s(120.0), s(120.0)],
         ];
-        let set = assemble("t", &w, &a, &names, &samples, &ratio_pairs(&names));
+        let set = set_of(&names, &samples);
         let r = set.ratio("tracer", "floor").unwrap();
         assert_eq!((r.of_medians, r.met), (None, None));
     }
 
     #[test]
     fn reassembling_stored_figures_gives_the_same_set() {
-        let names: Vec<String> = ["untraced", "tracer", "floor"]
-            .iter()
-            .map(|x| x.to_string())
-            .collect();
+        let names = names(&["untraced", "tracer", "floor"]);
         let samples = vec![
             vec![s(100.0), s(110.0)],
             vec![s(300.0), s(320.0)],
             vec![s(150.0), s(160.0)],
         ];
-        let w = Workload::getpid(10, 1);
-        let a = Attach {
-            mechanism: "tracepoint".into(),
-            plan: "p".into(),
-            points: vec![],
-        };
-        let mut set = assemble("t", &w, &a, &names, &samples, &ratio_pairs(&names));
+        let mut set = set_of(&names, &samples);
         set.notes.push("kept".into());
         assert_eq!(reassemble(&set), set);
         assert_eq!(set.ratio("tracer", "floor").unwrap().of_medians, Some(4.1));

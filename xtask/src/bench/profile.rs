@@ -6,7 +6,7 @@ use anyhow::{Result, ensure};
 use serde::{Deserialize, Serialize};
 
 use super::exec::{Cmd, argv, path_str, probe_output};
-use super::measure::{Attach, LEAN_FLAGS, Tools, Workload};
+use super::measure::{Attach, LEAN_FLAGS, Tools, Workload, record_argv};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct SymbolShare {
@@ -139,16 +139,7 @@ pub fn measure(tools: &Tools, w: &Workload, attach: &Attach) -> Result<Profile> 
     let json = dir.join("w.json");
     let cmd = w.command(&tools.workloads, &json);
     let tracer = |lean: bool| {
-        let mut a = argv([
-            path_str(&tools.tracer).as_str(),
-            "record",
-            "--targets",
-            &w.target,
-            "--no-verify",
-            "--force",
-            "-o",
-            &path_str(&dir.join("run")),
-        ]);
+        let mut a = record_argv(tools, &w.target, &dir.join("run"), None);
         if lean {
             a.extend(argv(LEAN_FLAGS));
         }

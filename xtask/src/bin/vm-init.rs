@@ -366,17 +366,7 @@ fn send_out_disk(status: i32) -> io::Result<u64> {
     let dev = find_out_disk()?;
     let mut disk = fs::OpenOptions::new().write(true).open(&dev)?;
     disk.seek(SeekFrom::Start(protocol::DISK_DATA_OFFSET))?;
-    let mut counted = Counting {
-        inner: io::BufWriter::with_capacity(1 << 20, &disk),
-        n: 0,
-    };
-    let mut enc = Encoder::new(&mut counted)?;
-    let root = Path::new(protocol::OUT_DIR);
-    send_tree(&mut enc, root, root)?;
-    enc.finish(status)?;
-    counted.inner.flush()?;
-    let len = counted.n;
-    drop(counted);
+    let len = encode_out(io::BufWriter::with_capacity(1 << 20, &disk), status)?;
     disk.sync_all()?;
     disk.seek(SeekFrom::Start(0))?;
     disk.write_all(&protocol::disk_header(len))?;
@@ -415,6 +405,17 @@ fn find_out_disk() -> io::Result<std::path::PathBuf> {
     }
 }
 
+/// Writes /out as an `outstream` ending with `status` and flushes it; returns its length.
+fn encode_out<W: Write>(w: W, status: i32) -> io::Result<u64> {
+    let mut counted = Counting { inner: w, n: 0 };
+    let mut enc = Encoder::new(&mut counted)?;
+    let root = Path::new(protocol::OUT_DIR);
+    send_tree(&mut enc, root, root)?;
+    enc.finish(status)?;
+    counted.inner.flush()?;
+    Ok(counted.n)
+}
+
 struct Counting<W> {
     inner: W,
     n: u64,
@@ -439,17 +440,7 @@ fn send_out_serial(status: i32) -> io::Result<u64> {
         .custom_flags(libc::O_NOCTTY)
         .open(protocol::OUT_TTY)?;
     set_raw(&tty)?;
-    let mut counted = Counting {
-        inner: io::BufWriter::with_capacity(1 << 16, &tty),
-        n: 0,
-    };
-    let mut enc = Encoder::new(&mut counted)?;
-    let root = Path::new(protocol::OUT_DIR);
-    send_tree(&mut enc, root, root)?;
-    enc.finish(status)?;
-    counted.inner.flush()?;
-    let len = counted.n;
-    drop(counted);
+    let len = encode_out(io::BufWriter::with_capacity(1 << 16, &tty), status)?;
     // Everything must have left the UART before the power goes off.
     use std::os::fd::AsRawFd;
     // SAFETY: valid fd.

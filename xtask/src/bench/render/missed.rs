@@ -1,0 +1,149 @@
+//! "Why targets are missed": for each missed target, what the figures and the profile
+//! say about it.
+
+use std::fmt::Write;
+
+use super::ns;
+use crate::bench::Results;
+
+/// For each missed target, the reason the figures and the profile give.
+pub(super) fn why_missed(md: &mut String, r: &Results) {
+    let missed: Vec<&str> = r
+        .targets
+        .iter()
+        .filter(|t| t.met == Some(false))
+        .map(|t| t.target.as_str())
+        .collect();
+    if missed.is_empty() {
+        md.push_str("Every target measured was met.\n\n");
+        return;
+    }
+    md.push_str("### Why targets are missed\n\n");
+    let overhead_missed = missed.iter().any(|t| t.contains("added ns per call"));
+    if overhead_missed {
+        md.push_str(
+            "- **Added cost per call.** The misses are against the floor, a bare per-CPU \
+             counter. Timing a call needs more than counting it, whoever does it: a clock read \
+             at entry and at exit, and the entry time carried from one to the other. The \
+             *timed-floor* configuration does exactly that and nothing else (the entry time \
+             in a per-CPU slot, which is only right for calls that do not migrate), so it is \
+             the least any timing probe can cost; where it already costs more than 1.5x the \
+             floor, no timing probe can meet that target on this machine. Per call the tracer \
+             does one hash lookup at entry and one at exit (the thread's state, where open \
+             calls are kept so nested, recursive and blocking calls pair exactly) and then only \
+             array updates: the phase and its aggregate row are cached in the thread's state, \
+             counts and sums go to a per-CPU array, the two histogram buckets to an array. \
+             With default options, calls shorter than 20 us also have their kernel and user \
+             stacks walked 1 time in 64 (longer calls every time), the on-CPU sampler runs at \
+             999 Hz and blocked calls record where they blocked: the difference between \
+             *tracer* and *tracer-lean*.\n",
+        );
+        for set in r
+            .overhead
+            .iter()
+            .chain(r.vm.iter().flat_map(|v| v.sets.iter()))
+        {
+            let added = |name: &str| {
+                set.configs
+                    .iter()
+                    .find(|c| c.name == name)
+                    .and_then(|c| c.added_ns)
+                    .filter(|a| a.q1 > 0.0)
+                    .map(|a| a.median)
+            };
+            if let (Some(f), Some(t), Some(lean)) =
+                (added("floor"), added("timed-floor"), added("tracer-lean"))
+            {
+                let _ = writeln!(
+                    md,
+                    "  - {}: timing alone costs {:.2}x the floor ({} vs {} ns added per call); \
+                     the lean tracer costs {:.2}x that timed floor ({} ns): the thread-state \
+                     lookups and the aggregation.",
+                    set.title,
+                    t / f,
+                    ns(t),
+                    ns(f),
+                    lean / t,
+                    ns(lean)
+                );
+            }
+        }
+        if let Some(p) = &r.profile {
+            let get = |tool: &str, cat: &str| {
+                p.profiles
+                    .iter()
+                    .find(|t| t.name == tool)
+                    .and_then(|t| t.categories.iter().find(|c| c.symbol.starts_with(cat)))
+                    .map_or(0.0, |c| c.percent)
+            };
+            let _ = writeln!(
+                md,
+                "- The profile agrees (share of the workload's CPU samples, tracer-lean / \
+                 tracer / bpftrace): BPF map operations {:.0}% / {:.0}% / {:.0}%, stack walks \
+                 {:.0}% / {:.0}% / {:.0}%, BPF program bodies {:.0}% / {:.0}% / {:.0}%, clock \
+                 reads {:.0}% / {:.0}% / {:.0}%.",
+                get("tracer-lean", "BPF map"),
+                get("tracer", "BPF map"),
+                get("bpftrace", "BPF map"),
+                get("tracer-lean", "stack walks"),
+                get("tracer", "stack walks"),
+                get("bpftrace", "stack walks"),
+                get("tracer-lean", "BPF program"),
+                get("tracer", "BPF program"),
+                get("bpftrace", "BPF program"),
+                get("tracer-lean", "clock"),
+                get("tracer", "clock"),
+                get("bpftrace", "clock"),
+            );
+        }
+        if let Some(top) = r.profile.as_ref().and_then(|p| {
+            p.profiles
+                .iter()
+                .find(|t| t.name == "tracer")
+                .and_then(|t| t.top.first())
+        }) && top.symbol.starts_with("__get_user")
+        {
+            let _ = writeln!(
+                md,
+                "- With default options the single largest symbol is `{}` ({:.0}% of the \
+                 workload's samples): the exception fix-up of user-memory reads, most likely the \
+                 user-stack walk (`BPF_F_USER_STACK`) following frame pointers that the workload \
+                 binary does not keep and faulting on them.",
+                top.symbol, top.percent
+            );
+        }
+        if r.vm.is_some() {
+            md.push_str(
+                "- The fentry/kprobe floors count both ends of the function (fentry + fexit, \
+                 kprobe + kretprobe), as the tracer must; what remains is the body: the clock \
+                 reads, the thread-state lookup, the filter and the aggregation.\n",
+            );
+        }
+    }
+    if missed.iter().any(|t| t.contains("attached in")) {
+        md.push_str(
+            "- **Start-up.** The launch → command starts time includes loading and verifying \
+             the whole eBPF object (every program slot, not just the ones a run attaches), \
+             reading BTF and kallsyms, and, unless `--no-verify`, one calibration workload per \
+             target; compare attach_ms and verify_ms in section 3.\n",
+        );
+    }
+    if missed.iter().any(|t| t.contains("RSS")) {
+        md.push_str(
+            "- **Memory.** See section 4: the peak is reached when the maps are read and the \
+             stacks symbolised at the end of the run.\n",
+        );
+    }
+    if missed.iter().any(|t| t.contains("tracer report")) {
+        md.push_str(
+            "- **Analysis speed.** See section 5: compare the runs with and without \
+             flamegraphs.\n",
+        );
+    }
+    if missed.iter().any(|t| t.contains("zero loss")) {
+        md.push_str(
+            "- **Loss.** Aggregate mode lost calls: see the map-full counters in section 2.\n",
+        );
+    }
+    md.push('\n');
+}

@@ -1,0 +1,102 @@
+//! The run's verdict: the output stream read back from its transport, checked against the
+//! exit status the console reported, and unpacked into the out directory.
+
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::watch::{Ending, Seen};
+use super::{Transport, VmStatus};
+use crate::{outstream, protocol};
+
+/// The status of a finished run and, when its files arrived intact, what they were.
+pub(super) struct Collected {
+    pub(super) status: VmStatus,
+    pub(super) out_files: Vec<PathBuf>,
+    pub(super) out_bytes: u64,
+}
+
+/// An interrupt wins over everything; then the exit marker (whose files must arrive
+/// intact); then the timeout, a panic message, and last qemu's own status.
+pub(super) fn collect(
+    ending: &Ending,
+    seen: &Seen,
+    timeout: Duration,
+    transport: Transport,
+    stream_path: &Path,
+    out_dir: &Path,
+) -> Collected {
+    let mut out_files = Vec::new();
+    let mut out_bytes = 0;
+    let decode = || {
+        read_stream(transport, stream_path)
+            .and_then(|data| outstream::decode_bytes(&data, out_dir).map_err(|e| e.to_string()))
+    };
+    let status = if ending.interrupted {
+        VmStatus::Interrupted
+    } else if let Some(status) = seen.exit_status {
+        match decode() {
+            Ok(r) if r.status == status => {
+                out_files = r.entries;
+                out_bytes = r.bytes;
+                VmStatus::Exited(status)
+            }
+            Ok(r) => VmStatus::OutputCorrupt {
+                status,
+                error: format!(
+                    "the stream recorded status {}, the console {status}",
+                    r.status
+                ),
+            },
+            Err(error) => VmStatus::OutputCorrupt { status, error },
+        }
+    } else if ending.timed_out {
+        VmStatus::Timeout { after: timeout }
+    } else if let Some(message) = seen.panic.clone() {
+        VmStatus::KernelPanic { message }
+    } else {
+        VmStatus::NoExitMarker {
+            qemu_status: ending
+                .qemu_status
+                .map_or("unknown".into(), |s| s.to_string()),
+        }
+    };
+    Collected {
+        status,
+        out_files,
+        out_bytes,
+    }
+}
+
+/// The raw output stream as the transport left it on the host.
+fn read_stream(transport: Transport, path: &Path) -> Result<Vec<u8>, String> {
+    let err = |e: std::io::Error| format!("{}: {e}", path.display());
+    match transport {
+        Transport::Serial => fs::read(path).map_err(err),
+        Transport::Disk => {
+            use std::io::{Seek, SeekFrom};
+            let mut f = fs::File::open(path).map_err(err)?;
+            let mut head = [0u8; protocol::DISK_HEADER_LEN];
+            f.read_exact(&mut head).map_err(err)?;
+            let Some(len) = protocol::parse_disk_header(&head) else {
+                return Err(
+                    "the output disk has no valid header: the guest did not finish \
+                            sending its /out files (see the console)"
+                        .into(),
+                );
+            };
+            let size = f.metadata().map_err(err)?.len();
+            if protocol::DISK_DATA_OFFSET + len > size {
+                return Err(format!(
+                    "the output disk header claims {len} bytes, more than the disk holds"
+                ));
+            }
+            f.seek(SeekFrom::Start(protocol::DISK_DATA_OFFSET))
+                .map_err(err)?;
+            let mut data = vec![0u8; len as usize];
+            f.read_exact(&mut data).map_err(err)?;
+            Ok(data)
+        }
+    }
+}

@@ -1,0 +1,205 @@
+//! Watching a running VM: the console reader, what the console has told the runner, and
+//! the loop that decides when the run is over (qemu exited, a hang after a panic or after
+//! the exit marker, the timeout, or an interrupt).
+
+use std::fs;
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::ExitStatus;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use super::LineSink;
+use super::qemu::QemuGuard;
+use crate::console::{ConsoleFilter, Event};
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// Makes SIGINT, SIGTERM and SIGHUP end a running VM cleanly ([`super::VmStatus::Interrupted`])
+/// instead of killing the process. For command-line tools; tests need not call it.
+pub fn install_interrupt_handler() {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_signal as *const () as usize;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
+/// True once an interrupt arrived (after [`install_interrupt_handler`]).
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
+/// What the console has told the runner so far.
+#[derive(Debug, Default)]
+pub(super) struct Seen {
+    pub(super) exit_status: Option<i32>,
+    exit_at: Option<Instant>,
+    pub(super) panic: Option<String>,
+    panic_at: Option<Instant>,
+    pub(super) boot_time: Option<Duration>,
+}
+
+impl Seen {
+    pub(super) fn apply(&mut self, ev: Event, started: Instant) {
+        match ev {
+            Event::Started => self.boot_time = Some(started.elapsed()),
+            Event::Exited(s) => {
+                self.exit_status = Some(s);
+                self.exit_at = Some(Instant::now());
+            }
+            // The first panic line is the one that names the cause.
+            Event::Panic(m) if self.panic.is_none() => {
+                self.panic = Some(m);
+                self.panic_at = Some(Instant::now());
+            }
+            Event::Panic(_) => {}
+        }
+    }
+}
+
+/// How the wait for qemu ended.
+pub(super) struct Ending {
+    /// qemu's own exit status; `None` if it could not be reaped.
+    pub(super) qemu_status: Option<ExitStatus>,
+    pub(super) timed_out: bool,
+    pub(super) interrupted: bool,
+}
+
+/// Applies the console's events to `seen` until qemu exits or has to be killed, and
+/// kills it then.
+pub(super) fn wait(
+    guard: &mut QemuGuard,
+    rx: &mpsc::Receiver<Event>,
+    seen: &mut Seen,
+    started: Instant,
+    timeout: Duration,
+) -> Ending {
+    let deadline = started + timeout;
+    let mut timed_out = false;
+    let mut was_interrupted = false;
+    let qemu_status = loop {
+        match rx.recv_timeout(Duration::from_millis(50)) {
+            Ok(ev) => {
+                seen.apply(ev, started);
+                continue;
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            // The console reader is done (qemu closed its stdout): just poll.
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                std::thread::sleep(Duration::from_millis(20))
+            }
+        }
+        if let Ok(Some(st)) = guard.child().try_wait() {
+            guard.0 = None; // reaped
+            break Some(st);
+        }
+        let now = Instant::now();
+        if interrupted() {
+            was_interrupted = true;
+            break guard.kill_and_reap();
+        }
+        if now >= deadline {
+            timed_out = true;
+            break guard.kill_and_reap();
+        }
+        // panic=-1 reboots at once and -no-reboot turns that into an exit; this only
+        // covers a kernel that hangs after the panic message.
+        if seen
+            .panic_at
+            .is_some_and(|t| now - t > Duration::from_secs(10))
+        {
+            break guard.kill_and_reap();
+        }
+        // The marker comes after the files were sent; power-off should follow at once.
+        if seen
+            .exit_at
+            .is_some_and(|t| now - t > Duration::from_secs(15))
+        {
+            break guard.kill_and_reap();
+        }
+    };
+    Ending {
+        qemu_status,
+        timed_out,
+        interrupted: was_interrupted,
+    }
+}
+
+/// Reads qemu's stdout (the guest console) until EOF: logs it raw, echoes the filtered
+/// text, forwards events. Returns (console text, command output).
+pub(super) fn pump_console(
+    mut stdout: impl Read,
+    nonce: &str,
+    echo: bool,
+    on_line: Option<LineSink>,
+    log: &Path,
+    tx: mpsc::Sender<Event>,
+) -> (String, Option<String>) {
+    let mut filter = ConsoleFilter::new(nonce);
+    let mut log = fs::File::create(log).ok();
+    let mut buf = [0u8; 8192];
+    let mut echo = echo;
+    let mut partial = String::new();
+    let mut show = |s: &crate::console::Shown| {
+        if echo && !s.is_empty() {
+            // print!/eprint! (not raw handles) so that test harnesses capture them. They
+            // panic when the stream is gone (`| head`); then stop echoing but keep
+            // reading, or qemu would block on a full console pipe.
+            let shown = std::panic::catch_unwind(|| {
+                if !s.boot.is_empty() {
+                    eprint!("{}", s.boot);
+                }
+                if !s.command.is_empty() {
+                    print!("{}", s.command);
+                    let _ = std::io::stdout().flush();
+                }
+            });
+            if shown.is_err() {
+                echo = false;
+            }
+        }
+        // After the echo, so what the sink prints follows the completed line.
+        if let Some(sink) = &on_line {
+            partial.push_str(&s.command);
+            while let Some(i) = partial.find('\n') {
+                (sink.0)(partial[..i].trim_end_matches('\r'));
+                partial.drain(..=i);
+            }
+        }
+    };
+    loop {
+        let n = match stdout.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        if let Some(l) = &mut log {
+            let _ = l.write_all(&buf[..n]);
+        }
+        let s = filter.push(&buf[..n]);
+        show(&s);
+        for ev in filter.take_events() {
+            let _ = tx.send(ev);
+        }
+    }
+    let s = filter.finish();
+    show(&s);
+    for ev in filter.take_events() {
+        let _ = tx.send(ev);
+    }
+    (
+        filter.text().to_string(),
+        filter.command_output().map(str::to_string),
+    )
+}
