@@ -1,6 +1,24 @@
 //! Workload case ids, shared with the tracer: a phase marker carries the id, the tracer's
 //! tables carry the name. Ids are stable (saved runs refer to them); add, never renumber.
 
+// The case names, each typed once: the workloads' `--variant` values, their `case()` and the
+// table below all use these.
+pub const WAITPID_PID: &str = "waitpid-pid";
+pub const WAITPID_ANY: &str = "waitpid-any";
+pub const WAITID_PIDFD: &str = "waitid-pidfd";
+pub const WAITPID_WNOHANG: &str = "waitpid-wnohang";
+pub const SPAWN: &str = "spawn";
+pub const SPAWN_WIPEONFORK: &str = "spawn-wipeonfork";
+pub const SYSVIPC_SHM: &str = "sysvipc-shm";
+pub const SYSVIPC_MSG: &str = "sysvipc-msg";
+pub const SYSVIPC_SHM_SPARSE: &str = "sysvipc-shm-sparse";
+pub const MEMPOLICY_PAGE: &str = "mempolicy-page";
+pub const MEMPOLICY_BRK: &str = "mempolicy-brk";
+pub const MEMPOLICY_FORK: &str = "mempolicy-fork";
+pub const MEMPOLICY_EXEC: &str = "mempolicy-exec";
+pub const GETPID_SYSCALL: &str = "getpid-syscall";
+pub const GETPID_CACHED: &str = "getpid-cached";
+
 /// One workload case.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Case {
@@ -31,91 +49,91 @@ const fn case(
 pub const CASES: &[Case] = &[
     case(
         1,
-        "waitpid-pid",
+        WAITPID_PID,
         "fork a child and waitpid() it, with N idle children alive",
         Some("do_wait"),
     ),
     case(
         2,
-        "waitpid-any",
+        WAITPID_ANY,
         "fork a child and waitpid(-1), with N idle children alive",
         Some("do_wait"),
     ),
     case(
         3,
-        "waitid-pidfd",
+        WAITID_PIDFD,
         "fork a child and waitid(P_PIDFD), with N idle children alive",
         Some("do_wait"),
     ),
     case(
         4,
-        "waitpid-wnohang",
+        WAITPID_WNOHANG,
         "waitpid(-1, WNOHANG) with nothing to reap, N idle children alive",
         Some("do_wait"),
     ),
     case(
         10,
-        "spawn",
+        SPAWN,
         "fork+exit+wait with N extra VMAs mapped",
         Some("dup_mmap"),
     ),
     case(
         11,
-        "spawn-wipeonfork",
+        SPAWN_WIPEONFORK,
         "fork+exit+wait with N extra MADV_WIPEONFORK VMAs mapped",
         Some("dup_mmap"),
     ),
     case(
         20,
-        "sysvipc-shm",
+        SYSVIPC_SHM,
         "read /proc/sysvipc/shm with N shm segments",
         Some("sysvipc_find_ipc"),
     ),
     case(
         21,
-        "sysvipc-msg",
+        SYSVIPC_MSG,
         "read /proc/sysvipc/msg with N message queues",
         Some("sysvipc_find_ipc"),
     ),
     case(
         22,
-        "sysvipc-shm-sparse",
+        SYSVIPC_SHM_SPARSE,
         "read /proc/sysvipc/shm with N shm segments at sparse ids",
         Some("sysvipc_find_ipc"),
     ),
     case(
         30,
-        "mempolicy-page",
+        MEMPOLICY_PAGE,
         "touch N fresh anonymous pages",
         Some("get_task_policy"),
     ),
     case(
         31,
-        "mempolicy-brk",
+        MEMPOLICY_BRK,
         "grow and shrink the heap by N pages",
         Some("get_task_policy"),
     ),
     case(
         32,
-        "mempolicy-fork",
+        MEMPOLICY_FORK,
         "fork+exit+wait after touching N pages",
         Some("get_task_policy"),
     ),
     case(
         33,
-        "mempolicy-exec",
+        MEMPOLICY_EXEC,
         "fork+exec+wait after touching N pages",
         Some("get_task_policy"),
     ),
     case(
         40,
-        "getpid-syscall",
+        GETPID_SYSCALL,
         "N raw getpid() syscalls",
         Some("getpid"),
     ),
     case(
         41,
-        "getpid-cached",
+        GETPID_CACHED,
         "N getpid() from a MADV_WIPEONFORK cache",
         Some("getpid"),
     ),

@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 
 use clap::{Args, ValueEnum};
+use workloads::cases;
 
 use crate::harness::error::{Error, Result};
 use crate::harness::options::Common;
@@ -36,18 +37,18 @@ pub struct GetpidArgs {
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Variant {
     /// N raw syscall(SYS_getpid) calls per iteration
-    #[value(name = "getpid-syscall")]
+    #[value(name = cases::GETPID_SYSCALL)]
     Syscall,
     /// N reads of the pid cached in a MADV_WIPEONFORK page per iteration
-    #[value(name = "getpid-cached")]
+    #[value(name = cases::GETPID_CACHED)]
     Cached,
 }
 
 impl Variant {
     pub fn case(self) -> &'static str {
         match self {
-            Variant::Syscall => "getpid-syscall",
-            Variant::Cached => "getpid-cached",
+            Variant::Syscall => cases::GETPID_SYSCALL,
+            Variant::Cached => cases::GETPID_CACHED,
         }
     }
 }

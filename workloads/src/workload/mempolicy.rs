@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 
 use clap::{Args, ValueEnum};
+use workloads::cases;
 
 use crate::harness::children::{self, ExecSpec, Transient};
 use crate::harness::error::{Error, Result};
@@ -51,16 +52,16 @@ pub struct MempolicyArgs {
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Variant {
     /// mmap N fresh anonymous pages, MADV_NOHUGEPAGE, write one byte to each, munmap (ops = pages)
-    #[value(name = "mempolicy-page")]
+    #[value(name = cases::MEMPOLICY_PAGE)]
     Page,
     /// brk up by N pages, write one byte to each, brk back down (ops = pages)
-    #[value(name = "mempolicy-brk")]
+    #[value(name = cases::MEMPOLICY_BRK)]
     Brk,
     /// fork + child _exit(0) + waitpid, with N touched pages in the parent (ops = forks)
-    #[value(name = "mempolicy-fork")]
+    #[value(name = cases::MEMPOLICY_FORK)]
     Fork,
     /// fork + exec of /proc/self/exe (exits at once) + waitpid, N touched pages (ops = execs)
-    #[value(name = "mempolicy-exec")]
+    #[value(name = cases::MEMPOLICY_EXEC)]
     Exec,
 }
 
@@ -69,10 +70,10 @@ impl Variant {
 
     pub fn case(self) -> &'static str {
         match self {
-            Variant::Page => "mempolicy-page",
-            Variant::Brk => "mempolicy-brk",
-            Variant::Fork => "mempolicy-fork",
-            Variant::Exec => "mempolicy-exec",
+            Variant::Page => cases::MEMPOLICY_PAGE,
+            Variant::Brk => cases::MEMPOLICY_BRK,
+            Variant::Fork => cases::MEMPOLICY_FORK,
+            Variant::Exec => cases::MEMPOLICY_EXEC,
         }
     }
 

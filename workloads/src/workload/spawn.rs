@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 
 use clap::{Args, ValueEnum};
+use workloads::cases;
 
 use crate::harness::children;
 use crate::harness::error::{Error, Result};
@@ -34,18 +35,18 @@ pub struct SpawnArgs {
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Variant {
     /// N one-page VMAs with alternating protections (they cannot merge)
-    #[value(name = "spawn")]
+    #[value(name = cases::SPAWN)]
     Spawn,
     /// the same VMAs, marked MADV_WIPEONFORK (Linux >= 4.14)
-    #[value(name = "spawn-wipeonfork")]
+    #[value(name = cases::SPAWN_WIPEONFORK)]
     WipeOnFork,
 }
 
 impl Variant {
     pub fn case(self) -> &'static str {
         match self {
-            Variant::Spawn => "spawn",
-            Variant::WipeOnFork => "spawn-wipeonfork",
+            Variant::Spawn => cases::SPAWN,
+            Variant::WipeOnFork => cases::SPAWN_WIPEONFORK,
         }
     }
 }

@@ -15,6 +15,7 @@ use std::ffi::CString;
 use std::path::Path;
 
 use clap::{Args, ValueEnum};
+use workloads::cases;
 
 use crate::harness::error::{Error, Result};
 use crate::harness::ipc_janitor::{IpcJanitor, IpcKind};
@@ -55,23 +56,23 @@ pub struct SysvipcArgs {
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Variant {
     /// N shm segments (shmget), read /proc/sysvipc/shm
-    #[value(name = "sysvipc-shm")]
+    #[value(name = cases::SYSVIPC_SHM)]
     Shm,
     /// N message queues (msgget), read /proc/sysvipc/msg
-    #[value(name = "sysvipc-msg")]
+    #[value(name = cases::SYSVIPC_MSG)]
     Msg,
     /// N shm segments at sparse ids set through /proc/sys/kernel/shm_next_id (needs
     /// CONFIG_CHECKPOINT_RESTORE and root), read /proc/sysvipc/shm
-    #[value(name = "sysvipc-shm-sparse")]
+    #[value(name = cases::SYSVIPC_SHM_SPARSE)]
     ShmSparse,
 }
 
 impl Variant {
     pub fn case(self) -> &'static str {
         match self {
-            Variant::Shm => "sysvipc-shm",
-            Variant::Msg => "sysvipc-msg",
-            Variant::ShmSparse => "sysvipc-shm-sparse",
+            Variant::Shm => cases::SYSVIPC_SHM,
+            Variant::Msg => cases::SYSVIPC_MSG,
+            Variant::ShmSparse => cases::SYSVIPC_SHM_SPARSE,
         }
     }
 

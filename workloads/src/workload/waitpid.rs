@@ -9,6 +9,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 use clap::{Args, ValueEnum};
 use nix::unistd::Pid;
+use workloads::cases;
 
 use crate::harness::children::{self, IdlePool};
 use crate::harness::error::{Error, Result};
@@ -35,16 +36,16 @@ pub struct WaitpidArgs {
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Variant {
     /// fork, then waitpid(child): O(1) in N since Linux 5.13, O(N) before
-    #[value(name = "waitpid-pid")]
+    #[value(name = cases::WAITPID_PID)]
     Pid,
     /// fork, then waitpid(-1): do_wait scans all N+1 children, O(N) on every kernel
-    #[value(name = "waitpid-any")]
+    #[value(name = cases::WAITPID_ANY)]
     Any,
     /// fork, pidfd_open(child), waitid(P_PIDFD): O(1); needs Linux >= 5.4
-    #[value(name = "waitid-pidfd")]
+    #[value(name = cases::WAITID_PIDFD)]
     Pidfd,
     /// waitpid(-1, WNOHANG) with nothing to reap (no fork): O(N) on every kernel
-    #[value(name = "waitpid-wnohang")]
+    #[value(name = cases::WAITPID_WNOHANG)]
     Wnohang,
 }
 
@@ -53,10 +54,10 @@ impl Variant {
 
     pub fn case(self) -> &'static str {
         match self {
-            Variant::Pid => "waitpid-pid",
-            Variant::Any => "waitpid-any",
-            Variant::Pidfd => "waitid-pidfd",
-            Variant::Wnohang => "waitpid-wnohang",
+            Variant::Pid => cases::WAITPID_PID,
+            Variant::Any => cases::WAITPID_ANY,
+            Variant::Pidfd => cases::WAITID_PIDFD,
+            Variant::Wnohang => cases::WAITPID_WNOHANG,
         }
     }
 }
