@@ -228,20 +228,8 @@ fn child_work(cal: Calibration) -> Result<(), String> {
         Calibration::TouchPages { pages } => {
             let page = 4096usize;
             let len = pages as usize * page;
-            // SAFETY: anonymous private mapping, unmapped below.
-            let p = unsafe {
-                libc::mmap(
-                    std::ptr::null_mut(),
-                    len,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                    -1,
-                    0,
-                )
-            };
-            if p == libc::MAP_FAILED {
-                return Err(format!("mmap: {}", std::io::Error::last_os_error()));
-            }
+            // Unmapped below.
+            let p = workloads::mem::map_anonymous(len).map_err(|e| format!("mmap: {e}"))?;
             // One fault per page: no transparent huge pages.
             unsafe { libc::madvise(p, len, libc::MADV_NOHUGEPAGE) };
             let res = (|| -> Result<(), String> {

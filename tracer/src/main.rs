@@ -482,10 +482,9 @@ fn run_record(a: RecordArgs, verbose: bool) -> Result<i32, TracerError> {
             offcpu_stacks: !a.no_offcpu,
             raw_events_bytes: a.raw_events.unwrap_or(0),
             bpf_log: verbose,
-            scheduler: true,
             max_phases: a.maps.max_phases,
-            targets: tracer_ebpf::MAX_TARGETS as u32,
             discover: a.discover,
+            ..EngineOptions::default()
         },
         progress: true,
         attach_json: a.attach_json,
@@ -533,14 +532,10 @@ fn run_sweep(a: SweepArgs, verbose: bool) -> Result<i32, TracerError> {
         resolve: resolve_opts(&a.targets, !a.no_verify),
         engine: EngineOptions {
             sample_freq_hz: if a.no_samples { 0 } else { a.freq },
-            caller_stacks: true,
-            offcpu_stacks: true,
-            raw_events_bytes: 0,
             bpf_log: verbose,
-            scheduler: true,
             max_phases: a.maps.max_phases,
-            targets: tracer_ebpf::MAX_TARGETS as u32,
             discover: a.discover,
+            ..EngineOptions::default()
         },
         progress: true,
         command,

@@ -134,25 +134,8 @@ impl Drop for DirWriter {
     }
 }
 
-/// A file-name component made of safe characters only (`.`-led names get a `_`, so none is
-/// hidden or `..`).
-pub fn safe_component(s: &str) -> String {
-    let cleaned: String = s
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if cleaned.is_empty() || cleaned.starts_with('.') {
-        format!("_{cleaned}")
-    } else {
-        cleaned
-    }
-}
+/// Run-data file names and output names are made safe the same way.
+pub use crate::rundata::safe_component;
 
 #[cfg(test)]
 mod tests {

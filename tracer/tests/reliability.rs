@@ -25,6 +25,9 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::Value;
 
+mod common;
+use common::{loaded_tracer_programs, read_json, workloads_bin};
+
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
@@ -45,17 +48,6 @@ fn tracer() -> Command {
     let mut c = Command::new(TRACER);
     c.env("RUST_BACKTRACE", "1").stdin(Stdio::null());
     c
-}
-
-fn workloads_bin() -> PathBuf {
-    let p = Path::new(TRACER).with_file_name("workloads");
-    assert!(
-        p.is_file(),
-        "precondition: the workloads binary is missing at {} (build it with `cargo build -p \
-         workloads`; `cargo test --workspace` builds it)",
-        p.display()
-    );
-    p
 }
 
 /// What a finished tracer run printed and returned.
@@ -177,15 +169,6 @@ fn spawn(cmd: &mut Command) -> std::process::Child {
         .expect("start tracer")
 }
 
-fn loaded_tracer_programs() -> Vec<String> {
-    let ours = tracer::engine::program_names();
-    aya::programs::loaded_programs()
-        .filter_map(Result::ok)
-        .filter_map(|p| p.name_as_str().map(str::to_string))
-        .filter(|n| ours.contains(n))
-        .collect()
-}
-
 /// Programs are freed once their last fd closes; allow the kernel a moment after exit.
 fn wait_until_nothing_loaded() -> Vec<String> {
     let deadline = Instant::now() + Duration::from_secs(3);
@@ -276,11 +259,6 @@ fn assert_no_temporaries(dir: &Path, what: &str) {
         "{what}: temporary output left in {}: {t:?}",
         dir.display()
     );
-}
-
-fn read_json(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// /proc/<pid>/stat fields: (comm, state, ppid).

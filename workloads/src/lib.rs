@@ -9,6 +9,7 @@
 pub mod cases;
 pub mod catalog;
 pub mod marker;
+pub mod mem;
 pub mod nlist;
 pub mod numbers;
 pub mod report;

@@ -24,8 +24,8 @@ mod stacks;
 
 pub use counters::{COUNTER_NAMES, counter_meaning};
 pub use stacks::{
-    FoldedLine, PROFILE_TARGET, StackFile, StackKind, USER_FRAME, parse_folded, stack_file_path,
-    write_folded,
+    FoldedLine, PROFILE_TARGET, StackFile, StackKind, USER_FRAME, parse_folded, safe_component,
+    stack_file_path, write_folded,
 };
 
 /// Format tag stored in every `run.json`; readers refuse other major versions.

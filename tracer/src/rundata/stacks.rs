@@ -66,12 +66,14 @@ pub fn stack_file_path(kind: StackKind, target: &str, case_name: &str, n: u64) -
     format!(
         "{STACKS_DIR}/{}/{}/{}/n{n}.folded",
         kind.as_str(),
-        path_safe(target),
-        path_safe(case_name)
+        safe_component(target),
+        safe_component(case_name)
     )
 }
 
-fn path_safe(s: &str) -> String {
+/// A file-name component made of safe characters only (`.`-led names get a `_`, so none is
+/// hidden or `..`).
+pub fn safe_component(s: &str) -> String {
     let cleaned: String = s
         .chars()
         .map(|c| {

@@ -300,20 +300,10 @@ struct TouchedPages {
 impl TouchedPages {
     fn new(n: u64, page: u64) -> Result<Self> {
         let len = (n * page) as usize;
-        // SAFETY: a fresh private anonymous mapping; checked below.
-        let addr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if addr == libc::MAP_FAILED {
-            return Err(Error::last_os(format!("mmap({n} pages)")));
-        }
+        let addr = workloads::mem::map_anonymous(len).map_err(|source| Error::Sys {
+            call: format!("mmap({n} pages)"),
+            source,
+        })?;
         // SAFETY: our mapping.
         unsafe { libc::madvise(addr, len, libc::MADV_NOHUGEPAGE) };
         let pages = TouchedPages { addr, len };
@@ -347,19 +337,12 @@ fn touch(base: *mut u8, n: u64, page: u64) -> bool {
 /// aim9 page_test: map N fresh pages, fault each in with one write, unmap.
 fn page_once(n: u64, page: u64) -> Result<u64> {
     let len = (n * page) as usize;
-    // SAFETY: a fresh private anonymous mapping, unmapped before returning.
+    let addr = workloads::mem::map_anonymous(len).map_err(|source| Error::Sys {
+        call: format!("mmap({n} pages)"),
+        source,
+    })?;
+    // SAFETY: our fresh mapping, unmapped before returning.
     unsafe {
-        let addr = libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        );
-        if addr == libc::MAP_FAILED {
-            return Err(Error::last_os(format!("mmap({n} pages)")));
-        }
         libc::madvise(addr, len, libc::MADV_NOHUGEPAGE);
         let complete = touch(addr.cast(), n, page);
         if libc::munmap(addr, len) != 0 {

@@ -61,20 +61,10 @@ pub struct VmaRegion {
 impl VmaRegion {
     pub fn new(n: u64, page: u64, touch: bool, wipe_on_fork: bool) -> Result<Self> {
         let len = (n * page) as usize;
-        // SAFETY: a fresh private anonymous mapping; checked below.
-        let addr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if addr == libc::MAP_FAILED {
-            return Err(Error::last_os(format!("mmap({n} pages)")));
-        }
+        let addr = workloads::mem::map_anonymous(len).map_err(|source| Error::Sys {
+            call: format!("mmap({n} pages)"),
+            source,
+        })?;
         let region = VmaRegion { addr, len };
         // Small pages only: a huge page would be split by the mprotect calls anyway.
         // SAFETY: the range is our mapping.
