@@ -1,4 +1,4 @@
-//! Number formatting shared by the renderers.
+//! Number formatting and text-column alignment shared by the renderers.
 
 pub use crate::analysis::text::{ns, sig3};
 pub use workloads::numbers::{PercentStyle, percent};
@@ -51,6 +51,47 @@ pub fn count_short(v: f64) -> String {
         sig3(x)
     };
     format!("{s}{suffix}")
+}
+
+/// Right-align columns of text rows.
+pub fn align(rows: &[Vec<String>]) -> String {
+    align_cells(rows, true)
+}
+
+/// Text columns, left-aligned (names and sentences rather than numbers).
+pub fn align_left(rows: &[Vec<String>]) -> String {
+    align_cells(rows, false)
+}
+
+fn align_cells(rows: &[Vec<String>], right: bool) -> String {
+    let cols = rows.iter().map(|r| r.len()).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..cols)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for r in rows {
+        let line: Vec<String> = r
+            .iter()
+            .enumerate()
+            .map(|(c, s)| {
+                let pad = " ".repeat(widths[c] - s.chars().count());
+                if right {
+                    format!("{pad}{s}")
+                } else {
+                    format!("{s}{pad}")
+                }
+            })
+            .collect();
+        out.push_str(line.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
 }
 
 #[cfg(test)]

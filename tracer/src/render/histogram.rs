@@ -8,7 +8,9 @@
 //! value within 1/16 of a bin edge may land in the neighbouring bin. Percentiles come from
 //! [`crate::analysis::hist::quantile`] (within 1/16 of the exact value).
 
+use crate::analysis::Analysis;
 use crate::analysis::hist;
+use crate::analysis::table::Metric;
 use crate::rundata::{Dist, Run};
 
 use super::fmt::ns;
@@ -188,6 +190,79 @@ pub fn run_target(run: &Run, target: &str) -> Option<String> {
             40,
         )
     })
+}
+
+/// The tables whose histograms the terminal shows: every growing case shown, and for a target
+/// with none, its timed case with the most timed calls (so each measured target gets one;
+/// without `full`, only among the cases that exist for that target).
+fn histogram_tables(a: &Analysis, growing: &[usize], full: bool) -> Vec<usize> {
+    let mut chosen: Vec<usize> = growing.to_vec();
+    let mut seen: Vec<&str> = growing
+        .iter()
+        .map(|&i| a.tables[i].target.as_str())
+        .collect();
+    for (i, t) in a.tables.iter().enumerate() {
+        if seen.contains(&t.target.as_str()) {
+            continue;
+        }
+        let calls = |j: usize| -> u64 { a.tables[j].rows.iter().map(|r| r.timed_calls).sum() };
+        let best = (i..a.tables.len())
+            .filter(|&j| a.tables[j].target == t.target && calls(j) > 0)
+            .filter(|&j| {
+                full || (workloads::cases::is_thread_target(&a.tables[j].case_name, &t.target)
+                    && !a.tables[j].run.ends_with(crate::rundata::CONFIRM_SUFFIX))
+            })
+            .max_by_key(|&j| (calls(j), std::cmp::Reverse(j)));
+        seen.push(&t.target);
+        chosen.extend(best);
+    }
+    chosen
+}
+
+/// funclatency-style histograms of the smallest and largest N of each chosen table, side by
+/// side.
+pub(super) fn smallest_and_largest_n(a: &Analysis, growing: &[usize], full: bool) -> String {
+    let mut out = String::new();
+    for i in histogram_tables(a, growing, full) {
+        let t = &a.tables[i];
+        let with: Vec<(u64, &Dist)> = t
+            .rows
+            .iter()
+            .filter_map(|r| r.hist.as_ref().map(|h| (r.n, h)))
+            .filter(|(_, h)| hist::count(h) > 0)
+            .collect();
+        let (Some(first), Some(last)) = (
+            with.iter().min_by_key(|x| x.0),
+            with.iter().max_by_key(|x| x.0),
+        ) else {
+            continue;
+        };
+        let mut columns = vec![Column {
+            title: format!("N={}", first.0),
+            dist: first.1,
+        }];
+        if last.0 != first.0 {
+            columns.push(Column {
+                title: format!("N={}", last.0),
+                dist: last.1,
+            });
+        }
+        let run = if a.is_sweep {
+            format!(" · {}", t.run)
+        } else {
+            String::new()
+        };
+        out.push_str(&format!(
+            "\n{}{run} · per-call histogram, smallest and largest N\n",
+            t.key()
+        ));
+        let label = match t.metric {
+            Metric::WallMean => "wall",
+            _ => "on-CPU",
+        };
+        out.push_str(&log2(label, &columns, 20));
+    }
+    out
 }
 
 #[cfg(test)]

@@ -1,0 +1,179 @@
+//! `tracer compare`: two runs or sweeps side by side, each side's full report under `a/` and
+//! `b/`, the comparison tables, the plots of both sides, the cross-kernel differentials and
+//! the index.
+
+mod page;
+pub(super) mod tables;
+
+use std::path::Path;
+
+use crate::analysis::{analyze, compare, load};
+
+use super::dataset::{self, METHOD};
+use super::out::{self, OutDir};
+use super::plots::{plot_series, y_label};
+use super::{
+    ReportError, ReportOptions, ReportSummary, flamegraphs, index, plot, rootcause, summary,
+};
+
+const COMPARE_METHOD: &str = "Comparison: Amean/Hmean per side and (B − A)/A. * = significant at 95% (Welch's t-test: over the workload's repeats for op time and ops/s; over the per-call histogram spread for ns/call, which must also differ by at least 5%), ? = too few repeats to tell.";
+
+/// Render a comparison of two runs or sweeps (`a` is the baseline) into `out_dir`: each side's
+/// full report under `a/` and `b/`, the comparison tables (`compare.{md,csv,json,txt}`), one
+/// plot per target with both sides (B dashed), per target and case the differential
+/// flamegraph from A to B at the largest N both sampled
+/// (`flamegraphs/<kind>/<target>/<case>/diff-a-b-n<N>.svg`), and an index.
+pub fn compare_report(
+    a_dir: &Path,
+    b_dir: &Path,
+    out_dir: &Path,
+    opts: &ReportOptions,
+) -> Result<ReportSummary, ReportError> {
+    let (da, db) = (load(a_dir)?, load(b_dir)?);
+    let aa = analyze(&da, &opts.analysis())?;
+    let ab = analyze(&db, &opts.analysis())?;
+    let mut out = OutDir::create(out_dir)?;
+    let mut side_warnings = Vec::new();
+    for (sub, ds, an) in [("a", &da, &aa), ("b", &db, &ab)] {
+        let mut side = out.nested(sub)?;
+        side_warnings.push(dataset::render(ds, an, &mut side, opts)?);
+        out.adopt(sub, side.written());
+    }
+    let c = compare::compare(&aa, &ab);
+    out.write("compare.md", tables::compare_markdown(&c).as_bytes())?;
+    out.write("compare.csv", tables::compare_csv(&c).as_bytes())?;
+    out.write("compare.json", tables::compare_json(&c).as_bytes())?;
+    let table = tables::compare_terminal(&c);
+
+    let (ta, tb) = (dataset::targets(&aa), dataset::targets(&ab));
+    let mut names: Vec<String> = ta.iter().map(|(t, _)| t.clone()).collect();
+    for (t, _) in &tb {
+        if !names.contains(t) {
+            names.push(t.clone());
+        }
+    }
+    let mut sections = Vec::new();
+    for name in &names {
+        // The target's tables on each side (none when that side did not trace it).
+        let tables_of = |side: &[(String, Vec<usize>)]| {
+            side.iter()
+                .find(|(t, _)| t == name)
+                .map(|(_, i)| i.clone())
+                .unwrap_or_default()
+        };
+        let (ia, ib) = (tables_of(&ta), tables_of(&tb));
+        let mut series = plot_series(&aa, &ia, Some(&c.label_a), 0);
+        series.extend(plot_series(&ab, &ib, Some(&c.label_b), 1));
+        let y = if ia.is_empty() {
+            y_label(&ab, &ib)
+        } else {
+            y_label(&aa, &ia)
+        };
+        let mut plot_rel = None;
+        if let Some(svg) = plot::loglog_svg(&format!("{name}: {y} vs N"), y, &series) {
+            let rel = format!("plots/{}.svg", out::safe(name));
+            out.write(&rel, svg.as_bytes())?;
+            plot_rel = Some(rel);
+        }
+        let mut links = Vec::new();
+        for (side, label) in [("a", &c.label_a), ("b", &c.label_b)] {
+            let rel = format!("{side}/tables/{}.md", out::safe(name));
+            if out.has(&rel) {
+                links.push((format!("{label} table"), rel));
+            }
+        }
+        let groups = if opts.flamegraphs && opts.differential {
+            flamegraphs::cross_kernel(&aa, &ab, (&c.label_a, &c.label_b), name, &mut out, opts)?
+        } else {
+            Vec::new()
+        };
+        sections.push(index::Section {
+            title: name.clone(),
+            plot: plot_rel,
+            links,
+            tables_html: None,
+            groups,
+        });
+    }
+    let summary = page::summary_rows(&aa, &ab, &c, &sections);
+    let summary_text = summary::text(&summary);
+    out.write("summary.txt", summary_text.as_bytes())?;
+    // The thread findings across kernels first, then every quantity side by side.
+    let terminal = format!(
+        "Summary ({} → {}):\n{summary_text}\n{table}",
+        c.label_a, c.label_b
+    );
+    out.write("compare.txt", terminal.as_bytes())?;
+
+    let mut verdicts: Vec<String> = c.classes.iter().map(|cl| cl.line.clone()).collect();
+    verdicts.extend(
+        aa.verdicts
+            .iter()
+            .map(|v| format!("{}: {}", c.label_a, v.line)),
+    );
+    verdicts.extend(
+        ab.verdicts
+            .iter()
+            .map(|v| format!("{}: {}", c.label_b, v.line)),
+    );
+    let root_causes: Vec<String> = aa
+        .root_causes
+        .iter()
+        .map(|r| format!("{}: {}", c.label_a, rootcause::line(&r.cause)))
+        .chain(
+            ab.root_causes
+                .iter()
+                .map(|r| format!("{}: {}", c.label_b, rootcause::line(&r.cause))),
+        )
+        .collect();
+    // Each side's warnings: its analysis's, then its exports'.
+    let warnings: Vec<String> = side_warnings[0]
+        .iter()
+        .map(|w| format!("{}: {w}", c.label_a))
+        .chain(
+            side_warnings[1]
+                .iter()
+                .map(|w| format!("{}: {w}", c.label_b)),
+        )
+        .collect();
+    let findings = page::findings(&aa, &ab, &c);
+    let page = index::Page {
+        title: format!("tracer compare: {} vs {}", c.label_a, c.label_b),
+        source: format!("A = {}, B = {}", a_dir.display(), b_dir.display()),
+        summary,
+        findings,
+        warnings: warnings.clone(),
+        run_header: ["side", "report"].map(String::from).to_vec(),
+        runs: vec![],
+        sections,
+        other: vec![
+            ("comparison (Markdown)".into(), "compare.md".into()),
+            ("comparison (CSV)".into(), "compare.csv".into()),
+            ("comparison (JSON)".into(), "compare.json".into()),
+            ("comparison (text)".into(), "compare.txt".into()),
+            (
+                format!("A: {} full report", c.label_a),
+                "a/index.html".into(),
+            ),
+            (
+                format!("B: {} full report", c.label_b),
+                "b/index.html".into(),
+            ),
+        ],
+        method: std::iter::once(COMPARE_METHOD)
+            .chain(METHOD.iter().copied())
+            .map(String::from)
+            .collect(),
+    };
+    index::write(&mut out, &page)?;
+    let files = out.written().iter().map(|f| out_dir.join(f)).collect();
+    out.commit()?;
+    Ok(ReportSummary {
+        out_dir: out_dir.to_path_buf(),
+        verdicts,
+        root_causes,
+        warnings,
+        files,
+        terminal,
+    })
+}

@@ -1,0 +1,166 @@
+//! The compare page's summary rows (per target and case the class on each side, each side's
+//! growth, slope and root cause in short, links) and its findings (one per class change).
+
+use crate::analysis::fit::Complexity;
+use crate::analysis::{Analysis, compare};
+
+use crate::render::{index, rootcause, summary};
+
+/// Side labels short enough for a table cell: the kernel release up to its first `-`
+/// (`5.10.0-32-cloud-amd64` → `5.10.0`), or A and B when that does not tell them apart.
+fn short_labels(a: &str, b: &str) -> (String, String) {
+    let short = |l: &str| l.split('-').next().unwrap_or(l).to_string();
+    let (sa, sb) = (short(a), short(b));
+    if sa == sb || sa.is_empty() || sb.is_empty() {
+        ("A".into(), "B".into())
+    } else {
+        (sa, sb)
+    }
+}
+
+/// The compare page's summary: one row per target and case in both, the class on each side,
+/// each side's growth and root cause in short, links to the plot and the cross-kernel
+/// differential.
+pub(super) fn summary_rows(
+    aa: &Analysis,
+    ab: &Analysis,
+    c: &compare::Comparison,
+    sections: &[index::Section],
+) -> Vec<index::SummaryRow> {
+    let side = |an: &Analysis, target: &str, case: &str| {
+        let i = an
+            .tables
+            .iter()
+            .position(|t| t.target == target && t.case_name == case)?;
+        let (t, v) = (&an.tables[i], &an.verdicts[i]);
+        let growth = v.scaling.as_ref().map(summary::growth).unwrap_or_default();
+        let cause = rootcause::root_cause_of(an, t).map(|rc| summary::cause(&rc.cause));
+        let grows = v.class().is_some_and(|c| c != Complexity::Constant);
+        let slope = v
+            .scaling
+            .as_ref()
+            .filter(|_| grows)
+            .map(summary::slope)
+            .unwrap_or_else(|| "-".into());
+        Some((growth, cause, slope, t.via().unwrap_or_default()))
+    };
+    let class = |cl: Option<Complexity>| cl.map_or("not fitted", |c| c.label()).to_string();
+    let labels = short_labels(&c.label_a, &c.label_b);
+    let mut rows: Vec<index::SummaryRow> = c
+        .classes
+        .iter()
+        .map(|cl| {
+            let mut growth = Vec::new();
+            let mut causes = Vec::new();
+            let mut slopes = Vec::new();
+            let mut plans = Vec::new();
+            for (an, label) in [(aa, &labels.0), (ab, &labels.1)] {
+                if let Some((g, rc, slope, plan)) = side(an, &cl.target, &cl.case_name) {
+                    if !g.is_empty() {
+                        growth.push(format!("{label}: {g}"));
+                    }
+                    if let Some(rc) = rc {
+                        causes.push(format!("{label}: {rc}"));
+                    }
+                    slopes.push(slope);
+                    plans.push(plan);
+                }
+            }
+            // One plan for both sides when they agree.
+            plans.dedup();
+            let mut links = vec![(
+                "tables".to_string(),
+                format!("#{}", index::anchor(&cl.target)),
+            )];
+            if let Some(sec) = sections.iter().find(|s| s.title == cl.target) {
+                if let Some(p) = &sec.plot {
+                    links.push(("plot".into(), p.clone()));
+                }
+                let prefix = format!("{} · ", cl.case_name);
+                if let Some(g) = sec.groups.iter().find(|g| g.title.starts_with(&prefix)) {
+                    links.extend(
+                        g.embed
+                            .first()
+                            .map(|p| ("differential".to_string(), p.clone())),
+                    );
+                }
+            }
+            index::SummaryRow {
+                target: cl.target.clone(),
+                case: cl.case_name.clone(),
+                class: format!("{} → {}", class(cl.a), class(cl.b)),
+                slope: slopes,
+                growth,
+                root_cause: causes,
+                plan: plans,
+                links,
+                grows: cl.a != cl.b,
+                relevant: workloads::cases::is_thread_target(&cl.case_name, &cl.target),
+            }
+        })
+        .collect();
+    rows.sort_by_key(|r| !r.relevant);
+    rows
+}
+
+/// The page's findings: one item per class change, with each side's verdict and root cause
+/// under it; the changed classes first.
+pub(super) fn findings(
+    aa: &Analysis,
+    ab: &Analysis,
+    c: &compare::Comparison,
+) -> Vec<(String, Vec<index::Item>)> {
+    let side_lines = |an: &Analysis, label: &str, target: &str, case: &str| -> Vec<String> {
+        let mut v = Vec::new();
+        for (t, vd) in an.tables.iter().zip(&an.verdicts) {
+            if t.target == target && t.case_name == case {
+                v.push(format!("{label}: {}", vd.line));
+                if let Some(rc) = rootcause::root_cause_of(an, t) {
+                    v.push(format!(
+                        "{label}: root cause: {}",
+                        rootcause::line(&rc.cause)
+                    ));
+                }
+            }
+        }
+        v
+    };
+    let (mut changed, mut same) = (Vec::new(), Vec::new());
+    for cl in &c.classes {
+        let mut details = side_lines(aa, &c.label_a, &cl.target, &cl.case_name);
+        details.extend(side_lines(ab, &c.label_b, &cl.target, &cl.case_name));
+        let item = index::Item {
+            line: cl.line.clone(),
+            details,
+        };
+        if cl.a == cl.b {
+            same.push(item);
+        } else {
+            changed.push(item);
+        }
+    }
+    [
+        ("Scaling class changed".to_string(), changed),
+        ("Same scaling class".to_string(), same),
+    ]
+    .into_iter()
+    .filter(|(_, v)| !v.is_empty())
+    .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compare_sides_get_short_distinct_labels() {
+        assert_eq!(
+            short_labels("5.10.0-32-cloud-amd64", "6.1.0-50-cloud-amd64"),
+            ("5.10.0".to_string(), "6.1.0".to_string())
+        );
+        assert_eq!(
+            short_labels("6.1.0-50-cloud-amd64", "6.1.0-18-cloud-amd64"),
+            ("A".to_string(), "B".to_string())
+        );
+    }
+}

@@ -1,0 +1,199 @@
+//! The comparison tables: `compare.{md,csv,json}`, the terminal text and the frame-shift lines.
+
+use crate::analysis::compare::{CompareRow, Comparison, Quantity};
+use crate::analysis::frameshift::FrameShift;
+
+use crate::render::fmt::{PercentStyle, align, ns, opt, percent, sig3};
+use crate::render::tables::{csv_field, md_escape, num};
+
+fn quantity_value(q: Quantity, v: Option<f64>) -> String {
+    match q {
+        Quantity::OpRate => opt(v, sig3),
+        _ => opt(v, ns),
+    }
+}
+
+fn diff_cell(c: &CompareRow) -> String {
+    let m = c.significance.mark();
+    opt(c.diff_pct, |d| format!("{m}{d:+.2}%{m}"))
+}
+
+/// One line per target and case whose frames' shares moved between the two sides, the
+/// largest change first: `dup_mmap [spawn]: mas_store 28% -> 5%, ... of the added time
+/// (6.1.0 -> 6.12.0)`.
+pub fn frame_shift_lines(c: &Comparison) -> Vec<String> {
+    let mut groups: Vec<((&str, &str), Vec<&FrameShift>)> = Vec::new();
+    for s in &c.frame_shifts {
+        let key = (s.target.as_str(), s.case_name.as_str());
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, v)) => v.push(s),
+            None => groups.push((key, vec![s])),
+        }
+    }
+    // The cases the workloads exist for first (dup_mmap under spawn before dup_mmap under a
+    // mempolicy fork), each part in the analysis' order.
+    groups.sort_by_key(|((target, case), _)| !workloads::cases::is_thread_target(case, target));
+    groups
+        .into_iter()
+        .map(|((target, case), shifts)| {
+            let parts: Vec<String> = shifts
+                .iter()
+                .map(|s| {
+                    format!(
+                        "{} {} -> {}",
+                        s.frame,
+                        percent(s.a, PercentStyle::Whole),
+                        percent(s.b, PercentStyle::Whole)
+                    )
+                })
+                .collect();
+            format!(
+                "{target} [{case}]: {} {} ({} -> {})",
+                parts.join(", "),
+                shifts[0].basis.text(),
+                c.label_a,
+                c.label_b
+            )
+        })
+        .collect()
+}
+
+/// mmtests-like comparison table in Markdown.
+pub fn compare_markdown(c: &Comparison) -> String {
+    let mut out = format!("# {} vs {}\n\n", c.label_a, c.label_b);
+    out.push_str("Scaling classes:\n\n");
+    for cl in &c.classes {
+        out.push_str(&format!("- `{}`\n", cl.line));
+    }
+    let shifts = frame_shift_lines(c);
+    if !shifts.is_empty() {
+        out.push_str("\nWhere the time moved (frames whose share changed most):\n\n");
+        for l in shifts {
+            out.push_str(&format!("- `{l}`\n"));
+        }
+    }
+    out.push_str(&format!(
+        "\n`*` marks a significant difference, `?` too little data to tell (rules: see compare.json / the tracer docs). Diff is ({b} − {a}) / {a}.\n\n",
+        a = c.label_a,
+        b = c.label_b
+    ));
+    out.push_str(&format!(
+        "| target | case | N | quantity | mean | {} | {} | diff |\n| --- | --- | ---: | --- | --- | ---: | ---: | ---: |\n",
+        md_escape(&c.label_a),
+        md_escape(&c.label_b)
+    ));
+    for r in &c.rows {
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            r.target,
+            r.case_name,
+            r.n,
+            r.quantity.label(),
+            r.quantity.mean_name(),
+            quantity_value(r.quantity, r.a),
+            quantity_value(r.quantity, r.b),
+            diff_cell(r)
+        ));
+    }
+    out
+}
+
+pub fn compare_csv(c: &Comparison) -> String {
+    let mut out = String::from("target,case_name,n,quantity,mean,a,b,diff_pct,significance\n");
+    for r in &c.rows {
+        out.push_str(&format!(
+            "{},{},{},{},{},{},{},{},{}\n",
+            csv_field(&r.target),
+            csv_field(&r.case_name),
+            r.n,
+            r.quantity.label(),
+            r.quantity.mean_name(),
+            num(r.a),
+            num(r.b),
+            num(r.diff_pct),
+            r.significance.mark()
+        ));
+    }
+    out
+}
+
+pub fn compare_json(c: &Comparison) -> String {
+    let mut s = serde_json::to_string_pretty(c).expect("comparison serializes");
+    s.push('\n');
+    s
+}
+
+/// mmtests-like terminal rendering: `Amean  do_wait waitpid-pid N=100  1.23µs  1.10µs * -10.60%*`.
+pub fn compare_terminal(c: &Comparison) -> String {
+    let mut out = String::new();
+    for cl in &c.classes {
+        out.push_str(&format!("{}\n", cl.line));
+    }
+    let shifts = frame_shift_lines(c);
+    if !shifts.is_empty() {
+        out.push_str("\nWhere the time moved:\n");
+        for l in shifts {
+            out.push_str(&format!("  {l}\n"));
+        }
+    }
+    out.push('\n');
+    let mut rows: Vec<Vec<String>> = vec![vec![
+        String::new(),
+        String::new(),
+        String::new(),
+        c.label_a.clone(),
+        c.label_b.clone(),
+        "diff".into(),
+    ]];
+    for r in &c.rows {
+        rows.push(vec![
+            r.quantity.mean_name().to_string(),
+            format!("{} {} N={}", r.target, r.case_name, r.n),
+            r.quantity.label().to_string(),
+            quantity_value(r.quantity, r.a),
+            quantity_value(r.quantity, r.b),
+            diff_cell(r),
+        ]);
+    }
+    out.push_str(&align(&rows));
+    out
+}
+
+#[cfg(test)]
+mod frame_shift_tests {
+    use super::*;
+    use crate::analysis::frameshift::ShareBasis;
+
+    #[test]
+    fn the_cases_the_workloads_exist_for_lead_the_frame_shifts() {
+        let shift = |target: &str, case: &str, frame: &str| FrameShift {
+            target: target.into(),
+            case_name: case.into(),
+            frame: frame.into(),
+            basis: ShareBasis::AddedTime,
+            a: 0.3,
+            b: 0.05,
+        };
+        let c = Comparison {
+            label_a: "6.1".into(),
+            label_b: "6.12".into(),
+            rows: Vec::new(),
+            classes: Vec::new(),
+            frame_shifts: vec![
+                shift("dup_mmap", "mempolicy-fork", "copy_page_range"),
+                shift("dup_mmap", "spawn", "mas_store"),
+                shift("dup_mmap", "spawn", "mas_wr_bnode"),
+            ],
+        };
+        let lines = frame_shift_lines(&c);
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(
+            lines[0].starts_with("dup_mmap [spawn]: mas_store 30% -> 5%, mas_wr_bnode"),
+            "{lines:?}"
+        );
+        assert!(
+            lines[1].starts_with("dup_mmap [mempolicy-fork]: "),
+            "{lines:?}"
+        );
+    }
+}

@@ -1,0 +1,209 @@
+//! The flamegraph files of a report (per N, and the differential from the smallest to the
+//! largest N) and of a comparison (A → B at the largest N both sampled), with the index's
+//! groups and links to them.
+
+use std::collections::BTreeMap;
+
+use crate::analysis::stacks::Anchors;
+use crate::analysis::{Analysis, StackData};
+use crate::rundata::StackKind;
+
+use super::dataset::TargetLinks;
+use super::out::{self, OutDir};
+use super::{ReportError, ReportOptions, flame, index};
+
+/// A failed flamegraph, named by the file it was for.
+fn failed<'a>(out: &'a OutDir, rel: &'a str) -> impl FnOnce(std::io::Error) -> ReportError + 'a {
+    move |source| ReportError::Flamegraph {
+        path: out.root().join(rel),
+        source,
+    }
+}
+
+/// Every (run, target, case, stack kind) of a report: a flamegraph per N and the differential,
+/// recorded in `links` for the index and the summary.
+pub(super) fn write_report(
+    a: &Analysis,
+    out: &mut OutDir,
+    opts: &ReportOptions,
+    links: &mut BTreeMap<String, TargetLinks>,
+) -> Result<(), ReportError> {
+    // (run, target, case id, case name, kind) -> stack indices: cases in the workload's order,
+    // kinds in a fixed order.
+    let mut groups: BTreeMap<(usize, String, u32, String, StackKind), Vec<usize>> = BTreeMap::new();
+    for (i, s) in a.stacks.iter().enumerate() {
+        if s.folded.is_empty()
+            || (s.file.case == tracer_ebpf::CASE_UNPHASED && !opts.include_unphased)
+        {
+            continue;
+        }
+        groups
+            .entry((
+                s.run,
+                s.file.target.clone(),
+                s.file.case,
+                s.file.case_name.clone(),
+                s.file.kind,
+            ))
+            .or_default()
+            .push(i);
+    }
+    for ((ri, target, _, case_name, kind), mut idx) in groups {
+        idx.sort_by_key(|&i| a.stacks[i].file.n);
+        let run = &a.runs[ri];
+        let plan = run
+            .targets
+            .iter()
+            .find(|t| t.name == target)
+            .and_then(|t| t.plan.as_ref());
+        let info = flame::FlameInfo {
+            kind,
+            target: &target,
+            case_name: &case_name,
+            kernel: &run.kernel,
+            plan,
+            width: opts.flame_width,
+        };
+        let prefix = if a.is_sweep {
+            format!("{}/", out::safe(&run.label))
+        } else {
+            String::new()
+        };
+        let dir = format!(
+            "flamegraphs/{prefix}{}/{}/{}",
+            kind.as_str(),
+            out::safe(&target),
+            out::safe(&case_name)
+        );
+        let mut items = Vec::new();
+        let mut embed = Vec::new();
+        let (first, last) = (&a.stacks[idx[0]], &a.stacks[idx[idx.len() - 1]]);
+        // The differential first: it is what shows which frames grow.
+        if opts.differential && first.file.n != last.file.n {
+            let (n0, n1) = (first.file.n, last.file.n);
+            let rel = format!("{dir}/diff-n{n0}-n{n1}.svg");
+            let svg = flame::differential(&info, n0, &first.folded, n1, &last.folded)
+                .map_err(failed(out, &rel))?;
+            out.write(&rel, &svg)?;
+            items.push((format!("differential N={n0} → N={n1}"), rel.clone()));
+            links.entry(target.clone()).or_default().diffs.push((
+                run.label.clone(),
+                case_name.clone(),
+                kind,
+                rel.clone(),
+            ));
+            embed.push(rel);
+        }
+        for &i in &idx {
+            let s = &a.stacks[i];
+            let rel = format!("{dir}/n{}.svg", s.file.n);
+            let svg = flame::flamegraph(&info, s.file.n, &s.folded, s.file.count)
+                .map_err(failed(out, &rel))?;
+            out.write(&rel, &svg)?;
+            // The largest N is embedded beside the differential; the others are links.
+            if i == idx[idx.len() - 1] {
+                embed.push(rel.clone());
+            }
+            items.push((format!("N={}", s.file.n), rel));
+        }
+        let mut title = format!("{} · {}", case_name, flame::kind_label(kind));
+        if a.is_sweep {
+            title.push_str(&format!(" · {}", run.label));
+        }
+        links
+            .entry(target.clone())
+            .or_default()
+            .flames
+            .push(index::FlameGroup {
+                title,
+                items,
+                embed,
+            });
+    }
+    Ok(())
+}
+
+/// Stacks of one target by (case, kind) and N, the first of each when runs repeat them.
+type StacksByN<'a> = BTreeMap<(String, StackKind), BTreeMap<u64, &'a StackData>>;
+
+fn stacks_by_n<'a>(an: &'a Analysis, target: &str, opts: &ReportOptions) -> StacksByN<'a> {
+    let mut m: StacksByN<'a> = BTreeMap::new();
+    for s in &an.stacks {
+        if s.file.target != target
+            || s.folded.is_empty()
+            || (s.file.case == tracer_ebpf::CASE_UNPHASED && !opts.include_unphased)
+        {
+            continue;
+        }
+        m.entry((s.file.case_name.clone(), s.file.kind))
+            .or_default()
+            .entry(s.file.n)
+            .or_insert(s);
+    }
+    m
+}
+
+/// Differential flamegraphs of one target between the two sides, per (case, stack kind) at the
+/// largest N both sides sampled: what a kernel change did to the stacks at the same size.
+pub(super) fn cross_kernel(
+    aa: &Analysis,
+    ab: &Analysis,
+    (label_a, label_b): (&str, &str),
+    target: &str,
+    out: &mut OutDir,
+    opts: &ReportOptions,
+) -> Result<Vec<index::FlameGroup>, ReportError> {
+    let (sa, sb) = (stacks_by_n(aa, target, opts), stacks_by_n(ab, target, opts));
+    let mut groups = Vec::new();
+    for ((case_name, kind), by_n_a) in &sa {
+        let Some(by_n_b) = sb.get(&(case_name.clone(), *kind)) else {
+            continue;
+        };
+        let Some((&n, before)) = by_n_a.iter().rev().find(|(n, _)| by_n_b.contains_key(n)) else {
+            continue;
+        };
+        let after = by_n_b[&n];
+        let run_b = &ab.runs[after.run];
+        // Each side cut at the target by its own plan's frames, so the two kernels' stacks
+        // line up below it.
+        let anchors = |an: &Analysis, s: &StackData| {
+            let plan = an.runs[s.run]
+                .targets
+                .iter()
+                .find(|t| t.name == target)
+                .and_then(|t| t.plan.as_ref());
+            Anchors::new(target, plan)
+        };
+        let before_aligned = before.folded.aligned(&anchors(aa, before));
+        let after_aligned = after.folded.aligned(&anchors(ab, after));
+        let info = flame::FlameInfo {
+            kind: *kind,
+            target,
+            case_name,
+            kernel: &run_b.kernel,
+            plan: None,
+            width: opts.flame_width,
+        };
+        let rel = format!(
+            "flamegraphs/{}/{}/{}/diff-a-b-n{n}.svg",
+            kind.as_str(),
+            out::safe(target),
+            out::safe(case_name)
+        );
+        let svg = flame::cross_kernel(&info, n, label_a, &before_aligned, label_b, &after_aligned)
+            .map_err(failed(out, &rel))?;
+        out.write(&rel, &svg)?;
+        groups.push(index::FlameGroup {
+            title: format!(
+                "{case_name} · {} · {label_a} → {label_b} at N={n}",
+                flame::kind_label(*kind)
+            ),
+            items: vec![(
+                format!("differential {label_a} → {label_b}, N={n}"),
+                rel.clone(),
+            )],
+            embed: vec![rel],
+        });
+    }
+    Ok(groups)
+}

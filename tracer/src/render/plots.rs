@@ -1,0 +1,105 @@
+//! The scaling plots of a report: per target one log-log plot of its cases, per discovery one
+//! of its top functions; the series are also what a comparison plots for each side.
+
+use crate::analysis::Analysis;
+use crate::analysis::table::Metric;
+
+use super::out::{self, OutDir};
+use super::{ReportError, discover, plot};
+
+/// Series label of a table in a plot: the case, plus the run when a case repeats.
+fn series_label(a: &Analysis, idx: &[usize], i: usize) -> String {
+    let t = &a.tables[i];
+    let dup = idx
+        .iter()
+        .filter(|&&j| a.tables[j].case_name == t.case_name)
+        .count()
+        > 1;
+    if dup {
+        format!("{} · {}", t.case_name, t.run)
+    } else {
+        t.case_name.clone()
+    }
+}
+
+/// One series per table: its time per call against N and its fitted model, labelled with the
+/// case, its class and `suffix` (a comparison's side).
+pub(super) fn plot_series(
+    a: &Analysis,
+    idx: &[usize],
+    suffix: Option<&str>,
+    style: usize,
+) -> Vec<plot::Series> {
+    idx.iter()
+        .map(|&i| {
+            let (t, v) = (&a.tables[i], &a.verdicts[i]);
+            let mut label = series_label(a, idx, i);
+            if let Some(c) = v.class() {
+                label.push_str(&format!(" · {}", c.label()));
+            }
+            if let Some(s) = suffix {
+                label = format!("{label} · {s}");
+            }
+            plot::Series {
+                label,
+                points: t.points().iter().map(|p| (p.n, p.t)).collect(),
+                model: v.scaling.as_ref().map(|s| s.model.clone()),
+                style,
+            }
+        })
+        .collect()
+}
+
+/// The plot's y axis: the metric of the target's tables.
+pub(super) fn y_label(a: &Analysis, idx: &[usize]) -> &'static str {
+    idx.first()
+        .map_or(Metric::OncpuMean.label(), |&i| a.tables[i].metric.label())
+}
+
+/// `plots/<target>.svg`: the target's cases against N; its path, when there is anything to plot.
+pub(super) fn write_target(
+    target: &str,
+    a: &Analysis,
+    idx: &[usize],
+    out: &mut OutDir,
+) -> Result<Option<String>, ReportError> {
+    let title = format!("{target}: {} vs N", y_label(a, idx));
+    let Some(svg) = plot::loglog_svg(&title, y_label(a, idx), &plot_series(a, idx, None, 0)) else {
+        return Ok(None);
+    };
+    let rel = format!("plots/{}.svg", out::safe(target));
+    out.write(&rel, svg.as_bytes())?;
+    Ok(Some(rel))
+}
+
+/// `plots/discover-<i>-<case>.svg`: the top functions of each discovery against N; the paths
+/// written.
+pub(super) fn write_discoveries(
+    a: &Analysis,
+    out: &mut OutDir,
+) -> Result<Vec<String>, ReportError> {
+    let mut written = Vec::new();
+    for (i, d) in a.discoveries.iter().enumerate() {
+        let series: Vec<plot::Series> = d
+            .ranked
+            .iter()
+            .take(discover::TERMINAL_TOP)
+            .map(|g| plot::Series {
+                label: format!("{} · {}", g.function, g.scaling.class.label()),
+                points: g.points.iter().map(|p| (p.n as f64, p.incl_ns)).collect(),
+                model: Some(g.scaling.model.clone()),
+                style: 0,
+            })
+            .collect();
+        let title = format!(
+            "{} [{}]: kernel functions whose time grows (ns per {})",
+            d.run, d.case_name, d.per
+        );
+        if let Some(svg) = plot::loglog_svg(&title, &format!("ns per {}", d.per), &series) {
+            let rel = format!("plots/discover-{i}-{}.svg", out::safe(&d.case_name));
+            out.write(&rel, svg.as_bytes())?;
+            written.push(rel);
+        }
+    }
+    Ok(written)
+}

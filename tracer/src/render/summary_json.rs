@@ -1,0 +1,61 @@
+//! `summary.json`: the runs, verdicts, root causes, discoveries, call populations, each case's
+//! probe cost against its times, and the warnings, as data.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::analysis::Analysis;
+
+#[derive(Serialize)]
+struct SummaryJson<'a> {
+    label: &'a str,
+    root: &'a Path,
+    runs: &'a [crate::analysis::analyze::RunInfo],
+    verdicts: &'a [crate::analysis::Verdict],
+    root_causes: &'a [crate::analysis::CaseRootCause],
+    discoveries: &'a [crate::analysis::discover::Discovery],
+    populations: &'a [crate::analysis::populations::PopulationSplit],
+    /// Per (run, target, case): the probe's cost and the sizes it is a third or more of the
+    /// time per call at.
+    probe_costs: Vec<ProbeCostJson<'a>>,
+    warnings: &'a [String],
+}
+
+#[derive(Serialize)]
+struct ProbeCostJson<'a> {
+    run: &'a str,
+    target: &'a str,
+    case_name: &'a str,
+    #[serde(flatten)]
+    check: &'a crate::analysis::probecost::ProbeCostCheck,
+}
+
+/// The pretty-printed `summary.json` of an analysis, with the report's `warnings`.
+pub(super) fn text(a: &Analysis, warnings: &[String]) -> String {
+    let summary = SummaryJson {
+        label: &a.label,
+        root: &a.root,
+        runs: &a.runs,
+        verdicts: &a.verdicts,
+        root_causes: &a.root_causes,
+        discoveries: &a.discoveries,
+        populations: &a.populations,
+        probe_costs: a
+            .tables
+            .iter()
+            .filter_map(|t| {
+                Some(ProbeCostJson {
+                    run: &t.run,
+                    target: &t.target,
+                    case_name: &t.case_name,
+                    check: t.probe_cost.as_ref()?,
+                })
+            })
+            .collect(),
+        warnings,
+    };
+    let mut json = serde_json::to_string_pretty(&summary).expect("summary serializes");
+    json.push('\n');
+    json
+}
