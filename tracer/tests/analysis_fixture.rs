@@ -13,6 +13,7 @@ use std::path::Path;
 use tracer::analysis::fit::Complexity;
 use tracer::analysis::{AnalysisOptions, analyze, load};
 use tracer::render::rootcause::{description, line};
+use tracer::render::verdict::line as verdict_line;
 use tracer::render::{self, ReportOptions};
 
 fn real() -> &'static Path {
@@ -125,33 +126,35 @@ fn real_waitpid_sweep_on_6_18() {
     };
     for case in ["waitpid-pid", "waitid-pidfd"] {
         let v = verdict("do_wait", case);
-        assert_eq!(v.class(), Some(Complexity::Constant), "{}", v.line);
+        assert_eq!(v.class(), Some(Complexity::Constant), "{}", verdict_line(v));
     }
     let any = verdict("do_wait", "waitpid-any");
-    assert_eq!(any.class(), Some(Complexity::Linear), "{}", any.line);
-    assert!(
-        any.line.ends_with("; via syscall-bracket (wait4, waitid)"),
+    assert_eq!(
+        any.class(),
+        Some(Complexity::Linear),
         "{}",
-        any.line
+        verdict_line(any)
+    );
+    assert!(
+        verdict_line(any).ends_with("; via syscall-bracket (wait4, waitid)"),
+        "{}",
+        verdict_line(any)
     );
     // waitpid(-1, WNOHANG) grows faster than linearly here: its per-child cost rises from
     // ~14 ns at 1000 children to ~57 ns at 4000 (the walk outgrows the caches).
     let wnohang = verdict("do_wait", "waitpid-wnohang");
     let s = wnohang.scaling.as_ref().unwrap();
-    assert_ne!(s.class, Complexity::Constant, "{}", wnohang.line);
+    assert_ne!(s.class, Complexity::Constant, "{}", verdict_line(wnohang));
     assert!(
         s.slope_of_excess && (1.0..2.0).contains(&s.slope.slope),
         "{}",
-        wnohang.line
+        verdict_line(wnohang)
     );
     // fork does not depend on the number of idle children.
     for case in ["waitpid-pid", "waitpid-any", "waitid-pidfd"] {
         let v = verdict("dup_mmap", case);
-        assert_eq!(v.class(), Some(Complexity::Constant), "{}", v.line);
-        assert!(
-            v.line
-                .contains("via syscall-bracket (clone, clone3, fork, vfork)")
-        );
+        assert_eq!(v.class(), Some(Complexity::Constant), "{}", verdict_line(v));
+        assert!(verdict_line(v).contains("via syscall-bracket (clone, clone3, fork, vfork)"));
     }
 
     let rc = |case: &str| {
@@ -214,7 +217,7 @@ fn cause_of<'a>(
 fn vm_5_10_waitpid_at_999_hz_names_the_walk_by_added_time() {
     let a = vm("vm-5.10-waitpid-999hz");
     let v = verdict_of(&a, "do_wait");
-    assert_eq!(v.class(), Some(Complexity::Linear), "{}", v.line);
+    assert_eq!(v.class(), Some(Complexity::Linear), "{}", verdict_line(v));
     let rc = cause_of(&a, "do_wait");
     assert_eq!(rc.sizes_used, vec![500, 1000, 2000, 3000, 4000]);
     let c = rc
@@ -252,13 +255,18 @@ fn vm_5_10_waitpid_at_999_hz_names_the_walk_by_added_time() {
 fn vm_5_10_waitpid_shows_the_points_behind_a_two_size_class() {
     let a = vm("vm-5.10-waitpid");
     let v = verdict_of(&a, "do_wait");
-    assert_eq!(v.class(), Some(Complexity::Quadratic), "{}", v.line);
+    assert_eq!(
+        v.class(),
+        Some(Complexity::Quadratic),
+        "{}",
+        verdict_line(v)
+    );
     assert!(
-        v.line.contains(
+        verdict_line(v).contains(
             "(from two sizes: x5.23 per call for x2 N, 1.79ms at N=1000 -> 9.38ms at N=2000; the part above N=1's 729µs x8.14)"
         ),
         "{}",
-        v.line
+        verdict_line(v)
     );
     let rc = cause_of(&a, "do_wait");
     let c = rc
@@ -276,8 +284,12 @@ fn vm_5_10_waitpid_shows_the_points_behind_a_two_size_class() {
 fn vm_5_10_waitpid_to_6000_children_is_linear() {
     let a = vm("vm-5.10-waitpid-6000");
     let v = verdict_of(&a, "do_wait");
-    assert_eq!(v.class(), Some(Complexity::Linear), "{}", v.line);
-    assert!(v.line.contains("slope 1.03 (R² 0.99)"), "{}", v.line);
+    assert_eq!(v.class(), Some(Complexity::Linear), "{}", verdict_line(v));
+    assert!(
+        verdict_line(v).contains("slope 1.03 (R² 0.99)"),
+        "{}",
+        verdict_line(v)
+    );
     let rc = cause_of(&a, "do_wait");
     let c = rc
         .culprit
@@ -299,7 +311,7 @@ fn vm_5_10_waitpid_to_6000_children_is_linear() {
 fn vm_6_1_waitpid_stays_constant() {
     let a = vm("vm-6.1-waitpid");
     let v = verdict_of(&a, "do_wait");
-    assert_eq!(v.class(), Some(Complexity::Constant), "{}", v.line);
+    assert_eq!(v.class(), Some(Complexity::Constant), "{}", verdict_line(v));
     let rc = cause_of(&a, "do_wait");
     assert!(rc.culprit.is_none(), "{}", line(rc));
     assert!(
@@ -315,7 +327,7 @@ fn vm_6_1_waitpid_stays_constant() {
 fn vm_6_1_spawn_names_the_per_vma_work() {
     let a = vm("vm-6.1-spawn");
     let v = verdict_of(&a, "dup_mmap");
-    assert_eq!(v.class(), Some(Complexity::Linear), "{}", v.line);
+    assert_eq!(v.class(), Some(Complexity::Linear), "{}", verdict_line(v));
     let rc = cause_of(&a, "dup_mmap");
     let names: Vec<&str> = rc.split.iter().map(|g| g.frame()).collect();
     assert_eq!(names[0], "anon_vma_fork", "{}", line(rc));

@@ -8,13 +8,13 @@ use serde::Serialize;
 use crate::rundata::{RunStatus, StackFile, StackKind, TargetReport};
 
 use super::discover::{Discovery, ProfiledRun, discover};
-use super::fit::{Complexity, FlatReason, Scaling, fit_scaling};
+use super::fit::{Complexity, Scaling, fit_scaling};
 use super::load::{Dataset, LoadError, read_stack_file};
 use super::populations::{PopulationSplit, split as split_populations};
 use super::rootcause::{RootCause, StacksAtN, root_cause};
 use super::stacks::{Anchors, Folded};
 use super::table::{CaseTable, Metric, TableOptions, WorkloadReport, tables};
-use super::text::{fmt_n, ns, sig3};
+use super::warnings::{StackLoss, Warning};
 
 #[derive(Clone, Debug, Default)]
 pub struct AnalysisOptions {
@@ -24,8 +24,8 @@ pub struct AnalysisOptions {
     pub subtract_probe_cost: bool,
 }
 
-/// Scaling verdict of one target and case.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// Scaling verdict of one target and case; `render::verdict` says it in one line.
+#[derive(Clone, Debug, PartialEq)]
 pub struct Verdict {
     pub run: String,
     pub kernel: String,
@@ -37,7 +37,10 @@ pub struct Verdict {
     /// The plan measured a stand-in: its name and every attach point (e.g.
     /// "syscall-bracket syscalls:sys_enter_wait4,..."); the line names it briefly.
     pub stand_in: Option<String>,
-    pub line: String,
+    /// The plan timed its calls (false: count-only, nothing to fit).
+    pub timed: bool,
+    /// The plan in a few words ([`CaseTable::via`]).
+    pub via: Option<String>,
 }
 
 impl Verdict {
@@ -98,7 +101,7 @@ pub struct Analysis {
     #[serde(skip)]
     pub stacks: Vec<StackData>,
     /// Things a reader should know (partial runs, lost events, unreadable workload results).
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
 }
 
 /// Analyse a loaded data set: reads every stack file it lists.
@@ -135,16 +138,11 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Result<Analysis, LoadErr
             &lr.run
         } else {
             for i in &failed {
-                a.warnings.push(format!(
-                    "{}: the command failed at N={} ({}): that N is left out",
-                    lr.label,
-                    i.n,
-                    match i.exit {
-                        Some(c) if c > 128 => format!("killed by signal {}", c - 128),
-                        Some(c) => format!("exit {c}"),
-                        None => "it never ended".into(),
-                    }
-                ));
+                a.warnings.push(Warning::CommandFailed {
+                    run: lr.label.clone(),
+                    n: i.n,
+                    exit: i.exit,
+                });
             }
             let bad = |n: u64| failed.iter().any(|i| i.n == n);
             let mut r = lr.run.clone();
@@ -158,37 +156,39 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Result<Analysis, LoadErr
         if let Some((_, bad)) = &workload
             && *bad > 0
         {
-            a.warnings.push(format!(
-                "{}: {bad} workload result(s) could not be read",
-                lr.label
-            ));
+            a.warnings.push(Warning::UnreadableResults {
+                run: lr.label.clone(),
+                count: *bad,
+            });
         }
         if run.status == RunStatus::Partial {
-            a.warnings.push(format!(
-                "{}: partial run ({})",
-                lr.label,
-                run.partial_reason.as_deref().unwrap_or("no reason given")
-            ));
+            a.warnings.push(Warning::PartialRun {
+                run: lr.label.clone(),
+                reason: run.partial_reason.clone(),
+            });
         }
         if let Some((w, _)) = &workload
             && w.status == "interrupted"
         {
-            a.warnings
-                .push(format!("{}: the workload was interrupted", lr.label));
+            a.warnings.push(Warning::Interrupted {
+                run: lr.label.clone(),
+            });
         }
         for (name, v) in &run.counters {
             // Every loss counter explains itself; the others are informational.
             if *v > 0
                 && let Some(meaning) = crate::rundata::counter_meaning(name)
             {
-                let of = match name.as_str() {
-                    "stack_errors" => stack_loss_detail(&run.counters),
-                    _ => String::new(),
-                };
-                a.warnings.push(format!(
-                    "{}: counter {name} = {v}{of} ({meaning})",
-                    lr.label
-                ));
+                a.warnings.push(Warning::LossCounter {
+                    run: lr.label.clone(),
+                    name: name.clone(),
+                    value: *v,
+                    stacks: match name.as_str() {
+                        "stack_errors" => stack_loss(&run.counters),
+                        _ => None,
+                    },
+                    meaning,
+                });
             }
         }
         for t in &run.targets {
@@ -205,28 +205,23 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Result<Analysis, LoadErr
                 && run.status == RunStatus::Complete
                 && crate::plan::target_by_name(&t.name).is_none()
             {
-                a.warnings.push(format!(
-                    "{}: {} was attached ({} at {}) but saw 0 calls while the command ran: \
-                     inlined at its hot call sites, or not on this workload's path? \
-                     (--discover shows the functions the time goes through)",
-                    lr.label,
-                    t.name,
-                    p.plan,
-                    p.attach_points.join(", ")
-                ));
+                a.warnings.push(Warning::NeverFired {
+                    run: lr.label.clone(),
+                    target: t.name.clone(),
+                    plan: p.plan.clone(),
+                    attach_points: p.attach_points.clone(),
+                });
             }
             if t.plan.is_none() {
-                let why: Vec<String> = t
-                    .rejected
-                    .iter()
-                    .map(|r| format!("{}: {}", r.plan, r.reason))
-                    .collect();
-                a.warnings.push(format!(
-                    "{}: {} was not traced ({})",
-                    lr.label,
-                    t.name,
-                    why.join("; ")
-                ));
+                a.warnings.push(Warning::NotTraced {
+                    run: lr.label.clone(),
+                    target: t.name.clone(),
+                    rejected: t
+                        .rejected
+                        .iter()
+                        .map(|r| (r.plan.clone(), r.reason.clone()))
+                        .collect(),
+                });
             }
         }
         a.runs.push(RunInfo {
@@ -292,12 +287,43 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Result<Analysis, LoadErr
                 && v.case_name == d.case_name
                 && d.ranked.iter().any(|g| g.function == v.target)
             {
-                let (class, line) = confirm_verdict(t, v, &d.per);
-                d.exact.push((v.target.clone(), class, line));
+                d.exact.push(confirm_verdict(t, v, &d.per));
             }
         }
     }
     Ok(a)
+}
+
+/// The confirmation pass's verdict on a function discover ranked, by its exact time per op
+/// (time per call × calls per op) when the run counted ops, else by its time per call.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExactVerdict {
+    pub function: String,
+    pub per_op: Option<PerOp>,
+    pub per_call: Verdict,
+}
+
+impl ExactVerdict {
+    /// The class the line leads with: the per-op one when there is one.
+    pub fn class(&self) -> Option<Complexity> {
+        match &self.per_op {
+            Some(op) => Some(op.counted.as_ref().unwrap_or(&op.timed).class),
+            None => self.per_call.class(),
+        }
+    }
+}
+
+/// Fits of a function's time per op.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PerOp {
+    /// What one op is (discover's `per`).
+    pub per: String,
+    /// The fit of the time per op.
+    pub timed: Scaling,
+    /// The fit of the calls per op, made when each call is flat: its class is the answer.
+    pub counted: Option<Scaling>,
+    /// Calls per op at the smallest and the largest N of `timed`.
+    pub calls_per_op: [Option<f64>; 2],
 }
 
 /// The confirmation pass's verdict on a function discover ranked: its exact time per op
@@ -306,7 +332,7 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Result<Analysis, LoadErr
 /// (wait_consider_task runs once per child on each wait) while each call stays flat, and
 /// comparing the sampled per-op class with an exact per-call class would contradict the
 /// kernel. Falls back to the per-call verdict when the run has no op counts.
-fn confirm_verdict(t: &CaseTable, per_call: &Verdict, per: &str) -> (Option<Complexity>, String) {
+fn confirm_verdict(t: &CaseTable, per_call: &Verdict, per: &str) -> ExactVerdict {
     let points: Vec<super::fit::Point> = t
         .rows
         .iter()
@@ -319,80 +345,51 @@ fn confirm_verdict(t: &CaseTable, per_call: &Verdict, per: &str) -> (Option<Comp
             })
         })
         .collect();
-    let Some(timed) = fit_scaling(&points) else {
-        return (per_call.class(), per_call.line.clone());
-    };
-    // With each call flat, the time per op grows as the calls per op do, and those are
-    // counted, not timed: their class is the answer. Fitting the product instead lets a
-    // per-call drift the per-call fit judged noise (1.58 -> 1.92 µs in a 5.10 run under
-    // TCG) tip the per-op class to the next one.
-    let per_call_flat = per_call
-        .scaling
-        .as_ref()
-        .is_some_and(|pc| pc.class == Complexity::Constant);
-    let counted = if per_call_flat {
-        fit_scaling(
-            &t.rows
-                .iter()
-                .filter_map(|r| {
-                    let c = r.calls_per_op?;
-                    (r.n > 0 && c > 0.0).then_some(super::fit::Point {
-                        n: r.n as f64,
-                        t: c,
-                        rel_se: None,
+    let per_op = fit_scaling(&points).map(|timed| {
+        // With each call flat, the time per op grows as the calls per op do, and those are
+        // counted, not timed: their class is the answer. Fitting the product instead lets a
+        // per-call drift the per-call fit judged noise (1.58 -> 1.92 µs in a 5.10 run under
+        // TCG) tip the per-op class to the next one.
+        let per_call_flat = per_call
+            .scaling
+            .as_ref()
+            .is_some_and(|pc| pc.class == Complexity::Constant);
+        let counted = if per_call_flat {
+            fit_scaling(
+                &t.rows
+                    .iter()
+                    .filter_map(|r| {
+                        let c = r.calls_per_op?;
+                        (r.n > 0 && c > 0.0).then_some(super::fit::Point {
+                            n: r.n as f64,
+                            t: c,
+                            rel_se: None,
+                        })
                     })
-                })
-                .collect::<Vec<_>>(),
-        )
-    } else {
-        None
-    };
-    let s = counted.as_ref().unwrap_or(&timed);
-    let (p0, p1) = (timed.points[0], timed.points[timed.points.len() - 1]);
-    let class = match s.flat_reason {
-        None => format!("{}, slope {:.2}", s.class.label(), s.slope.slope),
-        Some(FlatReason::NoGrowth) => "O(1)".to_string(),
-        Some(FlatReason::Falls) => "no rising trend".to_string(),
-        Some(_) => "O(1) within noise".to_string(),
-    };
-    let calls = |n: f64| {
-        t.rows
-            .iter()
-            .find(|r| r.n as f64 == n)
-            .and_then(|r| r.calls_per_op)
-            .map_or("?".to_string(), sig3)
-    };
-    let per_call_part = match &per_call.scaling {
-        Some(pc) => format!(
-            "per call {} ({} -> {}), called {} -> {} times per {per}{}",
-            match pc.flat_reason {
-                None => pc.class.label(),
-                Some(_) => "O(1)",
-            },
-            ns(pc.points[0].t),
-            ns(pc.points[pc.points.len() - 1].t),
-            calls(p0.n),
-            calls(p1.n),
-            if counted.is_some() {
-                ": the class is the calls'"
-            } else {
-                ""
-            }
-        ),
-        None => String::new(),
-    };
-    let mut line = format!(
-        "{}: {class} per {per}, {} -> {} per {per} over N={}..{} ({per_call_part})",
-        t.key(),
-        ns(p0.t),
-        ns(p1.t),
-        fmt_n(p0.n),
-        fmt_n(p1.n)
-    );
-    if let Some(via) = t.via() {
-        line.push_str(&format!("; via {via}"));
+                    .collect::<Vec<_>>(),
+            )
+        } else {
+            None
+        };
+        let calls = |n: f64| {
+            t.rows
+                .iter()
+                .find(|r| r.n as f64 == n)
+                .and_then(|r| r.calls_per_op)
+        };
+        let (p0, p1) = (timed.points[0], timed.points[timed.points.len() - 1]);
+        PerOp {
+            per: per.to_string(),
+            calls_per_op: [calls(p0.n), calls(p1.n)],
+            timed,
+            counted,
+        }
+    });
+    ExactVerdict {
+        function: per_call.target.clone(),
+        per_op,
+        per_call: per_call.clone(),
     }
-    (Some(s.class), line)
 }
 
 /// The root cause of one table. When the fitted time is on-CPU time, from on-CPU stacks only
@@ -449,224 +446,30 @@ fn case_root_cause(
     }
 }
 
-/// The scaling verdict of one table, with its one-line summary:
-///
-/// - `do_wait [waitpid-any]: O(n), slope 1.17 (R² 0.98), visible from N≈100; 6.59µs ->
-///   450µs per call over N=1..4000; via syscall-bracket (wait4, waitid)`
-///
-/// The slope's interval stays in [`Scaling`] (JSON): with three or four sizes above the
-/// baseline it is wide even when the growth is clear, and next to a class it reads as a
-/// contradiction.
-/// - `do_wait [waitpid-pid]: O(1), 6.85µs -> 6.82µs per call over N=1..4000 (x1.00); via …`
-/// - `do_wait [waitpid-pid]: O(1) within noise, 8.70µs -> 13.1µs per call over N=1..1000
-///   (x1.51: above the baseline at N=1000 only); via …`
+/// The scaling verdict of one table (`render::verdict::line` gives its one-line summary).
 pub fn verdict(t: &CaseTable) -> Verdict {
-    let scaling = fit_scaling(&t.points());
-    let head = t.key();
-    let stand_in = t.stand_in();
-    let mut line = match &scaling {
-        None if !t.timed => format!("{head}: count-only plan, no time per call to fit"),
-        None => format!("{head}: fewer than two sizes with timed calls, nothing to fit"),
-        Some(s) => {
-            let (p0, p1) = (s.points[0], s.points[s.points.len() - 1]);
-            let range = format!(
-                "{} -> {} per call over N={}..{}",
-                ns(p0.t),
-                ns(p1.t),
-                fmt_n(p0.n),
-                fmt_n(p1.n)
-            );
-            match s.flat_reason {
-                None => {
-                    let n = s.points.len();
-                    let r2 = if s.slope.points <= 2 && n >= 2 {
-                        // A line through two points: R² says nothing; the points do.
-                        let (a, b) = (s.points[n - 2], s.points[n - 1]);
-                        let excess = if s.slope_of_excess {
-                            format!(
-                                "; the part above N={}'s {} x{:.2}",
-                                fmt_n(p0.n),
-                                ns(s.baseline),
-                                (b.t - s.baseline) / (a.t - s.baseline)
-                            )
-                        } else {
-                            String::new()
-                        };
-                        format!(
-                            "from two sizes: x{:.2} per call for x{} N, {} at N={} -> {} at N={}{excess}",
-                            b.t / a.t,
-                            {
-                                let r = b.n / a.n;
-                                if r.fract() == 0.0 { fmt_n(r) } else { sig3(r) }
-                            },
-                            ns(a.t),
-                            fmt_n(a.n),
-                            ns(b.t),
-                            fmt_n(b.n)
-                        )
-                    } else {
-                        format!(
-                            "R² {}",
-                            s.slope.r2.map_or("n/a".to_string(), |r| format!("{r:.2}"))
-                        )
-                    };
-                    let few = if s.points.len() < 3 {
-                        " (two sizes only: the class is a guess)"
-                    } else {
-                        ""
-                    };
-                    format!(
-                        "{head}: {}{few}, slope {:.2} ({r2}), visible from N≈{}; {range}",
-                        s.class.label(),
-                        s.slope.slope,
-                        fmt_n(s.visible_from.unwrap_or(p1.n)),
-                    )
-                }
-                Some(FlatReason::NoGrowth) => {
-                    format!("{head}: O(1), {range} (x{:.2})", s.growth_ratio)
-                }
-                Some(r @ FlatReason::Falls) => format!(
-                    "{head}: no rising trend, {range} (x{:.2}: {})",
-                    s.growth_ratio,
-                    r.text(s)
-                ),
-                Some(r) => format!(
-                    "{head}: O(1) within noise, {range} (x{:.2}: {})",
-                    s.growth_ratio,
-                    r.text(s)
-                ),
-            }
-        }
-    };
-    if let Some(via) = t.via() {
-        line.push_str(&format!("; via {via}"));
-    }
     Verdict {
         run: t.run.clone(),
         kernel: t.kernel.clone(),
         target: t.target.clone(),
         case_name: t.case_name.clone(),
         metric: t.metric,
-        scaling,
-        stand_in,
-        line,
+        scaling: fit_scaling(&t.points()),
+        stand_in: t.stand_in(),
+        timed: t.timed,
+        via: t.via(),
     }
 }
 
-/// " of T stacks taken (caller c, off-CPU o, sampled s)" for the stack-loss warning: the
-/// share lost, and which kind of stack it was (older runs lack the per-kind counters).
-fn stack_loss_detail(counters: &BTreeMap<String, u64>) -> String {
+/// The stacks taken and lost per kind, for the stack-loss warning: the share lost, and which
+/// kind of stack it was. None when the run does not count the stacks taken (older runs).
+fn stack_loss(counters: &BTreeMap<String, u64>) -> Option<StackLoss> {
     let get = |k: &str| counters.get(k).copied().unwrap_or(0);
     let taken = get("stacks_taken");
-    if taken == 0 {
-        return String::new();
-    }
-    format!(
-        " of {taken} stacks taken (caller {}, off-CPU {}, sampled {})",
-        get("stacks_lost_caller"),
-        get("stacks_lost_offcpu"),
-        get("stacks_lost_sampled")
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::analysis::table::{TableOptions, tables};
-    use crate::analysis::testdata;
-
-    #[test]
-    fn verdict_lines() {
-        let ns = [1, 10, 100, 1000, 5000, 8000];
-        let run = testdata::waitpid_run(&ns, |n| 1000 + 5 * n);
-        let t = &tables(&run, "r", &TableOptions::default(), None)[0];
-        let v = verdict(t);
-        assert_eq!(v.class(), Some(Complexity::Linear));
-        assert!(
-            v.line.starts_with("do_wait [waitpid-pid]: O(n), slope 1.0"),
-            "{}",
-            v.line
-        );
-        assert!(
-            v.line.contains("(R² 1.00), visible from N≈100; "),
-            "{}",
-            v.line
-        );
-        assert!(
-            v.line
-                .ends_with("; 1.00µs -> 41.0µs per call over N=1..8000; via fentry do_wait"),
-            "{}",
-            v.line
-        );
-
-        let run = testdata::waitpid_run(&ns, |_| 1500);
-        let v = verdict(&tables(&run, "r", &TableOptions::default(), None)[0]);
-        assert_eq!(v.class(), Some(Complexity::Constant));
-        assert!(
-            v.line.starts_with(
-                "do_wait [waitpid-pid]: O(1), 1.50µs -> 1.50µs per call over N=1..8000 (x1.00)"
-            ),
-            "{}",
-            v.line
-        );
-
-        // +50% at the largest N only: O(1) within noise, with the reason.
-        let run = testdata::waitpid_run(&[1, 100, 1000], |n| if n == 1000 { 13_000 } else { 8700 });
-        let v = verdict(&tables(&run, "r", &TableOptions::default(), None)[0]);
-        assert_eq!(v.class(), Some(Complexity::Constant));
-        assert!(
-            v.line.starts_with("do_wait [waitpid-pid]: O(1) within noise, 8.70µs -> 13.0µs per call over N=1..1000 (x1.49: above the baseline at N=1000 only)"),
-            "{}",
-            v.line
-        );
-        // The repeats scatter by 10% (9, 10 and 11 µs per op): +22% is within the noise.
-        let run = testdata::waitpid_run(&[1, 100, 1000], |n| if n == 1 { 1000 } else { 1220 });
-        let v = verdict(&tables(&run, "r", &TableOptions::default(), None)[0]);
-        assert!(
-            v.line.contains("(x1.22: within the noise: needs +"),
-            "{}",
-            v.line
-        );
-
-        // Growth visible at the two largest sizes only: the slope runs through two points, so
-        // the line shows them (and their ratio) instead of a vacuous R².
-        let run = testdata::waitpid_run(&[1, 10, 100, 1000, 2000], |n| match n {
-            2000 => 9400,
-            1000 => 1800,
-            _ => 1000,
-        });
-        let v = verdict(&tables(&run, "r", &TableOptions::default(), None)[0]);
-        assert!(
-            v.class().is_some_and(|c| c != Complexity::Constant),
-            "{}",
-            v.line
-        );
-        assert!(
-            v.line.contains(
-                ", slope 3.39 (from two sizes: x5.22 per call for x2 N, 1.80µs at N=1000 -> 9.40µs at N=2000; the part above N=1's 1.00µs x10.50), visible from N≈1000; "
-            ),
-            "{}",
-            v.line
-        );
-
-        // A stand-in plan is named briefly; its attach points stay in the tables.
-        let mut run = testdata::waitpid_run(&ns, |n| 1000 + n);
-        let plan = run.targets[0].plan.as_mut().unwrap();
-        plan.plan = "syscall-bracket".into();
-        plan.attach_points = [
-            "syscalls:sys_exit_wait4",
-            "syscalls:sys_enter_wait4",
-            "syscalls:sys_exit_waitid",
-            "syscalls:sys_enter_waitid",
-        ]
-        .map(String::from)
-        .to_vec();
-        let v = verdict(&tables(&run, "r", &TableOptions::default(), None)[0]);
-        assert!(
-            v.line.ends_with("; via syscall-bracket (wait4, waitid)"),
-            "{}",
-            v.line
-        );
-        assert!(v.stand_in.unwrap().contains("syscalls:sys_enter_waitid"));
-    }
+    (taken > 0).then(|| StackLoss {
+        taken,
+        caller: get("stacks_lost_caller"),
+        offcpu: get("stacks_lost_offcpu"),
+        sampled: get("stacks_lost_sampled"),
+    })
 }

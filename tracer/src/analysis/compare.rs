@@ -92,17 +92,20 @@ pub struct CompareRow {
     pub significance: Significance,
 }
 
-/// The scaling classes of one target and case on both sides.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// The scaling classes of one target and case on both sides (None: not fitted, or absent).
+#[derive(Clone, Debug, PartialEq)]
 pub struct ClassChange {
     pub target: String,
     pub case_name: String,
     pub a: Option<Complexity>,
     pub b: Option<Complexity>,
-    pub line: String,
+    /// The side has the target and case at all.
+    pub in_a: bool,
+    pub in_b: bool,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// Its JSON form (`compare.json`) is written by `render::compare`.
+#[derive(Clone, Debug, PartialEq)]
 pub struct Comparison {
     pub label_a: String,
     pub label_b: String,
@@ -143,23 +146,13 @@ pub fn compare(a: &Analysis, b: &Analysis) -> Comparison {
         let (ta, tb) = (ma.get(key), mb.get(key));
         let ca = ta.and_then(|(_, v)| v.class());
         let cb = tb.and_then(|(_, v)| v.class());
-        let show = |c: Option<Complexity>, present: bool| match (c, present) {
-            (Some(c), _) => c.label().to_string(),
-            (None, true) => "no fit".to_string(),
-            (None, false) => "absent".to_string(),
-        };
         classes.push(ClassChange {
             target: key.0.clone(),
             case_name: key.1.clone(),
             a: ca,
             b: cb,
-            line: format!(
-                "{} [{}]: {label_a} {} -> {label_b} {}",
-                key.0,
-                key.1,
-                show(ca, ta.is_some()),
-                show(cb, tb.is_some())
-            ),
+            in_a: ta.is_some(),
+            in_b: tb.is_some(),
         });
         let (Some((ta, _)), Some((tb, _))) = (ta, tb) else {
             continue;
@@ -348,8 +341,8 @@ mod tests {
         assert!((r.a.unwrap() - hm).abs() < 1e-6);
         assert_eq!(c.classes.len(), 1);
         assert_eq!(
-            c.classes[0].line,
-            "do_wait [waitpid-pid]: 5.10.0-test O(n) -> 6.1.0-test O(1)"
+            (c.classes[0].a, c.classes[0].b),
+            (Some(Complexity::Linear), Some(Complexity::Constant))
         );
     }
 

@@ -132,8 +132,8 @@ pub struct Discovery {
     pub coverage: Vec<Coverage>,
     /// N values left out because the command failed there.
     pub failed_n: Vec<u64>,
-    /// The confirmation pass's exact verdicts of ranked functions (function, class, line).
-    pub exact: Vec<(String, Option<Complexity>, String)>,
+    /// The confirmation pass's exact verdicts of ranked functions.
+    pub exact: Vec<super::analyze::ExactVerdict>,
 }
 
 impl Discovery {

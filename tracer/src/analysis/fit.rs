@@ -44,7 +44,6 @@
 use serde::Serialize;
 
 use super::stats::{LineFit, ols, t975};
-use super::text::fmt_n;
 
 /// Time per call at one N.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -157,48 +156,6 @@ pub enum FlatReason {
     /// part's slope under [`MIN_RISING_SLOPE`]): a step or a bump (a cache or THP threshold),
     /// not growth that continues.
     Falls,
-}
-
-impl FlatReason {
-    /// A few words for verdict lines.
-    pub fn text(self, s: &Scaling) -> String {
-        match self {
-            FlatReason::NoGrowth => "no growth".to_string(),
-            FlatReason::WithinNoise => format!("within the noise: needs +{:.0}%", s.margin * 100.0),
-            FlatReason::OneSize => format!(
-                "above the baseline at N={} only",
-                fmt_n(s.points[s.points.len() - 1].n)
-            ),
-            FlatReason::NotSignificant => match &s.growth_model {
-                Some(m) => format!(
-                    "no significant trend: the {} growth term's 95% CI includes 0 and the sizes scatter by {:.0}%",
-                    m.class.label(),
-                    m.nrms * 100.0
-                ),
-                None => "no significant trend".to_string(),
-            },
-            FlatReason::NoGrowingModel => "no growing model fits".to_string(),
-            FlatReason::Falls => {
-                let from = s.visible_from.unwrap_or(s.points[0].n);
-                let last = s.points[s.points.len() - 1];
-                let peak = s
-                    .points
-                    .iter()
-                    .filter(|p| p.n >= from)
-                    .map(|p| p.t)
-                    .fold(0.0, f64::max);
-                if last.t < peak {
-                    format!(
-                        "up from N≈{}, then down again at N={}",
-                        fmt_n(from),
-                        fmt_n(last.n)
-                    )
-                } else {
-                    format!("up from N≈{}, then no further rise", fmt_n(from))
-                }
-            }
-        }
-    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -549,7 +506,9 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            flat_top.flat_reason.map(|r| r.text(&flat_top)),
+            flat_top
+                .flat_reason
+                .map(|r| crate::render::verdict::flat_reason(r, &flat_top)),
             Some("up from N≈1000, then no further rise".to_string())
         );
     }
@@ -566,7 +525,7 @@ mod tests {
         assert_eq!(s.flat_reason, Some(FlatReason::Falls));
         assert_eq!(s.visible_from, Some(1000.0));
         assert_eq!(
-            s.flat_reason.unwrap().text(&s),
+            crate::render::verdict::flat_reason(s.flat_reason.unwrap(), &s),
             "up from N≈1000, then down again at N=4000"
         );
         let mut rising = bump.clone();

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use crate::rundata::{self, ReadError, Run, StackFile};
 
 use super::stacks::Folded;
+use super::warnings::Warning;
 
 /// The file a sweep directory keeps next to its run directories.
 pub const SWEEP_FILE: &str = "sweep.json";
@@ -63,7 +64,7 @@ pub struct Dataset {
     pub is_sweep: bool,
     pub runs: Vec<LoadedRun>,
     /// Things found while loading that a reader should know (e.g. a partial sweep).
-    pub notes: Vec<String>,
+    pub notes: Vec<Warning>,
 }
 
 impl Dataset {
@@ -156,21 +157,21 @@ pub fn load(dir: &Path) -> Result<Dataset, LoadError> {
 
 /// The sweep writer's `sweep.json` says whether the whole sweep completed. Only its status is
 /// read (leniently: the runs themselves are the data).
-fn sweep_notes(dir: &Path) -> Vec<String> {
+fn sweep_notes(dir: &Path) -> Vec<Warning> {
     let path = dir.join(SWEEP_FILE);
     let Ok(text) = std::fs::read_to_string(&path) else {
         return Vec::new();
     };
     let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
-        return vec![format!("{}: unreadable, ignored", path.display())];
+        return vec![Warning::SweepUnreadable { path }];
     };
     match v.get("status").and_then(|s| s.as_str()) {
         Some("partial") => {
-            let why = v
+            let reason = v
                 .get("partial_reason")
                 .and_then(|r| r.as_str())
-                .unwrap_or("no reason given");
-            vec![format!("partial sweep ({why})")]
+                .map(String::from);
+            vec![Warning::PartialSweep { reason }]
         }
         _ => Vec::new(),
     }
@@ -262,7 +263,9 @@ mod tests {
         .unwrap();
         assert_eq!(
             load(dir.path()).unwrap().notes,
-            vec!["partial sweep (interrupted (Ctrl-C))"]
+            vec![Warning::PartialSweep {
+                reason: Some("interrupted (Ctrl-C)".into())
+            }]
         );
     }
 

@@ -17,6 +17,7 @@ pub mod stats;
 pub mod table;
 pub mod text;
 pub mod timeline;
+pub mod warnings;
 
 #[cfg(test)]
 pub(crate) mod testdata;

@@ -93,7 +93,7 @@ pub(super) fn render(
     } else {
         export::ReportExports::default()
     };
-    let mut warnings = a.warnings.clone();
+    let mut warnings = super::warnings::texts(&a.warnings);
     warnings.extend(exported.notes.iter().cloned());
 
     out.write("summary.json", summary_json::text(a, &warnings).as_bytes())?;

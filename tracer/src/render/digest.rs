@@ -93,7 +93,7 @@ pub fn findings(a: &Analysis) -> Vec<(Kind, Vec<Finding>)> {
         push(
             kind,
             Finding {
-                line: v.line.clone(),
+                line: super::verdict::line(v),
                 root_cause: rc_line,
                 culprit: rc.is_some_and(|r| r.cause.culprit.is_some()),
                 tables: vec![i],

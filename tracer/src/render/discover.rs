@@ -43,13 +43,13 @@ pub fn answer(d: &Discovery) -> String {
     let basis = match d
         .ranked
         .first()
-        .and_then(|top| d.exact.iter().find(|(f, _, _)| *f == top.function))
+        .and_then(|top| d.exact.iter().find(|e| e.function == top.function))
     {
-        Some((_, class, _)) => format!(
+        Some(e) => format!(
             "{} samples at {} sizes; timed exactly in the confirmation pass: {}",
             d.total_samples(),
             d.ns.len(),
-            class.map_or("no fit", |c| c.label())
+            e.class().map_or("no fit", |c| c.label())
         ),
         None => format!(
             "{} samples at {} sizes, sampled without function probes",
@@ -178,8 +178,8 @@ pub fn text(d: &Discovery, top: usize, align: impl Fn(&[Vec<String>]) -> String)
     if let Some(c) = coverage_line(d) {
         out.push_str(&format!("    {c}\n"));
     }
-    for (_, _, line) in &d.exact {
-        out.push_str(&format!("    exact: {line}\n"));
+    for e in &d.exact {
+        out.push_str(&format!("    exact: {}\n", super::verdict::exact_line(e)));
     }
     if !d.failed_n.is_empty() {
         out.push_str(&format!(
@@ -287,11 +287,21 @@ pub(crate) mod tests {
     fn an_exact_confirmation_is_shown_beside_the_samples() {
         let mut d = discovery(true);
         assert!(answer(&d).contains("sampled without function probes"));
-        d.exact.push((
-            "wait_consider_task".into(),
-            Some(crate::analysis::fit::Complexity::Linear),
-            "wait_consider_task [command]: O(n) ... via fentry".into(),
-        ));
+        d.exact.push(crate::analysis::analyze::ExactVerdict {
+            function: "wait_consider_task".into(),
+            per_op: None,
+            per_call: crate::analysis::Verdict {
+                run: "bench-confirm".into(),
+                kernel: String::new(),
+                target: "wait_consider_task".into(),
+                case_name: "command".into(),
+                metric: crate::analysis::table::Metric::Auto,
+                scaling: Some(d.ranked[0].scaling.clone()),
+                stand_in: None,
+                timed: true,
+                via: Some("fentry wait_consider_task".into()),
+            },
+        });
         let a = answer(&d);
         assert!(
             a.contains("timed exactly in the confirmation pass: O(n)"),

@@ -44,6 +44,8 @@ pub mod summary;
 mod summary_json;
 pub mod tables;
 mod terminal;
+pub mod verdict;
+pub mod warnings;
 pub mod xml;
 
 use std::path::{Path, PathBuf};
@@ -159,7 +161,7 @@ pub fn report(
     out.commit()?;
     Ok(ReportSummary {
         out_dir: out_dir.to_path_buf(),
-        verdicts: a.verdicts.iter().map(|v| v.line.clone()).collect(),
+        verdicts: a.verdicts.iter().map(verdict::line).collect(),
         root_causes: a
             .root_causes
             .iter()

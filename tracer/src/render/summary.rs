@@ -109,12 +109,12 @@ pub fn rows(a: &Analysis, links: impl Fn(usize) -> Vec<(String, String)>) -> Vec
         // beside the sampled one), or the whole process's kernel time when nothing grows.
         let top = d.ranked.first();
         let scaling = top.map(|g| &g.scaling).or(d.total.as_ref());
-        let exact = top.and_then(|g| d.exact.iter().find(|(f, _, _)| *f == g.function));
+        let exact = top.and_then(|g| d.exact.iter().find(|e| e.function == g.function));
         let mut class = class_text(scaling, true);
-        if let Some((_, c, _)) = exact {
+        if let Some(e) = exact {
             class.push_str(&format!(
                 " (exact: {})",
-                c.map_or("not fitted", |c| c.label())
+                e.class().map_or("not fitted", |c| c.label())
             ));
         }
         let section = crate::rundata::PROFILE_TARGET.to_string();

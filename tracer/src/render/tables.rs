@@ -148,7 +148,7 @@ pub fn markdown(target: &str, a: &Analysis, idx: &[usize]) -> String {
                 md_escape(&probecost::fact(c))
             ));
         }
-        out.push_str(&format!("- verdict: `{}`\n", v.line));
+        out.push_str(&format!("- verdict: `{}`\n", super::verdict::line(v)));
         if let Some(rc) = root_cause_of(a, t) {
             out.push_str(&format!(
                 "- root cause ({} stacks): `{}`\n",
@@ -193,7 +193,7 @@ pub fn html(a: &Analysis, idx: &[usize]) -> String {
         if let Some(c) = &t.probe_cost {
             fact("probe cost", &probecost::fact(c));
         }
-        fact("verdict", &v.line);
+        fact("verdict", &super::verdict::line(v));
         if let Some(rc) = root_cause_of(a, t) {
             fact(
                 &format!("root cause ({} stacks)", rc.kind.as_str()),

@@ -208,7 +208,7 @@ pub fn population_line(p: &crate::analysis::populations::PopulationSplit) -> Str
 pub fn report_text(a: &Analysis) -> String {
     let mut out = String::new();
     for w in &a.warnings {
-        out.push_str(&format!("warning: {w}\n"));
+        out.push_str(&format!("warning: {}\n", super::warnings::text(w)));
     }
     out.push_str(&render_text(a, true));
     out

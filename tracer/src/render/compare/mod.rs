@@ -12,6 +12,7 @@ use crate::analysis::{analyze, compare, load};
 use super::dataset::{self, METHOD};
 use super::out::{self, OutDir};
 use super::plots::{plot_series, y_label};
+use super::verdict;
 use super::{
     ReportError, ReportOptions, ReportSummary, flamegraphs, index, plot, rootcause, summary,
 };
@@ -105,16 +106,20 @@ pub fn compare_report(
     );
     out.write("compare.txt", terminal.as_bytes())?;
 
-    let mut verdicts: Vec<String> = c.classes.iter().map(|cl| cl.line.clone()).collect();
+    let mut verdicts: Vec<String> = c
+        .classes
+        .iter()
+        .map(|cl| tables::class_line(&c, cl))
+        .collect();
     verdicts.extend(
         aa.verdicts
             .iter()
-            .map(|v| format!("{}: {}", c.label_a, v.line)),
+            .map(|v| format!("{}: {}", c.label_a, verdict::line(v))),
     );
     verdicts.extend(
         ab.verdicts
             .iter()
-            .map(|v| format!("{}: {}", c.label_b, v.line)),
+            .map(|v| format!("{}: {}", c.label_b, verdict::line(v))),
     );
     let root_causes: Vec<String> = aa
         .root_causes

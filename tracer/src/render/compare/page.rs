@@ -4,7 +4,7 @@
 use crate::analysis::fit::Complexity;
 use crate::analysis::{Analysis, compare};
 
-use crate::render::{index, rootcause, summary};
+use crate::render::{index, rootcause, summary, verdict};
 
 /// Side labels short enough for a table cell: the kernel release up to its first `-`
 /// (`5.10.0-32-cloud-amd64` → `5.10.0`), or A and B when that does not tell them apart.
@@ -114,7 +114,7 @@ pub(super) fn findings(
         let mut v = Vec::new();
         for (t, vd) in an.tables.iter().zip(&an.verdicts) {
             if t.target == target && t.case_name == case {
-                v.push(format!("{label}: {}", vd.line));
+                v.push(format!("{label}: {}", verdict::line(vd)));
                 if let Some(rc) = rootcause::root_cause_of(an, t) {
                     v.push(format!(
                         "{label}: root cause: {}",
@@ -130,7 +130,7 @@ pub(super) fn findings(
         let mut details = side_lines(aa, &c.label_a, &cl.target, &cl.case_name);
         details.extend(side_lines(ab, &c.label_b, &cl.target, &cl.case_name));
         let item = index::Item {
-            line: cl.line.clone(),
+            line: super::tables::class_line(c, cl),
             details,
         };
         if cl.a == cl.b {

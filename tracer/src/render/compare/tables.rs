@@ -1,6 +1,9 @@
 //! The comparison tables: `compare.{md,csv,json}`, the terminal text and the frame-shift lines.
 
-use crate::analysis::compare::{CompareRow, Comparison, Quantity};
+use serde::{Serialize, Serializer};
+
+use crate::analysis::compare::{ClassChange, CompareRow, Comparison, Quantity};
+use crate::analysis::fit::Complexity;
 use crate::analysis::frameshift::FrameShift;
 
 use crate::render::fmt::{PercentStyle, align, ns, opt, percent, sig3};
@@ -63,7 +66,7 @@ pub fn compare_markdown(c: &Comparison) -> String {
     let mut out = format!("# {} vs {}\n\n", c.label_a, c.label_b);
     out.push_str("Scaling classes:\n\n");
     for cl in &c.classes {
-        out.push_str(&format!("- `{}`\n", cl.line));
+        out.push_str(&format!("- `{}`\n", class_line(c, cl)));
     }
     let shifts = frame_shift_lines(c);
     if !shifts.is_empty() {
@@ -117,6 +120,65 @@ pub fn compare_csv(c: &Comparison) -> String {
     out
 }
 
+/// `do_wait [waitpid-pid]: 5.10 O(n) -> 6.1 O(1)`.
+pub fn class_line(c: &Comparison, cl: &ClassChange) -> String {
+    let show = |class: Option<Complexity>, present: bool| match (class, present) {
+        (Some(class), _) => class.label(),
+        (None, true) => "no fit",
+        (None, false) => "absent",
+    };
+    format!(
+        "{} [{}]: {} {} -> {} {}",
+        cl.target,
+        cl.case_name,
+        c.label_a,
+        show(cl.a, cl.in_a),
+        c.label_b,
+        show(cl.b, cl.in_b)
+    )
+}
+
+#[derive(Serialize)]
+struct ComparisonJson<'a> {
+    label_a: &'a str,
+    label_b: &'a str,
+    rows: &'a [CompareRow],
+    classes: Vec<ClassJson<'a>>,
+    frame_shifts: &'a [FrameShift],
+}
+
+#[derive(Serialize)]
+struct ClassJson<'a> {
+    target: &'a str,
+    case_name: &'a str,
+    a: Option<Complexity>,
+    b: Option<Complexity>,
+    line: String,
+}
+
+impl Serialize for Comparison {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        ComparisonJson {
+            label_a: &self.label_a,
+            label_b: &self.label_b,
+            rows: &self.rows,
+            classes: self
+                .classes
+                .iter()
+                .map(|cl| ClassJson {
+                    target: &cl.target,
+                    case_name: &cl.case_name,
+                    a: cl.a,
+                    b: cl.b,
+                    line: class_line(self, cl),
+                })
+                .collect(),
+            frame_shifts: &self.frame_shifts,
+        }
+        .serialize(s)
+    }
+}
+
 pub fn compare_json(c: &Comparison) -> String {
     let mut s = serde_json::to_string_pretty(c).expect("comparison serializes");
     s.push('\n');
@@ -127,7 +189,7 @@ pub fn compare_json(c: &Comparison) -> String {
 pub fn compare_terminal(c: &Comparison) -> String {
     let mut out = String::new();
     for cl in &c.classes {
-        out.push_str(&format!("{}\n", cl.line));
+        out.push_str(&format!("{}\n", class_line(c, cl)));
     }
     let shifts = frame_shift_lines(c);
     if !shifts.is_empty() {
@@ -187,6 +249,22 @@ mod frame_shift_tests {
         };
         let lines = frame_shift_lines(&c);
         assert_eq!(lines.len(), 2, "{lines:?}");
+        let cl = |a, in_b| ClassChange {
+            target: "do_wait".into(),
+            case_name: "waitpid-pid".into(),
+            a,
+            b: None,
+            in_a: true,
+            in_b,
+        };
+        assert_eq!(
+            class_line(&c, &cl(Some(Complexity::Linear), true)),
+            "do_wait [waitpid-pid]: 6.1 O(n) -> 6.12 no fit"
+        );
+        assert_eq!(
+            class_line(&c, &cl(None, false)),
+            "do_wait [waitpid-pid]: 6.1 no fit -> 6.12 absent"
+        );
         assert!(
             lines[0].starts_with("dup_mmap [spawn]: mas_store 30% -> 5%, mas_wr_bnode"),
             "{lines:?}"

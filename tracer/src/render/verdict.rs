@@ -1,0 +1,337 @@
+//! The one-line scaling verdicts: of a target and case, of a discovered function's
+//! confirmation pass, and why a fit came out O(1); plus the JSON forms that carry them.
+
+use serde::{Serialize, Serializer};
+
+use crate::analysis::Verdict;
+use crate::analysis::analyze::{ExactVerdict, PerOp};
+use crate::analysis::fit::{FlatReason, Scaling};
+use crate::analysis::text::{fmt_n, ns, sig3};
+
+/// The verdict of one table in one line:
+///
+/// - `do_wait [waitpid-any]: O(n), slope 1.17 (R² 0.98), visible from N≈100; 6.59µs ->
+///   450µs per call over N=1..4000; via syscall-bracket (wait4, waitid)`
+///
+/// The slope's interval stays in [`Scaling`] (JSON): with three or four sizes above the
+/// baseline it is wide even when the growth is clear, and next to a class it reads as a
+/// contradiction.
+/// - `do_wait [waitpid-pid]: O(1), 6.85µs -> 6.82µs per call over N=1..4000 (x1.00); via …`
+/// - `do_wait [waitpid-pid]: O(1) within noise, 8.70µs -> 13.1µs per call over N=1..1000
+///   (x1.51: above the baseline at N=1000 only); via …`
+pub fn line(v: &Verdict) -> String {
+    let head = format!("{} [{}]", v.target, v.case_name);
+    let mut line = match &v.scaling {
+        None if !v.timed => format!("{head}: count-only plan, no time per call to fit"),
+        None => format!("{head}: fewer than two sizes with timed calls, nothing to fit"),
+        Some(s) => format!("{head}: {}", fitted(s)),
+    };
+    if let Some(via) = &v.via {
+        line.push_str(&format!("; via {via}"));
+    }
+    line
+}
+
+/// A fitted verdict after its `target [case]: `.
+fn fitted(s: &Scaling) -> String {
+    let (p0, p1) = (s.points[0], s.points[s.points.len() - 1]);
+    let range = format!(
+        "{} -> {} per call over N={}..{}",
+        ns(p0.t),
+        ns(p1.t),
+        fmt_n(p0.n),
+        fmt_n(p1.n)
+    );
+    match s.flat_reason {
+        None => {
+            let n = s.points.len();
+            let r2 = if s.slope.points <= 2 && n >= 2 {
+                // A line through two points: R² says nothing; the points do.
+                let (a, b) = (s.points[n - 2], s.points[n - 1]);
+                let excess = if s.slope_of_excess {
+                    format!(
+                        "; the part above N={}'s {} x{:.2}",
+                        fmt_n(p0.n),
+                        ns(s.baseline),
+                        (b.t - s.baseline) / (a.t - s.baseline)
+                    )
+                } else {
+                    String::new()
+                };
+                format!(
+                    "from two sizes: x{:.2} per call for x{} N, {} at N={} -> {} at N={}{excess}",
+                    b.t / a.t,
+                    {
+                        let r = b.n / a.n;
+                        if r.fract() == 0.0 { fmt_n(r) } else { sig3(r) }
+                    },
+                    ns(a.t),
+                    fmt_n(a.n),
+                    ns(b.t),
+                    fmt_n(b.n)
+                )
+            } else {
+                format!(
+                    "R² {}",
+                    s.slope.r2.map_or("n/a".to_string(), |r| format!("{r:.2}"))
+                )
+            };
+            let few = if s.points.len() < 3 {
+                " (two sizes only: the class is a guess)"
+            } else {
+                ""
+            };
+            format!(
+                "{}{few}, slope {:.2} ({r2}), visible from N≈{}; {range}",
+                s.class.label(),
+                s.slope.slope,
+                fmt_n(s.visible_from.unwrap_or(p1.n)),
+            )
+        }
+        Some(FlatReason::NoGrowth) => format!("O(1), {range} (x{:.2})", s.growth_ratio),
+        Some(r @ FlatReason::Falls) => format!(
+            "no rising trend, {range} (x{:.2}: {})",
+            s.growth_ratio,
+            flat_reason(r, s)
+        ),
+        Some(r) => format!(
+            "O(1) within noise, {range} (x{:.2}: {})",
+            s.growth_ratio,
+            flat_reason(r, s)
+        ),
+    }
+}
+
+/// Why `s` came out O(1), in a few words for verdict lines.
+pub fn flat_reason(r: FlatReason, s: &Scaling) -> String {
+    match r {
+        FlatReason::NoGrowth => "no growth".to_string(),
+        FlatReason::WithinNoise => format!("within the noise: needs +{:.0}%", s.margin * 100.0),
+        FlatReason::OneSize => format!(
+            "above the baseline at N={} only",
+            fmt_n(s.points[s.points.len() - 1].n)
+        ),
+        FlatReason::NotSignificant => match &s.growth_model {
+            Some(m) => format!(
+                "no significant trend: the {} growth term's 95% CI includes 0 and the sizes scatter by {:.0}%",
+                m.class.label(),
+                m.nrms * 100.0
+            ),
+            None => "no significant trend".to_string(),
+        },
+        FlatReason::NoGrowingModel => "no growing model fits".to_string(),
+        FlatReason::Falls => {
+            let from = s.visible_from.unwrap_or(s.points[0].n);
+            let last = s.points[s.points.len() - 1];
+            let peak = s
+                .points
+                .iter()
+                .filter(|p| p.n >= from)
+                .map(|p| p.t)
+                .fold(0.0, f64::max);
+            if last.t < peak {
+                format!(
+                    "up from N≈{}, then down again at N={}",
+                    fmt_n(from),
+                    fmt_n(last.n)
+                )
+            } else {
+                format!("up from N≈{}, then no further rise", fmt_n(from))
+            }
+        }
+    }
+}
+
+/// The confirmation pass's line for a function discover ranked: its exact time per op with
+/// the per-call verdict beside it, or the per-call verdict alone when the run has no op counts.
+pub fn exact_line(e: &ExactVerdict) -> String {
+    match &e.per_op {
+        Some(op) => per_op_line(op, &e.per_call),
+        None => line(&e.per_call),
+    }
+}
+
+fn per_op_line(op: &PerOp, per_call: &Verdict) -> String {
+    let per = &op.per;
+    let s = op.counted.as_ref().unwrap_or(&op.timed);
+    let (p0, p1) = (
+        op.timed.points[0],
+        op.timed.points[op.timed.points.len() - 1],
+    );
+    let class = match s.flat_reason {
+        None => format!("{}, slope {:.2}", s.class.label(), s.slope.slope),
+        Some(FlatReason::NoGrowth) => "O(1)".to_string(),
+        Some(FlatReason::Falls) => "no rising trend".to_string(),
+        Some(_) => "O(1) within noise".to_string(),
+    };
+    let calls = |c: Option<f64>| c.map_or("?".to_string(), sig3);
+    let per_call_part = match &per_call.scaling {
+        Some(pc) => format!(
+            "per call {} ({} -> {}), called {} -> {} times per {per}{}",
+            match pc.flat_reason {
+                None => pc.class.label(),
+                Some(_) => "O(1)",
+            },
+            ns(pc.points[0].t),
+            ns(pc.points[pc.points.len() - 1].t),
+            calls(op.calls_per_op[0]),
+            calls(op.calls_per_op[1]),
+            if op.counted.is_some() {
+                ": the class is the calls'"
+            } else {
+                ""
+            }
+        ),
+        None => String::new(),
+    };
+    let mut line = format!(
+        "{} [{}]: {class} per {per}, {} -> {} per {per} over N={}..{} ({per_call_part})",
+        per_call.target,
+        per_call.case_name,
+        ns(p0.t),
+        ns(p1.t),
+        fmt_n(p0.n),
+        fmt_n(p1.n)
+    );
+    if let Some(via) = &per_call.via {
+        line.push_str(&format!("; via {via}"));
+    }
+    line
+}
+
+/// `summary.json`'s form of a verdict: its facts and its line.
+#[derive(Serialize)]
+struct VerdictJson<'a> {
+    run: &'a str,
+    kernel: &'a str,
+    target: &'a str,
+    case_name: &'a str,
+    metric: crate::analysis::table::Metric,
+    scaling: &'a Option<Scaling>,
+    stand_in: &'a Option<String>,
+    line: String,
+}
+
+impl Serialize for Verdict {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        VerdictJson {
+            run: &self.run,
+            kernel: &self.kernel,
+            target: &self.target,
+            case_name: &self.case_name,
+            metric: self.metric,
+            scaling: &self.scaling,
+            stand_in: &self.stand_in,
+            line: line(self),
+        }
+        .serialize(s)
+    }
+}
+
+/// A discovery's exact verdict is stored as `[function, class, line]`.
+impl Serialize for ExactVerdict {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        (&self.function, self.class(), exact_line(self)).serialize(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::analyze::verdict;
+    use crate::analysis::fit::Complexity;
+    use crate::analysis::table::{TableOptions, tables};
+    use crate::analysis::testdata;
+
+    #[test]
+    fn verdict_lines() {
+        let ns = [1, 10, 100, 1000, 5000, 8000];
+        let run = testdata::waitpid_run(&ns, |n| 1000 + 5 * n);
+        let t = &tables(&run, "r", &TableOptions::default(), None)[0];
+        let v = verdict(t);
+        let l = line(&v);
+        assert_eq!(v.class(), Some(Complexity::Linear));
+        assert!(
+            l.starts_with("do_wait [waitpid-pid]: O(n), slope 1.0"),
+            "{}",
+            l
+        );
+        assert!(l.contains("(R² 1.00), visible from N≈100; "), "{}", l);
+        assert!(
+            l.ends_with("; 1.00µs -> 41.0µs per call over N=1..8000; via fentry do_wait"),
+            "{}",
+            l
+        );
+
+        let run = testdata::waitpid_run(&ns, |_| 1500);
+        let v = verdict(&tables(&run, "r", &TableOptions::default(), None)[0]);
+        let l = line(&v);
+        assert_eq!(v.class(), Some(Complexity::Constant));
+        assert!(
+            l.starts_with(
+                "do_wait [waitpid-pid]: O(1), 1.50µs -> 1.50µs per call over N=1..8000 (x1.00)"
+            ),
+            "{}",
+            l
+        );
+
+        // +50% at the largest N only: O(1) within noise, with the reason.
+        let run = testdata::waitpid_run(&[1, 100, 1000], |n| if n == 1000 { 13_000 } else { 8700 });
+        let v = verdict(&tables(&run, "r", &TableOptions::default(), None)[0]);
+        let l = line(&v);
+        assert_eq!(v.class(), Some(Complexity::Constant));
+        assert!(
+            l.starts_with("do_wait [waitpid-pid]: O(1) within noise, 8.70µs -> 13.0µs per call over N=1..1000 (x1.49: above the baseline at N=1000 only)"),
+            "{}",
+            l
+        );
+        // The repeats scatter by 10% (9, 10 and 11 µs per op): +22% is within the noise.
+        let run = testdata::waitpid_run(&[1, 100, 1000], |n| if n == 1 { 1000 } else { 1220 });
+        let v = verdict(&tables(&run, "r", &TableOptions::default(), None)[0]);
+        let l = line(&v);
+        assert!(l.contains("(x1.22: within the noise: needs +"), "{}", l);
+
+        // Growth visible at the two largest sizes only: the slope runs through two points, so
+        // the line shows them (and their ratio) instead of a vacuous R².
+        let run = testdata::waitpid_run(&[1, 10, 100, 1000, 2000], |n| match n {
+            2000 => 9400,
+            1000 => 1800,
+            _ => 1000,
+        });
+        let v = verdict(&tables(&run, "r", &TableOptions::default(), None)[0]);
+        let l = line(&v);
+        assert!(
+            v.class().is_some_and(|c| c != Complexity::Constant),
+            "{}",
+            l
+        );
+        assert!(
+            l.contains(
+                ", slope 3.39 (from two sizes: x5.22 per call for x2 N, 1.80µs at N=1000 -> 9.40µs at N=2000; the part above N=1's 1.00µs x10.50), visible from N≈1000; "
+            ),
+            "{}",
+            l
+        );
+
+        // A stand-in plan is named briefly; its attach points stay in the tables.
+        let mut run = testdata::waitpid_run(&ns, |n| 1000 + n);
+        let plan = run.targets[0].plan.as_mut().unwrap();
+        plan.plan = "syscall-bracket".into();
+        plan.attach_points = [
+            "syscalls:sys_exit_wait4",
+            "syscalls:sys_enter_wait4",
+            "syscalls:sys_exit_waitid",
+            "syscalls:sys_enter_waitid",
+        ]
+        .map(String::from)
+        .to_vec();
+        let v = verdict(&tables(&run, "r", &TableOptions::default(), None)[0]);
+        let l = line(&v);
+        assert!(
+            l.ends_with("; via syscall-bracket (wait4, waitid)"),
+            "{}",
+            l
+        );
+        assert!(v.stand_in.unwrap().contains("syscalls:sys_enter_waitid"));
+    }
+}
