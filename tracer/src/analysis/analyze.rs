@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::rundata::{RunStatus, StackFile, StackKind, TargetReport};
+use crate::rundata::{PlanUsed, RunStatus, StackFile, StackKind, TargetReport};
 
 use super::discover::{Discovery, ProfiledRun, discover};
 use super::fit::{Complexity, Scaling, fit_scaling};
@@ -39,8 +39,8 @@ pub struct Verdict {
     pub stand_in: Option<String>,
     /// The plan timed its calls (false: count-only, nothing to fit).
     pub timed: bool,
-    /// The plan in a few words ([`CaseTable::via`]).
-    pub via: Option<String>,
+    /// The plan that measured it (the line names it briefly).
+    pub plan: Option<PlanUsed>,
 }
 
 impl Verdict {
@@ -457,7 +457,7 @@ pub fn verdict(t: &CaseTable) -> Verdict {
         scaling: fit_scaling(&t.points()),
         stand_in: t.stand_in(),
         timed: t.timed,
-        via: t.via(),
+        plan: t.plan.clone(),
     }
 }
 

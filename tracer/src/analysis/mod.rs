@@ -15,7 +15,6 @@ pub mod rootcause;
 pub mod stacks;
 pub mod stats;
 pub mod table;
-pub mod text;
 pub mod timeline;
 pub mod warnings;
 

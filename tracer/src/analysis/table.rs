@@ -173,56 +173,11 @@ impl CaseTable {
         format!("{} [{}]", self.target, self.case_name)
     }
 
-    /// The plan in a few words for one-line summaries, e.g. `syscall-bracket (wait4, waitid)`
-    /// or `fentry do_wait`; the full attach points are in the tables and the index.
-    pub fn via(&self) -> Option<String> {
-        self.plan.as_ref().map(plan_short)
-    }
-
     /// The plan measured something other than the target itself (a stand-in).
     pub fn stand_in(&self) -> Option<String> {
         let p = self.plan.as_ref()?;
         (!p.attach_points.iter().any(|a| a == &self.target))
             .then(|| format!("{} {}", p.plan, p.attach_points.join(",")))
-    }
-}
-
-/// Attach points named as a reader would: a syscall tracepoint pair by its syscall
-/// (`syscalls:sys_enter_wait4` -> `wait4`), other tracepoints by their event, functions as they
-/// are. Deduplicated, in order.
-pub fn short_points(points: &[String]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for p in points {
-        let name = match p.split_once(':') {
-            Some((_, event)) => event
-                .strip_prefix("sys_enter_")
-                .or_else(|| event.strip_prefix("sys_exit_"))
-                .unwrap_or(event),
-            None => p.as_str(),
-        };
-        if !out.iter().any(|o| o == name) {
-            out.push(name.to_string());
-        }
-    }
-    out
-}
-
-/// Most attach points a short plan form names before it says `+k more`.
-const SHORT_POINTS: usize = 4;
-
-/// `fentry do_wait`, `syscall-bracket (wait4, waitid)`,
-/// `callers-kprobe (sysvipc_proc_start, sysvipc_proc_next)`.
-pub fn plan_short(p: &PlanUsed) -> String {
-    let mut pts = short_points(&p.attach_points);
-    if pts.len() > SHORT_POINTS {
-        let more = pts.len() - SHORT_POINTS;
-        pts.truncate(SHORT_POINTS);
-        pts.push(format!("+{more} more"));
-    }
-    match pts.as_slice() {
-        [] => p.plan.clone(),
-        [one] => format!("{} {one}", p.plan),
-        many => format!("{} ({})", p.plan, many.join(", ")),
     }
 }
 

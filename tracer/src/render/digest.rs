@@ -73,7 +73,11 @@ pub fn findings(a: &Analysis) -> Vec<(Kind, Vec<Finding>)> {
             None => Kind::NotFitted,
         };
         if kind == Kind::NotFitted && !t.timed {
-            let key = (t.run.clone(), t.target.clone(), t.via());
+            let key = (
+                t.run.clone(),
+                t.target.clone(),
+                super::fmt::via(t.plan.as_ref()),
+            );
             match count_only.iter_mut().find(|(k, _)| *k == key) {
                 Some((_, idx)) => idx.push(i),
                 None => count_only.push((key, vec![i])),

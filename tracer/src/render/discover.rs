@@ -1,9 +1,9 @@
 //! Sentences and tables of a discovery (`--discover`): the one-line answer first, then the
 //! ranked functions, the blocked-time growers and the coverage of the samples.
 
+use super::fmt::{fmt_n, ns};
 use crate::analysis::discover::{Discovery, Grower};
 use crate::analysis::fit::Complexity;
-use crate::analysis::text::{fmt_n, ns};
 
 use super::fmt::pct;
 
@@ -299,7 +299,7 @@ pub(crate) mod tests {
                 scaling: Some(d.ranked[0].scaling.clone()),
                 stand_in: None,
                 timed: true,
-                via: Some("fentry wait_consider_task".into()),
+                plan: None,
             },
         });
         let a = answer(&d);

@@ -1,7 +1,67 @@
-//! Number formatting and text-column alignment shared by the renderers.
+//! Number and plan formatting and text-column alignment shared by the renderers.
 
-pub use crate::analysis::text::{ns, sig3};
-pub use workloads::numbers::{PercentStyle, percent};
+use crate::rundata::PlanUsed;
+
+pub use workloads::numbers::{PercentStyle, percent, sig3};
+
+/// Integer-looking N for text: `4000`, not `4000.0`.
+pub fn fmt_n(n: f64) -> String {
+    if n.fract() == 0.0 && n.abs() < 1e15 {
+        format!("{}", n as i64)
+    } else {
+        format!("{n}")
+    }
+}
+
+/// Nanoseconds with a unit and three significant digits: `850ns`, `1.23µs`, `45.6ms`, `2.00s`.
+pub fn ns(v: f64) -> String {
+    workloads::numbers::duration_ns(v, workloads::numbers::DurationStyle::Compact)
+}
+
+/// The plan in a few words for one-line summaries, e.g. `syscall-bracket (wait4, waitid)`
+/// or `fentry do_wait`; the full attach points are in the tables and the index.
+pub fn via(plan: Option<&PlanUsed>) -> Option<String> {
+    plan.map(plan_short)
+}
+
+/// Attach points named as a reader would: a syscall tracepoint pair by its syscall
+/// (`syscalls:sys_enter_wait4` -> `wait4`), other tracepoints by their event, functions as they
+/// are. Deduplicated, in order.
+pub fn short_points(points: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for p in points {
+        let name = match p.split_once(':') {
+            Some((_, event)) => event
+                .strip_prefix("sys_enter_")
+                .or_else(|| event.strip_prefix("sys_exit_"))
+                .unwrap_or(event),
+            None => p.as_str(),
+        };
+        if !out.iter().any(|o| o == name) {
+            out.push(name.to_string());
+        }
+    }
+    out
+}
+
+/// Most attach points a short plan form names before it says `+k more`.
+const SHORT_POINTS: usize = 4;
+
+/// `fentry do_wait`, `syscall-bracket (wait4, waitid)`,
+/// `callers-kprobe (sysvipc_proc_start, sysvipc_proc_next)`.
+pub fn plan_short(p: &PlanUsed) -> String {
+    let mut pts = short_points(&p.attach_points);
+    if pts.len() > SHORT_POINTS {
+        let more = pts.len() - SHORT_POINTS;
+        pts.truncate(SHORT_POINTS);
+        pts.push(format!("+{more} more"));
+    }
+    match pts.as_slice() {
+        [] => p.plan.clone(),
+        [one] => format!("{} {one}", p.plan),
+        many => format!("{} ({})", p.plan, many.join(", ")),
+    }
+}
 
 /// 10^d nanoseconds as an axis label: `1ns`, `10ns`, `100ns`, `1µs`, ... `100s`.
 pub fn ns_decade(d: i32) -> String {
@@ -97,6 +157,17 @@ fn align_cells(rows: &[Vec<String>], right: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers() {
+        assert_eq!(fmt_n(4000.0), "4000");
+        assert_eq!(fmt_n(2.5), "2.5");
+        assert_eq!(ns(850.0), "850ns");
+        assert_eq!(ns(1234.0), "1.23µs");
+        assert_eq!(ns(45_600_000.0), "45.6ms");
+        assert_eq!(ns(2e9), "2.00s");
+        assert_eq!(sig3(0.0), "0");
+    }
 
     #[test]
     fn formats() {

@@ -185,8 +185,7 @@ pub fn rows(a: &Analysis, links: impl Fn(usize) -> Vec<(String, String)>) -> Vec
                     .collect(),
                 growth: v.scaling.as_ref().map(growth).into_iter().collect(),
                 root_cause: root_cause.into_iter().collect(),
-                plan: t
-                    .via()
+                plan: super::fmt::via(t.plan.as_ref())
                     .map(|p| match super::probecost::summary_mark(t) {
                         Some(m) => format!("{p}; {m}"),
                         None => p,

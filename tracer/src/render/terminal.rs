@@ -127,7 +127,7 @@ fn per_n_table(t: &CaseTable) -> String {
         "\n{} · {} · {} · {}\n",
         t.key(),
         t.kernel,
-        t.via().unwrap_or_else(|| "no plan".to_string()),
+        super::fmt::via(t.plan.as_ref()).unwrap_or_else(|| "no plan".to_string()),
         metric_text(t)
     );
     let mut head: Vec<String> = [

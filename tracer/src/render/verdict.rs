@@ -3,10 +3,10 @@
 
 use serde::{Serialize, Serializer};
 
+use super::fmt::{fmt_n, ns, sig3, via};
 use crate::analysis::Verdict;
 use crate::analysis::analyze::{ExactVerdict, PerOp};
 use crate::analysis::fit::{FlatReason, Scaling};
-use crate::analysis::text::{fmt_n, ns, sig3};
 
 /// The verdict of one table in one line:
 ///
@@ -26,7 +26,7 @@ pub fn line(v: &Verdict) -> String {
         None => format!("{head}: fewer than two sizes with timed calls, nothing to fit"),
         Some(s) => format!("{head}: {}", fitted(s)),
     };
-    if let Some(via) = &v.via {
+    if let Some(via) = via(v.plan.as_ref()) {
         line.push_str(&format!("; via {via}"));
     }
     line
@@ -193,7 +193,7 @@ fn per_op_line(op: &PerOp, per_call: &Verdict) -> String {
         fmt_n(p0.n),
         fmt_n(p1.n)
     );
-    if let Some(via) = &per_call.via {
+    if let Some(via) = via(per_call.plan.as_ref()) {
         line.push_str(&format!("; via {via}"));
     }
     line

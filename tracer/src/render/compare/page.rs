@@ -42,7 +42,12 @@ pub(super) fn summary_rows(
             .filter(|_| grows)
             .map(summary::slope)
             .unwrap_or_else(|| "-".into());
-        Some((growth, cause, slope, t.via().unwrap_or_default()))
+        Some((
+            growth,
+            cause,
+            slope,
+            crate::render::fmt::via(t.plan.as_ref()).unwrap_or_default(),
+        ))
     };
     let class = |cl: Option<Complexity>| cl.map_or("not fitted", |c| c.label()).to_string();
     let labels = short_labels(&c.label_a, &c.label_b);
