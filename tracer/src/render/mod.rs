@@ -23,7 +23,8 @@
 //!
 //! Layout: `dataset` writes one report's directory from the pieces (`tables`, `plots`,
 //! `flamegraphs`, `summary_json`, `terminal` for the terminal and `report.txt`, `index` for
-//! `index.html` and `README.md`); `compare` writes a comparison from two of them.
+//! `index.html` and `README.md`); `compare` writes a comparison from two of them. The analysis
+//! returns data; `verdict`, `warnings` and `rootcause` write its sentences.
 
 mod compare;
 mod dataset;
