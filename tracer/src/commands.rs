@@ -221,7 +221,7 @@ pub fn print_record_summary(o: &record::RecordOutcome) {
             "ringbuf_drops" | "aggregate_map_full" | "thread_map_full" | "depth_overflow"
         );
         if bad && *v > 0 {
-            let hint = crate::collect::counter_meaning(k)
+            let hint = crate::rundata::counter_meaning(k)
                 .map(|m| format!(" ({m})"))
                 .unwrap_or_default();
             eprintln!("tracer: warning: {k} = {v}{hint}");

@@ -13,8 +13,6 @@ mod stacks;
 
 pub use run::{RunFacts, build_run};
 pub use stacks::stack_files;
-// The run-data format owns these; re-exported for callers that still name them here.
-pub use crate::rundata::{EVENTS_HEADER, USER_FRAME, counter_meaning};
 
 /// One `events.csv` row from a ring-buffer record; None if the record is malformed.
 pub fn event_row(bytes: &[u8], target_names: &[String]) -> Option<String> {
@@ -162,7 +160,7 @@ mod tests {
             "5,11,10,do_wait,1,100,7,3\n"
         );
         assert!(event_row(&bytes[..10], &names).is_none());
-        assert_eq!(EVENTS_HEADER.split(',').count(), 8);
+        assert_eq!(crate::rundata::EVENTS_HEADER.split(',').count(), 8);
     }
 
     #[test]

@@ -229,7 +229,7 @@ pub fn write_file_atomic<T>(
     Ok(v)
 }
 
-pub use crate::output::safe_component as safe;
+pub use crate::rundata::safe_component as safe;
 
 #[cfg(test)]
 mod tests {
