@@ -15,6 +15,13 @@ pub const OUT_DIR: &str = "/out";
 /// The serial port carrying the output stream with the serial transport (the VM's
 /// second UART).
 pub const OUT_TTY: &str = "/dev/ttyS1";
+/// With the disk transport the second serial port is free: vm-init writes one byte to it
+/// every [`HEARTBEAT_SECS`] while the guest runs, so the host tells a guest that stopped
+/// running altogether (qemu TCG has frozen whole guests on a 2-core host, console silent
+/// for the full timeout) from a command that is merely slow, and boots again minutes sooner.
+pub const HEARTBEAT_TTY: &str = "/dev/ttyS1";
+/// Seconds between two heartbeat bytes (guest time).
+pub const HEARTBEAT_SECS: u64 = 5;
 /// Which transport carries the output stream: `disk` or `serial` (see `vm::Transport`).
 pub const TRANSPORT_PATH: &str = "/etc/kpt-vm/transport";
 /// Serial number of the NVMe device that receives the output stream (the cloud kernels

@@ -94,6 +94,10 @@ pub enum VmStatus {
     KernelPanic { message: String },
     /// The run did not end within the timeout; qemu was killed.
     Timeout { after: Duration },
+    /// The guest stopped running `after` into the run: its heartbeat had been silent for
+    /// `silent` (qemu TCG has frozen whole guests); qemu was killed. A command that is
+    /// only slow keeps the heartbeat going and ends in [`VmStatus::Timeout`] instead.
+    Stalled { after: Duration, silent: Duration },
     /// qemu stopped without the exit marker and without a recognisable panic.
     NoExitMarker { qemu_status: String },
     /// The command finished with `status`, but the output stream was damaged.
@@ -145,7 +149,7 @@ impl VmReport {
         match &self.status {
             VmStatus::Exited(s) => *s,
             VmStatus::KernelPanic { .. } => exit_code::KERNEL_PANIC,
-            VmStatus::Timeout { .. } => exit_code::TIMEOUT,
+            VmStatus::Timeout { .. } | VmStatus::Stalled { .. } => exit_code::TIMEOUT,
             VmStatus::NoExitMarker { .. } => exit_code::NO_EXIT_MARKER,
             VmStatus::OutputCorrupt { .. } => exit_code::OUTPUT_CORRUPT,
             VmStatus::Interrupted => exit_code::INTERRUPTED,
@@ -163,6 +167,11 @@ impl VmReport {
             VmStatus::Timeout { after } => Some(format!(
                 "the VM ({k}) hung: no exit after {} s (timeout); qemu was killed",
                 after.as_secs()
+            )),
+            VmStatus::Stalled { after, silent } => Some(format!(
+                "the VM ({k}) stopped running {} s into the run: no heartbeat from the guest for {} s; qemu was killed",
+                after.as_secs(),
+                silent.as_secs()
             )),
             VmStatus::NoExitMarker { qemu_status } => Some(format!(
                 "the VM ({k}) stopped without reporting an exit status (qemu: {qemu_status}); see {}",
@@ -265,7 +274,13 @@ pub fn run(cfg: &VmConfig) -> Result<VmReport, VmError> {
     });
 
     let mut seen = watch::Seen::default();
-    let ending = watch::wait(&mut guard, &rx, &mut seen, started, cfg.timeout);
+    let heartbeat = qemu::heartbeat_file(&stream_path);
+    let limits = watch::Limits {
+        timeout: cfg.timeout,
+        heartbeat: (cfg.transport == Transport::Disk)
+            .then_some((heartbeat.as_path(), cfg.stall_after)),
+    };
+    let ending = watch::wait(&mut guard, &rx, &mut seen, started, &limits);
     let elapsed = started.elapsed();
     drop(guard);
     let (console, command_output) = console_thread.join().unwrap_or_default();
@@ -290,6 +305,7 @@ pub fn run(cfg: &VmConfig) -> Result<VmReport, VmError> {
     if !cfg.keep_run_files {
         let _ = fs::remove_file(&initrd);
         let _ = fs::remove_file(&stream_path);
+        let _ = fs::remove_file(&heartbeat);
     }
     Ok(VmReport {
         status: collected.status,

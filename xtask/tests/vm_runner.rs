@@ -285,6 +285,46 @@ fn hang_ends_the_run_with_the_timeout_error() {
     assert!(r.failure_message().unwrap().contains("hung"));
 }
 
+/// A guest that stops running altogether (qemu TCG has frozen whole guests on this host, the
+/// console silent until the timeout) ends the run as soon as its heartbeat has been silent
+/// for the stall limit, long before the timeout. Here the guest is frozen by stopping qemu
+/// once the command says so; a guest that only sleeps keeps beating (the test above).
+#[test]
+#[ignore = "boots a VM: run through cargo xtask test"]
+fn a_frozen_guest_ends_the_run_as_stalled_long_before_the_timeout() {
+    let me = std::process::id();
+    let cfg = config(
+        Kernel::V6_1,
+        ["sh", "-c", "sleep 12; echo freeze-now; sleep 100000"],
+    )
+    .timeout_secs(400)
+    .stall_after_secs(15)
+    .on_line(move |line| {
+        if line.contains("freeze-now") {
+            for qemu in children_named(me, "qemu") {
+                // SAFETY: a signal to a child process of this test.
+                unsafe { libc::kill(qemu as libc::pid_t, libc::SIGSTOP) };
+            }
+        }
+    });
+    let r = run(&cfg);
+    let VmStatus::Stalled { after, silent } = r.status else {
+        panic!("expected a stall, got {:?}\n{}", r.status, r.console);
+    };
+    assert!(
+        silent > Duration::from_secs(15) && silent < Duration::from_secs(25),
+        "silent for {silent:?}"
+    );
+    assert!(after < Duration::from_secs(200), "stalled after {after:?}");
+    assert!(
+        r.elapsed < Duration::from_secs(200),
+        "ended after {:?}",
+        r.elapsed
+    );
+    assert_eq!(r.exit_code(), vm::exit_code::TIMEOUT);
+    assert!(r.failure_message().unwrap().contains("no heartbeat"));
+}
+
 /// Children of `pid` whose command name starts with `prefix`.
 fn children_named(pid: u32, prefix: &str) -> Vec<u32> {
     let mut found = Vec::new();

@@ -55,6 +55,9 @@ fn main() {
 fn run(nonce: &str) -> (i32, Option<(u64, Duration)>) {
     mount_all();
     ensure_console_fds();
+    if !serial_transport() {
+        start_heartbeat();
+    }
 
     let argv = match fs::read(protocol::ARGV_PATH) {
         Ok(a) => protocol::decode_nul_list(&a),
@@ -353,12 +356,48 @@ fn stop_everything_else() {
 }
 
 /// Sends everything under /out as an `outstream`, on the transport the host chose.
+fn serial_transport() -> bool {
+    fs::read_to_string(protocol::TRANSPORT_PATH).is_ok_and(|t| t.trim() == "serial")
+}
+
 fn send_out(status: i32) -> io::Result<u64> {
-    let transport = fs::read_to_string(protocol::TRANSPORT_PATH).unwrap_or_default();
-    match transport.trim() {
-        "serial" => send_out_serial(status),
-        _ => send_out_disk(status),
+    if serial_transport() {
+        send_out_serial(status)
+    } else {
+        send_out_disk(status)
     }
+}
+
+/// A thread that writes a byte to the heartbeat port every few seconds until power-off
+/// (see [`protocol::HEARTBEAT_TTY`]). It runs at the highest priority so that a busy command
+/// cannot starve it into a false stall. Without the port it just ends: the host then falls
+/// back to its overall timeout.
+fn start_heartbeat() {
+    let tty = match fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NOCTTY)
+        .open(protocol::HEARTBEAT_TTY)
+    {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("vm-init: no heartbeat ({}: {e})", protocol::HEARTBEAT_TTY);
+            return;
+        }
+    };
+    std::thread::spawn(move || {
+        // SAFETY: plain syscalls without pointers; a failure only leaves the default nice.
+        unsafe {
+            let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+            libc::setpriority(libc::PRIO_PROCESS, tid, -20);
+        }
+        let mut tty = tty;
+        loop {
+            if tty.write_all(b".").is_err() {
+                return;
+            }
+            std::thread::sleep(Duration::from_secs(protocol::HEARTBEAT_SECS));
+        }
+    });
 }
 
 /// Raw NVMe disk: the stream at `DISK_DATA_OFFSET`, made durable, then the header.

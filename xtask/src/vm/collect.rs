@@ -18,7 +18,8 @@ pub(super) struct Collected {
 }
 
 /// An interrupt wins over everything; then the exit marker (whose files must arrive
-/// intact); then the timeout, a panic message, and last qemu's own status.
+/// intact); then a stopped heartbeat, the timeout, a panic message, and last qemu's own
+/// status.
 pub(super) fn collect(
     ending: &Ending,
     seen: &Seen,
@@ -51,6 +52,8 @@ pub(super) fn collect(
             },
             Err(error) => VmStatus::OutputCorrupt { status, error },
         }
+    } else if let Some((after, silent)) = ending.stalled {
+        VmStatus::Stalled { after, silent }
     } else if ending.timed_out {
         VmStatus::Timeout { after: timeout }
     } else if let Some(message) = seen.panic.clone() {

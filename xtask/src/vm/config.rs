@@ -88,6 +88,9 @@ pub struct VmConfig {
     pub out_dir: Option<PathBuf>,
     /// Whole-run limit, boot included. Default 300 s.
     pub timeout: Duration,
+    /// How long the guest's heartbeat may stay silent before the run counts as
+    /// [`super::VmStatus::Stalled`] (disk transport only). Default 60 s: twelve beats.
+    pub stall_after: Duration,
     /// Guest memory. Default 1024 MiB.
     pub mem_mb: u32,
     /// Guest CPUs. Default 2.
@@ -135,6 +138,7 @@ impl VmConfig {
             env: Vec::new(),
             out_dir: None,
             timeout: Duration::from_secs(300),
+            stall_after: Duration::from_secs(60),
             mem_mb: 1024,
             cpus: 2,
             accel: Accel::Tcg,
@@ -162,6 +166,10 @@ impl VmConfig {
     }
     pub fn timeout_secs(mut self, secs: u64) -> Self {
         self.timeout = Duration::from_secs(secs);
+        self
+    }
+    pub fn stall_after_secs(mut self, secs: u64) -> Self {
+        self.stall_after = Duration::from_secs(secs);
         self
     }
     pub fn mem_mb(mut self, mb: u32) -> Self {

@@ -2,11 +2,16 @@
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use super::{Accel, Transport, VmConfig, VmError};
 use crate::protocol;
+
+/// Where qemu writes the guest's heartbeat bytes (disk transport only): beside the stream.
+pub fn heartbeat_file(out_stream: &Path) -> PathBuf {
+    out_stream.with_file_name("heartbeat")
+}
 
 /// qemu command line (without the program name). Pure, for tests and `--dry-run`.
 pub fn qemu_args(
@@ -76,6 +81,13 @@ pub fn qemu_args(
             a.push(drive);
             a.push("-device".into());
             a.push(format!("nvme,serial={},drive=out", protocol::OUT_DISK_SERIAL).into());
+            // ttyS1: the guest's heartbeat (protocol::HEARTBEAT_TTY).
+            a.push("-chardev".into());
+            let mut beat = OsString::from("file,id=beat,path=");
+            beat.push(heartbeat_file(out_stream));
+            a.push(beat);
+            a.push("-serial".into());
+            a.push("chardev:beat".into());
         }
     }
     a.push("-kernel".into());
@@ -185,6 +197,10 @@ mod tests {
             "{joined}"
         );
         assert!(!joined.contains("chardev:out"));
+        // The heartbeat on the second serial port, after the console.
+        assert!(joined.contains("-chardev file,id=beat,path=/r,x/heartbeat -serial chardev:beat"));
+        let con = a.iter().position(|x| x == "chardev:con").unwrap();
+        assert!(con < a.iter().position(|x| x == "chardev:beat").unwrap());
         assert!(joined.contains("-kernel /k/vmlinuz -initrd /r,x/i.cpio"));
         assert_eq!(
             a.last().unwrap(),
@@ -195,6 +211,7 @@ mod tests {
         let joined = serial.join(" ");
         assert!(joined.contains("-chardev file,id=out,path=/r,x/o -serial chardev:out"));
         assert!(!joined.contains("nvme"));
+        assert!(!joined.contains("chardev:beat"));
         // The console must be the first serial port (ttyS0), the stream the second.
         let first = serial.iter().position(|x| x == "chardev:con").unwrap();
         let second = serial.iter().position(|x| x == "chardev:out").unwrap();

@@ -1,6 +1,6 @@
 //! Watching a running VM: the console reader, what the console has told the runner, and
 //! the loop that decides when the run is over (qemu exited, a hang after a panic or after
-//! the exit marker, the timeout, or an interrupt).
+//! the exit marker, a guest whose heartbeat stopped, the timeout, or an interrupt).
 
 use std::fs;
 use std::io::{Read, Write};
@@ -67,12 +67,44 @@ impl Seen {
     }
 }
 
+/// The guest's heartbeat as the host sees it: the heartbeat file's length and when it last
+/// grew. Silence counts only once a first beat came (before vm-init starts there is none,
+/// and a kernel without the port never beats: the overall timeout covers both).
+#[derive(Debug, Default)]
+pub(super) struct Heartbeat {
+    len: u64,
+    grew_at: Option<Instant>,
+}
+
+impl Heartbeat {
+    pub(super) fn observe(&mut self, len: u64, now: Instant) {
+        if len > self.len {
+            self.len = len;
+            self.grew_at = Some(now);
+        }
+    }
+    /// How long the heartbeat has been silent, once it has started.
+    pub(super) fn silent_for(&self, now: Instant) -> Option<Duration> {
+        self.grew_at.map(|t| now.saturating_duration_since(t))
+    }
+}
+
 /// How the wait for qemu ended.
 pub(super) struct Ending {
     /// qemu's own exit status; `None` if it could not be reaped.
     pub(super) qemu_status: Option<ExitStatus>,
     pub(super) timed_out: bool,
+    /// The guest stopped running: (time into the run, heartbeat silent for); qemu was killed.
+    pub(super) stalled: Option<(Duration, Duration)>,
     pub(super) interrupted: bool,
+}
+
+/// When the runner gives up on a guest.
+pub(super) struct Limits<'a> {
+    /// The whole run.
+    pub(super) timeout: Duration,
+    /// The heartbeat file (disk transport) and how long it may stay silent.
+    pub(super) heartbeat: Option<(&'a Path, Duration)>,
 }
 
 /// Applies the console's events to `seen` until qemu exits or has to be killed, and
@@ -82,11 +114,14 @@ pub(super) fn wait(
     rx: &mpsc::Receiver<Event>,
     seen: &mut Seen,
     started: Instant,
-    timeout: Duration,
+    limits: &Limits,
 ) -> Ending {
-    let deadline = started + timeout;
+    let deadline = started + limits.timeout;
     let mut timed_out = false;
+    let mut stalled = None;
     let mut was_interrupted = false;
+    let mut beat = Heartbeat::default();
+    let mut beat_checked = started;
     let qemu_status = loop {
         match rx.recv_timeout(Duration::from_millis(50)) {
             Ok(ev) => {
@@ -112,6 +147,18 @@ pub(super) fn wait(
             timed_out = true;
             break guard.kill_and_reap();
         }
+        // Once a second; after the exit marker the guest is only powering off.
+        if let Some((file, silence)) = limits.heartbeat
+            && seen.exit_at.is_none()
+            && now - beat_checked >= Duration::from_secs(1)
+        {
+            beat_checked = now;
+            beat.observe(fs::metadata(file).map_or(0, |m| m.len()), now);
+            if let Some(s) = beat.silent_for(now).filter(|s| *s > silence) {
+                stalled = Some((now - started, s));
+                break guard.kill_and_reap();
+            }
+        }
         // panic=-1 reboots at once and -no-reboot turns that into an exit; this only
         // covers a kernel that hangs after the panic message.
         if seen
@@ -131,6 +178,7 @@ pub(super) fn wait(
     Ending {
         qemu_status,
         timed_out,
+        stalled,
         interrupted: was_interrupted,
     }
 }
@@ -202,4 +250,26 @@ pub(super) fn pump_console(
         filter.text().to_string(),
         filter.command_output().map(str::to_string),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heartbeat_silence_counts_from_the_last_growth_once_beats_started() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs;
+        let mut hb = Heartbeat::default();
+        // Booting: no beat yet, never silent.
+        hb.observe(0, t0 + s(30));
+        assert_eq!(hb.silent_for(t0 + s(100)), None);
+        hb.observe(1, t0 + s(31));
+        assert_eq!(hb.silent_for(t0 + s(36)), Some(s(5)));
+        // The same length again is no beat; a longer file is.
+        hb.observe(1, t0 + s(40));
+        assert_eq!(hb.silent_for(t0 + s(41)), Some(s(10)));
+        hb.observe(3, t0 + s(42));
+        assert_eq!(hb.silent_for(t0 + s(50)), Some(s(8)));
+    }
 }
