@@ -5,7 +5,7 @@ use tracer_ebpf::*;
 
 use crate::{
     maps::{HIST, SPANS, STACKS},
-    util::{atomic_add, bump, opaque},
+    util::{atomic_add, bump, opaque, target_ix},
 };
 
 /// The `SPANS` element of a call, or None (counted as lost) when its phase got no row.
@@ -32,10 +32,16 @@ pub(crate) fn record_untimed(row: u32, ix: u32) {
     }
 }
 
+/// A timed call; `outer` is the target of the innermost other traced call it ran inside
+/// (`NO_TARGET` when none).
 #[inline(always)]
-pub(crate) fn record_span(row: u32, ix: u32, wall: u64, oncpu: u64) {
+pub(crate) fn record_span(row: u32, ix: u32, wall: u64, oncpu: u64, outer: u32) {
     let Some(s) = span_stats(row, ix) else { return };
-    update_stats(unsafe { &mut *s }, wall, oncpu);
+    let s = unsafe { &mut *s };
+    update_stats(s, wall, oncpu);
+    if (outer as usize) < MAX_TARGETS {
+        s.within[target_ix(outer)] += 1;
+    }
     hist_add(hist_index(ix, HIST_WALL), hist_bucket(wall));
     hist_add(hist_index(ix, HIST_ONCPU), hist_bucket(oncpu));
 }

@@ -31,6 +31,8 @@ pub const CASE_UNPHASED: u32 = 0;
 pub const ROW_UNPHASED: u32 = 0;
 /// A phase that got no aggregate row (more phases than `Config::max_phases`).
 pub const NO_ROW: u32 = u32::MAX;
+/// No target (an enclosing call that is not there).
+pub const NO_TARGET: u32 = u32::MAX;
 
 /// Log-linear histogram: values below `2^HIST_SUB_BITS` get one bucket each; above, every
 /// power of two is split into `2^HIST_SUB_BITS` equal sub-buckets. With 4 bits the midpoint of
@@ -227,6 +229,10 @@ pub struct SpanStats {
     pub oncpu_sum: u64,
     pub oncpu_min: u64,
     pub oncpu_max: u64,
+    /// Timed calls made inside an open call of target `j` (the innermost enclosing call of
+    /// another traced target): divided by target j's calls, how many times per call of j
+    /// this one runs, an exact count of a loop's trips that no timing noise can bend.
+    pub within: [u64; MAX_TARGETS],
 }
 
 /// Histogram kinds.

@@ -184,10 +184,18 @@ pub(crate) fn on_exit<C: EbpfContext>(ctx: &C, slot: u32, count_unpaired: bool) 
         st.active = top;
     }
     let f = st.frames[nest_ix(top)];
+    // The innermost enclosing call of another target, if any (a recursive call of the same
+    // target is no loop of another's).
+    let outer = if top > 0 {
+        let o = st.frames[nest_ix(top - 1)].target;
+        if o == target { NO_TARGET } else { o }
+    } else {
+        NO_TARGET
+    };
     let wall = ts.saturating_sub(f.entry_ns);
     let oncpu_now = st.oncpu_ns + ts.saturating_sub(st.last_in_ns);
     let oncpu = oncpu_now.saturating_sub(f.oncpu_at_entry).min(wall);
-    record_span(row, ix, wall, oncpu);
+    record_span(row, ix, wall, oncpu, outer);
 
     if cfg.flags & FLAG_CALLER_STACKS != 0 {
         // Walking two stacks costs about a microsecond: always worth it for a call that

@@ -172,7 +172,8 @@ pub fn print_summary(s: &render::ReportSummary) {
 }
 
 /// After a recording: per target its calls, mean times and plan, the probe's cost, and a
-/// histogram of its per-call times; then the counters that mean data was lost.
+/// histogram of its per-call times; the loop trip counts of nested targets; then the
+/// counters that mean data was lost.
 pub fn print_record_summary(o: &record::RecordOutcome) {
     let run = &o.run;
     for t in &run.targets {
@@ -213,6 +214,13 @@ pub fn print_record_summary(o: &record::RecordOutcome) {
         }
         if let Some(h) = render::histogram::run_target(run, &t.name) {
             outp!("{h}");
+        }
+    }
+    let trips = crate::analysis::trips::trip_counts("", &run.spans);
+    if !trips.is_empty() {
+        out!("{}:", render::trips::TITLE);
+        for t in &trips {
+            out!("  {}", render::trips::line(t, false));
         }
     }
     for (k, v) in &run.counters {

@@ -318,8 +318,10 @@ struct SweepArgs {
     /// Name of your command's run directory in the sweep (default: its file name).
     #[arg(long, value_name = "NAME")]
     name: Option<String>,
-    /// With --discover and your command: time the top K ranked functions exactly in a
-    /// second pass (run <NAME>-confirm), where the kernel allows function probes; 0 = off.
+    /// With --discover and your command: time the top K ranked functions and the root cause
+    /// exactly in a second pass (run <NAME>-confirm), where the kernel allows function
+    /// probes, with each one's caller, so that the kernel counts its calls per call of the
+    /// caller (the loop's trips); 0 = off.
     #[arg(long, default_value_t = 3, value_name = "K")]
     confirm: usize,
     /// With no workload named: the command to run once per N ({N} replaced by N).

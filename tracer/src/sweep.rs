@@ -388,18 +388,43 @@ async fn confirm_pass(
     let ds = crate::analysis::load(&tmp_root.join(&job.name)).map_err(internal)?;
     let a = crate::analysis::analyze(&ds, &crate::analysis::AnalysisOptions::default())
         .map_err(internal)?;
-    let candidates: Vec<String> = a
-        .discoveries
-        .iter()
-        .flat_map(|d| d.ranked.iter().take(opts.confirm))
-        .map(|g| g.function.clone())
-        .filter(|f| crate::plan::valid_function_name(f))
-        .collect();
+    // The top K and the root cause (the frame whose own time grows), each with its caller
+    // chain in the heaviest stack.
+    let mut chosen: Vec<(&String, &[String])> = Vec::new();
+    for d in &a.discoveries {
+        chosen.extend(
+            d.ranked
+                .iter()
+                .take(opts.confirm)
+                .map(|g| (&g.function, g.callers.as_slice())),
+        );
+        if opts.confirm > 0
+            && let Some(c) = &d.cause
+        {
+            chosen.push((&c.function, c.callers.as_slice()));
+        }
+    }
+    let mut candidates: Vec<String> = Vec::new();
+    for (f, _) in &chosen {
+        if crate::plan::valid_function_name(f) && !candidates.contains(f) {
+            candidates.push((*f).clone());
+        }
+    }
     if candidates.is_empty() {
         return Ok(None);
     }
+    // Each one's immediate caller is traced too (it is out of line: it has a frame): the
+    // kernel then counts how many times per call of the caller the function runs, the trips
+    // of the loop that calls it, exact where the times bend.
+    let mut callers: Vec<String> = Vec::new();
+    for c in chosen.iter().filter_map(|(_, callers)| callers.last()) {
+        if crate::plan::valid_function_name(c) && !candidates.contains(c) && !callers.contains(c) {
+            callers.push(c.clone());
+        }
+    }
     let targets: Vec<(u32, &'static crate::plan::Target)> = candidates
         .iter()
+        .chain(&callers)
         .take(tracer_ebpf::MAX_TARGETS)
         .enumerate()
         .map(|(i, f)| (i as u32, crate::plan::arbitrary_target(f)))
@@ -422,8 +447,13 @@ async fn confirm_pass(
         Err(e) => return Err(e),
     };
     let name = format!("{}{}", job.name, crate::rundata::CONFIRM_SUFFIX);
+    let counting = if callers.is_empty() {
+        String::new()
+    } else {
+        format!(", counting calls per call of {}", callers.join(", "))
+    };
     session.println(&format!(
-        "confirming {} with exact timing ({name})",
+        "confirming {} with exact timing{counting} ({name})",
         candidates.join(", ")
     ));
     let writer = DirWriter::prepare(&tmp_root.join(&name), false)?;

@@ -165,6 +165,7 @@ fn waitpid_run(kernel: &str, walk_ns_per_child: u64, seed: u64) -> (Run, Stacks)
             untimed: 0,
             wall: dist(&wall),
             oncpu: dist(&oncpu),
+            within: Default::default(),
         });
         let wall_mean = wall.iter().sum::<u64>() as f64 / calls as f64;
         run.phases.push(PhaseRow {
@@ -272,6 +273,7 @@ fn spawn_run(kernel: &str, seed: u64) -> (Run, Stacks) {
             untimed: 0,
             wall: dist(&oncpu),
             oncpu: dist(&oncpu),
+            within: Default::default(),
         });
         run.spans.push(SpanRow {
             target: "get_task_policy".into(),
@@ -282,6 +284,7 @@ fn spawn_run(kernel: &str, seed: u64) -> (Run, Stacks) {
             untimed: calls * 40,
             wall: Dist::default(),
             oncpu: Dist::default(),
+            within: Default::default(),
         });
         run.phases.push(PhaseRow {
             case: 10,

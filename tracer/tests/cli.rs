@@ -740,12 +740,19 @@ fn sweep_terminal_leads_with_the_summary_of_what_the_workload_exists_for() {
         .iter()
         .find(|r| r[1].starts_with("waitpid-wnohang"))
         .unwrap();
-    // (Which growth class three sizes fit is load-dependent on this host: O(n), O(n log n),
-    // O(log n) all seen; the table is under test here, not the fitter.)
-    assert!(
-        wnohang[2].starts_with("O(") && !wnohang[2].starts_with("O(1)"),
-        "{wnohang:?}"
-    );
+    // Which class three sizes fit is load-dependent on this host (O(n), O(n log n), O(log n)
+    // all seen, and "O(1) within noise" for x13.85 when a build ran beside the test: the
+    // repeats' spread is the noise); the table is under test here, not the fitter: a class
+    // column, and the rise from N=1 to N=1000 in the range column.
+    assert!(wnohang[2].starts_with("O("), "{wnohang:?}");
+    // (The slope column is blank for O(1), and blank cells are dropped above.)
+    let rise: f64 = wnohang
+        .iter()
+        .find_map(|c| c.split_once("(×"))
+        .and_then(|(_, r)| r.split_once(')'))
+        .and_then(|(x, _)| x.parse().ok())
+        .unwrap_or_else(|| panic!("no (×ratio) in {wnohang:?}"));
+    assert!(rise > 3.0, "{wnohang:?}");
     let last = table.last().unwrap();
     let incidental: usize = last
         .strip_prefix("(+")

@@ -479,6 +479,7 @@ fn write_synthetic_run(dir: &Path, raw_events: bool) -> Run {
             untimed: 0,
             wall: from_values(&evs.iter().map(|e| e.end - e.start).collect::<Vec<_>>()),
             oncpu: from_values(&evs.iter().map(|e| e.oncpu).collect::<Vec<_>>()),
+            within: Default::default(),
         });
     }
     for (case, n) in [(1, 10), (1, 100), (2, 10), (2, 100)] {

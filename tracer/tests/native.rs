@@ -149,6 +149,30 @@ fn pairs_nested_and_recursive_calls_exactly() {
         "calls beyond the frame stack are counted untimed"
     );
     assert_eq!(leaf_calls, 13, "nested target counted once per call");
+    // The leaf's timed calls ran inside a recurse call (its innermost enclosing other target);
+    // the three beyond the frame stack are untimed and not counted. A recursive call of the
+    // same target is no trip of another's loop.
+    let within = |t: u32| {
+        snap.spans.iter().filter(|(k, _)| k.target == t).fold(
+            [0u64; tracer_ebpf::MAX_TARGETS],
+            |mut a, (_, v)| {
+                for (x, y) in a.iter_mut().zip(v.within) {
+                    *x += y;
+                }
+                a
+            },
+        )
+    };
+    assert_eq!(
+        within(1),
+        [10, 0, 0, 0, 0, 0, 0, 0],
+        "leaf calls inside recurse"
+    );
+    assert_eq!(
+        within(0),
+        [0; tracer_ebpf::MAX_TARGETS],
+        "recursion is not nesting"
+    );
     let c = &snap.counters;
     assert_eq!(
         c[tracer_ebpf::counter::UNPAIRED_EXIT as usize],

@@ -227,6 +227,7 @@ fn cpu_stats() -> impl Strategy<Value = SpanStats> {
                                 + extra(ospan, ofrac).min(ospan * (timed - 1)),
                             oncpu_min: omin,
                             oncpu_max: omin + ospan,
+                            within: [timed.min(3), 0, 0, 0, 0, 0, 0, 0],
                         }
                     }
                 }
@@ -249,6 +250,7 @@ proptest! {
         prop_assert_eq!(m.untimed, cpus.iter().map(|s| s.untimed).sum::<u64>());
         prop_assert_eq!(m.wall_sum, timed.iter().map(|s| s.wall_sum).sum::<u64>());
         prop_assert_eq!(m.oncpu_sum, timed.iter().map(|s| s.oncpu_sum).sum::<u64>());
+        prop_assert_eq!(m.within[0], cpus.iter().map(|s| s.within[0]).sum::<u64>());
         // Idle CPUs keep a zero min: it must not win.
         prop_assert_eq!(m.wall_min, timed.iter().map(|s| s.wall_min).min().unwrap_or(0));
         prop_assert_eq!(m.oncpu_min, timed.iter().map(|s| s.oncpu_min).min().unwrap_or(0));

@@ -98,6 +98,8 @@ pub struct Analysis {
     pub discoveries: Vec<Discovery>,
     /// Tables whose calls are a mix of a fixed and an N-proportional population.
     pub populations: Vec<PopulationSplit>,
+    /// Calls of one target per call of another it ran inside: exact loop trip counts.
+    pub trips: Vec<super::trips::TripCount>,
     #[serde(skip)]
     pub stacks: Vec<StackData>,
     /// Things a reader should know (partial runs, lost events, unreadable workload results).
@@ -121,6 +123,7 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Result<Analysis, LoadErr
         root_causes: Vec::new(),
         discoveries: Vec::new(),
         populations: Vec::new(),
+        trips: Vec::new(),
         stacks: Vec::new(),
         warnings: ds.notes.clone(),
     };
@@ -249,6 +252,8 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Result<Analysis, LoadErr
             });
         }
 
+        a.trips
+            .extend(super::trips::trip_counts(&lr.label, &run.spans));
         // Rows that lost raw spans (ringbuf_drops, warned above) keep histogram percentiles.
         let raw = super::raw::read(&lr.dir)?;
         for t in tables(run, &lr.label, &topts, raw.as_ref()) {

@@ -16,6 +16,7 @@ pub mod stacks;
 pub mod stats;
 pub mod table;
 pub mod timeline;
+pub mod trips;
 pub mod warnings;
 
 #[cfg(test)]

@@ -75,6 +75,7 @@ pub fn waitpid_run(ns: &[u64], oncpu: impl Fn(u64) -> u64) -> Run {
             untimed: 0,
             wall: from_values(&vec![on + 2000; 200]),
             oncpu: from_values(&vec![on; 200]),
+            within: Default::default(),
         });
         run.phases.push(PhaseRow {
             case: 1,

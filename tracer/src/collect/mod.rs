@@ -63,6 +63,13 @@ pub fn span_rows(snap: &Snapshot, target_names: &[String]) -> Vec<SpanRow> {
             untimed: s.untimed,
             wall: dist(HIST_WALL, s.wall_sum, s.wall_min, s.wall_max),
             oncpu: dist(HIST_ONCPU, s.oncpu_sum, s.oncpu_min, s.oncpu_max),
+            within: s
+                .within
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| **c > 0)
+                .filter_map(|(j, c)| Some((target_names.get(j)?.clone(), *c)))
+                .collect(),
         });
     }
     rows.sort_by(|a, b| (&a.target, a.case, a.n).cmp(&(&b.target, b.case, b.n)));

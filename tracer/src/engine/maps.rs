@@ -8,6 +8,9 @@ use tracer_ebpf::*;
 
 use super::{Engine, EngineError, map_error};
 
+/// How many times the snapshot reads a row whose counts and histogram disagree.
+const SNAPSHOT_READS: usize = 20;
+
 /// Raw aggregates read from the kernel maps.
 #[derive(Clone, Debug, Default)]
 pub struct Snapshot {
@@ -116,13 +119,33 @@ impl Engine {
 
         let hist: Array<&MapData, HistRow> =
             Array::try_from(self.bpf.map("HIST").expect("HIST")).map_err(map_error("HIST"))?;
-        for (ix, key, stats) in self.span_elements()? {
+        let spans: PerCpuArray<&MapData, SpanStats> =
+            PerCpuArray::try_from(self.bpf.map("SPANS").expect("SPANS"))
+                .map_err(map_error("SPANS"))?;
+        for (ix, key, mut stats) in self.span_elements()? {
+            // Between a multi-run session's runs the probes stay attached, and a call that
+            // ends while its row is read has bumped the counts but not yet its histograms
+            // (the program updates them in that order): read the row again until the wall
+            // histogram holds every timed call. A full map drops buckets for good; a row
+            // that never settles is kept as read, and the run's check says so.
+            let mut rows: [HistRow; 2] = [[0; tracer_ebpf::HIST_BUCKETS as usize]; 2];
+            for attempt in 0..SNAPSHOT_READS {
+                if attempt > 0 {
+                    let per_cpu = spans.get(&ix, 0).map_err(map_error("SPANS"))?;
+                    stats = merge_stats(per_cpu.iter());
+                }
+                for (kind, row) in [HIST_WALL, HIST_ONCPU].into_iter().zip(rows.iter_mut()) {
+                    *row = hist
+                        .get(&hist_index(ix, kind), 0)
+                        .map_err(map_error("HIST"))?;
+                }
+                if rows[0].iter().sum::<u64>() == stats.calls - stats.untimed {
+                    break;
+                }
+            }
             let merged = snap.spans.entry(key).or_default();
             *merged = merge_stats([*merged, stats].iter());
-            for kind in [HIST_WALL, HIST_ONCPU] {
-                let row = hist
-                    .get(&hist_index(ix, kind), 0)
-                    .map_err(map_error("HIST"))?;
+            for (kind, row) in [HIST_WALL, HIST_ONCPU].into_iter().zip(rows.iter()) {
                 let dest = snap.hist.entry((key, kind)).or_default();
                 for (bucket, &count) in row.iter().enumerate() {
                     if count > 0 {
@@ -339,6 +362,9 @@ pub fn merge_stats<'a>(per_cpu: impl Iterator<Item = &'a SpanStats>) -> SpanStat
     for s in per_cpu {
         out.calls += s.calls;
         out.untimed += s.untimed;
+        for (o, w) in out.within.iter_mut().zip(s.within) {
+            *o += w;
+        }
         if s.calls > s.untimed {
             out.wall_sum += s.wall_sum;
             out.oncpu_sum += s.oncpu_sum;
@@ -372,6 +398,7 @@ mod tests {
             oncpu_sum: 6,
             oncpu_min: 2,
             oncpu_max: 4,
+            within: [0, 2, 0, 0, 0, 0, 0, 0],
         };
         let empty = SpanStats::default();
         let untimed = SpanStats {
@@ -384,9 +411,11 @@ mod tests {
             wall_sum: 5,
             wall_min: 5,
             wall_max: 5,
+            within: [0, 1, 1, 0, 0, 0, 0, 0],
             ..SpanStats::default()
         };
         let m = merge_stats([empty, a, untimed, b].iter());
+        assert_eq!(m.within, [0, 3, 1, 0, 0, 0, 0, 0]);
         assert_eq!(m.calls, 6);
         assert_eq!(m.untimed, 3);
         assert_eq!(m.wall_sum, 35);

@@ -176,12 +176,17 @@ fn findings(a: &Analysis) -> Vec<(String, Vec<index::Item>)> {
             let items = items
                 .into_iter()
                 .map(|f| index::Item {
-                    line: f.line,
                     details: f
                         .root_cause
                         .map(|rc| format!("root cause: {rc}"))
                         .into_iter()
+                        .chain(f.tables.iter().flat_map(|&i| {
+                            super::trips::loop_lines(a, &a.tables[i])
+                                .into_iter()
+                                .map(|l| format!("loop: {l}"))
+                        }))
                         .collect(),
+                    line: f.line,
                 })
                 .collect();
             (kind.title().to_string(), items)
@@ -198,6 +203,7 @@ fn findings(a: &Analysis) -> Vec<(String, Vec<index::Item>)> {
                     .collect(),
             )
         }))
+        .chain(super::trips::findings(a))
         .chain(probecost::findings(a))
         .collect()
 }

@@ -436,6 +436,7 @@ mod tests {
                 untimed: 0,
                 wall: from_values(&[on + 1_000_000; 10]),
                 oncpu: from_values(&[on; 10]),
+                within: Default::default(),
             });
         }
         let text = run_target(&run, "do_wait").unwrap();

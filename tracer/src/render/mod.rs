@@ -45,6 +45,7 @@ pub mod summary;
 mod summary_json;
 pub mod tables;
 mod terminal;
+pub mod trips;
 pub mod verdict;
 pub mod warnings;
 pub mod xml;

@@ -388,6 +388,7 @@ mod tests {
             root_causes: vec![],
             discoveries,
             populations: vec![],
+            trips: vec![],
             stacks: vec![],
             warnings: vec![],
         }

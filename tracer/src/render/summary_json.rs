@@ -16,6 +16,9 @@ struct SummaryJson<'a> {
     root_causes: &'a [crate::analysis::CaseRootCause],
     discoveries: &'a [crate::analysis::discover::Discovery],
     populations: &'a [crate::analysis::populations::PopulationSplit],
+    /// Calls of one target per call of another it ran inside (runs with nested targets).
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    trip_counts: &'a [crate::analysis::trips::TripCount],
     /// Per (run, target, case): the probe's cost and the sizes it is a third or more of the
     /// time per call at.
     probe_costs: Vec<ProbeCostJson<'a>>,
@@ -41,6 +44,7 @@ pub(super) fn text(a: &Analysis, warnings: &[String]) -> String {
         root_causes: &a.root_causes,
         discoveries: &a.discoveries,
         populations: &a.populations,
+        trip_counts: &a.trips,
         probe_costs: a
             .tables
             .iter()

@@ -19,7 +19,7 @@ pub fn terminal(a: &Analysis) -> String {
     render_text(a, false)
 }
 
-fn findings_text(out: &mut String, groups: &[(Kind, Vec<&Finding>)], indent: &str) {
+fn findings_text(out: &mut String, a: &Analysis, groups: &[(Kind, Vec<&Finding>)], indent: &str) {
     for (kind, items) in groups {
         if items.is_empty() {
             continue;
@@ -31,6 +31,11 @@ fn findings_text(out: &mut String, groups: &[(Kind, Vec<&Finding>)], indent: &st
                 && (*kind == Kind::Grows || f.culprit)
             {
                 out.push_str(&format!("{indent}    root cause: {rc}\n"));
+            }
+            for &i in &f.tables {
+                for l in super::trips::loop_lines(a, &a.tables[i]) {
+                    out.push_str(&format!("{indent}    loop: {l}\n"));
+                }
             }
         }
     }
@@ -70,7 +75,7 @@ fn render_text(a: &Analysis, full: bool) -> String {
             .collect()
     };
     let (lead, incidental) = (split(true), split(false));
-    findings_text(&mut out, &lead, "");
+    findings_text(&mut out, a, &lead, "");
     let n_incidental: usize = incidental.iter().map(|(_, v)| v.len()).sum();
     if n_incidental > 0 {
         if full {
@@ -78,7 +83,7 @@ fn render_text(a: &Analysis, full: bool) -> String {
                 "Incidental ({}: targets traced beside the one each workload exists for, per-call detail of confirmed functions):\n",
                 count_of(n_incidental, "finding")
             ));
-            findings_text(&mut out, &incidental, "  ");
+            findings_text(&mut out, a, &incidental, "  ");
         } else {
             out.push_str(&format!(
                 "Incidental: {}, in report.txt and index.html\n",
@@ -92,6 +97,7 @@ fn render_text(a: &Analysis, full: bool) -> String {
             out.push_str(&format!("  {}\n", population_line(p)));
         }
     }
+    out.push_str(&super::trips::terminal(a));
     out.push_str(&probecost::terminal(a, full));
     let shown = if full {
         &groups_all(&lead, &incidental)

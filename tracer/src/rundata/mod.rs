@@ -223,6 +223,11 @@ pub struct SpanRow {
     pub wall: Dist,
     /// On-CPU part of the wall time (wall - oncpu = time blocked off-CPU).
     pub oncpu: Dist,
+    /// Timed calls made inside an open call of another traced target, by that target (the
+    /// innermost one enclosing them): with its calls, how many times per call of it this
+    /// one ran. Absent in runs with one target, and before the field existed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub within: BTreeMap<String, u64>,
 }
 
 /// A distribution of nanosecond values from the in-kernel log-linear histogram.

@@ -1,0 +1,98 @@
+//! Sentences about loop trip counts ([`crate::analysis::trips`]) for the terminal,
+//! report.txt and the index.
+
+use crate::analysis::Analysis;
+use crate::analysis::fit::FlatReason;
+use crate::analysis::table::CaseTable;
+use crate::analysis::trips::TripCount;
+
+use super::fmt::{fmt_n, sig3};
+use super::verdict::flat_reason;
+
+/// The paragraph's title.
+pub const TITLE: &str = "Loop trip counts (calls of one target per call of another it ran inside, counted in the kernel)";
+
+/// One series in one line:
+///
+/// - `idr_find in sysvipc_find_ipc [command]: 50.5 -> 400 calls per call over N=100..800:
+///   O(n), slope 1.00`
+/// - `idr_get_next in sysvipc_find_ipc [command]: 1 -> 1 calls per call over N=100..800: O(1)`
+/// - `wait_consider_task in do_wait [unphased]: 12.5 calls per call` (one size)
+pub fn line(t: &TripCount, with_run: bool) -> String {
+    let head = if with_run {
+        format!("{}: {} in {} [{}]", t.run, t.inner, t.outer, t.case_name)
+    } else {
+        format!("{} in {} [{}]", t.inner, t.outer, t.case_name)
+    };
+    let (first, last) = t.range();
+    let Some(s) = &t.scaling else {
+        return format!("{head}: {} calls per call", sig3(last));
+    };
+    let (n0, n1) = (s.points[0].n, s.points[s.points.len() - 1].n);
+    let class = match s.flat_reason {
+        None => format!("{}, slope {:.2}", s.class.label(), s.loglog.slope),
+        Some(FlatReason::NoGrowth) => "O(1)".to_string(),
+        Some(r @ FlatReason::Falls) => format!("no rising trend ({})", flat_reason(r, s)),
+        Some(r) => format!("O(1) ({})", flat_reason(r, s)),
+    };
+    format!(
+        "{head}: {} -> {} calls per call over N={}..{}: {class}",
+        sig3(first),
+        sig3(last),
+        fmt_n(n0),
+        fmt_n(n1)
+    )
+}
+
+/// Under a table's verdict: the loops inside its target whose trips grow with N, e.g.
+/// `wait_consider_task runs 124 -> 1001 times per call over N=100..1000: O(n), slope 0.90
+/// (counted in the kernel)`.
+pub fn loop_lines(a: &Analysis, t: &CaseTable) -> Vec<String> {
+    a.trips
+        .iter()
+        .filter(|x| x.run == t.run && x.outer == t.target && x.case_name == t.case_name)
+        .filter_map(|x| {
+            let s = x.scaling.as_ref().filter(|s| s.flat_reason.is_none())?;
+            let (first, last) = x.range();
+            Some(format!(
+                "{} runs {} -> {} times per call over N={}..{}: {}, slope {:.2} (counted in the kernel)",
+                x.inner,
+                sig3(first),
+                sig3(last),
+                fmt_n(s.points[0].n),
+                fmt_n(s.points[s.points.len() - 1].n),
+                s.class.label(),
+                s.loglog.slope
+            ))
+        })
+        .collect()
+}
+
+fn several_runs(a: &Analysis) -> bool {
+    a.runs.len() > 1
+}
+
+/// The terminal's paragraph; empty when no run had nested targets.
+pub fn terminal(a: &Analysis) -> String {
+    if a.trips.is_empty() {
+        return String::new();
+    }
+    let mut out = format!("{TITLE}:\n");
+    for t in &a.trips {
+        out.push_str(&format!("  {}\n", line(t, several_runs(a))));
+    }
+    out
+}
+
+/// The index's findings group (none when no run had nested targets).
+pub(super) fn findings(a: &Analysis) -> Option<(String, Vec<super::index::Item>)> {
+    let items: Vec<super::index::Item> = a
+        .trips
+        .iter()
+        .map(|t| super::index::Item {
+            line: line(t, several_runs(a)),
+            details: Vec::new(),
+        })
+        .collect();
+    (!items.is_empty()).then(|| (TITLE.to_string(), items))
+}
