@@ -295,6 +295,16 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Result<Analysis, LoadErr
                 d.exact.push(confirm_verdict(t, v, &d.per));
             }
         }
+        let cause = d.cause.as_ref().map(|c| c.function.clone());
+        for t in &a.trips {
+            if t.run == confirm_run
+                && t.case_name == d.case_name
+                && (d.ranked.iter().any(|g| g.function == t.inner)
+                    || cause.as_ref() == Some(&t.inner))
+            {
+                d.trips.push(t.clone());
+            }
+        }
     }
     Ok(a)
 }

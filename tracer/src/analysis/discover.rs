@@ -134,6 +134,9 @@ pub struct Discovery {
     pub failed_n: Vec<u64>,
     /// The confirmation pass's exact verdicts of ranked functions.
     pub exact: Vec<super::analyze::ExactVerdict>,
+    /// The confirmation pass's trip counts of ranked functions and the root cause inside
+    /// their callers.
+    pub trips: Vec<super::trips::TripCount>,
 }
 
 impl Discovery {
@@ -386,6 +389,7 @@ fn discover_case(
         coverage,
         failed_n: failed.iter().copied().collect(),
         exact: Vec::new(),
+        trips: Vec::new(),
     }
 }
 

@@ -300,6 +300,11 @@ fn discover_findings(a: &Analysis) -> Vec<(String, Vec<index::Item>)> {
                 ));
             }
             details.extend(discover::coverage_line(d));
+            details.extend(
+                d.trips
+                    .iter()
+                    .map(|t| format!("counted: {}", super::trips::line(t, false))),
+            );
             index::Item {
                 line: discover::answer(d),
                 details,

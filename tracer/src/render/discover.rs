@@ -181,6 +181,9 @@ pub fn text(d: &Discovery, top: usize, align: impl Fn(&[Vec<String>]) -> String)
     for e in &d.exact {
         out.push_str(&format!("    exact: {}\n", super::verdict::exact_line(e)));
     }
+    for t in &d.trips {
+        out.push_str(&format!("    counted: {}\n", super::trips::line(t, false)));
+    }
     if !d.failed_n.is_empty() {
         out.push_str(&format!(
             "    left out: the command failed at N = {}\n",
