@@ -229,9 +229,10 @@ pub struct SpanStats {
     pub oncpu_sum: u64,
     pub oncpu_min: u64,
     pub oncpu_max: u64,
-    /// Timed calls made inside an open call of target `j` (the innermost enclosing call of
-    /// another traced target): divided by target j's calls, how many times per call of j
-    /// this one runs, an exact count of a loop's trips that no timing noise can bend.
+    /// Timed calls made directly inside an open call of target `j` (the enclosing traced call,
+    /// when it is another target's; a recursive call is counted against nothing): divided by
+    /// target j's calls, how many times per call of j this one runs, an exact count of a
+    /// loop's trips that no timing noise can bend.
     pub within: [u64; MAX_TARGETS],
 }
 

@@ -184,8 +184,8 @@ pub(crate) fn on_exit<C: EbpfContext>(ctx: &C, slot: u32, count_unpaired: bool) 
         st.active = top;
     }
     let f = st.frames[nest_ix(top)];
-    // The innermost enclosing call of another target, if any (a recursive call of the same
-    // target is no loop of another's).
+    // The enclosing traced call, when it is another target's (a recursive call of the same
+    // target is no loop of another's, and is counted against nothing).
     let outer = if top > 0 {
         let o = st.frames[nest_ix(top - 1)].target;
         if o == target { NO_TARGET } else { o }
