@@ -422,18 +422,32 @@ async fn confirm_pass(
             callers.push(c.clone());
         }
     }
-    let targets: Vec<(u32, &'static crate::plan::Target)> = candidates
-        .iter()
-        .chain(&callers)
-        .take(tracer_ebpf::MAX_TARGETS)
-        .enumerate()
-        .map(|(i, f)| (i as u32, crate::plan::arbitrary_target(f)))
-        .collect();
     let engine = EngineOptions {
         discover: false,
         ..opts.engine.clone()
     };
-    let mut session = match Session::attach(engine, &targets, &opts.resolve, opts.progress).await {
+    // A caller the session refuses (too hot to probe, say) must not cost the confirmation:
+    // then it runs without the callers, and without the trip counts.
+    let mut with_callers = !callers.is_empty();
+    let attached = loop {
+        let targets: Vec<(u32, &'static crate::plan::Target)> = candidates
+            .iter()
+            .chain(callers.iter().filter(|_| with_callers))
+            .take(tracer_ebpf::MAX_TARGETS)
+            .enumerate()
+            .map(|(i, f)| (i as u32, crate::plan::arbitrary_target(f)))
+            .collect();
+        let r = Session::attach(engine.clone(), &targets, &opts.resolve, opts.progress).await;
+        if with_callers && matches!(r, Err(TracerError::Unsupported(_))) {
+            with_callers = false;
+            continue;
+        }
+        break r;
+    };
+    if !with_callers {
+        callers.clear();
+    }
+    let mut session = match attached {
         Ok(s) => s,
         Err(TracerError::Unsupported(why)) => {
             eprintln!(
