@@ -72,23 +72,29 @@ fn several_runs(a: &Analysis) -> bool {
     a.runs.len() > 1
 }
 
+/// The series not already stated under a discovery (its `counted:` lines).
+fn unshown(a: &Analysis) -> impl Iterator<Item = &TripCount> {
+    a.trips
+        .iter()
+        .filter(|t| !a.discoveries.iter().any(|d| d.trips.contains(t)))
+}
+
 /// The terminal's paragraph; empty when no run had nested targets.
 pub fn terminal(a: &Analysis) -> String {
-    if a.trips.is_empty() {
+    let lines: Vec<String> = unshown(a).map(|t| line(t, several_runs(a))).collect();
+    if lines.is_empty() {
         return String::new();
     }
     let mut out = format!("{TITLE}:\n");
-    for t in &a.trips {
-        out.push_str(&format!("  {}\n", line(t, several_runs(a))));
+    for l in lines {
+        out.push_str(&format!("  {l}\n"));
     }
     out
 }
 
 /// The index's findings group (none when no run had nested targets).
 pub(super) fn findings(a: &Analysis) -> Option<(String, Vec<super::index::Item>)> {
-    let items: Vec<super::index::Item> = a
-        .trips
-        .iter()
+    let items: Vec<super::index::Item> = unshown(a)
         .map(|t| super::index::Item {
             line: line(t, several_runs(a)),
             details: Vec::new(),
