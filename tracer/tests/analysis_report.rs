@@ -4,13 +4,15 @@
 //! the index links exists and is well-formed, determinism, comparison, and typed errors.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use tracer::render::{self, ReportError, ReportOptions, check_well_formed};
 use tracer::rundata::{
-    Dist, FORMAT, KernelInfo, PhaseRow, PlanUsed, Run, RunStatus, SpanRow, StackFile, StackKind,
-    TargetReport, stack_file_path,
+    Dist, PhaseRow, PlanUsed, Run, SpanRow, StackFile, StackKind, TargetReport, stack_file_path,
 };
+
+mod common;
+use common::{file_tree, synthetic_run};
 
 /// Deterministic noise (64-bit LCG), so fixtures are identical on every machine.
 struct Lcg(u64);
@@ -50,34 +52,17 @@ fn plan(name: &str, points: &[&str], timed: bool) -> PlanUsed {
 }
 
 fn empty_run(kernel: &str, targets: Vec<TargetReport>) -> Run {
-    Run {
-        format: FORMAT.into(),
-        status: RunStatus::Complete,
-        partial_reason: None,
-        tracer_version: "test".into(),
-        kernel: KernelInfo {
-            release: kernel.into(),
-            version: "#1 SMP".into(),
-            machine: "x86_64".into(),
-        },
+    let mut run = Run {
         hostname: "fixture".into(),
         started_unix: 1_700_000_000.0,
         duration_s: 12.5,
         command: vec!["workloads".into()],
-        command_exit: Some(0),
         filter: "process tree of pid 1".into(),
         sample_freq_hz: 1_000_000_000 / SAMPLE_PERIOD_NS,
-        targets,
-        counters: BTreeMap::new(),
-        cases: BTreeMap::new(),
-        spans: vec![],
-        phases: vec![],
-        stack_files: vec![],
-        workload: None,
-        resources: None,
-        invocations: Vec::new(),
-        discover: false,
-    }
+        ..synthetic_run(kernel, targets)
+    };
+    run.kernel.version = "#1 SMP".into();
+    run
 }
 
 /// The synthetic stacks' weights are as if sampled every 10 µs (100 kHz), so every size has
@@ -356,25 +341,6 @@ fn links(text: &str, html: bool) -> Vec<String> {
     out
 }
 
-fn all_files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                todo.push(p);
-            } else {
-                out.insert(
-                    p.strip_prefix(dir).unwrap().to_path_buf(),
-                    std::fs::read(&p).unwrap(),
-                );
-            }
-        }
-    }
-    out
-}
-
 /// Every link of both indexes exists, and every SVG in the directory is well-formed.
 fn check_index(out: &Path) -> Vec<String> {
     let html = std::fs::read_to_string(out.join("index.html")).unwrap();
@@ -389,7 +355,7 @@ fn check_index(out: &Path) -> Vec<String> {
             "index links {l}, which does not exist"
         );
     }
-    for (p, bytes) in all_files(out) {
+    for (p, bytes) in file_tree(out) {
         assert!(
             !p.to_string_lossy().contains(".tmp-"),
             "temporary file left: {}",
@@ -646,10 +612,10 @@ fn full_report_from_a_synthetic_sweep() {
     let out2 = tmp.path().join("report2");
     let s2 = render::report(&data, &out2, &ReportOptions::default()).unwrap();
     assert_eq!(s2.verdicts, summary.verdicts);
-    let first = all_files(&out);
-    assert_eq!(first, all_files(&out2));
+    let first = file_tree(&out);
+    assert_eq!(first, file_tree(&out2));
     render::report(&data, &out, &ReportOptions::default()).unwrap();
-    assert_eq!(first, all_files(&out));
+    assert_eq!(first, file_tree(&out));
 }
 
 #[test]

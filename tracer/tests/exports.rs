@@ -8,18 +8,17 @@
 //! workload with tracepoints on this machine (root, like tests/native.rs).
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use prost_reflect::{DescriptorPool, DynamicMessage, ReflectMessage, Value};
 use tracer::analysis::hist::from_values;
 use tracer::render::{self, ReportOptions};
 use tracer::rundata::{
-    FORMAT, KernelInfo, PhaseRow, PlanUsed, Run, RunStatus, SpanRow, StackFile, StackKind,
-    TargetReport, stack_file_path,
+    PhaseRow, PlanUsed, Run, SpanRow, StackFile, StackKind, TargetReport, stack_file_path,
 };
 
 mod common;
-use common::{nothing_loaded, tracer, workloads_bin};
+use common::{file_tree, nothing_loaded, synthetic_run, tracer, workloads_bin};
 
 // ---------------------------------------------------------------------------------------------
 // Decoding
@@ -422,48 +421,29 @@ fn folded(kind: StackKind, n: u64) -> Vec<(String, u64)> {
 /// and on-CPU and caller stacks of do_wait for every (case, N), the unphased one included.
 fn write_synthetic_run(dir: &Path, raw_events: bool) -> Run {
     let events = synthetic_events();
+    let targets = ["do_wait", "dup_mmap"]
+        .iter()
+        .map(|t| TargetReport {
+            name: t.to_string(),
+            plan: Some(PlanUsed {
+                plan: "fentry".into(),
+                mechanism: "fentry/fexit".into(),
+                attach_points: vec![t.to_string()],
+                timed: true,
+                note: "times the function itself".into(),
+            }),
+            rejected: vec![],
+            verification: None,
+            probe_cost: None,
+        })
+        .collect();
     let mut run = Run {
-        format: FORMAT.into(),
-        status: RunStatus::Complete,
-        partial_reason: None,
-        tracer_version: "test".into(),
-        kernel: KernelInfo {
-            release: "6.1.0-test".into(),
-            version: "#1".into(),
-            machine: "x86_64".into(),
-        },
-        hostname: "h".into(),
         started_unix: 1_700_000_000.5,
         duration_s: 2.0,
         command: vec!["workloads".into(), "waitpid".into()],
-        command_exit: Some(0),
-        filter: "test".into(),
         sample_freq_hz: 999,
-        targets: ["do_wait", "dup_mmap"]
-            .iter()
-            .map(|t| TargetReport {
-                name: t.to_string(),
-                plan: Some(PlanUsed {
-                    plan: "fentry".into(),
-                    mechanism: "fentry/fexit".into(),
-                    attach_points: vec![t.to_string()],
-                    timed: true,
-                    note: "times the function itself".into(),
-                }),
-                rejected: vec![],
-                verification: None,
-                probe_cost: None,
-            })
-            .collect(),
-        counters: BTreeMap::new(),
         cases: CASES.iter().map(|(i, n)| (*i, n.to_string())).collect(),
-        spans: vec![],
-        phases: vec![],
-        stack_files: vec![],
-        workload: None,
-        resources: None,
-        invocations: Vec::new(),
-        discover: false,
+        ..synthetic_run("6.1.0-test", targets)
     };
     let mut rows: BTreeMap<(&str, u32, u64), Vec<&Ev>> = BTreeMap::new();
     for e in &events {
@@ -811,26 +791,6 @@ fn a_sweep_report_exports_each_run_and_a_run_without_raw_events_gets_no_trace() 
     assert!(!out.join("traces").exists() && !out.join("profiles").exists());
 }
 
-/// Names and contents of every file under `dir`.
-fn tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.insert(
-                    p.strip_prefix(dir).unwrap().to_path_buf(),
-                    std::fs::read(&p).unwrap(),
-                );
-            }
-        }
-    }
-    out
-}
-
 #[test]
 fn tracer_export_writes_what_the_report_writes() {
     let tmp = tempfile::tempdir().unwrap();
@@ -862,7 +822,10 @@ fn tracer_export_writes_what_the_report_writes() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert_eq!(tree(&run_dir.join("profiles")), tree(&rep.join("profiles")));
+    assert_eq!(
+        file_tree(&run_dir.join("profiles")),
+        file_tree(&rep.join("profiles"))
+    );
     check_profiles_against_stacks(&run_dir.join("profiles"), &run_dir, &run);
 
     // -o, and the report still reads the run with the exports inside it.

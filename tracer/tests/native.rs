@@ -9,7 +9,10 @@ use serde_json::Value;
 use tracer::engine::{Engine, EngineOptions, Filter};
 
 mod common;
-use common::{loaded_tracer_programs, nothing_loaded, serial, tracer, workloads_bin};
+use common::{
+    getpid_syscall, loaded_tracer_programs, nothing_loaded, record_targets, serial, tracer,
+    workloads_bin,
+};
 
 fn read_run(dir: &Path) -> Value {
     let text = std::fs::read_to_string(dir.join("run.json"))
@@ -559,22 +562,22 @@ fn verbose_shows_the_probes_own_log_messages() {
     let tmp = tmpdir();
     let workloads = workloads_bin();
     let out = tmp.path().join("run");
-    let o = tracer()
-        .args(["-v", "record", "--targets", "getpid", "--no-verify", "-o"])
-        .arg(&out)
-        .arg("--")
-        .arg(&workloads)
-        .args([
-            "getpid",
-            "--variant",
-            "getpid-syscall",
-            "--n",
-            "100",
-            "--iterations",
-            "1",
-        ])
-        .output()
-        .unwrap();
+    // `tracer GLOBAL record --targets getpid --no-verify OPTIONS -o run -- workloads getpid ...`
+    let record = |global: &[&str], options: &[&str]| {
+        tracer()
+            .args(global)
+            .args(["record", "--targets", "getpid", "--no-verify"])
+            .args(options)
+            .arg("-o")
+            .arg(&out)
+            .arg("--")
+            .arg(&workloads)
+            .args(getpid_syscall("100"))
+            .args(["--iterations", "1"])
+            .output()
+            .unwrap()
+    };
+    let o = record(&["-v"], &[]);
     assert!(o.status.success());
     let stderr = String::from_utf8_lossy(&o.stderr);
     // Logged by the uprobe on the workload's phase marker, through aya-log.
@@ -582,29 +585,7 @@ fn verbose_shows_the_probes_own_log_messages() {
         stderr.contains("phase begin") && stderr.contains("n 100"),
         "{stderr}"
     );
-    let quiet = tracer()
-        .args([
-            "record",
-            "--targets",
-            "getpid",
-            "--no-verify",
-            "--force",
-            "-o",
-        ])
-        .arg(&out)
-        .arg("--")
-        .arg(&workloads)
-        .args([
-            "getpid",
-            "--variant",
-            "getpid-syscall",
-            "--n",
-            "100",
-            "--iterations",
-            "1",
-        ])
-        .output()
-        .unwrap();
+    let quiet = record(&[], &["--force"]);
     assert!(!String::from_utf8_lossy(&quiet.stderr).contains("phase begin"));
 }
 
@@ -616,19 +597,12 @@ fn raw_events_make_the_reported_percentiles_exact() {
     let tmp = tmpdir();
     let out = tmp.path().join("run");
     let workloads = workloads_bin();
-    let st = tracer()
-        .args([
-            "record",
-            "--no-verify",
-            "--no-samples",
-            "--targets",
-            "getpid",
-        ])
+    let st = record_targets(tracer(), "getpid")
         .args(["--raw-events", "4M", "-o"])
         .arg(&out)
         .arg("--")
         .arg(&workloads)
-        .args(["getpid", "--variant", "getpid-syscall", "--n", "1000,5000"])
+        .args(getpid_syscall("1000,5000"))
         .args(["--iterations", "3", "--warmup", "0"])
         .status()
         .unwrap();

@@ -6,7 +6,7 @@ use std::path::Path;
 use serde_json::Value;
 
 mod common;
-use common::{nothing_loaded, read_json, serial, tracer, workloads_bin};
+use common::{nothing_loaded, read_json, record_targets, serial, tracer, workloads_bin};
 
 /// The sentence the renderers write for a flagged table.
 const FLAG: &str = "the probe's cost is a third or more of what is measured";
@@ -15,15 +15,8 @@ const FLAG: &str = "the probe's cost is a third or more of what is measured";
 /// `--subtract-probe-cost`) into `dir`/rep; returns run.json.
 fn record_and_report(dir: &Path, target: &str, args: &[&str]) -> Value {
     let run = dir.join("run");
-    let st = tracer()
-        .args([
-            "record",
-            "--no-verify",
-            "--no-samples",
-            "--targets",
-            target,
-            "-o",
-        ])
+    let st = record_targets(tracer(), target)
+        .arg("-o")
         .arg(&run)
         .arg("--")
         .arg(workloads_bin())

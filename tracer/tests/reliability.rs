@@ -26,7 +26,7 @@ use nix::unistd::Pid;
 use serde_json::Value;
 
 mod common;
-use common::{loaded_tracer_programs, read_json, workloads_bin};
+use common::{getpid_syscall, loaded_tracer_programs, read_json, record_targets, workloads_bin};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -1029,19 +1029,12 @@ fn a_full_disk_during_record_exits_5_and_leaves_nothing() {
         let _m = Mount::tmpfs(&small, "64k");
         let what = "record --raw-events into 64 KiB";
         let r = run(
-            tracer()
-                .args([
-                    "record",
-                    "--no-verify",
-                    "--no-samples",
-                    "--targets",
-                    "getpid",
-                ])
+            record_targets(tracer(), "getpid")
                 .args(["--raw-events", "4M", "-o"])
                 .arg(small.join("run"))
                 .arg("--")
                 .arg(workloads_bin())
-                .args(["getpid", "--variant", "getpid-syscall", "--n", "100000"])
+                .args(getpid_syscall("100000"))
                 .args(["--iterations", "3"]),
             Duration::from_secs(120),
             what,
@@ -2455,7 +2448,7 @@ fn two_tracers_at_once_keep_their_own_exact_counts() {
             .arg(&a_out)
             .arg("--")
             .arg(workloads_bin())
-            .args(["getpid", "--variant", "getpid-syscall", "--n", "1000,7000"])
+            .args(getpid_syscall("1000,7000"))
             .args(["--min-time", "2"]),
     );
     let b = spawn(

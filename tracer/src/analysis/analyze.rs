@@ -178,7 +178,8 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Result<Analysis, LoadErr
             });
         }
         for (name, v) in &run.counters {
-            // Every loss counter explains itself; the others are informational.
+            // Every loss counter explains itself; the others are informational
+            // (`rundata::INFORMATIONAL_COUNTERS`).
             if *v > 0
                 && let Some(meaning) = crate::rundata::counter_meaning(name)
             {

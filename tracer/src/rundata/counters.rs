@@ -22,6 +22,22 @@ pub const COUNTER_NAMES: [&str; counter::COUNT as usize] = [
     "stacks_lost_sampled",
 ];
 
+/// The counters that count, not losses: a non-zero value is no warning, and
+/// [`counter_meaning`] has nothing to say about them.
+pub const INFORMATIONAL_COUNTERS: [&str; 9] = [
+    // The denominator and the per-kind parts of stack_errors, which warns for them.
+    "stacks_taken",
+    "stacks_lost_caller",
+    "stacks_lost_offcpu",
+    "stacks_lost_sampled",
+    // Sampling, phase and floor bookkeeping.
+    "samples_in_target",
+    "samples_total",
+    "phase_markers",
+    "floor_hits",
+    "floor_ns",
+];
+
 /// What a non-zero loss counter costs the results, and what to do about it, for warnings.
 pub fn counter_meaning(name: &str) -> Option<&'static str> {
     Some(match name {
@@ -54,22 +70,10 @@ mod tests {
 
     #[test]
     fn every_loss_counter_explains_itself() {
-        let informational = [
-            "samples_in_target",
-            "samples_total",
-            "phase_markers",
-            "floor_hits",
-            "floor_ns",
-            // The denominator and the per-kind parts of stack_errors, which warns for them.
-            "stacks_taken",
-            "stacks_lost_caller",
-            "stacks_lost_offcpu",
-            "stacks_lost_sampled",
-        ];
         for name in COUNTER_NAMES {
             assert_eq!(
                 counter_meaning(name).is_some(),
-                !informational.contains(&name),
+                !INFORMATIONAL_COUNTERS.contains(&name),
                 "{name}"
             );
         }

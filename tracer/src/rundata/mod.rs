@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 mod counters;
 mod stacks;
 
-pub use counters::{COUNTER_NAMES, counter_meaning};
+pub use counters::{COUNTER_NAMES, INFORMATIONAL_COUNTERS, counter_meaning};
 pub use stacks::{
     FoldedLine, PROFILE_TARGET, StackFile, StackKind, USER_FRAME, parse_folded, safe_component,
     stack_file_path, write_folded,

@@ -1,14 +1,17 @@
-//! What the native test binaries share: the root check and the lock that keeps their tests
-//! one at a time (they load programs and count what is loaded), the binaries under test, and
-//! the leak check. Each test binary uses part of it.
+//! What the test binaries share: the root check and the lock that keeps the native tests one
+//! at a time (they load programs and count what is loaded), the binaries under test and the
+//! recordings they are run for, the leak check, and reading back what was written. Each test
+//! binary uses part of it.
 #![allow(dead_code)]
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use tracer::rundata::{FORMAT, KernelInfo, Run, RunStatus, TargetReport};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -23,6 +26,25 @@ pub fn serial() -> MutexGuard<'static, ()> {
 
 pub fn tracer() -> Command {
     Command::new(env!("CARGO_BIN_EXE_tracer"))
+}
+
+/// `tracer` (a tracer command, as the test binary sets it up) given `record --no-verify
+/// --no-samples --targets TARGETS`, for the caller to add options, `-o` and the command to.
+pub fn record_targets(mut tracer: Command, targets: &str) -> Command {
+    tracer.args([
+        "record",
+        "--no-verify",
+        "--no-samples",
+        "--targets",
+        targets,
+    ]);
+    tracer
+}
+
+/// The workloads binary's arguments for its getpid syscall loop at the sizes `n` (a comma
+/// list); further options (iterations, warmup ...) follow them.
+pub fn getpid_syscall(n: &str) -> [&str; 5] {
+    ["getpid", "--variant", "getpid-syscall", "--n", n]
 }
 
 /// The workloads binary, built next to the tracer by `cargo test --workspace`.
@@ -40,6 +62,59 @@ pub fn workloads_bin() -> PathBuf {
 pub fn read_json(path: &Path) -> Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Names (relative to `dir`) and contents of every file under `dir`.
+pub fn file_tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                todo.push(p);
+            } else {
+                out.insert(
+                    p.strip_prefix(dir).unwrap().to_path_buf(),
+                    std::fs::read(&p).unwrap(),
+                );
+            }
+        }
+    }
+    out
+}
+
+/// A complete synthetic run on kernel `release` with `targets` and nothing recorded yet, for
+/// a fixture to fill in; it sets the header fields it cares about over these.
+pub fn synthetic_run(release: &str, targets: Vec<TargetReport>) -> Run {
+    Run {
+        format: FORMAT.into(),
+        status: RunStatus::Complete,
+        partial_reason: None,
+        tracer_version: "test".into(),
+        kernel: KernelInfo {
+            release: release.into(),
+            version: "#1".into(),
+            machine: "x86_64".into(),
+        },
+        hostname: "h".into(),
+        started_unix: 0.0,
+        duration_s: 1.0,
+        command: vec![],
+        command_exit: Some(0),
+        filter: "test".into(),
+        sample_freq_hz: 0,
+        targets,
+        counters: BTreeMap::new(),
+        cases: BTreeMap::new(),
+        spans: vec![],
+        phases: vec![],
+        stack_files: vec![],
+        workload: None,
+        resources: None,
+        invocations: Vec::new(),
+        discover: false,
+    }
 }
 
 /// The loaded programs that are ours.
