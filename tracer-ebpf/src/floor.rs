@@ -4,14 +4,18 @@
 //! more than its kprobe.
 
 use aya_ebpf::{
-    macros::{fentry, fexit, kprobe, kretprobe, tracepoint},
-    programs::{FEntryContext, FExitContext, ProbeContext, RetProbeContext, TracePointContext},
+    helpers::bpf_probe_read_kernel,
+    macros::{fentry, fexit, kprobe, kretprobe, raw_tracepoint, tracepoint},
+    programs::{
+        FEntryContext, FExitContext, ProbeContext, RawTracePointContext, RetProbeContext,
+        TracePointContext,
+    },
 };
 use tracer_ebpf::*;
 
 use crate::{
     maps::{COUNTERS, FLOOR_CLOCK},
-    util::{bump, now},
+    util::{bump, config, now},
 };
 
 #[kprobe]
@@ -91,5 +95,52 @@ pub fn floor_fexit_timed(_ctx: FExitContext) -> i32 {
 #[tracepoint]
 pub fn floor_tp_timed(_ctx: TracePointContext) -> u32 {
     floor_timed();
+    0
+}
+
+// The raw-syscall floor: `raw_syscalls:sys_enter`/`sys_exit` fire for every syscall, so the
+// least such a probe does is compare the number with the one it is for (at exit, read from
+// `pt_regs`), as the tracer's routes do.
+
+#[inline(always)]
+fn is_floor_nr(nr: u64) -> bool {
+    config().is_some_and(|c| nr == c.floor_nrs[0] as u64 || nr == c.floor_nrs[1] as u64)
+}
+
+#[inline(always)]
+fn exit_nr(ctx: &RawTracePointContext) -> u64 {
+    let regs: u64 = ctx.arg(0);
+    unsafe { bpf_probe_read_kernel((regs + PT_REGS_ORIG_AX as u64) as *const u64) }.unwrap_or(!0)
+}
+
+#[raw_tracepoint(tracepoint = "sys_enter")]
+pub fn floor_raw_enter(ctx: RawTracePointContext) -> u32 {
+    if is_floor_nr(ctx.arg(1)) {
+        bump(counter::FLOOR_HITS);
+    }
+    0
+}
+
+#[raw_tracepoint(tracepoint = "sys_exit")]
+pub fn floor_raw_exit(ctx: RawTracePointContext) -> u32 {
+    if is_floor_nr(exit_nr(&ctx)) {
+        bump(counter::FLOOR_HITS);
+    }
+    0
+}
+
+#[raw_tracepoint(tracepoint = "sys_enter")]
+pub fn floor_rt_enter(ctx: RawTracePointContext) -> u32 {
+    if is_floor_nr(ctx.arg(1)) {
+        floor_timed();
+    }
+    0
+}
+
+#[raw_tracepoint(tracepoint = "sys_exit")]
+pub fn floor_rt_exit(ctx: RawTracePointContext) -> u32 {
+    if is_floor_nr(exit_nr(&ctx)) {
+        floor_timed();
+    }
     0
 }

@@ -124,6 +124,12 @@ pub struct Config {
     pub switch_next_pid_off: u32,
     /// Offset of `child_pid` in `sched:sched_process_fork` (char[16] vs __data_loc layouts).
     pub fork_child_pid_off: u32,
+    /// Offset of `pid` in `struct task_struct` (from the kernel's BTF), for the raw
+    /// scheduler tracepoints, whose arguments are task pointers.
+    pub task_pid_off: u32,
+    /// The syscall numbers the raw-syscall floor programs count (benchmarks only; unused
+    /// entries are `u32::MAX`, which no syscall has).
+    pub floor_nrs: [u32; 2],
     /// Offset of `filename` in `syscalls:sys_enter_openat`.
     pub openat_filename_off: u32,
     /// Offset of `ret` in `syscalls:sys_exit_openat`.
@@ -202,6 +208,39 @@ pub const ROLE_POINT: u32 = 3;
 
 /// Enter only if the fd at `arg_off` was opened from `Config::path_prefix`.
 pub const SLOT_FLAG_TRACKED_FD: u32 = 1 << 0;
+/// The slot is fed by the `raw_syscalls` programs, not attached to a tracepoint of its own:
+/// `arg_off` is then the offset of the argument's register in `struct pt_regs`.
+pub const SLOT_FLAG_RAW_SYSCALL: u32 = 1 << 1;
+
+/// Syscall numbers the `raw_syscalls` routes cover (x86_64's table is below 512).
+pub const MAX_SYSCALL_NR: u32 = 512;
+/// Tracepoint slots one syscall's entry (or exit) can feed.
+pub const ROUTE_SLOTS: usize = 2;
+
+/// Where `raw_syscalls:sys_enter`/`sys_exit` send one syscall: element `nr` of
+/// `SYSCALL_ROUTES`. One raw tracepoint pair serves every traced syscall, and closing it
+/// does not wait for the per-event RCU grace periods that closing perf tracepoint events
+/// does, one after the other.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SyscallRoute {
+    /// Tracepoint slot indices (0..TP_SLOTS) plus one fed at entry; 0 = none.
+    pub enter: [u32; ROUTE_SLOTS],
+    /// The same at exit.
+    pub exit: [u32; ROUTE_SLOTS],
+    /// `ROUTE_FD_*`: this syscall's part in fd tracking.
+    pub fd: u32,
+}
+
+/// openat(): a path matching the prefix makes its returned fd tracked.
+pub const ROUTE_FD_OPENAT: u32 = 1 << 0;
+/// close(): the fd is no longer tracked.
+pub const ROUTE_FD_CLOSE: u32 = 1 << 1;
+
+/// `struct pt_regs` on x86_64: where a syscall's arguments and number are.
+pub const PT_REGS_ORIG_AX: u32 = 120;
+/// Offsets of the syscall argument registers, in argument order (di, si, dx, r10, r8, r9).
+pub const PT_REGS_ARGS: [u32; 6] = [112, 104, 96, 56, 72, 64];
 
 /// (target, case, N): the key of stack aggregates, and of the span rows userspace reads back
 /// from the aggregate arrays.
@@ -458,6 +497,7 @@ mod pod {
     // bit pattern is valid and there are no implicit padding bytes.
     unsafe impl aya::Pod for Config {}
     unsafe impl aya::Pod for SlotConf {}
+    unsafe impl aya::Pod for SyscallRoute {}
     unsafe impl aya::Pod for AggKey {}
     unsafe impl aya::Pod for SpanStats {}
     unsafe impl aya::Pod for StackKey {}

@@ -32,9 +32,11 @@ mod aggregation;
 mod spans;
 mod stacks;
 
-// The programs: attach slots, scheduler, fd tracking, sampler, USDT markers, overhead floor.
+// The programs: attach slots, raw syscall routes, scheduler, fd tracking, sampler, USDT
+// markers, overhead floor.
 mod fds;
 mod floor;
+mod raw_syscalls;
 mod sampler;
 mod sched;
 mod slots;

@@ -15,6 +15,10 @@ pub(crate) static CONFIG: Array<Config> = Array::with_max_entries(1, 0);
 #[map]
 pub(crate) static SLOTS: Array<SlotConf> = Array::with_max_entries(SLOT_COUNT, 0);
 
+/// Per syscall number: the slots and fd tracking the `raw_syscalls` programs feed.
+#[map]
+pub(crate) static SYSCALL_ROUTES: Array<SyscallRoute> = Array::with_max_entries(MAX_SYSCALL_NR, 0);
+
 #[map]
 pub(crate) static FOLLOW: HashMap<u32, u8> = HashMap::with_max_entries(32768, 0);
 

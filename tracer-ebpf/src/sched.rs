@@ -1,7 +1,14 @@
-//! Scheduler tracepoints: on/off-CPU accounting and process-tree following.
+//! Scheduler tracepoints: on/off-CPU accounting and process-tree following. Each is there
+//! twice: as a perf tracepoint (`sched_*`, fields read from the event record) and as a raw
+//! tracepoint (`rsched_*`, the pid read from the `task_struct` argument at the offset the
+//! kernel's BTF gives), which is cheaper and detaches without a grace period per event;
+//! userspace attaches one set.
 
 use aya_ebpf::{
-    helpers::bpf_get_current_pid_tgid, macros::tracepoint, programs::TracePointContext,
+    EbpfContext,
+    helpers::{bpf_get_current_pid_tgid, bpf_probe_read_kernel},
+    macros::{raw_tracepoint, tracepoint},
+    programs::{RawTracePointContext, TracePointContext},
 };
 use tracer_ebpf::*;
 
@@ -15,10 +22,33 @@ use crate::{
     util::{bump, config, now},
 };
 
+/// The pid of the `struct task_struct` at `task`.
+#[inline(always)]
+fn task_pid(task: u64, cfg: &Config) -> Option<i32> {
+    unsafe { bpf_probe_read_kernel((task + cfg.task_pid_off as u64) as *const i32) }.ok()
+}
+
 /// `sched:sched_switch`. The current task is still `prev` here.
 #[tracepoint]
 pub fn sched_switch(ctx: TracePointContext) -> u32 {
     let Some(cfg) = config() else { return 0 };
+    let next = unsafe { ctx.read_at::<i32>(cfg.switch_next_pid_off as usize) }.ok();
+    on_switch(&ctx, cfg, next);
+    0
+}
+
+/// `sched_switch(bool preempt, struct task_struct *prev, struct task_struct *next, ...)`.
+#[raw_tracepoint(tracepoint = "sched_switch")]
+pub fn rsched_switch(ctx: RawTracePointContext) -> u32 {
+    let Some(cfg) = config() else { return 0 };
+    let next: u64 = ctx.arg(2);
+    on_switch(&ctx, cfg, task_pid(next, cfg));
+    0
+}
+
+/// A context switch from the current task to the one with pid `next` (None: unreadable).
+#[inline(always)]
+fn on_switch<C: EbpfContext>(ctx: &C, cfg: &Config, next: Option<i32>) {
     let ts = now();
     let pid_tgid = bpf_get_current_pid_tgid();
     let prev = pid_tgid as u32;
@@ -33,7 +63,7 @@ pub fn sched_switch(ctx: TracePointContext) -> u32 {
                     st.off_case = case;
                     st.off_n = n;
                     st.off_target = top_target(st);
-                    st.off_kstack = stack_id(&ctx, 0, counter::STACKS_LOST_OFFCPU);
+                    st.off_kstack = stack_id(ctx, 0, counter::STACKS_LOST_OFFCPU);
                 }
             }
         }
@@ -44,15 +74,13 @@ pub fn sched_switch(ctx: TracePointContext) -> u32 {
             since_ns: ts,
             n,
             case,
-            kstack: stack_id(&ctx, 0, counter::STACKS_LOST_OFFCPU),
+            kstack: stack_id(ctx, 0, counter::STACKS_LOST_OFFCPU),
         };
         if OFF_START.insert(&prev, &start, 0).is_err() {
             bump(counter::STACK_ERRORS);
         }
     }
-    let Ok(next) = (unsafe { ctx.read_at::<i32>(cfg.switch_next_pid_off as usize) }) else {
-        return 0;
-    };
+    let Some(next) = next else { return };
     let next = next as u32;
     if cfg.flags & FLAG_DISCOVER != 0 && next != 0 {
         if let Some(start) = unsafe { OFF_START.get(&next) } {
@@ -96,30 +124,62 @@ pub fn sched_switch(ctx: TracePointContext) -> u32 {
             }
         }
     }
-    0
 }
 
 /// `sched:sched_process_fork`: children of followed processes are followed too.
 #[tracepoint]
 pub fn sched_fork(ctx: TracePointContext) -> u32 {
-    let Some(cfg) = config() else { return 0 };
-    if cfg.filter != FILTER_FOLLOW {
-        return 0;
-    }
-    let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
-    if unsafe { FOLLOW.get(&tgid) }.is_none() {
-        return 0;
-    }
-    if let Ok(child) = unsafe { ctx.read_at::<i32>(cfg.fork_child_pid_off as usize) } {
-        let _ = FOLLOW.insert(&(child as u32), &1u8, 0);
+    if let Some(cfg) = followed_parent() {
+        if let Ok(child) = unsafe { ctx.read_at::<i32>(cfg.fork_child_pid_off as usize) } {
+            let _ = FOLLOW.insert(&(child as u32), &1u8, 0);
+        }
     }
     0
 }
 
-/// `sched:sched_process_exit`: forget the thread (and the process when its leader exits) so
-/// maps do not grow and a reused pid is not mistaken for a followed one.
+/// `sched_process_fork(struct task_struct *parent, struct task_struct *child)`.
+#[raw_tracepoint(tracepoint = "sched_process_fork")]
+pub fn rsched_fork(ctx: RawTracePointContext) -> u32 {
+    if let Some(cfg) = followed_parent() {
+        let child: u64 = ctx.arg(1);
+        if let Some(child) = task_pid(child, cfg) {
+            let _ = FOLLOW.insert(&(child as u32), &1u8, 0);
+        }
+    }
+    0
+}
+
+/// The configuration, when the current task is a followed process whose children are to
+/// be followed too.
+#[inline(always)]
+fn followed_parent() -> Option<&'static Config> {
+    let cfg = config()?;
+    if cfg.filter != FILTER_FOLLOW {
+        return None;
+    }
+    let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
+    unsafe { FOLLOW.get(&tgid) }?;
+    Some(cfg)
+}
+
+/// `sched:sched_process_exit`.
 #[tracepoint]
 pub fn sched_exit(_ctx: TracePointContext) -> u32 {
+    on_exit_task();
+    0
+}
+
+/// `sched_process_exit(struct task_struct *p, ...)`: p is the current task.
+#[raw_tracepoint(tracepoint = "sched_process_exit")]
+pub fn rsched_exit(_ctx: RawTracePointContext) -> u32 {
+    on_exit_task();
+    0
+}
+
+/// The current task exits: forget the thread (and the process when its leader exits) so
+/// maps do not grow and a reused pid is not mistaken for a followed one.
+#[inline(always)]
+fn on_exit_task() {
     let pid_tgid = bpf_get_current_pid_tgid();
     let tid = pid_tgid as u32;
     let tgid = (pid_tgid >> 32) as u32;
@@ -145,5 +205,4 @@ pub fn sched_exit(_ctx: TracePointContext) -> u32 {
             }
         }
     }
-    0
 }

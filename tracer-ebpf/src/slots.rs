@@ -2,9 +2,13 @@
 //! that userspace points at targets at run time (`SLOTS`), all sharing the span handlers.
 
 use aya_ebpf::{
+    EbpfContext,
     helpers::bpf_get_current_pid_tgid,
-    macros::{fentry, fexit, kprobe, kretprobe, tracepoint, uprobe, uretprobe},
-    programs::{FEntryContext, FExitContext, ProbeContext, RetProbeContext, TracePointContext},
+    macros::{fentry, fexit, kprobe, kretprobe, raw_tracepoint, tracepoint, uprobe, uretprobe},
+    programs::{
+        FEntryContext, FExitContext, ProbeContext, RawTracePointContext, RetProbeContext,
+        TracePointContext,
+    },
 };
 use tracer_ebpf::*;
 
@@ -86,12 +90,21 @@ uprobe_slot!(3, uprobe_3, uretprobe_3);
 
 #[inline(always)]
 fn on_tp(ctx: &TracePointContext, j: u32) {
+    on_tp_slot(ctx, j, |off| {
+        unsafe { ctx.read_at::<u64>(off as usize) }.ok()
+    });
+}
+
+/// Tracepoint slot `j` fired: its configured role. `fd_at` reads the tracked-fd argument at
+/// the slot's `arg_off` (a record offset, or a `pt_regs` offset for raw syscall routes).
+#[inline(always)]
+pub(crate) fn on_tp_slot<C: EbpfContext>(ctx: &C, j: u32, fd_at: impl Fn(u32) -> Option<u64>) {
     let slot = TP_SLOT_BASE + j;
     let Some(conf) = SLOTS.get(slot) else { return };
     match conf.role {
         ROLE_ENTER => {
             if conf.flags & SLOT_FLAG_TRACKED_FD != 0 {
-                let Ok(fd) = (unsafe { ctx.read_at::<u64>(conf.arg_off as usize) }) else {
+                let Some(fd) = fd_at(conf.arg_off) else {
                     return;
                 };
                 let tgid = bpf_get_current_pid_tgid() >> 32;
@@ -138,3 +151,37 @@ tp_slot!(16, tp_16);
 tp_slot!(17, tp_17);
 tp_slot!(18, tp_18);
 tp_slot!(19, tp_19);
+
+// Raw tracepoint slots: the same slots (same `SLOTS` element as `tp_N`) attached as raw
+// tracepoints by name, for tracepoints whose role reads no field of the event: cheaper per
+// call and detached without a grace period per event (see `raw_syscalls`).
+macro_rules! raw_tp_slot {
+    ($i:literal, $name:ident) => {
+        #[raw_tracepoint]
+        pub fn $name(ctx: RawTracePointContext) -> u32 {
+            on_tp_slot(&ctx, $i, |_| None);
+            0
+        }
+    };
+}
+
+raw_tp_slot!(0, rtp_0);
+raw_tp_slot!(1, rtp_1);
+raw_tp_slot!(2, rtp_2);
+raw_tp_slot!(3, rtp_3);
+raw_tp_slot!(4, rtp_4);
+raw_tp_slot!(5, rtp_5);
+raw_tp_slot!(6, rtp_6);
+raw_tp_slot!(7, rtp_7);
+raw_tp_slot!(8, rtp_8);
+raw_tp_slot!(9, rtp_9);
+raw_tp_slot!(10, rtp_10);
+raw_tp_slot!(11, rtp_11);
+raw_tp_slot!(12, rtp_12);
+raw_tp_slot!(13, rtp_13);
+raw_tp_slot!(14, rtp_14);
+raw_tp_slot!(15, rtp_15);
+raw_tp_slot!(16, rtp_16);
+raw_tp_slot!(17, rtp_17);
+raw_tp_slot!(18, rtp_18);
+raw_tp_slot!(19, rtp_19);

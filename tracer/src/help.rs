@@ -48,6 +48,12 @@ times are printed as a log2 histogram with p50/p90/p99, as bcc's funclatency doe
 probe's own cost per call; a mean within 3x of it is flagged (the probe's cost is a third or
 more of what is measured). `tracer report --subtract-probe-cost` shows corrected times.
 
+Tracepoints are attached as raw tracepoints where the kernel takes them (the syscall ones
+through raw_syscalls, on x86_64; the scheduler's with the pid offset from the kernel's BTF):
+cheaper per call, and detached at once instead of one RCU grace period per perf event.
+TRACER_PERF_TRACEPOINTS=1 attaches one perf event per tracepoint instead; run.json's
+resources.raw_tracepoints says which was used.
+
 If the tracer is killed (SIGKILL) or crashes, the command it started gets SIGKILL too
 (PR_SET_PDEATHSIG; processes the command started themselves are not killed unless they
 arrange the same, as the workloads binary's children do). Processes followed with --pid,

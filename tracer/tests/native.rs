@@ -261,7 +261,12 @@ fn start_recording(out: &Path, extra: &[&str]) -> std::process::Child {
     let deadline = Instant::now() + Duration::from_secs(30);
     while loaded_tracer_programs()
         .iter()
-        .filter(|n| n.starts_with("tp_") || n.starts_with("sched_"))
+        .filter(|n| {
+            // Per-event or raw tracepoint programs, whichever this kernel took.
+            ["tp_", "rtp_", "sched_", "rsched_", "raw_sys_"]
+                .iter()
+                .any(|p| n.starts_with(p))
+        })
         .count()
         < 4
     {

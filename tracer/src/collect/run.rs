@@ -29,6 +29,7 @@ pub struct RunFacts {
     pub verify_time: Duration,
     pub probe_cost_time: Duration,
     pub detach_time: Duration,
+    pub raw_tracepoints: bool,
 }
 
 /// The run and its folded-stack files (metadata, content). `target_names[i]` names kernel
@@ -91,6 +92,7 @@ pub fn build_run(
             detach_ms: ms(facts.detach_time),
             peak_rss_kib: kernel::peak_rss_kib(),
             map_memlock_bytes: kernel::bpf_map_memlock_bytes(),
+            raw_tracepoints: facts.raw_tracepoints,
         }),
         invocations: facts.invocations,
         discover: facts.discover,

@@ -14,11 +14,15 @@ use crate::symbols::UserSymbolizer;
 /// Frames the probes themselves add on top of kernel stacks (fentry trampolines, the BPF
 /// program, the tracepoint and kprobe machinery): not part of what the user traced.
 fn is_probe_frame(name: &str) -> bool {
-    const PREFIXES: [&str; 12] = [
+    const PREFIXES: [&str; 15] = [
         "bpf_prog_",
         "bpf_trampoline_",
         "__bpf_prog_",
         "bpf_trace_run",
+        // A tracepoint's probe iterator and its static-call trampoline (raw tracepoints).
+        "__traceiter_",
+        "__SCT__",
+        "__bpf_trace_",
         "trace_call_bpf",
         "perf_trace_",
         "perf_syscall_",

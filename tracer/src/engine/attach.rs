@@ -11,6 +11,7 @@ use aya::programs::{Program, ProgramError, uprobe::UProbeScope};
 use tracer_ebpf::*;
 
 use super::errors::classify;
+use super::raw_syscalls;
 use super::slots::{SlotKind, SlotsInUse, detached_last};
 use super::{AttachFailure, Engine, EngineError, Slot, TpRole, map_error};
 use crate::kernel::tracefs;
@@ -149,11 +150,59 @@ impl Engine {
             flags,
             arg_off,
         };
+        if let Some((nr, end)) = raw_syscalls::syscall_of(category, name)
+            && let Some(conf) = routed_conf(conf)
+            && self.raw_syscalls_ready()
+            && let Some(slot) = self.attach_routed(nr, end, conf)?
+        {
+            if let Slot::Tracepoint(j) = slot {
+                self.tp_points[j] = Some(format!("{category}:{name}"));
+            }
+            return Ok(Ok(slot));
+        }
+        // A role that reads no field of the event can take the raw tracepoint of the same
+        // name (syscall events have none: they are routed above or attached per event).
+        if flags & SLOT_FLAG_TRACKED_FD == 0
+            && category != "syscalls"
+            && let Some(j) = self.slots.free(SlotKind::Tracepoint)
+        {
+            let slot = Slot::new(SlotKind::Tracepoint, j);
+            let index = slot.conf_index();
+            if self.attach_raw_slot(j, name, conf, |e, c| e.set_slot(index, c))? {
+                self.slots.set(&slot, true);
+                self.tp_points[j] = Some(format!("{category}:{name}"));
+                return Ok(Ok(slot));
+            }
+        }
         let res = self.attach_slot(AttachPoint::Tracepoint { category, name }, conf)?;
         if let Ok(Slot::Tracepoint(j)) = res {
             self.tp_points[j] = Some(format!("{category}:{name}"));
         }
         Ok(res)
+    }
+
+    /// A tracepoint slot fed by the raw syscall pair: configured, then routed (so the exit
+    /// route of a bracket exists before its entry's). None, with nothing changed, when the
+    /// syscall's route is full or no slot is free.
+    fn attach_routed(
+        &mut self,
+        nr: u32,
+        end: raw_syscalls::End,
+        conf: SlotConf,
+    ) -> Result<Option<Slot>, EngineError> {
+        let Some(j) = self.slots.free(SlotKind::Tracepoint) else {
+            return Ok(None);
+        };
+        let slot = Slot::new(SlotKind::Tracepoint, j);
+        self.set_slot(slot.conf_index(), conf)?;
+        self.route_nrs.insert(nr);
+        if !self.route_slot(nr, end, j)? {
+            self.set_slot(slot.conf_index(), SlotConf::default())?;
+            return Ok(None);
+        }
+        self.routed.push((nr, j));
+        self.slots.set(&slot, true);
+        Ok(Some(slot))
     }
 
     /// Time calls of the user-space function `symbol` in `binary` as target `target`.
@@ -223,6 +272,8 @@ impl Engine {
         self.slots.set(slot, false);
         if let Slot::Tracepoint(j) = *slot {
             self.tp_points[j] = None;
+            let _ = self.unroute_slot(j);
+            self.unload_prog(&raw_syscalls::raw_slot_program(j));
         }
         for p in slot.programs() {
             self.unload_prog(&p);
@@ -243,7 +294,7 @@ impl Engine {
         }
     }
 
-    fn unload_prog(&mut self, name: &str) {
+    pub(super) fn unload_prog(&mut self, name: &str) {
         if let Some(p) = self.bpf.program_mut(name) {
             unload(p);
         }
@@ -279,12 +330,35 @@ impl Engine {
         }
         self.slots = SlotsInUse::new();
         self.fd_tracking = false;
+        // The routes outlive the programs in the map: a later attach must not find them.
+        for nr in std::mem::take(&mut self.route_nrs) {
+            let _ = self.update_route(nr, |r| *r = SyscallRoute::default());
+        }
+        self.routed.clear();
+        self.raw = Default::default();
     }
 
     /// Names of attach points currently used by tracepoint slots.
     pub fn tracepoint_points(&self) -> Vec<String> {
         self.tp_points.iter().flatten().cloned().collect()
     }
+}
+
+/// `conf` for a slot fed by the raw syscall pair: a tracked fd is then read from the
+/// argument's register in `struct pt_regs` rather than from the event record. None when the
+/// record offset is not one of the six syscall arguments (`syscalls:*` records hold the
+/// number at 8 and the arguments from 16, 8 bytes each).
+fn routed_conf(conf: SlotConf) -> Option<SlotConf> {
+    let mut c = conf;
+    c.flags |= SLOT_FLAG_RAW_SYSCALL;
+    if conf.flags & SLOT_FLAG_TRACKED_FD != 0 {
+        let off = conf.arg_off.checked_sub(16)?;
+        if off % 8 != 0 {
+            return None;
+        }
+        c.arg_off = *PT_REGS_ARGS.get((off / 8) as usize)?;
+    }
+    Some(c)
 }
 
 /// Threads that close links at the end of a run.
@@ -299,6 +373,7 @@ fn unload(prog: &mut Program) {
         Program::TracePoint(p) => p.unload(),
         Program::UProbe(p) => p.unload(),
         Program::PerfEvent(p) => p.unload(),
+        Program::RawTracePoint(p) => p.unload(),
         _ => Ok(()),
     };
 }

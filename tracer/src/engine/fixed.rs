@@ -5,6 +5,8 @@ use std::path::Path;
 use aya::programs::perf_event::{PerfEventConfig, PerfEventScope, SamplePolicy, SoftwareEvent};
 use aya::programs::{PerfEvent, TracePoint, UProbe, uprobe::UProbeScope};
 
+use tracer_ebpf::{ROUTE_FD_CLOSE, ROUTE_FD_OPENAT};
+
 use super::{AttachFailure, Engine, EngineError};
 use crate::kernel::tracefs;
 
@@ -37,7 +39,36 @@ impl Engine {
         Ok(())
     }
 
+    /// The scheduler's programs: as raw tracepoints where the kernel takes them and its BTF
+    /// says where `task_struct` keeps the pid (their arguments are task pointers), else as
+    /// perf tracepoints (see `raw_syscalls` for why raw ones are preferred).
     pub(super) fn attach_scheduler(&mut self) -> Result<(), EngineError> {
+        const RAW: [(&str, &str); 3] = [
+            ("rsched_switch", "sched_switch"),
+            ("rsched_fork", "sched_process_fork"),
+            ("rsched_exit", "sched_process_exit"),
+        ];
+        let pid_off = crate::kernel::btf::KernelBtf::from_sys_fs()
+            .ok()
+            .and_then(|b| b.member_offset("task_struct", "pid"));
+        if self.raw_allowed()
+            && let Some(off) = pid_off
+        {
+            self.config.task_pid_off = off;
+            self.write_config()?;
+            match RAW
+                .iter()
+                .try_for_each(|(prog, tp)| self.attach_raw_to(prog, tp))
+            {
+                Ok(()) => return Ok(()),
+                Err(e) => {
+                    log::debug!("scheduler tracepoints as perf events: {e}");
+                    for (prog, _) in RAW {
+                        self.unload_prog(prog);
+                    }
+                }
+            }
+        }
         self.tracepoint("sched_switch", "sched", "sched_switch")?;
         self.tracepoint("sched_fork", "sched", "sched_process_fork")?;
         self.tracepoint("sched_exit", "sched", "sched_process_exit")?;
@@ -91,6 +122,19 @@ impl Engine {
         self.config.path_prefix_len = prefix.len() as u32;
         self.write_config()?;
         if self.fd_tracking {
+            return Ok(Ok(()));
+        }
+        if self.raw_syscalls_ready()
+            && let (Some(openat), Some(close)) = (
+                crate::kernel::syscalls::number("openat"),
+                crate::kernel::syscalls::number("close"),
+            )
+        {
+            for (nr, flag) in [(openat, ROUTE_FD_OPENAT), (close, ROUTE_FD_CLOSE)] {
+                self.route_nrs.insert(nr);
+                self.update_route(nr, |r| r.fd |= flag)?;
+            }
+            self.fd_tracking = true;
             return Ok(Ok(()));
         }
         for (prog, name) in [

@@ -9,8 +9,10 @@ use super::{Engine, EngineError, map_error};
 impl Engine {
     /// Attach the cheapest possible probe of a mechanism (a per-CPU counter increment) to
     /// `point`: the floor against which the span machinery's cost is measured.
-    /// `mech` is "tracepoint" (point = category:name), "kprobe" or "fentry" (point = function;
-    /// both ends are counted, kprobe+kretprobe or fentry+fexit, so a call makes 2 hits).
+    /// `mech` is "tracepoint" (point = category:name), "raw-syscall" (point = a syscall name:
+    /// raw `sys_enter` and `sys_exit` counting that syscall, 2 hits a call), "kprobe" or
+    /// "fentry" (point = function; both ends are counted, kprobe+kretprobe or fentry+fexit,
+    /// so a call makes 2 hits).
     /// With `timed`, the programs also read the clock at both ends and keep the entry time
     /// until the exit: the floor of any timing probe.
     pub fn attach_floor(
@@ -32,6 +34,37 @@ impl Engine {
                     source: ProgramError::NotAttached,
                 })?;
                 self.tracepoint(&format!("floor_tp{sfx}"), cat, name)?;
+            }
+            "raw-syscall" => {
+                let nr =
+                    crate::kernel::syscalls::number(point).ok_or_else(|| EngineError::Program {
+                        what: format!("{what}: no such x86_64 syscall"),
+                        source: ProgramError::NotAttached,
+                    })?;
+                // Config::default() zeroes them, and 0 is read(): mark both unused first.
+                let nrs = &mut self.config.floor_nrs;
+                let first = !self.floor_raw;
+                if first {
+                    *nrs = [u32::MAX; 2];
+                }
+                let Some(free) = nrs.iter_mut().find(|n| **n == u32::MAX) else {
+                    return Err(EngineError::Program {
+                        what: format!("{what}: the raw-syscall floor counts at most 2 syscalls"),
+                        source: ProgramError::NotAttached,
+                    });
+                };
+                *free = nr;
+                self.write_config()?;
+                if first {
+                    let (enter, exit) = if timed {
+                        ("floor_rt_enter", "floor_rt_exit")
+                    } else {
+                        ("floor_raw_enter", "floor_raw_exit")
+                    };
+                    self.attach_raw_to(exit, "sys_exit")?;
+                    self.attach_raw_to(enter, "sys_enter")?;
+                    self.floor_raw = true;
+                }
             }
             "kprobe" => {
                 for prog in ["floor_kprobe", "floor_kretprobe"] {

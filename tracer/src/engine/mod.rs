@@ -6,7 +6,8 @@
 //! left attached. The order slots are attached and detached in is kept by `attach`.
 //!
 //! Layout: `slots` (the attach slots), `attach` (their one attach sequence), `fixed` (programs
-//! attached by name), `user_probes` (USDT and phase-function uprobes), `filter` (the traced
+//! attached by name), `raw_syscalls` (syscall tracepoints fed by one raw pair),
+//! `user_probes` (USDT and phase-function uprobes), `filter` (the traced
 //! tasks), `maps` (aggregates and snapshots), `floor` (the benchmark floor), `probe_runs`
 //! (what attached probes cost), `errors`.
 use std::path::{Path, PathBuf};
@@ -24,6 +25,7 @@ mod fixed;
 mod floor;
 mod maps;
 mod probe_runs;
+mod raw_syscalls;
 mod slots;
 mod user_probes;
 
@@ -111,6 +113,16 @@ pub struct Engine {
     pub sample_period_ns: u64,
     /// Tracepoint slot -> "category:name" for reporting.
     tp_points: [Option<String>; TP_SLOTS],
+    /// The raw syscall pair: attached, refused, or not tried.
+    raw: raw_syscalls::RawState,
+    /// (syscall number, tracepoint slot) of every slot fed through `SYSCALL_ROUTES`.
+    routed: Vec<(u32, usize)>,
+    /// Syscall numbers whose route was written (cleared again at detach).
+    route_nrs: std::collections::BTreeSet<u32>,
+    /// Some tracepoint was attached as a raw tracepoint in this engine's life.
+    raw_used: bool,
+    /// The raw-syscall floor programs are attached (benchmarks).
+    floor_raw: bool,
 }
 
 impl Engine {
@@ -188,6 +200,11 @@ impl Engine {
             options,
             sample_period_ns,
             tp_points: Default::default(),
+            raw: Default::default(),
+            routed: Vec::new(),
+            route_nrs: Default::default(),
+            raw_used: false,
+            floor_raw: false,
         };
         engine.init_config()?;
         if engine.options.scheduler {
@@ -205,6 +222,11 @@ impl Engine {
 
     pub fn btf(&self) -> Option<&Btf> {
         self.btf.as_ref()
+    }
+
+    /// Whether tracepoints were attached as raw tracepoints (see `raw_syscalls`).
+    pub fn raw_tracepoints(&self) -> bool {
+        self.raw_used
     }
 
     pub fn btf_error(&self) -> Option<&str> {

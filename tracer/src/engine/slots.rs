@@ -143,10 +143,13 @@ impl SlotsInUse {
     }
 }
 
-/// Programs `detach_all` closes after all others: the exit side of every slot pair, and the
-/// scheduler's (a switch or exit ends what an entry began).
+/// Programs `detach_all` closes after all others: the exit side of every slot pair, the raw
+/// syscall exit (it ends what the raw entry began), and the scheduler's (a switch or exit
+/// ends what an entry began).
 pub(super) fn detached_last(name: &str) -> bool {
     name.starts_with("sched_")
+        || name.starts_with("rsched_")
+        || name == "raw_sys_exit"
         || SlotKind::ALL
             .iter()
             .filter_map(|k| k.spec().exit)
@@ -189,10 +192,22 @@ mod tests {
                 assert!(detached_last(exit), "{exit}");
             }
         }
-        for name in ["sched_switch", "sched_exit", "sched_fork"] {
+        for name in [
+            "sched_switch",
+            "sched_exit",
+            "sched_fork",
+            "rsched_switch",
+            "raw_sys_exit",
+        ] {
             assert!(detached_last(name), "{name}");
         }
-        for name in ["floor_fexit", "floor_kretprobe", "phase_fn_exit", "sampler"] {
+        for name in [
+            "floor_fexit",
+            "floor_kretprobe",
+            "phase_fn_exit",
+            "sampler",
+            "raw_sys_enter",
+        ] {
             assert!(!detached_last(name), "{name}");
         }
     }

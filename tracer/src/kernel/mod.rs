@@ -1,9 +1,11 @@
 //! Facts about the running kernel that decide how each target can be measured: symbols
 //! (kallsyms), BTF, tracefs events and their record layouts, privileges; and the symbolization
 //! of kernel stack addresses.
+pub mod btf;
 pub mod kallsyms;
 pub mod privileges;
 pub mod symbolize;
+pub mod syscalls;
 pub mod tracefs;
 
 use crate::rundata::KernelInfo;

@@ -112,6 +112,7 @@ impl Session {
             verify_time: self.verify_time,
             probe_cost_time: self.probe_cost_time,
             detach_time,
+            raw_tracepoints: self.engine.raw_tracepoints(),
         };
         let (run, stacks) = collect::build_run(&snap, &target_names, &ksyms, &mut usyms, facts);
         let dir = write_run(writer, &run, &stacks)?;

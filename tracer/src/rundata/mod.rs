@@ -123,6 +123,10 @@ pub struct Resources {
     pub peak_rss_kib: u64,
     /// Kernel memory locked by the tracer's BPF maps (sum of their `memlock`).
     pub map_memlock_bytes: u64,
+    /// Tracepoints were attached as raw tracepoints (the scheduler's, syscalls through
+    /// `raw_syscalls`), not as one perf event each.
+    #[serde(default)]
+    pub raw_tracepoints: bool,
 }
 
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
