@@ -91,12 +91,28 @@ impl Attach {
         ))
     }
 
-    /// Arguments of `tracer __floor` and the hits one traced call makes: 2 either way. A
-    /// counter on every point for tracepoints (a call enters and exits one syscall); on both
-    /// ends of the one function for fentry/kprobe (fentry+fexit, kprobe+kretprobe).
-    pub fn floor_args(&self) -> (String, String, u64) {
+    /// Arguments of `tracer __floor` and the hits one traced call makes: 2 either way. For
+    /// syscall tracepoints, the same mechanism as the tracer's: raw `sys_enter`/`sys_exit`
+    /// counting those syscalls (`perf_events`: a counter on every tracepoint as its own perf
+    /// event, a call entering and exiting one syscall); on both ends of the one function for
+    /// fentry/kprobe (fentry+fexit, kprobe+kretprobe).
+    pub fn floor_args(&self, perf_events: bool) -> (String, String, u64) {
         match self.mechanism.as_str() {
-            "tracepoint" => ("tracepoint".into(), self.points.join(","), 2),
+            "tracepoint" if perf_events => ("tracepoint".into(), self.points.join(","), 2),
+            "tracepoint" => {
+                let mut calls: Vec<&str> = self
+                    .points
+                    .iter()
+                    .filter_map(|p| {
+                        let name = p.strip_prefix("syscalls:")?;
+                        name.strip_prefix("sys_enter_")
+                            .or_else(|| name.strip_prefix("sys_exit_"))
+                    })
+                    .collect();
+                calls.sort_unstable();
+                calls.dedup();
+                ("raw-syscall".into(), calls.join(","), 2)
+            }
             m => (m.to_string(), self.points[0].clone(), 2),
         }
     }
@@ -149,9 +165,12 @@ mod tests {
 
     #[test]
     fn floor_arguments() {
-        let (m, p, per) = tp_attach().floor_args();
+        let (m, p, per) = tp_attach().floor_args(true);
         assert_eq!(m, "tracepoint");
         assert_eq!(p.split(',').count(), 4);
+        // Raw: the two syscalls, each counted at its entry and exit.
+        let (m, p, _) = tp_attach().floor_args(false);
+        assert_eq!((m.as_str(), p.as_str()), ("raw-syscall", "wait4,waitid"));
         assert_eq!(
             per, 2,
             "a wait4 call hits its own enter and exit, not waitid's"
@@ -161,6 +180,6 @@ mod tests {
             plan: "fentry".into(),
             points: vec!["do_wait".into()],
         };
-        assert_eq!(f.floor_args(), ("fentry".into(), "do_wait".into(), 2));
+        assert_eq!(f.floor_args(false), ("fentry".into(), "do_wait".into(), 2));
     }
 }

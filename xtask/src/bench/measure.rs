@@ -103,16 +103,25 @@ impl Workload {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Config {
     Untraced,
-    /// `tracer record` with default options (lean = --no-callers --no-samples --no-offcpu).
+    /// `tracer record` with default options (lean = --no-callers --no-samples --no-offcpu);
+    /// `perf_events`: with `TRACER_PERF_TRACEPOINTS=1`, one perf event per tracepoint
+    /// instead of raw tracepoints (the configuration before them, for comparison).
     Tracer {
         lean: bool,
         plan: Option<String>,
+        perf_events: bool,
     },
     Bpftrace,
-    Floor,
+    /// `tracer __floor`: a counter on the same attach points, of the same mechanism as the
+    /// tracer's (`perf_events`: as the tracer with `TRACER_PERF_TRACEPOINTS=1`).
+    Floor {
+        perf_events: bool,
+    },
     /// The floor plus what timing itself needs: a clock read at each end and the entry time
     /// carried to the exit (`tracer __floor --timed`).
-    TimedFloor,
+    TimedFloor {
+        perf_events: bool,
+    },
     /// `tracer record --discover` with no target: sampling only (every kernel stack of the
     /// command's tree, and where it blocks), the mode's whole cost.
     Discover,
@@ -122,11 +131,23 @@ impl Config {
     pub fn name(&self) -> String {
         match self {
             Config::Untraced => "untraced".into(),
-            Config::Tracer { lean: false, .. } => "tracer".into(),
-            Config::Tracer { lean: true, .. } => "tracer-lean".into(),
+            Config::Tracer {
+                lean, perf_events, ..
+            } => format!(
+                "tracer{}{}",
+                if *lean { "-lean" } else { "" },
+                if *perf_events { "-perf-events" } else { "" }
+            ),
             Config::Bpftrace => "bpftrace".into(),
-            Config::Floor => "floor".into(),
-            Config::TimedFloor => "timed-floor".into(),
+            Config::Floor { perf_events } => {
+                format!("floor{}", if *perf_events { "-perf-events" } else { "" })
+            }
+            Config::TimedFloor { perf_events } => {
+                format!(
+                    "timed-floor{}",
+                    if *perf_events { "-perf-events" } else { "" }
+                )
+            }
             Config::Discover => "discover".into(),
         }
     }
@@ -142,6 +163,9 @@ pub struct Sample {
 }
 
 pub const LEAN_FLAGS: [&str; 3] = ["--no-callers", "--no-samples", "--no-offcpu"];
+
+/// The environment that makes the tracer attach one perf event per tracepoint.
+pub const PERF_EVENTS_ENV: &str = "TRACER_PERF_TRACEPOINTS=1";
 
 /// `tracer record --targets TARGET --no-verify --force -o OUT`, then `--attach-json JSON`
 /// when the workload's report is to go into the run: how every traced run here starts.
@@ -195,9 +219,17 @@ pub fn run_config(
                 counted: None,
             })
         }
-        Config::Tracer { lean, plan } => {
+        Config::Tracer {
+            lean,
+            plan,
+            perf_events,
+        } => {
             let out = dir.join(tag);
-            let mut a = record_argv(tools, &w.target, &out, Some(&json));
+            let mut a = Vec::new();
+            if *perf_events {
+                a.extend(argv(["/usr/bin/env", PERF_EVENTS_ENV]));
+            }
+            a.extend(record_argv(tools, &w.target, &out, Some(&json)));
             if *lean {
                 a.extend(argv(LEAN_FLAGS));
             }
@@ -264,10 +296,10 @@ pub fn run_config(
                 counted: Some(calls),
             })
         }
-        Config::Floor | Config::TimedFloor => {
-            let (mech, points, per_call) = attach.floor_args();
+        Config::Floor { perf_events } | Config::TimedFloor { perf_events } => {
+            let (mech, points, per_call) = attach.floor_args(*perf_events);
             let mut a = argv([path_str(&tools.tracer).as_str(), "__floor"]);
-            if *config == Config::TimedFloor {
+            if matches!(config, Config::TimedFloor { .. }) {
                 a.push("--timed".into());
             }
             a.extend(argv([&mech, &points, "--"]));

@@ -94,23 +94,44 @@ pub fn measure(
     ))
 }
 
-/// The ratios worth reporting among the configurations present, with the issue's limits.
-/// The timed floor is held to the floor's limit too: whether any timing probe could meet it.
+/// The ratios worth reporting among the configurations present, with the targets of the
+/// performance issue: against bpftrace, and against the *timed* floor (a counter, two clock
+/// reads and the entry time carried: the least any timing probe can cost), where the lean
+/// tracer is held to 1.3x and the default options to 2x. The timed floor against the bare
+/// floor is kept to show what timing itself costs on this machine (issue 6's 1.5x target,
+/// which no timing probe can meet where that ratio is above it).
 pub fn ratio_pairs(names: &[String]) -> Vec<(String, String, f64)> {
     let mut out = Vec::new();
     let has = |n: &str| names.iter().any(|x| x == n);
     for num in names.iter().filter(|n| n.starts_with("tracer")) {
-        for (den, limit) in [("bpftrace", 1.0), ("floor", 1.5)] {
-            if has(den) {
-                out.push((num.clone(), den.to_string(), limit));
+        let timed_limit = if num.starts_with("tracer-lean") {
+            1.3
+        } else {
+            2.0
+        };
+        // Each against the timed floor of its own mechanism.
+        let timed = if num.ends_with(PERF_EVENTS) {
+            format!("timed-floor{PERF_EVENTS}")
+        } else {
+            "timed-floor".to_string()
+        };
+        for (den, limit) in [("bpftrace".to_string(), 0.5), (timed, timed_limit)] {
+            if has(&den) {
+                out.push((num.clone(), den, limit));
             }
         }
     }
-    if has("timed-floor") && has("floor") {
-        out.push(("timed-floor".into(), "floor".into(), 1.5));
+    for sfx in ["", PERF_EVENTS] {
+        let (t, f) = (format!("timed-floor{sfx}"), format!("floor{sfx}"));
+        if has(&t) && has(&f) {
+            out.push((t, f, 1.5));
+        }
     }
     out
 }
+
+/// The suffix of the configurations that attach one perf event per tracepoint.
+const PERF_EVENTS: &str = "-perf-events";
 
 /// Summaries and ratios from per-round samples (`samples[config][round]`, config 0 untraced).
 pub fn assemble(
@@ -205,11 +226,8 @@ pub fn reassemble(set: &OverheadSet) -> OverheadSet {
                 .collect()
         })
         .collect();
-    let pairs: Vec<(String, String, f64)> = set
-        .ratios
-        .iter()
-        .map(|r| (r.numerator.clone(), r.denominator.clone(), r.limit))
-        .collect();
+    // The pairs and limits of today's rules, not the stored ones: a re-render applies them.
+    let pairs = ratio_pairs(&names);
     let mut out = assemble(
         &set.title,
         &set.workload,
@@ -220,6 +238,20 @@ pub fn reassemble(set: &OverheadSet) -> OverheadSet {
     );
     out.notes = set.notes.clone();
     out
+}
+
+/// `--discover`'s cost as a share of the command's own time per op, one figure per round
+/// (paired with the same round's untraced run, so a slow round cancels out).
+pub fn discover_overhead(set: &OverheadSet) -> Option<Summary> {
+    let base = &set.configs.iter().find(|c| c.name == "untraced")?.ns_per_op;
+    let with = &set.configs.iter().find(|c| c.name == "discover")?.ns_per_op;
+    let per_round: Vec<f64> = with
+        .iter()
+        .zip(base)
+        .filter(|(_, b)| **b > 0.0)
+        .map(|(w, b)| (w / b - 1.0) * 100.0)
+        .collect();
+    Summary::of(&per_round)
 }
 
 pub fn slug(s: &str) -> String {
@@ -261,7 +293,7 @@ mod tests {
 
     #[test]
     fn added_costs_are_paired_per_round_and_ratios_use_medians() {
-        let names = names(&["untraced", "tracer", "bpftrace", "floor"]);
+        let names = names(&["untraced", "tracer", "bpftrace", "timed-floor"]);
         // Round 2 is slower for everyone (a noisy neighbour): pairing removes it.
         let samples = vec![
             vec![s(100.0), s(200.0), s(100.0)],
@@ -278,16 +310,19 @@ mod tests {
         let rb = set.ratio("tracer", "bpftrace").unwrap();
         assert_eq!(
             (rb.of_medians, rb.limit, rb.met),
-            (Some(1.5), 1.0, Some(false))
+            (Some(1.5), 0.5, Some(false))
         );
-        let rf = set.ratio("tracer", "floor").unwrap();
-        assert_eq!((rf.of_medians, rf.met), (Some(6.0), Some(false)));
+        let rf = set.ratio("tracer", "timed-floor").unwrap();
+        assert_eq!(
+            (rf.of_medians, rf.limit, rf.met),
+            (Some(6.0), 2.0, Some(false))
+        );
         assert_eq!(set.rounds, 3);
     }
 
     #[test]
     fn ratio_to_a_cost_lost_in_noise_is_none() {
-        let names = names(&["untraced", "tracer", "floor"]);
+        let names = names(&["untraced", "tracer", "timed-floor"]);
         // The floor's added cost: +5, -4, +1 over three rounds: its lower quartile is not
         // above zero, so the median (+1) is noise and no ratio is claimed.
         let samples = vec![
@@ -296,9 +331,12 @@ mod tests {
             vec![s(105.0), s(96.0), s(101.0)],
         ];
         let set = set_of(&names, &samples);
-        let r = set.ratio("tracer", "floor").unwrap();
+        let r = set.ratio("tracer", "timed-floor").unwrap();
         assert_eq!((r.of_medians, r.met), (None, None));
-        assert_eq!(set.config("floor").unwrap().added_ns.unwrap().median, 1.0);
+        assert_eq!(
+            set.config("timed-floor").unwrap().added_ns.unwrap().median,
+            1.0
+        );
         assert!(set.ratio("tracer", "bpftrace").is_none());
 
         // The other way round: a tracer whose added cost is lost in the noise (-35, +10, -2)
@@ -309,22 +347,34 @@ mod tests {
             vec![s(120.0), s(120.0), s(120.0)],
         ];
         let set = set_of(&names, &samples);
-        let r = set.ratio("tracer", "floor").unwrap();
+        let r = set.ratio("tracer", "timed-floor").unwrap();
         assert_eq!((r.of_medians, r.met), (None, None));
     }
 
     #[test]
     fn reassembling_stored_figures_gives_the_same_set() {
-        let names = names(&["untraced", "tracer", "floor"]);
+        let names = names(&["untraced", "tracer", "tracer-lean", "timed-floor", "floor"]);
         let samples = vec![
             vec![s(100.0), s(110.0)],
             vec![s(300.0), s(320.0)],
+            vec![s(255.0), s(265.0)],
             vec![s(150.0), s(160.0)],
+            vec![s(120.0), s(130.0)],
         ];
         let mut set = set_of(&names, &samples);
         set.notes.push("kept".into());
         assert_eq!(reassemble(&set), set);
-        assert_eq!(set.ratio("tracer", "floor").unwrap().of_medians, Some(4.1));
+        assert_eq!(
+            set.ratio("tracer", "timed-floor").unwrap().of_medians,
+            Some(4.1)
+        );
+        let lean = set.ratio("tracer-lean", "timed-floor").unwrap();
+        assert_eq!((lean.of_medians, lean.limit), (Some(3.1), 1.3));
+        assert!(
+            set.ratio("tracer", "floor").is_none(),
+            "the bare floor is no target now"
+        );
+        assert!(set.ratio("timed-floor", "floor").is_some());
     }
 
     #[test]

@@ -103,7 +103,8 @@ pub fn markdown(r: &Results) -> String {
     // Targets.
     md.push_str("## Targets\n\n| target | measured | |\n| --- | --- | --- |\n");
     for t in &r.targets {
-        let _ = writeln!(md, "| {} | {} | {} |", t.target, t.measured, verdict(t.met));
+        let v = if t.info { "stated" } else { verdict(t.met) };
+        let _ = writeln!(md, "| {} | {} | {} |", t.target, t.measured, v);
     }
     md.push('\n');
     missed::why_missed(&mut md, r);
@@ -168,16 +169,22 @@ pub fn markdown(r: &Results) -> String {
 #[cfg(test)]
 mod tests {
     use super::super::measure::{Attach, Sample, Workload};
+    use super::super::overhead::discover_overhead;
     use super::super::overhead::{assemble, ratio_pairs};
     use super::super::{BenchOptions, Meta, Plan, Results, TargetCheck, evaluate, loss};
-    use super::overhead::discover_overhead;
     use super::*;
 
     fn results() -> Results {
-        let names: Vec<String> = ["untraced", "tracer", "tracer-lean", "bpftrace", "floor"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let names: Vec<String> = [
+            "untraced",
+            "tracer",
+            "tracer-lean",
+            "bpftrace",
+            "timed-floor",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
         let mk = |v: &[f64]| -> Vec<Sample> {
             v.iter()
                 .map(|&ns_per_op| Sample {
@@ -298,11 +305,14 @@ mod tests {
                 .find(|t| t.target.contains(s))
                 .unwrap_or_else(|| panic!("no target {s}: {:?}", r.targets))
         };
-        // tracer added 1860 vs bpftrace 400: 4.65 > 1.0.
+        // tracer added 1860 vs bpftrace 400: 4.65 > 0.5.
         let t = find("tracer / bpftrace");
         assert_eq!(t.met, Some(false));
         assert_eq!(t.measured, "4.65");
-        assert_eq!(find("tracer-lean / floor").met, Some(false));
+        // lean 600 vs the timed floor 80: 7.5 > 1.3.
+        let lean = find("tracer-lean / timed-floor");
+        assert_eq!((lean.met, lean.measured.as_str()), (Some(false), "7.50"));
+        assert!(lean.target.ends_with("<= 1.3"), "{}", lean.target);
         assert_eq!(find("zero loss").met, Some(true));
         assert_eq!(find("peak RSS").met, Some(true));
         assert!(find("peak RSS").measured.starts_with("68.4 MiB"));

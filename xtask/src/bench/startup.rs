@@ -8,7 +8,7 @@ use anyhow::{Context, Result, anyhow};
 use serde::{Deserialize, Serialize};
 
 use super::exec::{Cmd, Output, argv, path_str};
-use super::measure::{Attach, Tools, TracerRun, run_bpftrace};
+use super::measure::{Attach, PERF_EVENTS_ENV, Tools, TracerRun, run_bpftrace};
 use super::stats::Summary;
 
 /// One tool configuration over the repetitions.
@@ -53,6 +53,8 @@ enum Tool {
     Tracer {
         targets: Option<String>,
         verify: bool,
+        /// One perf event per tracepoint instead of raw tracepoints.
+        perf_events: bool,
     },
     Bpftrace {
         script: String,
@@ -66,6 +68,7 @@ pub fn measure(tools: &Tools, getpid: &Attach, reps: usize) -> Result<Startup> {
             Tool::Tracer {
                 targets: Some("getpid".into()),
                 verify: false,
+                perf_events: false,
             },
         ),
         (
@@ -73,6 +76,7 @@ pub fn measure(tools: &Tools, getpid: &Attach, reps: usize) -> Result<Startup> {
             Tool::Tracer {
                 targets: Some("getpid".into()),
                 verify: true,
+                perf_events: false,
             },
         ),
         (
@@ -80,6 +84,7 @@ pub fn measure(tools: &Tools, getpid: &Attach, reps: usize) -> Result<Startup> {
             Tool::Tracer {
                 targets: None,
                 verify: false,
+                perf_events: false,
             },
         ),
         (
@@ -87,6 +92,15 @@ pub fn measure(tools: &Tools, getpid: &Attach, reps: usize) -> Result<Startup> {
             Tool::Tracer {
                 targets: None,
                 verify: true,
+                perf_events: false,
+            },
+        ),
+        (
+            format!("{PERF_EVENTS_ENV} tracer record (default targets, verified)"),
+            Tool::Tracer {
+                targets: None,
+                verify: true,
+                perf_events: true,
             },
         ),
     ];
@@ -107,15 +121,24 @@ pub fn measure(tools: &Tools, getpid: &Attach, reps: usize) -> Result<Startup> {
             let tag = format!("startup-{i}-r{r}");
             let a = &mut acc[i];
             let out: Output = match tool {
-                Tool::Tracer { targets, verify } => {
+                Tool::Tracer {
+                    targets,
+                    verify,
+                    perf_events,
+                } => {
                     let run_dir = dir.join(&tag);
-                    let mut args = argv([
+                    let mut args = if *perf_events {
+                        argv(["/usr/bin/env", PERF_EVENTS_ENV])
+                    } else {
+                        Vec::new()
+                    };
+                    args.extend(argv([
                         path_str(&tools.tracer).as_str(),
                         "record",
                         "--force",
                         "-o",
                         &path_str(&run_dir),
-                    ]);
+                    ]));
                     if let Some(t) = targets {
                         args.extend(argv(["--targets", t]));
                     }

@@ -22,21 +22,18 @@ pub(super) fn why_missed(md: &mut String, r: &Results) {
     let overhead_missed = missed.iter().any(|t| t.contains("added ns per call"));
     if overhead_missed {
         md.push_str(
-            "- **Added cost per call.** The misses are against the floor, a bare per-CPU \
-             counter. Timing a call needs more than counting it, whoever does it: a clock read \
-             at entry and at exit, and the entry time carried from one to the other. The \
-             *timed-floor* configuration does exactly that and nothing else (the entry time \
-             in a per-CPU slot, which is only right for calls that do not migrate), so it is \
-             the least any timing probe can cost; where it already costs more than 1.5x the \
-             floor, no timing probe can meet that target on this machine. Per call the tracer \
-             does one hash lookup at entry and one at exit (the thread's state, where open \
-             calls are kept so nested, recursive and blocking calls pair exactly) and then only \
-             array updates: the phase and its aggregate row are cached in the thread's state, \
-             counts and sums go to a per-CPU array, the two histogram buckets to an array. \
-             With default options, calls shorter than 20 us also have their kernel and user \
-             stacks walked 1 time in 64 (longer calls every time), the on-CPU sampler runs at \
-             999 Hz and blocked calls record where they blocked: the difference between \
-             *tracer* and *tracer-lean*.\n",
+            "- **Added cost per call.** The reference is the *timed floor*: a per-CPU \
+             counter, a clock read at entry and at exit and the entry time carried between \
+             them in a per-CPU slot (right only for calls that neither block nor migrate), the \
+             least any timing probe of that mechanism can cost. Per call the tracer does, \
+             beyond that, one hash lookup at entry and one at exit (the thread's state, where \
+             open calls are kept so that nested, recursive, blocking and migrating calls pair \
+             exactly, and where the phase and its aggregate row are cached), the process-tree \
+             filter, and the aggregation: counts, sums, extremes and the loop trip count in a \
+             per-CPU array, two histogram buckets by atomic add. With default options, calls \
+             shorter than 20 us also have their kernel and user stacks walked 1 time in 64 \
+             (longer calls every time), the on-CPU sampler runs at 999 Hz and blocked calls \
+             record where they blocked: the difference between *tracer* and *tracer-lean*.\n",
         );
         for set in r
             .overhead
@@ -56,9 +53,9 @@ pub(super) fn why_missed(md: &mut String, r: &Results) {
             {
                 let _ = writeln!(
                     md,
-                    "  - {}: timing alone costs {:.2}x the floor ({} vs {} ns added per call); \
-                     the lean tracer costs {:.2}x that timed floor ({} ns): the thread-state \
-                     lookups and the aggregation.",
+                    "  - {}: timing alone costs {:.2}x the bare floor ({} vs {} ns added per \
+                     call); the lean tracer, the best configuration measured, costs {:.2}x that \
+                     timed floor ({} ns): the thread-state lookups and the aggregation.",
                     set.title,
                     t / f,
                     ns(t),
@@ -127,6 +124,36 @@ pub(super) fn why_missed(md: &mut String, r: &Results) {
              reading BTF and kallsyms, and, unless `--no-verify`, one calibration workload per \
              target; compare attach_ms and verify_ms in section 3.\n",
         );
+    }
+    if missed.iter().any(|t| t.contains("detached in")) {
+        let fig = |name: &str| {
+            r.startup.as_ref().and_then(|s| {
+                s.results
+                    .iter()
+                    .find(|x| x.name == name)
+                    .and_then(|x| x.detach_ms)
+                    .map(|m| m.median)
+            })
+        };
+        let few = fig("tracer record --targets getpid --no-verify");
+        let all = fig("tracer record (default targets, verified)");
+        md.push_str(
+            "- **Detach.** Closing the last perf event of a tracepoint (or uprobe) waits for \
+             RCU grace periods (`perf_trace_event_unreg` calls \
+             `tracepoint_synchronize_unregister`) while holding the kernel's `event_mutex`: one \
+             after another, whatever the number of threads closing them. The tracer attaches \
+             tracepoints as raw tracepoints where the kernel takes them (syscalls routed \
+             through `raw_syscalls`, the scheduler's by BTF), which unregister without that \
+             wait; what is left are uprobes (phase markers, USDT) and kernels that refuse raw \
+             tracepoints",
+        );
+        if let (Some(few), Some(all)) = (few, all) {
+            let _ = write!(
+                md,
+                ": {few:.0} ms for `--targets getpid`, {all:.0} ms for the default targets"
+            );
+        }
+        md.push_str(".\n");
     }
     if missed.iter().any(|t| t.contains("RSS")) {
         md.push_str(

@@ -4,23 +4,8 @@
 use std::fmt::Write;
 
 use super::{ns, spread, verdict};
-use crate::bench::overhead::OverheadSet;
-use crate::bench::stats::Summary;
+use crate::bench::overhead::{OverheadSet, discover_overhead};
 use crate::bench::vmbench::VmSection;
-
-/// `--discover`'s cost as a share of the command's own time per op, one figure per round
-/// (paired with the same round's untraced run, so a slow round cancels out).
-pub(super) fn discover_overhead(set: &OverheadSet) -> Option<Summary> {
-    let base = &set.configs.iter().find(|c| c.name == "untraced")?.ns_per_op;
-    let with = &set.configs.iter().find(|c| c.name == "discover")?.ns_per_op;
-    let per_round: Vec<f64> = with
-        .iter()
-        .zip(base)
-        .filter(|(_, b)| **b > 0.0)
-        .map(|(w, b)| (w / b - 1.0) * 100.0)
-        .collect();
-    Summary::of(&per_round)
-}
 
 /// The smallest and the largest count over the runs that counted.
 fn counted_range(counted: &[Option<u64>]) -> Option<(u64, u64)> {
