@@ -232,10 +232,13 @@ pub struct SyscallRoute {
     pub fd: u32,
 }
 
-/// openat(): a path matching the prefix makes its returned fd tracked.
+/// openat() and openat2(): a path (argument 1) matching the prefix makes the returned fd
+/// tracked.
 pub const ROUTE_FD_OPENAT: u32 = 1 << 0;
 /// close(): the fd is no longer tracked.
 pub const ROUTE_FD_CLOSE: u32 = 1 << 1;
+/// open(), whose path is argument 0 (what musl's open() calls on x86_64).
+pub const ROUTE_FD_OPEN: u32 = 1 << 2;
 
 /// `struct pt_regs` on x86_64: where a syscall's arguments and number are.
 pub const PT_REGS_ORIG_AX: u32 = 120;

@@ -48,8 +48,14 @@ pub fn raw_sys_enter(ctx: RawTracePointContext) -> u32 {
     let Some(r) = route(nr) else { return 0 };
     let r = *r;
     if r.fd & ROUTE_FD_OPENAT != 0 {
-        // openat(dfd, filename, flags, mode)
+        // openat(dfd, filename, flags, mode), openat2(dfd, filename, how, size)
         if let Some(fname) = reg(regs, PT_REGS_ARGS[1]) {
+            openat_entered(fname);
+        }
+    }
+    if r.fd & ROUTE_FD_OPEN != 0 {
+        // open(filename, flags, mode)
+        if let Some(fname) = reg(regs, PT_REGS_ARGS[0]) {
             openat_entered(fname);
         }
     }
@@ -79,7 +85,7 @@ pub fn raw_sys_exit(ctx: RawTracePointContext) -> u32 {
     };
     let Some(r) = route(nr) else { return 0 };
     let r = *r;
-    if r.fd & ROUTE_FD_OPENAT != 0 {
+    if r.fd & (ROUTE_FD_OPENAT | ROUTE_FD_OPEN) != 0 {
         openat_returned(ret);
     }
     let mut i = 0;

@@ -309,13 +309,23 @@ impl Engine {
             .bpf
             .programs_mut()
             .partition(|(name, _)| detached_last(name));
-        // Closing a tracepoint's perf event waits for an RCU grace period (tens of
-        // milliseconds), one after the other when done in one thread: ~1.5 s for the default
-        // targets. Programs are independent, so each group is closed from several threads.
+        // Closing a perf event (perf tracepoints, kprobes, uprobes) can wait for an RCU
+        // grace period; those are spread over threads. Links (raw tracepoints, fentry/fexit)
+        // close at once and patch kernel text: one after the other, in this thread, so no
+        // two text patches race (the kernel serialises them anyway).
         for group in [&mut entries, &mut exits] {
-            let threads = group.len().clamp(1, DETACH_THREADS);
+            let (links, events): (Vec<_>, Vec<_>) = group.drain(..).partition(|(_, p)| {
+                matches!(
+                    p,
+                    Program::RawTracePoint(_) | Program::FEntry(_) | Program::FExit(_)
+                )
+            });
+            for (_, prog) in links {
+                unload(prog);
+            }
+            let threads = events.len().clamp(1, DETACH_THREADS);
             let mut shares: Vec<Vec<&mut Program>> = (0..threads).map(|_| Vec::new()).collect();
-            for (i, (_, prog)) in group.drain(..).enumerate() {
+            for (i, (_, prog)) in events.into_iter().enumerate() {
                 shares[i % threads].push(prog);
             }
             std::thread::scope(|s| {

@@ -5,7 +5,7 @@ use std::path::Path;
 use aya::programs::perf_event::{PerfEventConfig, PerfEventScope, SamplePolicy, SoftwareEvent};
 use aya::programs::{PerfEvent, TracePoint, UProbe, uprobe::UProbeScope};
 
-use tracer_ebpf::{ROUTE_FD_CLOSE, ROUTE_FD_OPENAT};
+use tracer_ebpf::{ROUTE_FD_CLOSE, ROUTE_FD_OPEN, ROUTE_FD_OPENAT};
 
 use super::{AttachFailure, Engine, EngineError};
 use crate::kernel::tracefs;
@@ -124,15 +124,20 @@ impl Engine {
         if self.fd_tracking {
             return Ok(Ok(()));
         }
-        if self.raw_syscalls_ready()
-            && let (Some(openat), Some(close)) = (
-                crate::kernel::syscalls::number("openat"),
-                crate::kernel::syscalls::number("close"),
-            )
-        {
-            for (nr, flag) in [(openat, ROUTE_FD_OPENAT), (close, ROUTE_FD_CLOSE)] {
-                self.route_nrs.insert(nr);
-                self.update_route(nr, |r| r.fd |= flag)?;
+        // Through the raw routes every way of opening a file is seen: open() too, which
+        // musl's open() uses (a static musl program would otherwise go untracked); the perf
+        // event fallback below follows openat() only.
+        if self.raw_syscalls_ready() {
+            for (call, flag) in [
+                ("openat", ROUTE_FD_OPENAT),
+                ("openat2", ROUTE_FD_OPENAT),
+                ("open", ROUTE_FD_OPEN),
+                ("close", ROUTE_FD_CLOSE),
+            ] {
+                if let Some(nr) = crate::kernel::syscalls::number(call) {
+                    self.route_nrs.insert(nr);
+                    self.update_route(nr, |r| r.fd |= flag)?;
+                }
             }
             self.fd_tracking = true;
             return Ok(Ok(()));
