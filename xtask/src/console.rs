@@ -15,6 +15,18 @@ pub enum Event {
     Exited(i32),
     /// A line reporting a kernel panic (the runner waits briefly for qemu to exit).
     Panic(String),
+    /// The soft-lockup watchdog's report of a CPU stuck in the kernel, with how long.
+    Lockup {
+        line: String,
+        stuck_secs: u64,
+    },
+}
+
+/// `watchdog: BUG: soft lockup - CPU#0 stuck for 52s! [tracer:20732]` -> 52.
+fn soft_lockup_secs(line: &str) -> Option<u64> {
+    let rest = line.split("soft lockup - CPU#").nth(1)?;
+    let secs = rest.split("stuck for ").nth(1)?;
+    secs.split('s').next()?.trim().parse().ok()
 }
 
 /// Text released by the filter, split by when it appeared: before the command started
@@ -136,6 +148,12 @@ impl ConsoleFilter {
         let line = String::from_utf8_lossy(&raw).into_owned();
         if line.contains("Kernel panic") {
             self.events.push(Event::Panic(line.trim().to_string()));
+        }
+        if let Some(stuck_secs) = soft_lockup_secs(&line) {
+            self.events.push(Event::Lockup {
+                line: line.trim().to_string(),
+                stuck_secs,
+            });
         }
         if let Some((marker, rest)) = protocol::find_marker(&line, &self.nonce) {
             // The separator blank line belongs to the exit marker; a start marker follows
@@ -323,6 +341,25 @@ mod tests {
         let (shown, mut f) = feed(&[format!("{fake}\r\n").as_bytes()]);
         assert_eq!(shown, format!("{fake}\n"));
         assert!(f.take_events().is_empty());
+    }
+
+    #[test]
+    fn soft_lockups_are_reported_with_how_long() {
+        let (_, mut f) = feed(&[
+            b"[  524.5] watchdog: BUG: soft lockup - CPU#0 stuck for 52s! [tracer:20732]\r\n",
+        ]);
+        assert_eq!(
+            f.take_events(),
+            vec![Event::Lockup {
+                line: "[  524.5] watchdog: BUG: soft lockup - CPU#0 stuck for 52s! [tracer:20732]"
+                    .into(),
+                stuck_secs: 52
+            }]
+        );
+        assert_eq!(
+            soft_lockup_secs("rcu: INFO: rcu_sched self-detected stall"),
+            None
+        );
     }
 
     #[test]

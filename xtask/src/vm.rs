@@ -98,6 +98,10 @@ pub enum VmStatus {
     /// `silent` (qemu TCG has frozen whole guests); qemu was killed. A command that is
     /// only slow keeps the heartbeat going and ends in [`VmStatus::Timeout`] instead.
     Stalled { after: Duration, silent: Duration },
+    /// A guest CPU stayed stuck in the kernel (the soft-lockup watchdog's `message`, 75 s or
+    /// more) `after` into the run; qemu was killed. Seen under qemu TCG with the other CPU
+    /// still running, so the heartbeat alone does not catch it.
+    LockedUp { after: Duration, message: String },
     /// qemu stopped without the exit marker and without a recognisable panic.
     NoExitMarker { qemu_status: String },
     /// The command finished with `status`, but the output stream was damaged.
@@ -149,7 +153,9 @@ impl VmReport {
         match &self.status {
             VmStatus::Exited(s) => *s,
             VmStatus::KernelPanic { .. } => exit_code::KERNEL_PANIC,
-            VmStatus::Timeout { .. } | VmStatus::Stalled { .. } => exit_code::TIMEOUT,
+            VmStatus::Timeout { .. } | VmStatus::Stalled { .. } | VmStatus::LockedUp { .. } => {
+                exit_code::TIMEOUT
+            }
             VmStatus::NoExitMarker { .. } => exit_code::NO_EXIT_MARKER,
             VmStatus::OutputCorrupt { .. } => exit_code::OUTPUT_CORRUPT,
             VmStatus::Interrupted => exit_code::INTERRUPTED,
@@ -172,6 +178,10 @@ impl VmReport {
                 "the VM ({k}) stopped running {} s into the run: no heartbeat from the guest for {} s; qemu was killed",
                 after.as_secs(),
                 silent.as_secs()
+            )),
+            VmStatus::LockedUp { after, message } => Some(format!(
+                "the VM ({k}) locked up {} s into the run: {message}; qemu was killed",
+                after.as_secs()
             )),
             VmStatus::NoExitMarker { qemu_status } => Some(format!(
                 "the VM ({k}) stopped without reporting an exit status (qemu: {qemu_status}); see {}",

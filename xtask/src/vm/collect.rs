@@ -54,6 +54,8 @@ pub(super) fn collect(
         }
     } else if let Some((after, silent)) = ending.stalled {
         VmStatus::Stalled { after, silent }
+    } else if let Some((after, message)) = ending.locked_up.clone() {
+        VmStatus::LockedUp { after, message }
     } else if ending.timed_out {
         VmStatus::Timeout { after: timeout }
     } else if let Some(message) = seen.panic.clone() {

@@ -47,6 +47,8 @@ pub(super) struct Seen {
     pub(super) panic: Option<String>,
     panic_at: Option<Instant>,
     pub(super) boot_time: Option<Duration>,
+    /// The latest soft-lockup report and how long its CPU had been stuck.
+    lockup: Option<(String, u64)>,
 }
 
 impl Seen {
@@ -63,6 +65,7 @@ impl Seen {
                 self.panic_at = Some(Instant::now());
             }
             Event::Panic(_) => {}
+            Event::Lockup { line, stuck_secs } => self.lockup = Some((line, stuck_secs)),
         }
     }
 }
@@ -96,6 +99,8 @@ pub(super) struct Ending {
     pub(super) timed_out: bool,
     /// The guest stopped running: (time into the run, heartbeat silent for); qemu was killed.
     pub(super) stalled: Option<(Duration, Duration)>,
+    /// A CPU stayed stuck in the guest kernel: (time into the run, the watchdog's line).
+    pub(super) locked_up: Option<(Duration, String)>,
     pub(super) interrupted: bool,
 }
 
@@ -119,6 +124,7 @@ pub(super) fn wait(
     let deadline = started + limits.timeout;
     let mut timed_out = false;
     let mut stalled = None;
+    let mut locked_up = None;
     let mut was_interrupted = false;
     let mut beat = Heartbeat::default();
     let mut beat_checked = started;
@@ -159,6 +165,14 @@ pub(super) fn wait(
                 break guard.kill_and_reap();
             }
         }
+        // A CPU stuck in the kernel this long does not come back (TCG guests have stayed
+        // stuck for the whole timeout, other CPUs still beating): end the run now.
+        if let Some((line, secs)) = &seen.lockup
+            && *secs >= LOCKUP_GIVE_UP_SECS
+        {
+            locked_up = Some((now - started, line.clone()));
+            break guard.kill_and_reap();
+        }
         // panic=-1 reboots at once and -no-reboot turns that into an exit; this only
         // covers a kernel that hangs after the panic message.
         if seen
@@ -179,9 +193,13 @@ pub(super) fn wait(
         qemu_status,
         timed_out,
         stalled,
+        locked_up,
         interrupted: was_interrupted,
     }
 }
+
+/// A soft lockup reported this long ends the run ([`super::VmStatus::LockedUp`]).
+const LOCKUP_GIVE_UP_SECS: u64 = 75;
 
 /// Reads qemu's stdout (the guest console) until EOF: logs it raw, echoes the filtered
 /// text, forwards events. Returns (console text, command output).

@@ -68,7 +68,7 @@ pub fn boot(
     let mut timeouts = 0;
     loop {
         match report.status {
-            VmStatus::Stalled { .. } if stalls < 2 => stalls += 1,
+            VmStatus::Stalled { .. } | VmStatus::LockedUp { .. } if stalls < 2 => stalls += 1,
             VmStatus::Timeout { .. } if timeouts < 1 => timeouts += 1,
             _ => break,
         }
