@@ -259,6 +259,63 @@ fn assert_forced(out: &Path, label: &str, forced: &[(&str, &str)]) {
     v.assert_counts_match(label);
 }
 
+/// The forced syscall brackets count every wait and every read of /proc/sysvipc/*, fed by
+/// the raw_syscalls pair.
+fn assert_brackets_count_exactly(kernel: Kernel) {
+    let out = kernel_out(kernel);
+    let label = kernel.version();
+    assert_eq!(
+        status_of(&out)["bracket"],
+        0,
+        "{label}: bracket record exit"
+    );
+    let v = RunView::load(&out.join("bracket"));
+    assert_eq!(v.run["resources"]["raw_tracepoints"], true, "{label}");
+    for t in ["do_wait", "sysvipc_find_ipc"] {
+        assert_eq!(v.plan(t), "syscall-bracket", "{label}: plan of {t}");
+        let target = v.run["targets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["name"] == t)
+            .unwrap();
+        assert_eq!(target["verification"]["passed"], true, "{label}: {t}");
+    }
+    let waits = v.phases("waitpid-pid");
+    assert_eq!(waits.len(), 2, "{label}: {waits:?}");
+    for (case, n, ops) in waits {
+        assert_eq!(
+            v.calls("do_wait", &case, n),
+            ops,
+            "{label}: waits in {case} N={n}"
+        );
+    }
+    let reads = v.phases("sysvipc");
+    assert!(reads.len() >= 3, "{label}: {reads:?}");
+    for (case, n, ops) in reads {
+        // A full read is one read() returning records and one returning 0, more for a
+        // larger file: never fewer, and never the workload's other reads.
+        let calls = v.calls("sysvipc_find_ipc", &case, n);
+        assert!(
+            calls >= 2 * ops && calls <= ops * (2 + n),
+            "{label}: {calls} read() calls for {ops} full reads of {n} records ({case})"
+        );
+    }
+    assert_eq!(v.run["counters"]["unpaired_exits"], 0, "{label}");
+}
+
+#[test]
+#[ignore = "boots a VM: run through cargo xtask test"]
+fn linux_5_10_syscall_brackets_through_raw_syscalls_count_exactly() {
+    assert_brackets_count_exactly(Kernel::V5_10);
+}
+
+#[test]
+#[ignore = "boots a VM: run through cargo xtask test"]
+fn linux_6_1_syscall_brackets_through_raw_syscalls_count_exactly() {
+    assert_brackets_count_exactly(Kernel::V6_1);
+}
+
 /// get_task_policy's own symbol is present on every kernel here, yet probes on it never
 /// fire on the page path; verification must have said so.
 fn assert_gtp_rejected_by_calibration(out: &Path, label: &str) {
@@ -327,6 +384,13 @@ const GETPID_PLANS: &str = "for plan in fentry kprobe; do
 done
 ";
 
+/// Syscall brackets forced where function probes would be chosen: their tracepoints go
+/// through the raw_syscalls routes, the read bracket through fd tracking of the static musl
+/// workload's open() calls.
+const BRACKETS: &str = "tracer record --targets do_wait,sysvipc_find_ipc --plan do_wait=syscall-bracket --plan sysvipc_find_ipc=syscall-bracket -o /out/bracket -- sh -c 'workloads waitpid --variant waitpid-pid --n 1,10 --iterations 5 && workloads sysvipc --n 1,10,100 --iterations 3'
+echo bracket=$? >> /out/status
+";
+
 /// A kernel without BTF: hide /sys/kernel/btf and ask what the tracer can do.
 const NO_BTF: &str = "mount -t tmpfs none /sys/kernel/btf
 tracer probes --json > /out/nobtf.json 2> /out/nobtf.err
@@ -371,8 +435,10 @@ echo inlined=$? >> /out/status
 ",
             );
             s.push_str(WAITPID_SCALING);
+            s.push_str(BRACKETS);
         }
         Kernel::V6_1 => {
+            s.push_str(BRACKETS);
             s.push_str(&k_forks_script());
             s.push_str(WAITPID_SCALING);
             s.push_str(SPAWN_SWEEP);
