@@ -4,7 +4,7 @@ use aya_ebpf::bindings::BPF_NOEXIST;
 use tracer_ebpf::*;
 
 use crate::{
-    maps::{HIST, SPANS, STACKS},
+    maps::{HIST, SPANS, STACKS, STACKS_INSERTING},
     util::{atomic_add, bump, opaque, target_ix},
 };
 
@@ -88,14 +88,46 @@ pub(crate) fn add_stack(key: &StackKey, ns: u64) {
 
 #[inline(always)]
 pub(crate) fn add_stack_weighted(key: &StackKey, count: u64, ns: u64) {
+    add_stack_in(key, count, ns, false)
+}
+
+/// `add_stack` from the sampler, a perf-event program that runs in NMI context and so may
+/// interrupt another program of ours on the same CPU: raw tracepoint and fentry programs do
+/// not take `bpf_prog_active`, through which perf-event programs exclude each other, and
+/// before 5.11 a hash map insert from an NMI that interrupted an insert holding the same
+/// bucket lock spins on it for ever. So the sampler adds to an existing entry (lock-free) but
+/// does not insert while this CPU is inserting; that sample is counted as a lost stack.
+#[inline(always)]
+pub(crate) fn add_stack_nmi(key: &StackKey, ns: u64) {
+    add_stack_in(key, 1, ns, true)
+}
+
+#[inline(always)]
+fn add_stack_in(key: &StackKey, count: u64, ns: u64, nmi: bool) {
     if let Some(v) = STACKS.get_ptr_mut(key) {
         let v = v as *mut u64;
         atomic_add(v, count);
         atomic_add(unsafe { v.add(1) }, ns);
         return;
     }
+    let Some(inserting) = STACKS_INSERTING.get_ptr_mut(0) else {
+        bump(counter::STACK_ERRORS);
+        return;
+    };
+    if nmi {
+        if unsafe { *inserting } != 0 {
+            bump(counter::STACK_ERRORS);
+            return;
+        }
+    } else {
+        unsafe { *inserting = 1 };
+    }
     let val = StackVal { count, ns };
-    if STACKS.insert(key, &val, BPF_NOEXIST as u64).is_err() {
+    let res = STACKS.insert(key, &val, BPF_NOEXIST as u64);
+    if !nmi {
+        unsafe { *inserting = 0 };
+    }
+    if res.is_err() {
         match STACKS.get_ptr_mut(key) {
             Some(v) => {
                 let v = v as *mut u64;

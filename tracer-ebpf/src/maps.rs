@@ -68,6 +68,10 @@ pub(crate) static HIST: Array<HistRow> = Array::with_max_entries(128 * 8 * 2, 0)
 #[map]
 pub(crate) static STACKS: HashMap<StackKey, StackVal> = HashMap::with_max_entries(32768, 0);
 
+/// 1 while a program on this CPU is inserting into `STACKS` (see `add_stack_weighted`).
+#[map]
+pub(crate) static STACKS_INSERTING: PerCpuArray<u32> = PerCpuArray::with_max_entries(1, 0);
+
 /// Kernel and user stacks, each stored once under a 31-bit id derived from its frames. Not
 /// the kernel's stack-trace maps: those file a stack under its hash bucket and refuse a new
 /// stack whose bucket is taken, which lost a few percent of the stacks of a sweep, and not

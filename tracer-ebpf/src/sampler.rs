@@ -5,7 +5,7 @@ use aya_ebpf::{helpers::bpf_get_current_pid_tgid, macros::perf_event, programs::
 use tracer_ebpf::*;
 
 use crate::{
-    aggregation::add_stack,
+    aggregation::add_stack_nmi,
     filter::filter_pass,
     maps::{SAMPLED_STACKS, THREADS},
     phases::{lookup_phase, peek_phase},
@@ -49,7 +49,7 @@ pub fn sampler(ctx: PerfEventContext) -> u32 {
         tgid: 0,
     };
     // Weight: one sample stands for one sample period of CPU time.
-    add_stack(&key, cfg.sample_period_ns);
+    add_stack_nmi(&key, cfg.sample_period_ns);
     0
 }
 
@@ -67,5 +67,5 @@ fn profile_sample(ctx: &PerfEventContext, cfg: &Config, pid_tgid: u64) {
         ustack: -1,
         tgid: 0,
     };
-    add_stack(&key, cfg.sample_period_ns);
+    add_stack_nmi(&key, cfg.sample_period_ns);
 }

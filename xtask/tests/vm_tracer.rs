@@ -387,7 +387,7 @@ done
 /// Syscall brackets forced where function probes would be chosen: their tracepoints go
 /// through the raw_syscalls routes, the read bracket through fd tracking of the static musl
 /// workload's open() calls.
-const BRACKETS: &str = "tracer record --targets do_wait,sysvipc_find_ipc --plan do_wait=syscall-bracket --plan sysvipc_find_ipc=syscall-bracket -o /out/bracket -- sh -c 'workloads waitpid --variant waitpid-pid --n 1,10 --iterations 5 && workloads sysvipc --n 1,10,100 --iterations 3'
+const BRACKETS: &str = "tracer record --targets do_wait,sysvipc_find_ipc --plan do_wait=syscall-bracket --plan sysvipc_find_ipc=syscall-bracket --markers /bin/workloads -o /out/bracket -- sh -c 'workloads waitpid --variant waitpid-pid --n 1,10 --iterations 5 && workloads sysvipc --n 1,10,100 --iterations 3'
 echo bracket=$? >> /out/status
 ";
 
