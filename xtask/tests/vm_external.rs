@@ -405,22 +405,38 @@ fn waitpid_wnohang_polls_grow_on_every_kernel_once_the_reaps_are_split_off() {
         if (fixed / WNOHANG_POLLS as f64 - 1.0).abs() > 0.05 || split["separated"] != true {
             wrong.push(format!("{v}: split {fixed} fixed calls per run: {split}"));
         }
-        let polls = split["populations"]
+        let fixed_pop = split["populations"]
             .as_array()
             .unwrap()
             .iter()
-            .find(|p| p["kind"] == "fixed")
-            .map(|p| p["scaling"]["class"].as_str().unwrap_or("").to_string());
+            .find(|p| p["kind"] == "fixed");
+        let polls = fixed_pop.map(|p| p["scaling"]["class"].as_str().unwrap_or("").to_string());
         eprintln!("{v} WNOHANG polls: {polls:?}");
         // Each poll walks the N children: linear in the kernel's code, but the walk's cost
         // per child rises with N (a longer list, colder memory): O(n) in one run here (N up
         // to 4000), O(n log n) on both kernels in the next (x44 over x16 N on 5.10), O(n^2)
         // on 6.1 in a third (x33, while the host was building). Growth at least linear is
-        // the walk; anything else is not.
-        if !polls
+        // the walk. On 5.10 the split also flattened the polls at the largest N in 2 of 11
+        // saved runs (27 -> 63 -> 138 -> 275 -> 347 us over N = 125..2000, fitted "O(log n)"),
+        // where the reaps, walking half the list on average, get as slow as the polls and the
+        // two populations' times overlap: there, a time per poll rising at least half as
+        // fast as N up to N = 1000 is the walk too.
+        let linear_to_1000 = fixed_pop.is_some_and(|p| {
+            let pts: Vec<(f64, f64)> = p["points"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|q| (q["n"].as_f64().unwrap(), q["t"].as_f64().unwrap()))
+                .collect();
+            let first = pts.first().copied();
+            let at_1000 = pts.iter().find(|(n, _)| *n == 1000.0).copied();
+            matches!((first, at_1000), (Some((n0, t0)), Some((n1, t1)))
+                if t0 > 0.0 && t1 / t0 >= 0.5 * (n1 / n0))
+        });
+        let growing = polls
             .as_deref()
-            .is_some_and(|c| LINEAR_OR_WORSE.contains(&c))
-        {
+            .is_some_and(|c| LINEAR_OR_WORSE.contains(&c) || (c == "O(log n)" && linear_to_1000));
+        if !growing {
             wrong.push(format!(
                 "{v}: the polls are {polls:?}, expected O(n): {split}"
             ));
