@@ -114,6 +114,10 @@ Ctrl-C keeps the runs finished so far and marks the sweep partial. If the tracer
 with it; the output is not written, and the next tracer writing in that directory removes
 the temporary one. A second sweep into an output another one is writing exits 5.
 
+Name what a loop calls beside the target (--targets do_wait,wait_consider_task): its calls
+inside each target call, counted in the kernel, are the loop's trips per call, and give a
+growing verdict its class (\"O(n) by loop count\") where the time per item creeps up with N.
+
 --discover: sample every kernel stack of the traced process tree (cpu-clock, --freq) and
 where it blocks, then rank the kernel functions whose time per op grows with N; no function
 probe needed. With --discover and no --targets, nothing else is traced.

@@ -14,6 +14,7 @@ use super::populations::{PopulationSplit, split as split_populations};
 use super::rootcause::{RootCause, StacksAtN, root_cause};
 use super::stacks::{Anchors, Folded};
 use super::table::{CaseTable, Metric, TableOptions, WorkloadReport, tables};
+use super::trips::{LoopClass, TripCount, loop_class};
 use super::warnings::{StackLoss, Warning};
 
 #[derive(Clone, Debug, Default)]
@@ -41,10 +42,23 @@ pub struct Verdict {
     pub timed: bool,
     /// The plan that measured it (the line names it briefly).
     pub plan: Option<PlanUsed>,
+    /// The class an exact loop count inside the target gives the growing time (see
+    /// [`super::trips::loop_class`]); None when no count does.
+    pub by_loop: Option<LoopClass>,
 }
 
 impl Verdict {
+    /// The verdict's class: the loop count's where one gives it (a count is exact; time per
+    /// call also carries the cost of each trip, which may creep up with N), else the time's.
     pub fn class(&self) -> Option<Complexity> {
+        match &self.by_loop {
+            Some(l) => Some(l.class),
+            None => self.time_class(),
+        }
+    }
+
+    /// The class the time per call fitted by itself.
+    pub fn time_class(&self) -> Option<Complexity> {
         self.scaling.as_ref().map(|s| s.class)
     }
 }
@@ -258,7 +272,17 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Result<Analysis, LoadErr
         // Rows that lost raw spans (ringbuf_drops, warned above) keep histogram percentiles.
         let raw = super::raw::read(&lr.dir)?;
         for t in tables(run, &lr.label, &topts, raw.as_ref()) {
-            let verdict = verdict(&t);
+            let mut verdict = verdict(&t);
+            if let Some(time) = &verdict.scaling {
+                let inside: Vec<&TripCount> = a
+                    .trips
+                    .iter()
+                    .filter(|x| {
+                        x.run == lr.label && x.outer == t.target && x.case_name == t.case_name
+                    })
+                    .collect();
+                verdict.by_loop = loop_class(time, &inside);
+            }
             let target_report = run.targets.iter().find(|x| x.name == t.target);
             let anchors = Anchors::new(&t.target, target_report.and_then(|x| x.plan.as_ref()));
             let rc = case_root_cause(&a.stacks, ri, &t, &anchors);
@@ -474,6 +498,7 @@ pub fn verdict(t: &CaseTable) -> Verdict {
         stand_in: t.stand_in(),
         timed: t.timed,
         plan: t.plan.clone(),
+        by_loop: None,
     }
 }
 

@@ -8,11 +8,71 @@
 
 use serde::Serialize;
 
-use super::fit::{Point, Scaling, fit_scaling};
+use super::fit::{Complexity, Point, Scaling, fit_scaling};
+use super::stats::ols;
 use crate::rundata::SpanRow;
 
 /// Fewest inner calls per outer call, at some N, for a series to be kept.
 pub const MIN_TRIPS: f64 = 0.01;
+
+/// Steepest log-log slope of time per trip against N for a loop's count to give a growing
+/// verdict its class. Below it the trips account for the growth and what is left is the cost
+/// of one trip creeping up with N (a longer walk over colder memory; qemu's software TLB under
+/// TCG: 5.10's do_wait ran 0.57 -> 0.32 -> 0.81 µs per child over N = 250..4000 in one run);
+/// at 0.5 or more something inside each trip grows like a power of N itself (a loop inside
+/// the loop), and the time's own class stands.
+pub const MAX_PER_TRIP_SLOPE: f64 = 0.5;
+
+/// A growing time verdict whose class is taken from an exact loop count inside its target.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LoopClass {
+    /// The inner target whose calls per outer call give the class.
+    pub inner: String,
+    /// The count's class.
+    pub class: Complexity,
+    /// The count's log-log slope.
+    pub slope: f64,
+    /// The class the time per call fitted by itself.
+    pub time_class: Complexity,
+    /// Log-log slope of time per call / trips per call against N (under
+    /// [`MAX_PER_TRIP_SLOPE`]).
+    pub per_trip_slope: f64,
+}
+
+/// The class `time` (one table's fit) takes from the loops counted inside it: the growing
+/// count with the most growth among `trips` (the same run, outer target and case), when the
+/// time per call grows too and its time per trip does not grow like a power of N. None when
+/// the time does not grow, no count grows, or the time grows faster than any count explains.
+pub fn loop_class(time: &Scaling, trips: &[&TripCount]) -> Option<LoopClass> {
+    if time.class == Complexity::Constant {
+        return None;
+    }
+    trips
+        .iter()
+        .filter_map(|t| {
+            let s = t.scaling.as_ref().filter(|s| s.flat_reason.is_none())?;
+            let (xs, ys): (Vec<f64>, Vec<f64>) = time
+                .points
+                .iter()
+                .filter_map(|p| {
+                    let trip = t.points.iter().find(|q| q.n as f64 == p.n)?;
+                    (trip.per_call > 0.0).then(|| (p.n.ln(), (p.t / trip.per_call).ln()))
+                })
+                .unzip();
+            if xs.len() < 2 {
+                return None;
+            }
+            let per_trip = ols(&xs, &ys)?.slope;
+            (per_trip < MAX_PER_TRIP_SLOPE).then(|| LoopClass {
+                inner: t.inner.clone(),
+                class: s.class,
+                slope: s.loglog.slope,
+                time_class: time.class,
+                per_trip_slope: per_trip,
+            })
+        })
+        .max_by(|a, b| a.class.cmp(&b.class).then(a.slope.total_cmp(&b.slope)))
+}
 
 /// Inner calls per outer call at one N.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -163,6 +223,78 @@ mod tests {
         let next = t.iter().find(|t| t.inner == "idr_get_next").unwrap();
         assert_eq!(next.range(), (1.0, 1.0));
         assert_eq!(next.scaling.as_ref().unwrap().class, Complexity::Constant);
+    }
+
+    fn time(pts: &[(f64, f64)]) -> Scaling {
+        let pts: Vec<Point> = pts
+            .iter()
+            .map(|&(n, t)| Point {
+                n,
+                t,
+                rel_se: Some(0.02),
+            })
+            .collect();
+        fit_scaling(&pts).unwrap()
+    }
+
+    fn waits(per_call: impl Fn(u64) -> u64) -> Vec<TripCount> {
+        let mut spans = Vec::new();
+        for n in [250u64, 500, 1000, 2000, 4000] {
+            spans.push(row("do_wait", n, 100, &[]));
+            spans.push(row(
+                "wait_consider_task",
+                n,
+                100 * per_call(n),
+                &[("do_wait", 100 * per_call(n))],
+            ));
+        }
+        trip_counts("r", &spans)
+    }
+
+    #[test]
+    fn a_linear_walk_whose_time_per_child_creeps_up_is_o_n_by_its_count() {
+        // 5.10's do_wait over N children under TCG: fitted O(n^2) by time alone.
+        let t = time(&[
+            (500.0, 143e3),
+            (1000.0, 215e3),
+            (2000.0, 506e3),
+            (4000.0, 1.29e6),
+        ]);
+        assert!(t.class > Complexity::Linear, "{:?}", t.class);
+        let trips = waits(|n| n + 1);
+        let refs: Vec<&TripCount> = trips.iter().collect();
+        let l = loop_class(&t, &refs).expect("the count gives the class");
+        assert_eq!(l.inner, "wait_consider_task");
+        assert_eq!(l.class, Complexity::Linear);
+        assert_eq!(l.time_class, t.class);
+        assert!(
+            l.per_trip_slope < MAX_PER_TRIP_SLOPE,
+            "{}",
+            l.per_trip_slope
+        );
+    }
+
+    #[test]
+    fn a_count_gives_no_class_to_flat_time_nor_to_time_growing_faster_than_it() {
+        let trips = waits(|n| n);
+        let refs: Vec<&TripCount> = trips.iter().collect();
+        // Flat time: the loop's cost is not what is measured.
+        let flat = time(&[(250.0, 10e3), (1000.0, 10.1e3), (4000.0, 10.2e3)]);
+        assert!(loop_class(&flat, &refs).is_none());
+        // Time quadratic over a linear count: each trip itself grows with N.
+        let sq = time(&[
+            (250.0, 62.5e3),
+            (500.0, 250e3),
+            (1000.0, 1e6),
+            (2000.0, 4e6),
+            (4000.0, 16e6),
+        ]);
+        assert_eq!(sq.class, Complexity::Quadratic);
+        assert!(loop_class(&sq, &refs).is_none());
+        // A count that does not grow gives no class either.
+        let one = waits(|_| 1);
+        let refs: Vec<&TripCount> = one.iter().collect();
+        assert!(loop_class(&sq, &refs).is_none());
     }
 
     #[test]

@@ -303,6 +303,7 @@ pub(crate) mod tests {
                 stand_in: None,
                 timed: true,
                 plan: None,
+                by_loop: None,
             },
         });
         let a = answer(&d);

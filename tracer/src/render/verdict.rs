@@ -24,7 +24,18 @@ pub fn line(v: &Verdict) -> String {
     let mut line = match &v.scaling {
         None if !v.timed => format!("{head}: count-only plan, no time per call to fit"),
         None => format!("{head}: fewer than two sizes with timed calls, nothing to fit"),
-        Some(s) => format!("{head}: {}", fitted(s)),
+        Some(s) => match &v.by_loop {
+            // The count decides; the time's own fit is kept beside it.
+            Some(l) if l.class != s.class => format!(
+                "{head}: {} by its loop count ({} per call, slope {:.2}, counted in the kernel); \
+                 time per call alone: {}",
+                l.class.label(),
+                l.inner,
+                l.slope,
+                fitted(s)
+            ),
+            _ => format!("{head}: {}", fitted(s)),
+        },
     };
     if let Some(via) = via(v.plan.as_ref()) {
         line.push_str(&format!("; via {via}"));
@@ -207,7 +218,10 @@ struct VerdictJson<'a> {
     target: &'a str,
     case_name: &'a str,
     metric: crate::analysis::table::Metric,
+    /// The verdict's class ([`Verdict::class`]): the loop count's where it gives one.
+    class: Option<&'static str>,
     scaling: &'a Option<Scaling>,
+    by_loop: &'a Option<crate::analysis::trips::LoopClass>,
     stand_in: &'a Option<String>,
     line: String,
 }
@@ -220,7 +234,9 @@ impl Serialize for Verdict {
             target: &self.target,
             case_name: &self.case_name,
             metric: self.metric,
+            class: self.class().map(|c| c.label()),
             scaling: &self.scaling,
+            by_loop: &self.by_loop,
             stand_in: &self.stand_in,
             line: line(self),
         }
@@ -242,6 +258,34 @@ mod tests {
     use crate::analysis::fit::Complexity;
     use crate::analysis::table::{TableOptions, tables};
     use crate::analysis::testdata;
+
+    #[test]
+    fn a_class_from_the_loop_count_leads_and_the_time_fit_follows() {
+        let ns = [100, 1000, 2000, 4000];
+        let run = testdata::waitpid_run(&ns, |n| 1000 + n * n / 100);
+        let mut v = verdict(&tables(&run, "r", &TableOptions::default(), None)[0]);
+        assert_eq!(v.time_class(), Some(Complexity::Quadratic));
+        v.by_loop = Some(crate::analysis::trips::LoopClass {
+            inner: "wait_consider_task".into(),
+            class: Complexity::Linear,
+            slope: 1.0,
+            time_class: Complexity::Quadratic,
+            per_trip_slope: 0.3,
+        });
+        assert_eq!(v.class(), Some(Complexity::Linear));
+        let l = line(&v);
+        assert!(
+            l.starts_with(
+                "do_wait [waitpid-pid]: O(n) by its loop count (wait_consider_task per call, \
+                 slope 1.00, counted in the kernel); time per call alone: O(n^2), slope"
+            ),
+            "{l}"
+        );
+        let json = serde_json::to_value(&v).unwrap();
+        assert_eq!(json["class"], "O(n)");
+        assert_eq!(json["scaling"]["class"], "O(n^2)");
+        assert_eq!(json["by_loop"]["inner"], "wait_consider_task");
+    }
 
     #[test]
     fn verdict_lines() {

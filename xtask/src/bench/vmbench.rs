@@ -23,6 +23,10 @@ pub struct VmSection {
     pub sets: Vec<OverheadSet>,
     /// Mechanisms that could not be measured, with the tracer's reason.
     pub unavailable: Vec<String>,
+    /// Boots that froze or locked up before the one measured (qemu TCG freezes guests now and
+    /// then; the figures come from one complete boot, never from pieces of several).
+    #[serde(default)]
+    pub failed_boots: Vec<String>,
 }
 
 /// One (workload, mechanism) pair measured in the guest: the tracer times `target` with
@@ -258,7 +262,23 @@ pub fn run(
     .include(&dir)
     .out_dir(&out)
     .timeout_secs(240 + 90 * rounds as u64);
-    let r = vm::run(&cfg)?;
+    // A guest that freezes (TCG) or reports a CPU stuck in the kernel is booted again, twice
+    // at most, from an empty out directory, and each failed boot is stated with the figures.
+    let mut failed_boots = Vec::new();
+    let r = loop {
+        let r = vm::run(&cfg)?;
+        match r.status {
+            VmStatus::Stalled { .. } | VmStatus::LockedUp { .. } if failed_boots.len() < 2 => {
+                let why = r
+                    .failure_message()
+                    .unwrap_or_else(|| format!("{:?}", r.status));
+                eprintln!("xtask bench: vm: the guest failed ({why}); booting it again");
+                failed_boots.push(why);
+                super::exec::fresh_dir(out.clone())?;
+            }
+            _ => break r,
+        }
+    };
     if r.status != VmStatus::Exited(0) {
         let err = std::fs::read_to_string(out.join("stderr.log")).unwrap_or_default();
         bail!(
@@ -278,6 +298,7 @@ pub fn run(
         elapsed_s: r.elapsed.as_secs_f64(),
         sets,
         unavailable: Vec::new(),
+        failed_boots,
     })
 }
 

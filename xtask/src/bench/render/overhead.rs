@@ -138,7 +138,10 @@ pub(super) fn vm_section(md: &mut String, v: &VmSection) {
     for u in &v.unavailable {
         let _ = writeln!(md, "- Not measured: {u}");
     }
-    if !v.unavailable.is_empty() {
+    for b in &v.failed_boots {
+        let _ = writeln!(md, "- An earlier boot failed and was not used: {b}");
+    }
+    if !v.unavailable.is_empty() || !v.failed_boots.is_empty() {
         md.push('\n');
     }
     for set in &v.sets {
