@@ -22,13 +22,18 @@ fn ns(v: f64) -> String {
     }
 }
 
+/// `a–b` in one unit, the one `ns` picks for the larger end (no "52012–383.0 µs").
+fn ns_range(a: f64, b: f64) -> String {
+    if a.abs().max(b.abs()) >= 100_000.0 {
+        format!("{:.1}–{:.1} µs", a / 1000.0, b / 1000.0)
+    } else {
+        format!("{}–{}", ns(a), ns(b))
+    }
+}
+
 fn spread(s: &Option<Summary>) -> (String, String, String) {
     match s {
-        Some(s) => (
-            ns(s.median),
-            format!("{}–{}", ns(s.q1), ns(s.q3)),
-            format!("{}–{}", ns(s.min), ns(s.max)),
-        ),
+        Some(s) => (ns(s.median), ns_range(s.q1, s.q3), ns_range(s.min, s.max)),
         None => ("–".into(), "–".into(), "–".into()),
     }
 }
@@ -118,7 +123,7 @@ pub fn markdown(r: &Results) -> String {
          equals the workload's ops exactly; bpftrace's `count()` must lie between the ops and \
          the ops plus the calls outside the phase; the floor must count at least two hits per \
          call, its entry and its exit). A ratio is reported only when both added costs are \
-         clearly above the noise (each one's lower quartile over the rounds is positive); \
+         clearly above the noise (each one's lower quartile over the rounds is positive and its interquartile range narrower than its median); \
          otherwise it reads \"not measurable\". Configurations:\n\n\
          - **untraced**: the workload alone;\n\
          - **tracer**: `tracer record --targets T --no-verify` (default options: caller stacks \
@@ -173,6 +178,13 @@ mod tests {
     use super::super::overhead::{assemble, ratio_pairs};
     use super::super::{BenchOptions, Meta, Plan, Results, TargetCheck, evaluate, loss};
     use super::*;
+
+    #[test]
+    fn a_range_is_written_in_one_unit() {
+        assert_eq!(ns_range(52012.0, 383_000.0), "52.0–383.0 µs");
+        assert_eq!(ns_range(-82542.0, 247_200.0), "-82.5–247.2 µs");
+        assert_eq!(ns_range(120.0, 480.0), "120–480");
+    }
 
     fn results() -> Results {
         let names: Vec<String> = [

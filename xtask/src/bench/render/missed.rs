@@ -75,8 +75,10 @@ pub(super) fn why_missed(md: &mut String, r: &Results) {
             };
             let _ = writeln!(
                 md,
-                "- The profile agrees (share of the workload's CPU samples, tracer-lean / \
-                 tracer / bpftrace): BPF map operations {:.0}% / {:.0}% / {:.0}%, stack walks \
+                "- One perf profile per tool (share of the workload's CPU samples, tracer-lean / \
+                 tracer / bpftrace; one run each, a few hundred samples: coarse, and perf named \
+                 none of the tracer's own program instructions, so its program bodies read 0%): \
+                 BPF map operations {:.0}% / {:.0}% / {:.0}%, stack walks \
                  {:.0}% / {:.0}% / {:.0}%, BPF program bodies {:.0}% / {:.0}% / {:.0}%, clock \
                  reads {:.0}% / {:.0}% / {:.0}%.",
                 get("tracer-lean", "BPF map"),
