@@ -8,7 +8,7 @@
 
 use serde::Serialize;
 
-use super::fit::{Complexity, Point, Scaling, fit_scaling};
+use super::fit::{ADEQUATE_FIT, Complexity, Point, Scaling, fit_scaling};
 use super::stats::ols;
 use crate::rundata::SpanRow;
 
@@ -20,8 +20,16 @@ pub const MIN_TRIPS: f64 = 0.01;
 /// of one trip creeping up with N (a longer walk over colder memory; qemu's software TLB under
 /// TCG: 5.10's do_wait ran 0.57 -> 0.32 -> 0.81 µs per child over N = 250..4000 in one run);
 /// at 0.5 or more something inside each trip grows like a power of N itself (a loop inside
-/// the loop), and the time's own class stands.
+/// the loop), at -0.5 or less the trips grow much faster than the time (most of the time is
+/// not in them); either way the time's own class stands.
 pub const MAX_PER_TRIP_SLOPE: f64 = 0.5;
+
+/// Least log-log slope of a count's trips per call over the whole sweep for it to be a loop
+/// over what N counts: such a loop runs about N times (or N/2, or N²) per call, a fixed part
+/// of a dozen trips allowed (vm_area_dup in dup_mmap: 12 -> 4011 per call over N = 1..4000,
+/// slope 0.68). A count flat over most sizes that rises late (page allocations in a fork:
+/// 12 per call up to N = 100, then 51, 202: slope 0.32) is a threshold, not a loop's trips.
+pub const MIN_LOOP_SLOPE: f64 = 0.5;
 
 /// A growing time verdict whose class is taken from an exact loop count inside its target.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -41,8 +49,11 @@ pub struct LoopClass {
 
 /// The class `time` (one table's fit) takes from the loops counted inside it: the growing
 /// count with the most growth among `trips` (the same run, outer target and case), when the
-/// time per call grows too and its time per trip does not grow like a power of N. None when
-/// the time does not grow, no count grows, or the time grows faster than any count explains.
+/// time per call grows too, the count follows its class closely (its model's RMS within
+/// [`ADEQUATE_FIT`]: a loop's trips do; a count of something the call does now and then,
+/// such as page allocations during a fork, 11, 11, 11, 62, 399 per call over N = 1..4000,
+/// follows no class and is no loop's), it rises like a loop over N ([`MIN_LOOP_SLOPE`]), and
+/// its time per trip neither grows nor falls like a power of N. None otherwise.
 pub fn loop_class(time: &Scaling, trips: &[&TripCount]) -> Option<LoopClass> {
     if time.class == Complexity::Constant {
         return None;
@@ -50,7 +61,11 @@ pub fn loop_class(time: &Scaling, trips: &[&TripCount]) -> Option<LoopClass> {
     trips
         .iter()
         .filter_map(|t| {
-            let s = t.scaling.as_ref().filter(|s| s.flat_reason.is_none())?;
+            let s = t.scaling.as_ref().filter(|s| {
+                s.flat_reason.is_none()
+                    && s.model.nrms <= ADEQUATE_FIT
+                    && s.loglog.slope >= MIN_LOOP_SLOPE
+            })?;
             let (xs, ys): (Vec<f64>, Vec<f64>) = time
                 .points
                 .iter()
@@ -63,7 +78,7 @@ pub fn loop_class(time: &Scaling, trips: &[&TripCount]) -> Option<LoopClass> {
                 return None;
             }
             let per_trip = ols(&xs, &ys)?.slope;
-            (per_trip < MAX_PER_TRIP_SLOPE).then(|| LoopClass {
+            (per_trip.abs() < MAX_PER_TRIP_SLOPE).then(|| LoopClass {
                 inner: t.inner.clone(),
                 class: s.class,
                 slope: s.loglog.slope,
@@ -291,6 +306,45 @@ mod tests {
         ]);
         assert_eq!(sq.class, Complexity::Quadratic);
         assert!(loop_class(&sq, &refs).is_none());
+        // A count that follows no class (a fixed part, then a rise: page allocations in a
+        // fork) gives no class to time of the same shape.
+        let mut spans = Vec::new();
+        for (n, per) in [(1u64, 11u64), (10, 11), (100, 11), (1000, 62), (4000, 399)] {
+            spans.push(row("dup_mmap", n, 10, &[]));
+            spans.push(row(
+                "get_task_policy",
+                n,
+                10 * per,
+                &[("dup_mmap", 10 * per)],
+            ));
+        }
+        let pages = trip_counts("r", &spans);
+        assert_eq!(pages.len(), 1);
+        let fork = time(&[
+            (1.0, 922e3),
+            (10.0, 930e3),
+            (100.0, 940e3),
+            (1000.0, 5.3e6),
+            (4000.0, 34.6e6),
+        ]);
+        assert_ne!(fork.class, Complexity::Constant);
+        assert!(loop_class(&fork, &pages.iter().collect::<Vec<_>>()).is_none());
+        // Nor one flat at first that rises late, though it fits its class closely.
+        let mut spans = Vec::new();
+        for (n, per) in [
+            (1u64, 12.0),
+            (10, 12.0),
+            (100, 12.0),
+            (1000, 50.73),
+            (4000, 202.13),
+        ] {
+            spans.push(row("dup_mmap", n, 100, &[]));
+            let inner = (100.0 * per) as u64;
+            spans.push(row("get_task_policy", n, inner, &[("dup_mmap", inner)]));
+        }
+        let late = trip_counts("r", &spans);
+        assert!(late[0].scaling.as_ref().unwrap().loglog.slope < MIN_LOOP_SLOPE);
+        assert!(loop_class(&fork, &late.iter().collect::<Vec<_>>()).is_none());
         // A count that does not grow gives no class either.
         let one = waits(|_| 1);
         let refs: Vec<&TripCount> = one.iter().collect();
