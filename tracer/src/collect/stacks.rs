@@ -68,7 +68,13 @@ fn is_probe_dispatch(name: &str) -> bool {
         "__bpf_trace_",
         "kprobe_perf_func",
     ];
-    NAMES.contains(&name) || PREFIXES.iter().any(|p| name.starts_with(p))
+    NAMES.contains(&name)
+        || PREFIXES.iter().any(|p| name.starts_with(p))
+        // A trampoline's calls around its programs (`__bpf_prog_enter_recur`,
+        // `__bpf_prog_exit_recur`, ...): what they call (migrate_enable, rcu_read_unlock)
+        // runs for the probe; the traced function is called by the trampoline itself.
+        || name.starts_with("__bpf_prog_enter")
+        || name.starts_with("__bpf_prog_exit")
 }
 
 /// Entry code of an interrupt or exception: the frame beyond it is the interrupted
@@ -281,6 +287,8 @@ mod tests {
 0000000000004d00 T ftrace_trampoline
 0000000000004d80 T aggr_pre_handler
 0000000000004e00 T _raw_spin_unlock_irqrestore
+0000000000004e80 T __bpf_prog_exit_recur
+0000000000004f00 T migrate_enable
 0000000000005000 T _etext
 0000000000006000 T _sinittext
 0000000000006000 t init_amd_microcode
@@ -338,6 +346,18 @@ mod tests {
         let mut s = Snapshot::default();
         s.traces
             .insert(1, vec![0x4e10, 0x4d90, 0x4d10, 0x2810, 0x2410]);
+        let f = kernel_frames(&s, 1, false, &ksyms(KALLSYMS));
+        assert_eq!(f, vec!["dup_mmap", "copy_page_range"]);
+    }
+
+    #[test]
+    fn what_a_trampoline_runs_around_its_programs_is_cut_with_it() {
+        // 6.12, fexit on copy_page_range: a sample in the migrate_enable that the
+        // trampoline's __bpf_prog_exit_recur calls after the exit program is the probe's
+        // work, charged to the function where the probe fired.
+        let mut s = Snapshot::default();
+        s.traces
+            .insert(1, vec![0x4f10, 0x4e90, 0xd100, 0x2804, 0x2410]);
         let f = kernel_frames(&s, 1, false, &ksyms(KALLSYMS));
         assert_eq!(f, vec!["dup_mmap", "copy_page_range"]);
     }
