@@ -269,7 +269,6 @@ mod tests {
             inner: "wait_consider_task".into(),
             class: Complexity::Linear,
             slope: 1.0,
-            time_class: Complexity::Quadratic,
             per_trip_slope: 0.3,
         });
         assert_eq!(v.class(), Some(Complexity::Linear));
