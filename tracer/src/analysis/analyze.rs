@@ -57,6 +57,14 @@ impl Verdict {
         }
     }
 
+    /// The loop count that gives the verdict a class other than the time's own fit (what
+    /// lines, tables and plots name beside the class); None when the two agree.
+    pub fn count_overrides_time(&self) -> Option<&LoopClass> {
+        self.by_loop
+            .as_ref()
+            .filter(|l| self.time_class() != Some(l.class))
+    }
+
     /// The class the time per call fitted by itself.
     pub fn time_class(&self) -> Option<Complexity> {
         self.scaling.as_ref().map(|s| s.class)

@@ -34,15 +34,18 @@ pub(super) fn plot_series(
         .map(|&i| {
             let (t, v) = (&a.tables[i], &a.verdicts[i]);
             let mut label = series_label(a, idx, i);
-            match (v.class(), v.time_class()) {
-                // The dotted curve is the time's fit: say so when the class is the count's.
-                (Some(c), Some(t)) if c != t => label.push_str(&format!(
+            // The dotted curve is the time's fit: say so when the class is the count's.
+            match (v.count_overrides_time(), v.time_class()) {
+                (Some(l), Some(t)) => label.push_str(&format!(
                     " · {} by count (dotted: {})",
-                    c.label(),
+                    l.class.label(),
                     t.label()
                 )),
-                (Some(c), _) => label.push_str(&format!(" · {}", c.label())),
-                _ => {}
+                _ => {
+                    if let Some(c) = v.class() {
+                        label.push_str(&format!(" · {}", c.label()));
+                    }
+                }
             }
             if let Some(s) = suffix {
                 label = format!("{label} · {s}");

@@ -175,11 +175,9 @@ pub fn rows(a: &Analysis, links: impl Fn(usize) -> Vec<(String, String)>) -> Vec
             out.push(SummaryRow {
                 target: t.target.clone(),
                 case,
-                class: match &v.by_loop {
-                    Some(l) if v.time_class() != Some(l.class) => {
-                        format!("{} by loop count", l.class.label())
-                    }
-                    _ => class_text(v.scaling.as_ref(), t.timed),
+                class: match v.count_overrides_time() {
+                    Some(l) => format!("{} by loop count", l.class.label()),
+                    None => class_text(v.scaling.as_ref(), t.timed),
                 },
                 slope: v
                     .scaling

@@ -24,9 +24,9 @@ pub fn line(v: &Verdict) -> String {
     let mut line = match &v.scaling {
         None if !v.timed => format!("{head}: count-only plan, no time per call to fit"),
         None => format!("{head}: fewer than two sizes with timed calls, nothing to fit"),
-        Some(s) => match &v.by_loop {
+        Some(s) => match v.count_overrides_time() {
             // The count decides; the time's own fit is kept beside it.
-            Some(l) if l.class != s.class => format!(
+            Some(l) => format!(
                 "{head}: {} by its loop count ({} per call, slope {:.2}, counted in the kernel); \
                  time per call alone: {}",
                 l.class.label(),
@@ -34,7 +34,7 @@ pub fn line(v: &Verdict) -> String {
                 l.slope,
                 fitted(s)
             ),
-            _ => format!("{head}: {}", fitted(s)),
+            None => format!("{head}: {}", fitted(s)),
         },
     };
     if let Some(via) = via(v.plan.as_ref()) {
