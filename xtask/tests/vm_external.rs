@@ -490,27 +490,26 @@ fn proc_sysvipc_shm_find_ipc_per_call_grows_on_5_10_only() {
     // no count gives the class and the time decides. Under TCG the time per id scanned
     // rises with N: one run gave 12.3, 18.7, 38.4, 93.4, 172 µs per call at N = 250..4000,
     // which O(n log n) fits 27% better than O(n) (the fit asks 40% for a log factor); a
-    // rehearsal's run gave 10.3 .. 103 µs, "O(log n), slope 0.99". With no count, the time's
-    // class is asserted growing, and its exponent (the growing part's slope) at least 0.8.
+    // rehearsal's 10.3 .. 103 µs was fitted "O(log n)" by a model whose fixed cost came out
+    // negative (fits keep it at zero or more now). Thirteen sweeps in scratch VMs since:
+    // O(n) in every one.
     assert_verdicts(
         "reading /proc/sysvipc/shm with N segments",
         "sysvipc_find_ipc",
         &[
-            (
-                Kernel::V5_10,
-                &SYSVIPC,
-                &["O(log n)", "O(n)", "O(n log n)", "O(n^2)"],
-            ),
+            (Kernel::V5_10, &SYSVIPC, &["O(n)"]),
             (Kernel::V6_1, &SYSVIPC, &["O(1)"]),
             (Kernel::V6_12, &SYSVIPC, &["O(1)"]),
         ],
         |n, calls| calls >= REPEAT * SHM_READS * n,
     );
+    // The growing part's exponent: 1.06..1.51 in those sweeps (above 1: the baseline taken
+    // off is the smallest N's, which already holds part of the scan), far from a log's.
     let (summary, _) = report(Kernel::V5_10, &SYSVIPC);
     let v = verdict(&summary, "sysvipc_find_ipc", "command");
     let slope = v["scaling"]["slope"]["slope"].as_f64().unwrap_or(0.0);
     assert!(
-        slope >= 0.8,
+        (0.8..=1.8).contains(&slope),
         "5.10 sysvipc_find_ipc exponent {slope}: {}",
         v["line"]
     );
