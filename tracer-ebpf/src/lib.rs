@@ -244,6 +244,11 @@ pub const ROUTE_FD_OPEN: u32 = 1 << 2;
 pub const PT_REGS_ORIG_AX: u32 = 120;
 /// Offsets of the syscall argument registers, in argument order (di, si, dx, r10, r8, r9).
 pub const PT_REGS_ARGS: [u32; 6] = [112, 104, 96, 56, 72, 64];
+/// The user code segment the syscall came from.
+pub const PT_REGS_CS: u32 = 136;
+/// `__USER32_CS`: a 32-bit process's syscall, numbered by the ia32 table (61 is chroot
+/// there, wait4 on x86_64) with its arguments in other registers.
+pub const USER32_CS: u64 = 0x23;
 
 /// (target, case, N): the key of stack aggregates, and of the span rows userspace reads back
 /// from the aggregate arrays.

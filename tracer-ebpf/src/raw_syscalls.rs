@@ -6,7 +6,8 @@
 //!
 //! The programs run for every syscall on the machine, so they return after one array lookup
 //! when the syscall has no route. x86_64 only: the number and arguments are read from
-//! `struct pt_regs` at the offsets in `PT_REGS_*`.
+//! `struct pt_regs` at the offsets in `PT_REGS_*`, and 32-bit processes' syscalls are
+//! skipped (see [`route`]).
 
 use aya_ebpf::{
     helpers::bpf_probe_read_kernel, macros::raw_tracepoint, programs::RawTracePointContext,
@@ -28,13 +29,21 @@ fn reg(regs: u64, off: u32) -> Option<u64> {
     unsafe { bpf_probe_read_kernel((regs + off) as *const u64) }.ok()
 }
 
+/// The route of syscall `nr` made with the registers at `regs`, if it has one. The routes
+/// are x86_64's table: a 32-bit process's syscalls (ia32 numbers) have none, as in the
+/// kernel's own `syscalls:*` events, which skip them. The code segment tells them apart,
+/// checked only once a route matched; a 64-bit process that uses `int $0x80` keeps its
+/// 64-bit code segment and is not told apart.
 #[inline(always)]
-fn route(nr: u64) -> Option<&'static SyscallRoute> {
+fn route(regs: u64, nr: u64) -> Option<&'static SyscallRoute> {
     if nr >= MAX_SYSCALL_NR as u64 {
         return None;
     }
     let r = SYSCALL_ROUTES.get(nr as u32)?;
     if r.enter == [0; ROUTE_SLOTS] && r.exit == [0; ROUTE_SLOTS] && r.fd == 0 {
+        return None;
+    }
+    if reg(regs, PT_REGS_CS)? & 0xffff == USER32_CS {
         return None;
     }
     Some(r)
@@ -45,7 +54,7 @@ fn route(nr: u64) -> Option<&'static SyscallRoute> {
 pub fn raw_sys_enter(ctx: RawTracePointContext) -> u32 {
     let regs: u64 = ctx.arg(0);
     let nr: u64 = ctx.arg(1);
-    let Some(r) = route(nr) else { return 0 };
+    let Some(r) = route(regs, nr) else { return 0 };
     let r = *r;
     if r.fd & ROUTE_FD_OPENAT != 0 {
         // openat(dfd, filename, flags, mode), openat2(dfd, filename, how, size)
@@ -83,7 +92,7 @@ pub fn raw_sys_exit(ctx: RawTracePointContext) -> u32 {
     let Some(nr) = reg(regs, PT_REGS_ORIG_AX) else {
         return 0;
     };
-    let Some(r) = route(nr) else { return 0 };
+    let Some(r) = route(regs, nr) else { return 0 };
     let r = *r;
     if r.fd & (ROUTE_FD_OPENAT | ROUTE_FD_OPEN) != 0 {
         openat_returned(ret);

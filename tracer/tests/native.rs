@@ -78,6 +78,53 @@ fn counts_wait4_calls_exactly() {
     );
 }
 
+/// The 32-bit program of `tests/asm/ia32_chroot.s`, assembled and linked here.
+fn ia32_chroot(dir: &Path) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/asm/ia32_chroot.s");
+    let (obj, bin) = (dir.join("ia32_chroot.o"), dir.join("ia32_chroot"));
+    let st = std::process::Command::new("as")
+        .arg("--32")
+        .arg("-o")
+        .arg(&obj)
+        .arg(&src)
+        .status()
+        .expect("precondition: GNU as is installed (binutils)");
+    assert!(st.success(), "assembling {}", src.display());
+    let st = std::process::Command::new("ld")
+        .args(["-m", "elf_i386", "-o"])
+        .arg(&bin)
+        .arg(&obj)
+        .status()
+        .expect("precondition: GNU ld is installed (binutils)");
+    assert!(st.success(), "linking {}", obj.display());
+    bin
+}
+
+#[test]
+fn a_32_bit_process_syscalls_are_not_read_by_the_x86_64_numbers() {
+    // ia32's syscall 61 is chroot; x86_64's is wait4, which brackets do_wait on this kernel.
+    // The shell forks and waits for each of the two runs (wait4 in its own 64-bit table).
+    let _g = serial();
+    let tmp = tmpdir();
+    let bin = ia32_chroot(tmp.path());
+    let out = tmp.path().join("run");
+    let script = format!("{0}; {0}; exit 0", bin.display());
+    let st = tracer()
+        .args(["record", "--targets", "do_wait", "--no-samples", "-o"])
+        .arg(&out)
+        .args(["--", "sh", "-c", &script])
+        .status()
+        .unwrap();
+    assert!(st.success(), "tracer record failed: {st}");
+    let run = read_run(&out);
+    let (calls, _, _, _, _) = target_calls(&run, "do_wait");
+    assert!(
+        (2..100).contains(&calls),
+        "do_wait calls {calls}: the shell's waits, not the 2000 ia32 chroots (plan {})",
+        run["targets"][0]["plan"]
+    );
+}
+
 // Functions the uprobe pairing test attaches to in this very test binary.
 #[unsafe(no_mangle)]
 #[inline(never)]
