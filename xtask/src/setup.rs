@@ -33,6 +33,10 @@ pub const APT_PACKAGES: &[(&str, &str)] = &[
     ("apt", "fetching kernels with a private apt state"),
     ("gcc", "crates that build C code"),
     (
+        "binutils",
+        "as --32 and ld -m elf_i386 build the 32-bit test program (tracer/tests/native.rs)",
+    ),
+    (
         "chromium-headless-shell",
         "the browser test loads index.html over file:// (tracer/tests/browser.rs)",
     ),
