@@ -113,15 +113,15 @@ fn render_text(a: &Analysis, full: bool) -> String {
         out.push_str(&per_n_table(&a.tables[i]));
     }
     out.push_str(&histogram::smallest_and_largest_n(a, &growing, full));
+    // With nothing growing no claim is made here: the summary says which cases are flat, and
+    // a discover answer above may have found growth that no timed target's time per call has.
     if !a.tables.is_empty() {
-        out.push_str(&format!(
-            "\n{} per-N tables (every case, every column): tables/<target>.md\n",
-            if growing.is_empty() {
-                "No case grows with N;"
-            } else {
-                "Above: growing cases only;"
-            }
-        ));
+        let tables = "per-N tables (every case, every column): tables/<target>.md";
+        out.push_str(&if growing.is_empty() {
+            format!("\nThe {tables}\n")
+        } else {
+            format!("\nAbove: growing cases only; {tables}\n")
+        });
     }
     out
 }
