@@ -404,6 +404,49 @@ fn external_sweep_times_a_named_target_per_n() {
 }
 
 #[test]
+fn a_command_without_n_in_its_arguments_is_swept_and_the_note_says_so() {
+    // Allowed: the command may read N from TRACER_N alone. Each run checks it got its N.
+    let _g = serial();
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("sweep");
+    let o = Command::new(env!("CARGO_BIN_EXE_tracer"))
+        .args([
+            "sweep",
+            "--targets",
+            "getpid",
+            "--no-samples",
+            "--no-report",
+            "--n",
+            "3,7",
+            "-o",
+        ])
+        .arg(&dir)
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "case $TRACER_N in 3|7) exit 0;; esac; exit 1",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        text(&o).contains("the command has no {n} in its arguments"),
+        "{}",
+        text(&o)
+    );
+    let run: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("sh/run.json")).unwrap()).unwrap();
+    let exits: Vec<(u64, i64)> = run["invocations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| (i["n"].as_u64().unwrap(), i["exit"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(exits, vec![(3, 0), (7, 0)]);
+}
+
+#[test]
 fn external_sweep_input_errors_are_usage_errors() {
     let _g = serial();
     let run = |args: &[&str]| {
