@@ -53,6 +53,17 @@ fn sweep(args: &[&str]) -> (Value, tempfile::TempDir, std::process::Output) {
     (summary, out, o)
 }
 
+/// (N, exit status) of each run of an external sweep's command, from its run.json.
+fn exits_by_n(run_json: &Path) -> Vec<(u64, i64)> {
+    let run: Value = serde_json::from_str(&std::fs::read_to_string(run_json).unwrap()).unwrap();
+    run["invocations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| (i["n"].as_u64().unwrap(), i["exit"].as_i64().unwrap()))
+        .collect()
+}
+
 fn text(o: &std::process::Output) -> String {
     format!(
         "{}\n{}",
@@ -296,38 +307,24 @@ fn discover_coverage_matches_system_time_on_short_syscalls() {
 #[test]
 fn external_sweep_keeps_the_other_sizes_when_one_fails() {
     let _g = serial();
-    let out = tempfile::tempdir().unwrap();
-    let dir = out.path().join("sweep");
-    let o = Command::new(env!("CARGO_BIN_EXE_tracer"))
-        .args([
-            "sweep",
-            "--discover",
-            "--no-flamegraphs",
-            "--n",
-            "10,20,30",
-            "-o",
-        ])
-        .arg(&dir)
-        .args(["--", "sh", "-c", "test {n} -ne 20 && test $TRACER_N = {n}"])
-        .output()
-        .unwrap();
+    let (summary, out, o) = sweep(&[
+        "--discover",
+        "--n",
+        "10,20,30",
+        "--",
+        "sh",
+        "-c",
+        "test {n} -ne 20 && test $TRACER_N = {n}",
+    ]);
     assert_eq!(o.status.code(), Some(8), "{}", text(&o));
     assert!(text(&o).contains("failed at N = 20"), "{}", text(&o));
-    let run: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("sh/run.json")).unwrap()).unwrap();
-    let inv = run["invocations"].as_array().unwrap();
-    let exits: Vec<(u64, i64)> = inv
-        .iter()
-        .map(|i| (i["n"].as_u64().unwrap(), i["exit"].as_i64().unwrap()))
-        .collect();
     assert_eq!(
-        exits,
+        exits_by_n(&out.path().join("sweep/sh/run.json")),
         vec![(10, 0), (20, 1), (30, 0)],
         "TRACER_N and {{n}} agree"
     );
-    let summary = std::fs::read_to_string(dir.join("report/summary.json")).unwrap();
     assert!(
-        summary.contains("the command failed at N=20"),
+        summary.to_string().contains("the command failed at N=20"),
         "the report says which N was left out"
     );
 }
@@ -407,43 +404,28 @@ fn external_sweep_times_a_named_target_per_n() {
 fn a_command_without_n_in_its_arguments_is_swept_and_the_note_says_so() {
     // Allowed: the command may read N from TRACER_N alone. Each run checks it got its N.
     let _g = serial();
-    let out = tempfile::tempdir().unwrap();
-    let dir = out.path().join("sweep");
-    let o = Command::new(env!("CARGO_BIN_EXE_tracer"))
-        .args([
-            "sweep",
-            "--targets",
-            "getpid",
-            "--no-samples",
-            "--no-report",
-            "--n",
-            "3,7",
-            "-o",
-        ])
-        .arg(&dir)
-        .args([
-            "--",
-            "sh",
-            "-c",
-            "case $TRACER_N in 3|7) exit 0;; esac; exit 1",
-        ])
-        .output()
-        .unwrap();
+    let (_, out, o) = sweep(&[
+        "--targets",
+        "getpid",
+        "--no-samples",
+        "--no-report",
+        "--n",
+        "3,7",
+        "--",
+        "sh",
+        "-c",
+        "case $TRACER_N in 3|7) exit 0;; esac; exit 1",
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(
         text(&o).contains("the command has no {n} in its arguments"),
         "{}",
         text(&o)
     );
-    let run: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("sh/run.json")).unwrap()).unwrap();
-    let exits: Vec<(u64, i64)> = run["invocations"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| (i["n"].as_u64().unwrap(), i["exit"].as_i64().unwrap()))
-        .collect();
-    assert_eq!(exits, vec![(3, 0), (7, 0)]);
+    assert_eq!(
+        exits_by_n(&out.path().join("sweep/sh/run.json")),
+        vec![(3, 0), (7, 0)]
+    );
 }
 
 #[test]

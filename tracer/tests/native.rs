@@ -78,25 +78,25 @@ fn counts_wait4_calls_exactly() {
     );
 }
 
-/// The 32-bit program of `tests/asm/ia32_chroot.s`, assembled and linked here.
+/// The 32-bit program of `tests/asm/ia32_chroot.s`, assembled and linked here (binutils).
 fn ia32_chroot(dir: &Path) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/asm/ia32_chroot.s");
     let (obj, bin) = (dir.join("ia32_chroot.o"), dir.join("ia32_chroot"));
-    let st = std::process::Command::new("as")
+    let ok = |c: &mut std::process::Command| {
+        let st = c
+            .status()
+            .unwrap_or_else(|e| panic!("precondition: binutils installed: {c:?}: {e}"));
+        assert!(st.success(), "{c:?}: {st}");
+    };
+    ok(std::process::Command::new("as")
         .arg("--32")
         .arg("-o")
         .arg(&obj)
-        .arg(&src)
-        .status()
-        .expect("precondition: GNU as is installed (binutils)");
-    assert!(st.success(), "assembling {}", src.display());
-    let st = std::process::Command::new("ld")
+        .arg(&src));
+    ok(std::process::Command::new("ld")
         .args(["-m", "elf_i386", "-o"])
         .arg(&bin)
-        .arg(&obj)
-        .status()
-        .expect("precondition: GNU ld is installed (binutils)");
-    assert!(st.success(), "linking {}", obj.display());
+        .arg(&obj));
     bin
 }
 

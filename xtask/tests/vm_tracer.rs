@@ -182,9 +182,9 @@ impl RunView {
             assert_eq!(counters[bad], 0, "{label}: counter {bad}");
         }
         // Stacks (callers, blocking points, samples) are kept: at most 0.1% lost, counted
-        // over at least 2000 stacks. The on-CPU sampler (NMI) drops a sample that interrupts
-        // a stack insert on its own CPU rather than deadlock on the bucket lock before 5.11:
-        // 2 of 1620 in one 6.12 run, none of the per-kind stores full.
+        // over at least 2000 stacks. An on-CPU sample (NMI) that interrupts a stack insert
+        // on its own CPU finds the map's bucket lock held and is dropped: 2 of 1620 in one
+        // 6.12 run, none of the per-kind stores full.
         let taken = counters["stacks_taken"].as_u64().unwrap();
         let lost = counters["stack_errors"].as_u64().unwrap();
         assert!(taken > 0, "{label}: no stack taken");
