@@ -78,10 +78,36 @@ up to 64 MiB; open it in ui.perfetto.dev), and profiles/<kind>-<target>.pb.gz, p
 profiles of the stacks (`go tool pprof -http=: FILE`); in a sweep, traces/<run>.pftrace and
 profiles/<run>/. `tracer export` writes one of them for one run.
 
-Verdict: a complexity class chosen by comparing fits of t = a + b*f(N) (O(1), O(log n),
-O(n), O(n log n), O(n^2)), the log-log slope of the growth with its 95% interval, and the N
-from which growth is visible. Root cause: the callee frame under the target whose share of
-the target's time grows most with N.";
+Verdict: whether the time per call grows with N, and which classes of t = a + b*f(N)
+(O(1), O(log n), O(n), O(n log n), O(n^2)) the data leaves. The value at each N is robust:
+the calls' mean without the fastest and slowest 10%, and the median over the runs when the
+command ran more than once (the mean stays a column). Grows: the largest N is above the
+smallest by at least 20% (the least growth worth a claim) and by 3 standard errors, at two
+sizes or more, and with four sizes or more the growth term's 95% interval excludes 0 (a
+one-sided 2.5% error rate) or the rise is 3 times the scatter around the fit. Class: every growing model is fitted to every run as its own point; a class
+is named alone only when it fits 10 times more likely than each other (Akaike weights, each
+point's error at least 5%); otherwise the line names the set (\"O(n) or O(n log n)\",
+summary.json `classes`; `class` only when the set has one member). Root cause: the callee
+frame under the target whose share of the target's time grows most with N.";
+
+pub const COMPARE_HELP: &str =
+    "Per target and case, the growth with N decides, not the class labels: the growth is the
+time per call at the largest N both sides measured over the smallest, and the change is
+B's over A's with a 95% interval from each point's error (the runs' or the workload's
+repeats' spread, at least 10%; 25% for a point nothing measured the spread of). Outcomes:
+  grew           the whole interval is above a twofold change, and the time added from the
+                 smallest to the largest N rose more than twofold too
+  shrank         the same, below (a loop that was fixed)
+  same           the whole interval is within twofold
+  inconclusive   anything else, or fewer than two sizes in common, or a partial side
+Only grew and shrank are highlighted (terminal, compare.md, the HTML summary); compare.json
+has them under `verdicts` with the interval and both sides' class sets. The per-N rows mark
+a difference * when the runs (or the workload's repeats) differ at 95% (Welch) by 5% or
+more, ? when a side has fewer than two.
+
+Examples:
+  tracer compare sweep-5.10 sweep-6.1
+  tracer compare sweep-6.1/waitpid sweep-6.12/waitpid -o /tmp/waitpid-6.1-vs-6.12";
 
 pub const EXPORT_HELP: &str = "\
 Formats:
@@ -113,6 +139,11 @@ Ctrl-C keeps the runs finished so far and marks the sweep partial. If the tracer
 (SIGKILL) or crashes, the workload gets SIGKILL and its children and SysV IPC objects go
 with it; the output is not written, and the next tracer writing in that directory removes
 the temporary one. A second sweep into an output another one is writing exits 5.
+
+Your command runs --repeat times per N (default 3), each round in its own shuffled order
+of the sizes, so a drift over the sweep does not line up with N. Each run's calls are kept
+apart (run.json `invocations[].spans`): each run is its own point in the fits, a size's value
+is the median of its runs, and their spread is its error.
 
 Name what a loop calls beside the target (--targets do_wait,wait_consider_task): its calls
 inside each target call, counted in the kernel, are the loop's trips per call, and give a

@@ -35,6 +35,7 @@ enum Command {
     #[command(after_help = help::REPORT_HELP)]
     Report(ReportArgs),
     /// Compare two runs or sweeps (e.g. two kernels) per target, case and N.
+    #[command(after_help = help::COMPARE_HELP)]
     Compare(CompareArgs),
     /// Print a shell completion script, e.g. `tracer completions bash >
     /// ~/.local/share/bash-completion/completions/tracer`.
@@ -301,9 +302,11 @@ struct SweepArgs {
     /// time grows with N (no function probe needed; no other target unless --targets).
     #[arg(long)]
     discover: bool,
-    /// Runs of your command per N (with -- CMD): more runs, tighter intervals.
-    #[arg(long, default_value_t = 1, value_name = "R")]
-    repeat: u32,
+    /// Runs of your command per N (with -- CMD; default 3): each run is its own point in the
+    /// fits, the median of the runs is a size's value, the spread between them its error.
+    /// Each round runs the sizes in its own shuffled order.
+    #[arg(long, value_name = "R")]
+    repeat: Option<u32>,
     /// Operations per run of your command, e.g. 100 or {N}*10: gives per-op columns.
     #[arg(long, value_parser = cli::parse_ops, value_name = "EXPR")]
     ops: Option<cli::OpsExpr>,

@@ -23,6 +23,11 @@ use workloads::catalog;
 pub const SWEEP_FILE: &str = "sweep.json";
 pub const SWEEP_FORMAT: &str = "tracer-sweep/1";
 
+/// Runs of an external sweep's command per N unless `--repeat` says otherwise: with three,
+/// the spread between runs measures each size's error and one disturbed run cannot move the
+/// size's value (the median of the runs is fitted).
+pub const DEFAULT_REPEAT: u32 = 3;
+
 #[derive(Clone, Debug)]
 pub struct SweepOptions {
     pub workloads: Vec<String>,
@@ -42,8 +47,8 @@ pub struct SweepOptions {
     /// An external sweep: run this command (with `{n}` replaced) once per N instead of
     /// the workloads; `n` is then required.
     pub command: Vec<String>,
-    /// Runs of the command per N (external sweeps).
-    pub repeat: u32,
+    /// Runs of the command per N (external sweeps); None: [`DEFAULT_REPEAT`].
+    pub repeat: Option<u32>,
     /// Operations per run of the command (external sweeps), for per-op columns; with
     /// `phase_fn`, per call of the function.
     pub ops: Option<crate::cli::OpsExpr>,
@@ -157,7 +162,10 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
         )));
     }
     if !external
-        && (opts.repeat > 1 || opts.ops.is_some() || opts.name.is_some() || opts.phase_fn.is_some())
+        && (opts.repeat.is_some()
+            || opts.ops.is_some()
+            || opts.name.is_some()
+            || opts.phase_fn.is_some())
     {
         return Err(TracerError::Usage(
             "--repeat, --ops, --name and --phase-fn apply to a command swept with -- CMD {n}"
@@ -496,10 +504,10 @@ fn external_spec(opts: &SweepOptions) -> Result<Job, TracerError> {
     };
     let values = workloads::nlist::parse(list)
         .map_err(|e| TracerError::Usage(format!("--n {list:?}: {e}")))?;
-    if !(1..=1000).contains(&opts.repeat) {
+    let repeat = opts.repeat.unwrap_or(DEFAULT_REPEAT);
+    if !(1..=1000).contains(&repeat) {
         return Err(TracerError::Usage(format!(
-            "--repeat {}: must be 1..=1000",
-            opts.repeat
+            "--repeat {repeat}: must be 1..=1000"
         )));
     }
     let exe = record::find_executable(&opts.command[0]).ok_or_else(|| {
@@ -547,7 +555,7 @@ fn external_spec(opts: &SweepOptions) -> Result<Job, TracerError> {
             n_values: values.clone(),
             external: Some(record::ExternalSweep {
                 n_values: values,
-                repeat: opts.repeat,
+                repeat,
                 ops: opts.ops.clone(),
             }),
             phase_fn,
@@ -575,7 +583,7 @@ mod tests {
             engine: EngineOptions::default(),
             progress: false,
             command: vec![],
-            repeat: 1,
+            repeat: None,
             ops: None,
             phase_fn: None,
             name: None,

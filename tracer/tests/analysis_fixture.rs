@@ -248,22 +248,29 @@ fn vm_5_10_waitpid_at_999_hz_names_the_walk_by_added_time() {
     );
 }
 
-/// 5.10 at 4999 Hz, N=1..2000: under TCG the time per call jumps 1.8 ms -> 9.4 ms from N=1000
-/// to 2000, so the class is O(n^2) from two sizes; the line shows those points so a reader can
+/// 5.10 at 4999 Hz, N=1..2000: under TCG the time per call jumps 1.1 ms -> 8.5 ms from N=1000
+/// to 2000, so growth is visible at two sizes only: three sizes exclude O(log n), not the
+/// steeper shapes, and the verdict names the set, with the points behind it so a reader can
 /// judge. The walk carries most of the added time.
 #[test]
 fn vm_5_10_waitpid_shows_the_points_behind_a_two_size_class() {
     let a = vm("vm-5.10-waitpid");
     let v = verdict_of(&a, "do_wait");
+    assert_eq!(v.sole_class(), None, "{}", verdict_line(v));
     assert_eq!(
-        v.class(),
-        Some(Complexity::Quadratic),
+        v.classes(),
+        [Complexity::Linear, Complexity::NLogN, Complexity::Quadratic],
+        "{}",
+        verdict_line(v)
+    );
+    assert!(
+        verdict_line(v).starts_with("do_wait [waitpid-pid]: O(n), O(n log n) or O(n^2), slope"),
         "{}",
         verdict_line(v)
     );
     assert!(
         verdict_line(v).contains(
-            "(from two sizes: x5.23 per call for x2 N, 1.79ms at N=1000 -> 9.38ms at N=2000; the part above N=1's 729µs x8.14)"
+            "(from two sizes: x7.67 per call for x2 N, 1.11ms at N=1000 -> 8.48ms at N=2000; the part above N=1's 438µs x12.04)"
         ),
         "{}",
         verdict_line(v)
@@ -284,9 +291,14 @@ fn vm_5_10_waitpid_shows_the_points_behind_a_two_size_class() {
 fn vm_5_10_waitpid_to_6000_children_is_linear() {
     let a = vm("vm-5.10-waitpid-6000");
     let v = verdict_of(&a, "do_wait");
-    assert_eq!(v.class(), Some(Complexity::Linear), "{}", verdict_line(v));
+    assert_eq!(
+        v.sole_class(),
+        Some(Complexity::Linear),
+        "{}",
+        verdict_line(v)
+    );
     assert!(
-        verdict_line(v).contains("slope 1.03 (R² 0.99)"),
+        verdict_line(v).contains("slope 0.97 (R² 0.99)"),
         "{}",
         verdict_line(v)
     );

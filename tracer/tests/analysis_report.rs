@@ -568,7 +568,7 @@ fn full_report_from_a_synthetic_sweep() {
         term.contains("\nIncidental: 1 more finding, in report.txt and index.html"),
         "{term}"
     );
-    assert!(term.contains("\ndo_wait [waitpid-pid] · 5.10.0-28-cloud-amd64 · fentry do_wait · on-CPU time per call\n"), "{term}");
+    assert!(term.contains("\ndo_wait [waitpid-pid] · 5.10.0-28-cloud-amd64 · fentry do_wait · on-CPU time per call, 10%-trimmed mean\n"), "{term}");
     assert!(!term.contains("get_task_policy [spawn] ·"), "{term}");
     let findings_end = rest.find("\n\n").unwrap();
     assert!(
@@ -633,8 +633,26 @@ fn compare_two_kernels() {
         .unwrap();
     assert_eq!(
         line,
-        "do_wait [waitpid-pid]: 5.10.0-28-cloud-amd64 O(n) -> 6.1.0-18-cloud-amd64 O(1)"
+        "do_wait [waitpid-pid]: shrank: x26.8 -> x1.00 per call over N=10..8000 \
+         (5.10.0-28-cloud-amd64 O(n) -> 6.1.0-18-cloud-amd64 O(1))"
     );
+    // compare.json: the decision per target and case, with its interval and both class sets.
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("compare.json")).unwrap()).unwrap();
+    let v = json["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["target"] == "do_wait" && v["case_name"] == "waitpid-pid")
+        .unwrap();
+    assert_eq!(v["change"], "shrank");
+    assert_eq!(v["classes_a"], serde_json::json!(["O(n)"]));
+    assert_eq!(v["classes_b"], serde_json::json!(["O(1)"]));
+    let (lo, hi) = (
+        v["interval"][0].as_f64().unwrap(),
+        v["interval"][1].as_f64().unwrap(),
+    );
+    assert!(lo < v["log_change"].as_f64().unwrap() && hi < -std::f64::consts::LN_2);
     assert!(
         s.root_causes.iter().any(|l| l.contains(
             "6.1.0-18-cloud-amd64: do_wait [waitpid-pid]: its time per call does not grow"
@@ -652,7 +670,7 @@ fn compare_two_kernels() {
         .lines()
         .find(|l| l.starts_with("do_wait ") && l.contains(" waitpid-pid "))
         .unwrap_or_else(|| panic!("{}", s.terminal));
-    assert!(do_wait.contains(" O(n) → O(1) "), "{do_wait}");
+    assert!(do_wait.contains(" shrank: O(n) → O(1) "), "{do_wait}");
     let summary_txt = std::fs::read_to_string(out.join("summary.txt")).unwrap();
     assert!(s.terminal.contains(&summary_txt));
     assert!(!summary_txt.contains("get_task_policy"), "{summary_txt}");

@@ -137,10 +137,12 @@ fn record(out: &Path, extra: &[&str], command: &[&str]) -> Output {
     o
 }
 
+/// `tracer sweep` of `command` with one run per N: the tests count one run's calls per N.
 fn sweep(out: &Path, extra: &[&str], command: &[&str]) -> Output {
     let o = tracer()
         .arg("sweep")
         .args(QUICK)
+        .args(["--repeat", "1"])
         .args(["--no-report", "-o"])
         .arg(out)
         .args(extra)

@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::rundata::{PlanUsed, RunStatus, StackFile, StackKind, TargetReport};
 
 use super::discover::{Discovery, ProfiledRun, discover};
-use super::fit::{Complexity, Scaling, fit_scaling};
+use super::fit::{Complexity, Scaling, fit_scaling, fit_scaling_runs};
 use super::load::{Dataset, LoadError, read_stack_file};
 use super::populations::{PopulationSplit, split as split_populations};
 use super::rootcause::{RootCause, StacksAtN, root_cause};
@@ -57,12 +57,30 @@ impl Verdict {
         }
     }
 
+    /// The classes the data does not exclude, least growth first: the loop count's class (a
+    /// count is exact), else the time's set ([`Scaling::classes`]). Empty with nothing fitted.
+    pub fn classes(&self) -> Vec<Complexity> {
+        match (&self.by_loop, &self.scaling) {
+            (Some(l), _) => vec![l.class],
+            (None, Some(s)) => s.classes.clone(),
+            (None, None) => Vec::new(),
+        }
+    }
+
+    /// The class when the data names one alone (a set of one), else None.
+    pub fn sole_class(&self) -> Option<Complexity> {
+        let set = self.classes();
+        (set.len() == 1).then(|| set[0])
+    }
+
     /// The loop count that gives the verdict a class other than the time's own fit (what
     /// lines, tables and plots name beside the class); None when the two agree.
     pub fn count_overrides_time(&self) -> Option<&LoopClass> {
+        // Also when the time names the count's class only among others: the count decides.
+        let time_alone = self.scaling.as_ref().and_then(|s| s.sole_class());
         self.by_loop
             .as_ref()
-            .filter(|l| self.time_class() != Some(l.class))
+            .filter(|l| time_alone != Some(l.class))
     }
 
     /// The class the time per call fitted by itself.
@@ -502,7 +520,7 @@ pub fn verdict(t: &CaseTable) -> Verdict {
         target: t.target.clone(),
         case_name: t.case_name.clone(),
         metric: t.metric,
-        scaling: fit_scaling(&t.points()),
+        scaling: fit_scaling_runs(&t.points(), &t.run_points()),
         stand_in: t.stand_in(),
         timed: t.timed,
         plan: t.plan.clone(),

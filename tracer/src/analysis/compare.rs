@@ -3,13 +3,14 @@
 //!
 //! Three quantities are compared for each (target, case, N) present on both sides:
 //!
-//! * **time per call** (the table's metric, arithmetic mean over all calls). Significance comes
+//! * **time per call** (the table's fitted value: its robust centre). Significance comes
 //!   from the within-run spread of calls: Welch's t-test on the two per-call means, with the
 //!   per-call standard deviations estimated from the histograms and n = timed calls, at 95%.
 //!   Because that spread ignores run-to-run drift (and with thousands of calls almost any
 //!   difference passes the test), the difference must also be at least [`MIN_CALL_DIFF_PCT`],
 //!   and the workload's repeats must differ significantly in the same direction (without
-//!   repeats on both sides: "?").
+//!   repeats on both sides: "?"). An external sweep's runs of the command are those repeats:
+//!   with two or more per side, Welch's test over the runs' times per call decides.
 //! * **workload time per op** (arithmetic mean over the workload's repeats), and
 //! * **workload ops/s** (harmonic mean over repeats, the right mean for rates). Both are marked
 //!   by Welch's t-test over the per-repeat values at 95%: this spread is the run-to-run one, as
@@ -17,6 +18,19 @@
 //!
 //! The % difference is (B − A) / A: positive means B is larger (slower for times, faster for
 //! rates).
+//!
+//! Per target and case, **did the growth change?** ([`GrowthChange`]) decides on data, not on
+//! class labels: the growth of each side is `ln(t(N_hi) / t(N_lo))` over the largest and the
+//! smallest N both sides measured (the fitted robust centres), and the change is the
+//! difference of the two, B − A. Its 95% interval combines the four points' relative errors
+//! (each the histogram's and the repeats' spread, never under [`MIN_POINT_ERROR`]; a point
+//! with no measure of its spread counts [`UNMEASURED_POINT_ERROR`]). The change is `grew`
+//! or `shrank` only when the whole interval lies beyond ±[`MIN_GROWTH_CHANGE`] (a twofold
+//! change in growth) *and* the time added from N_lo to N_hi changed by more than the margin
+//! the same way (a syscall whose fixed cost halved doubles its growth ratio while its loop
+//! stays as it was: 5.10 → 6.1 waitpid(-1), x90 → x38, adds 8.0 → 5.7 ms); `same` when the
+//! whole interval lies within the margin, and `inconclusive` otherwise, or when the sides
+//! share fewer than two sizes. The classes of each side stay beside it; they never decide it.
 
 use std::collections::BTreeMap;
 
@@ -70,11 +84,14 @@ impl Quantity {
         }
     }
 
-    /// mmtests' name of the mean used.
+    /// mmtests' name of the mean used; `Tmean` for the time per call, the table's fitted
+    /// robust centre (a trimmed mean of the calls, the median over the runs where there are
+    /// several).
     pub fn mean_name(self) -> &'static str {
         match self {
             Quantity::OpRate => "Hmean",
-            _ => "Amean",
+            Quantity::TimePerCall => "Tmean",
+            Quantity::OpTime => "Amean",
         }
     }
 }
@@ -92,16 +109,83 @@ pub struct CompareRow {
     pub significance: Significance,
 }
 
+/// Least change in growth, as a log ratio, that `grew` or `shrank` may claim: the growth over
+/// the common sizes at least doubled or halved.
+pub const MIN_GROWTH_CHANGE: f64 = std::f64::consts::LN_2;
+/// Least relative error of one point (a size's fitted time per call) in the change's interval:
+/// runs of one size differ by more than the calls within a run suggest.
+pub const MIN_POINT_ERROR: f64 = 0.10;
+/// The relative error of a point whose spread nothing measured (no repeats, no histogram):
+/// about the run-to-run scatter of kernel times in one run per size under qemu.
+pub const UNMEASURED_POINT_ERROR: f64 = 0.25;
+
+/// The outcome of a compare for one target and case.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Change {
+    /// B's time per call grows with N by more than A's, beyond the margin.
+    Grew,
+    /// B's grows by less than A's, beyond the margin.
+    Shrank,
+    /// The growth is the same within the margin.
+    Same,
+    /// The data cannot tell (the interval straddles the margin, or too little in common).
+    Inconclusive,
+}
+
+impl Change {
+    pub fn label(self) -> &'static str {
+        match self {
+            Change::Grew => "grew",
+            Change::Shrank => "shrank",
+            Change::Same => "same",
+            Change::Inconclusive => "inconclusive",
+        }
+    }
+
+    /// A change the compare flags (the others are not highlighted).
+    pub fn flagged(self) -> bool {
+        matches!(self, Change::Grew | Change::Shrank)
+    }
+}
+
+/// Whether the growth with N of one target and case changed from A to B (module docs).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GrowthChange {
+    pub change: Change,
+    /// The smallest and the largest N both sides measured (None: fewer than two in common).
+    pub n_range: Option<(u64, u64)>,
+    /// Each side's time per call at the largest over the smallest common N.
+    pub growth_a: Option<f64>,
+    pub growth_b: Option<f64>,
+    /// Each side's time per call added from the smallest to the largest common N, ns.
+    pub added_a: Option<f64>,
+    pub added_b: Option<f64>,
+    /// ln(growth_b / growth_a) and its 95% interval.
+    pub log_change: Option<f64>,
+    pub interval: Option<(f64, f64)>,
+    /// Why it is inconclusive without an interval (no common sizes, a side absent or partial),
+    /// or what its interval had to assume (one run per size: no spread between runs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
 /// The scaling classes of one target and case on both sides (None: not fitted, or absent).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ClassChange {
     pub target: String,
     pub case_name: String,
+    /// Each side's class when its data names one alone.
     pub a: Option<Complexity>,
     pub b: Option<Complexity>,
+    /// Each side's class set ([`Verdict::classes`]).
+    pub classes_a: Vec<Complexity>,
+    pub classes_b: Vec<Complexity>,
     /// The side has the target and case at all.
     pub in_a: bool,
     pub in_b: bool,
+    /// The decision on the growth.
+    pub growth: GrowthChange,
 }
 
 /// Its JSON form (`compare.json`) is written by `render::compare`.
@@ -142,17 +226,44 @@ pub fn compare(a: &Analysis, b: &Analysis) -> Comparison {
     let mut rows = Vec::new();
     let mut classes = Vec::new();
     let keys: std::collections::BTreeSet<&Key> = ma.keys().chain(mb.keys()).collect();
+    let partial = |an: &Analysis, run: &str| {
+        an.runs
+            .iter()
+            .any(|r| r.label == run && r.status == crate::rundata::RunStatus::Partial)
+    };
     for key in keys {
         let (ta, tb) = (ma.get(key), mb.get(key));
-        let ca = ta.and_then(|(_, v)| v.class());
-        let cb = tb.and_then(|(_, v)| v.class());
+        let growth = match (ta, tb) {
+            (Some((ta, _)), Some((tb, _))) => {
+                let mut g = growth_change(ta, tb);
+                if g.change != Change::Same
+                    && let Some(side) = [(a, ta, "A"), (b, tb, "B")]
+                        .iter()
+                        .find(|(an, t, _)| partial(an, &t.run))
+                        .map(|x| x.2)
+                {
+                    // A cut-short run may lack its largest sizes' calls: no claim of a change.
+                    g.change = Change::Inconclusive;
+                    g.reason = Some(format!("side {side} is a partial run"));
+                }
+                g
+            }
+            _ => GrowthChange::inconclusive(if ta.is_none() {
+                "absent from A"
+            } else {
+                "absent from B"
+            }),
+        };
         classes.push(ClassChange {
             target: key.0.clone(),
             case_name: key.1.clone(),
-            a: ca,
-            b: cb,
+            a: ta.and_then(|(_, v)| v.sole_class()),
+            b: tb.and_then(|(_, v)| v.sole_class()),
+            classes_a: ta.map(|(_, v)| v.classes()).unwrap_or_default(),
+            classes_b: tb.map(|(_, v)| v.classes()).unwrap_or_default(),
             in_a: ta.is_some(),
             in_b: tb.is_some(),
+            growth,
         });
         let (Some((ta, _)), Some((tb, _))) = (ta, tb) else {
             continue;
@@ -170,6 +281,107 @@ pub fn compare(a: &Analysis, b: &Analysis) -> Comparison {
         rows,
         classes,
         frame_shifts: frame_shifts(a, b),
+    }
+}
+
+impl GrowthChange {
+    fn inconclusive(reason: &str) -> GrowthChange {
+        GrowthChange {
+            change: Change::Inconclusive,
+            n_range: None,
+            growth_a: None,
+            growth_b: None,
+            added_a: None,
+            added_b: None,
+            log_change: None,
+            interval: None,
+            reason: Some(reason.to_string()),
+        }
+    }
+}
+
+/// The relative error of one point in the change's interval (module docs), and whether the
+/// spread between runs measured it.
+fn point_error(r: &Row) -> (f64, bool) {
+    match r.rel_se() {
+        Some(e) if r.repeat_rel_sd.is_some() => (e.max(MIN_POINT_ERROR), true),
+        // The histogram alone measures the calls of one run, not the run-to-run scatter.
+        Some(e) => (e.max(UNMEASURED_POINT_ERROR), false),
+        None => (UNMEASURED_POINT_ERROR, false),
+    }
+}
+
+/// The decision on the growth of one table from A to B (module docs).
+pub fn growth_change(ta: &CaseTable, tb: &CaseTable) -> GrowthChange {
+    let timed = |t: &CaseTable, n: u64| {
+        t.rows
+            .iter()
+            .find(|r| r.n == n && r.time_per_call_ns.is_some_and(|x| x > 0.0))
+            .cloned()
+    };
+    let common: Vec<u64> = ta
+        .rows
+        .iter()
+        .map(|r| r.n)
+        .filter(|&n| n > 0 && timed(ta, n).is_some() && timed(tb, n).is_some())
+        .collect();
+    let (Some(&lo), Some(&hi)) = (common.iter().min(), common.iter().max()) else {
+        return GrowthChange::inconclusive("no size with timed calls on both sides");
+    };
+    if lo == hi {
+        return GrowthChange::inconclusive(&format!(
+            "one size in common (N={lo}): no growth to compare"
+        ));
+    }
+    let mut unmeasured = Vec::new();
+    let mut side = |t: &CaseTable, label: &str| {
+        let (rl, rh) = (timed(t, lo).unwrap(), timed(t, hi).unwrap());
+        let (tl, th) = (rl.time_per_call_ns.unwrap(), rh.time_per_call_ns.unwrap());
+        let ((el, ml), (eh, mh)) = (point_error(&rl), point_error(&rh));
+        if !(ml && mh) {
+            unmeasured.push(label.to_string());
+        }
+        (th / tl, th - tl, el * el + eh * eh)
+    };
+    let (ga, add_a, va) = side(ta, "A");
+    let (gb, add_b, vb) = side(tb, "B");
+    let d = (gb / ga).ln();
+    let h = 1.96 * (va + vb).sqrt();
+    let (lo_ci, hi_ci) = (d - h, d + h);
+    // The change of the added time, as a log ratio; a side that adds nothing is infinitely
+    // below one that does.
+    let added = match (add_a > 0.0, add_b > 0.0) {
+        (true, true) => (add_b / add_a).ln(),
+        (true, false) => f64::NEG_INFINITY,
+        (false, true) => f64::INFINITY,
+        (false, false) => 0.0,
+    };
+    let change = if lo_ci > MIN_GROWTH_CHANGE && added > MIN_GROWTH_CHANGE {
+        Change::Grew
+    } else if hi_ci < -MIN_GROWTH_CHANGE && added < -MIN_GROWTH_CHANGE {
+        Change::Shrank
+    } else if lo_ci >= -MIN_GROWTH_CHANGE && hi_ci <= MIN_GROWTH_CHANGE {
+        Change::Same
+    } else {
+        Change::Inconclusive
+    };
+    GrowthChange {
+        change,
+        n_range: Some((lo, hi)),
+        growth_a: Some(ga),
+        growth_b: Some(gb),
+        added_a: Some(add_a),
+        added_b: Some(add_b),
+        log_change: Some(d),
+        interval: Some((lo_ci, hi_ci)),
+        // One run per size: what the interval rests on is assumed, and the line says so.
+        reason: (!unmeasured.is_empty()).then(|| {
+            format!(
+                "one run per size on {}: each point's error taken as {:.0}%",
+                unmeasured.join(" and "),
+                UNMEASURED_POINT_ERROR * 100.0
+            )
+        }),
     }
 }
 
@@ -226,8 +438,20 @@ fn compare_rows(target: &str, case: &str, ra: &Row, rb: &Row) -> Vec<CompareRow>
 /// significantly in the same direction. The within-run test alone marked +27% at one N and
 /// −42% at the next as both significant (6.1 → 6.12 fork with N VMAs): with thousands of
 /// calls almost any drift between two runs passes it. Without repeats on both sides the
-/// answer is "cannot tell".
+/// answer is "cannot tell". Where each side ran the command two or more times at this N (an
+/// external sweep), the runs' own times decide instead: Welch's test over them, plus the
+/// minimum difference.
 pub fn per_call_significance(ra: &Row, rb: &Row) -> Significance {
+    let (ya, yb) = (&ra.run_times_ns, &rb.run_times_ns);
+    if ya.len() >= 2 && yb.len() >= 2 {
+        let (Some(ma), Some(mb)) = (ra.time_per_call_ns, rb.time_per_call_ns) else {
+            return Significance::Unknown;
+        };
+        if ma <= 0.0 || ((mb - ma) / ma * 100.0).abs() < MIN_CALL_DIFF_PCT {
+            return Significance::NotSignificant;
+        }
+        return repeat_significance(ya, yb);
+    }
     let within = within_run_significance(ra, rb);
     if within != Significance::Significant {
         return within;
@@ -344,6 +568,82 @@ mod tests {
             (c.classes[0].a, c.classes[0].b),
             (Some(Complexity::Linear), Some(Complexity::Constant))
         );
+        assert_eq!(c.classes[0].growth.change, Change::Shrank);
+        assert_eq!(c.classes[0].growth.n_range, Some((10, 8000)));
+    }
+
+    /// A/A: two sweeps of the same kernel, each size off by 15% run-to-run noise, never say
+    /// `grew` or `shrank`; a loop that was fixed (linear in A, flat in B) under the same noise
+    /// says `shrank` every time. With no size in common, or one, nothing is decided.
+    #[test]
+    fn growth_changes_only_when_it_did() {
+        use crate::analysis::testutil::Rng;
+        let ns = [1, 100, 1000, 4000];
+        let noisy = |f: fn(u64) -> u64, rng: &mut Rng| {
+            let k: Vec<f64> = ns.iter().map(|_| (0.15 * rng.normal()).exp()).collect();
+            testdata::waitpid_run(&ns, |n| {
+                let i = ns.iter().position(|&x| x == n).unwrap();
+                (f(n) as f64 * k[i]) as u64
+            })
+        };
+        let (mut same, mut fixed) = (0, 0);
+        for seed in 0..100 {
+            let mut rng = Rng::new(seed);
+            let linear: fn(u64) -> u64 = |n| 2000 + 5 * n;
+            let flat: fn(u64) -> u64 = |_| 2000;
+            let (a, b) = (noisy(linear, &mut rng), noisy(linear, &mut rng));
+            let c = compare(&analysis(a.clone()), &analysis(b));
+            let g = &c.classes[0].growth;
+            assert!(!g.change.flagged(), "A/A seed {seed}: {g:?}");
+            same += usize::from(g.change == Change::Same);
+            let c = compare(&analysis(a), &analysis(noisy(flat, &mut rng)));
+            let g = &c.classes[0].growth;
+            assert_ne!(g.change, Change::Grew, "seed {seed}: {g:?}");
+            fixed += usize::from(g.change == Change::Shrank);
+        }
+        assert!(same >= 50, "A/A pairs called same: {same} of 100");
+        // The same loop under a fixed cost twelve times lower: the growth ratio rises from x1.3
+        // to x5, the added time does not change. Not a change of the loop.
+        let a = testdata::waitpid_run(&ns, |n| 60_000 + 5 * n);
+        let b = testdata::waitpid_run(&ns, |n| 5_000 + 5 * n);
+        let g = compare(&analysis(a), &analysis(b)).classes[0]
+            .growth
+            .clone();
+        assert!(g.log_change.unwrap() > 0.69, "{g:?}");
+        assert!(!g.change.flagged(), "{g:?}");
+        assert!(fixed >= 95, "a fixed loop called shrank: {fixed} of 100");
+
+        // One run per size and no repeats: still decided where the change is large, with the
+        // assumption said.
+        let mut a = testdata::waitpid_run(&ns, |n| 2000 + 5 * n);
+        let mut b = testdata::waitpid_run(&ns, |_| 2000);
+        a.workload = None;
+        b.workload = None;
+        let g = compare(&analysis(a), &analysis(b)).classes[0]
+            .growth
+            .clone();
+        assert_eq!(g.change, Change::Shrank, "{g:?}");
+        assert_eq!(
+            g.reason.as_deref(),
+            Some("one run per size on A and B: each point's error taken as 25%")
+        );
+
+        let a = testdata::waitpid_run(&[10, 100], |n| 1000 + n);
+        let b = testdata::waitpid_run(&[1000, 4000], |n| 1000 + n);
+        let g = compare(&analysis(a.clone()), &analysis(b)).classes[0]
+            .growth
+            .clone();
+        assert_eq!(g.change, Change::Inconclusive);
+        assert_eq!(
+            g.reason.as_deref(),
+            Some("no size with timed calls on both sides")
+        );
+        let b = testdata::waitpid_run(&[100, 4000], |n| 1000 + 50 * n);
+        let g = compare(&analysis(a), &analysis(b)).classes[0]
+            .growth
+            .clone();
+        assert_eq!(g.change, Change::Inconclusive);
+        assert!(g.reason.unwrap().starts_with("one size in common (N=100)"));
     }
 
     #[test]
@@ -372,6 +672,29 @@ mod tests {
         // Repeats clearly faster while the calls got slower: not supported.
         let b = row(1270.0, &[60.0, 62.0, 58.0]);
         assert_eq!(per_call_significance(&a, &b), NotSignificant);
+    }
+
+    #[test]
+    fn runs_of_the_command_decide_a_per_call_difference() {
+        use Significance::*;
+        let row = |runs: &[f64]| Row {
+            time_per_call_ns: crate::analysis::stats::median(runs),
+            time_per_call_sd_ns: Some(100.0),
+            timed_calls: 10_000,
+            run_times_ns: runs.to_vec(),
+            ..Row::default()
+        };
+        let a = row(&[1000.0, 1100.0, 950.0]);
+        assert_eq!(
+            per_call_significance(&a, &row(&[1200.0, 900.0, 1300.0])),
+            NotSignificant
+        );
+        assert_eq!(
+            per_call_significance(&a, &row(&[2000.0, 2100.0, 1950.0])),
+            Significant
+        );
+        // One run on a side: the runs cannot say; the old rule (no repeats: "?") holds.
+        assert_eq!(per_call_significance(&a, &row(&[2000.0])), Unknown);
     }
 
     #[test]

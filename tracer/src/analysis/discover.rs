@@ -844,6 +844,7 @@ pub(crate) mod tests {
                 wall_s: 0.3,
                 user_s: 0.002,
                 sys_s: 0.25,
+                spans: vec![],
             })
             .collect();
         let d = &discover(&stacks, &r)[0];
@@ -865,6 +866,7 @@ pub(crate) mod tests {
             wall_s: 0.0,
             user_s: 0.0,
             sys_s: 0.0,
+            spans: vec![],
         }];
         let d = &discover(&stacks, &r)[0];
         assert_eq!(d.ns, vec![10, 100, 1000]);

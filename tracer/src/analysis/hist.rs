@@ -105,6 +105,59 @@ pub fn std_dev(d: &Dist) -> Option<f64> {
     Some((ss / n as f64).sqrt())
 }
 
+/// Share of the calls cut from each end by [`trimmed_mean`] (the robust centre fitted).
+pub const TRIM: f64 = 0.10;
+
+/// Mean of the values between the `trim` and `1 − trim` quantiles: the robust centre of a
+/// row. Values are spread evenly over their bucket as in [`quantile`], and the estimate is
+/// scaled by the exact mean over the bucket model's mean so that with no trimming it is the
+/// exact mean (bucket midpoints carry a bias of up to 1/32). One call of 5 ms among 75 of
+/// 63 µs moves the mean to 129 µs; it leaves this at 63 µs. None for an empty distribution.
+pub fn trimmed_mean(d: &Dist, trim: f64) -> Option<f64> {
+    let buckets = normalized(d);
+    let total: u64 = buckets.iter().fold(0u64, |a, (_, c)| a.saturating_add(*c));
+    if total == 0 {
+        return None;
+    }
+    let trim = trim.clamp(0.0, 0.49);
+    // Keep ranks lo_rank+1 ..= hi_rank (1-based); at least one value.
+    let cut = (trim * total as f64).floor() as u64;
+    let (lo_rank, hi_rank) = if 2 * cut >= total {
+        ((total - 1) / 2, (total - 1) / 2 + 1)
+    } else {
+        (cut, total - cut)
+    };
+    // Sum of the j-th values j1..=j2 of a bucket of c values spread over [lo, hi).
+    let part = |lo: f64, hi: f64, c: u64, j1: u64, j2: u64| -> f64 {
+        if j2 < j1 {
+            return 0.0;
+        }
+        let k = (j2 - j1 + 1) as f64;
+        let sum_j = (j1 + j2) as f64 * k / 2.0 - 0.5 * k;
+        k * lo + (hi - lo) / c as f64 * sum_j
+    };
+    let (mut kept, mut all, mut before) = (0.0, 0.0, 0u64);
+    for (b, c) in &buckets {
+        let (lo, hi) = bucket_range(*b);
+        let (lo, hi) = (clamp_to(d, lo), clamp_to(d, hi));
+        all += part(lo, hi, *c, 1, *c);
+        let first = lo_rank.saturating_sub(before) + 1;
+        let last = hi_rank.saturating_sub(before).min(*c);
+        if first <= last {
+            kept += part(lo, hi, *c, first, last);
+        }
+        before = before.saturating_add(*c);
+    }
+    let model_mean = all / total as f64;
+    let exact_mean = d.sum_ns as f64 / total as f64;
+    let scale = if model_mean > 0.0 && exact_mean > 0.0 {
+        exact_mean / model_mean
+    } else {
+        1.0
+    };
+    Some(kept / (hi_rank - lo_rank) as f64 * scale)
+}
+
 /// Sum of two distributions (the histograms of the union of their values).
 pub fn merge(a: &Dist, b: &Dist) -> Dist {
     let (ca, cb) = (count(a), count(b));
@@ -155,6 +208,36 @@ mod tests {
         let n = sorted.len() as u64;
         let rank = ((q * n as f64).ceil() as u64).clamp(1, n);
         sorted[(rank - 1) as usize] as f64
+    }
+
+    /// The robust centre: an outlier does not move it, a clean distribution keeps its mean, and
+    /// no trimming is the exact mean.
+    #[test]
+    fn trimmed_mean_resists_outliers_and_keeps_clean_means() {
+        let mut v: Vec<u64> = vec![63_000; 75];
+        v.push(5_110_000);
+        let d = from_values(&v);
+        let m = mean(&d).unwrap();
+        assert!(m > 120_000.0, "{m}");
+        let t = trimmed_mean(&d, TRIM).unwrap();
+        assert!((t / 63_000.0 - 1.0).abs() < 0.02, "{t}");
+        assert_eq!(trimmed_mean(&d, 0.0).unwrap().round(), m.round());
+        let mut rng = Rng::new(7);
+        for _ in 0..20 {
+            let values: Vec<u64> = (0..2000).map(|_| 10_000 + rng.below(1000)).collect();
+            let d = from_values(&values);
+            let exact = values.iter().sum::<u64>() as f64 / values.len() as f64;
+            let t = trimmed_mean(&d, TRIM).unwrap();
+            assert!((t / exact - 1.0).abs() < 0.01, "{t} vs {exact}");
+        }
+        // A two-population mix keeps both in the centre (unlike a median, which jumps).
+        let mut mix: Vec<u64> = vec![1_000; 500];
+        mix.extend(vec![100_000; 500]);
+        let t = trimmed_mean(&from_values(&mix), TRIM).unwrap();
+        assert!((40_000.0..60_000.0).contains(&t), "{t}");
+        assert_eq!(trimmed_mean(&Dist::default(), TRIM), None);
+        let one = from_values(&[500]);
+        assert_eq!(trimmed_mean(&one, TRIM), Some(500.0));
     }
 
     /// Property: for many generated data sets of different shapes, every estimated percentile

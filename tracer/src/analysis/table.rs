@@ -88,12 +88,17 @@ pub struct Row {
     /// noise of this (case, N). The target's own time is aggregated over all repeats, so the
     /// workload's spread stands in for it.
     pub repeat_rel_sd: Option<f64>,
+    /// The fitted metric's robust centre in each run of the command at this N (an external
+    /// sweep's runs, in the order they ran): each is a point of its own in the fits, and with
+    /// two or more `time_per_call_ns` is their median.
+    pub run_times_ns: Vec<f64>,
     /// Target wall time per op (mean wall × calls per op).
     pub target_ns_per_op: Option<f64>,
     /// `target_ns_per_op / op_ns`.
     pub share_of_op: Option<f64>,
-    /// The fitted metric per call, its estimated standard deviation per call (histogram), and
-    /// the number of timed calls behind it.
+    /// The fitted metric per call (the robust centre: the calls' mean with the fastest and the
+    /// slowest [`hist::TRIM`] of them left out), its estimated standard deviation per call
+    /// (histogram), and the number of timed calls behind it.
     pub time_per_call_ns: Option<f64>,
     pub time_per_call_sd_ns: Option<f64>,
     pub timed_calls: u64,
@@ -122,9 +127,10 @@ impl Row {
     /// within one run vary less than runs do.
     pub fn rel_se(&self) -> Option<f64> {
         let hist = self.hist_rel_se();
+        let repeats = self.op_repeats_ns.len().max(self.run_times_ns.len());
         let reps = self
             .repeat_rel_sd
-            .map(|sd| sd / (self.op_repeats_ns.len().max(1) as f64).sqrt());
+            .map(|sd| sd / (repeats.max(1) as f64).sqrt());
         match (hist, reps) {
             (None, None) => None,
             (h, r) => Some((h.unwrap_or(0.0).powi(2) + r.unwrap_or(0.0).powi(2)).sqrt()),
@@ -166,6 +172,28 @@ impl CaseTable {
                 })
             })
             .collect()
+    }
+
+    /// Every run of every size as its own point (the evidence between classes): the runs'
+    /// times where a row has two or more, else the row's point.
+    pub fn run_points(&self) -> Vec<Point> {
+        let mut out = Vec::new();
+        for r in self.rows.iter().filter(|r| r.n > 0) {
+            if r.run_times_ns.len() >= 2 {
+                out.extend(r.run_times_ns.iter().filter(|t| **t > 0.0).map(|&t| Point {
+                    n: r.n as f64,
+                    t,
+                    rel_se: None,
+                }));
+            } else if let Some(t) = r.time_per_call_ns.filter(|t| *t > 0.0) {
+                out.push(Point {
+                    n: r.n as f64,
+                    t,
+                    rel_se: r.rel_se(),
+                });
+            }
+        }
+        out
     }
 
     /// `target [case]`, the name used in verdicts and file names.
@@ -407,10 +435,30 @@ fn row(
         }
         _ => op_repeats_ns.clone(),
     };
-    let repeat_rel_sd = match (variance(&noise_source), mean(&noise_source)) {
-        (Some(v), Some(m)) if m > 0.0 => Some(v.sqrt() / m),
+    // Each run of an external sweep's command at this N: the fitted metric's centre over that
+    // run's calls alone.
+    let run_times_ns: Vec<f64> = if timed {
+        run.invocations
+            .iter()
+            .filter(|i| i.n == s.n && s.case == workloads::cases::CASE_COMMAND && !i.failed())
+            .filter_map(|i| {
+                let sp = i.spans.iter().find(|x| x.target == s.target)?;
+                let d = match metric {
+                    Metric::OncpuMean if has_oncpu => &sp.oncpu,
+                    _ => &sp.wall,
+                };
+                hist::trimmed_mean(d, hist::TRIM).filter(|t| *t > 0.0)
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let spread = |v: &[f64]| match (variance(v), mean(v)) {
+        (Some(var), Some(m)) if m > 0.0 => Some(var.sqrt() / m),
         _ => None,
     };
+    // The workload's repeats where it reports them, else the command's runs.
+    let repeat_rel_sd = spread(&noise_source).or_else(|| spread(&run_times_ns));
     let (op_ns, op_source) = match median(&op_repeats_ns) {
         Some(m) => (Some(m), Some("workload".to_string())),
         None => match (phase, ops) {
@@ -429,12 +477,26 @@ fn row(
         (Some(t), Some(o)) if o > 0.0 => Some(t / o),
         _ => None,
     };
-    let (time_per_call_ns, time_per_call_sd_ns) = match metric {
-        Metric::OncpuMean if has_oncpu => (oncpu_mean_ns, on(&s.oncpu, &hist::std_dev)),
-        _ => (
-            wall_mean_ns,
-            timed.then(|| hist::std_dev(&s.wall)).flatten(),
-        ),
+    // The fitted value is the robust centre of the calls (a trimmed mean), not their mean: one
+    // call preempted for milliseconds among a few dozen must not move a size's value
+    // several-fold. The means stay as columns.
+    let fitted = match metric {
+        Metric::OncpuMean if has_oncpu => &s.oncpu,
+        _ => &s.wall,
+    };
+    let (time_per_call_ns, time_per_call_sd_ns) = if timed {
+        (
+            // The median of the runs resists one disturbed run as the trimmed mean resists
+            // one disturbed call.
+            if run_times_ns.len() >= 2 {
+                median(&run_times_ns)
+            } else {
+                hist::trimmed_mean(fitted, hist::TRIM)
+            },
+            hist::std_dev(fitted),
+        )
+    } else {
+        (None, None)
     };
     Row {
         n: s.n,
@@ -455,6 +517,7 @@ fn row(
         op_source,
         op_repeats_ns,
         repeat_rel_sd,
+        run_times_ns,
         target_ns_per_op,
         share_of_op,
         time_per_call_ns,

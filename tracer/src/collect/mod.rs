@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use tracer_ebpf::{HIST_ONCPU, HIST_WALL};
 
 use crate::engine::Snapshot;
-use crate::rundata::{COUNTER_NAMES, Dist, PhaseRow, SpanRow};
+use crate::rundata::{COUNTER_NAMES, Dist, InvocationSpan, PhaseRow, SpanRow};
 
 mod run;
 mod stacks;
@@ -76,6 +76,60 @@ pub fn span_rows(snap: &Snapshot, target_names: &[String]) -> Vec<SpanRow> {
     rows
 }
 
+/// The calls of phase `(case, n)` between two span snapshots of one session, per target: one
+/// run of an external sweep's command. Targets without a call in between are left out.
+pub fn invocation_spans(
+    before: &Snapshot,
+    after: &Snapshot,
+    (case, n): (u32, u64),
+    target_names: &[String],
+) -> Vec<InvocationSpan> {
+    let mut out = Vec::new();
+    for (key, s) in &after.spans {
+        if key.case != case || key.n != n {
+            continue;
+        }
+        let Some(name) = target_names.get(key.target as usize) else {
+            continue;
+        };
+        let old = before.spans.get(key).copied().unwrap_or_default();
+        let calls = s.calls.saturating_sub(old.calls);
+        if calls == 0 {
+            continue;
+        }
+        let dist = |kind: u32, sum: u64, old_sum: u64| {
+            let was = before.hist.get(&(*key, kind));
+            Dist {
+                sum_ns: sum.saturating_sub(old_sum),
+                min_ns: 0,
+                max_ns: 0,
+                hist: after
+                    .hist
+                    .get(&(*key, kind))
+                    .map(|h| {
+                        h.iter()
+                            .map(|(b, c)| {
+                                let c0 = was.and_then(|w| w.get(b)).copied().unwrap_or(0);
+                                (*b, c.saturating_sub(c0))
+                            })
+                            .filter(|(_, c)| *c > 0)
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            }
+        };
+        out.push(InvocationSpan {
+            target: name.clone(),
+            calls,
+            untimed: s.untimed.saturating_sub(old.untimed),
+            wall: dist(HIST_WALL, s.wall_sum, old.wall_sum),
+            oncpu: dist(HIST_ONCPU, s.oncpu_sum, old.oncpu_sum),
+        });
+    }
+    out.sort_by(|a, b| a.target.cmp(&b.target));
+    out
+}
+
 pub fn phase_rows(snap: &Snapshot) -> Vec<PhaseRow> {
     let mut rows: Vec<PhaseRow> = snap
         .phases
@@ -98,6 +152,45 @@ mod tests {
     use super::*;
 
     use tracer_ebpf::{AggKey, STACK_ONCPU, SpanStats, StackKey, StackVal};
+
+    /// One run's calls are the difference of the aggregates around it: counts, sums and
+    /// histogram buckets; other phases and targets without new calls are left out.
+    #[test]
+    fn a_run_of_the_command_is_the_difference_around_it() {
+        let before = snap();
+        let mut after = snap();
+        let k = AggKey {
+            target: 0,
+            case: 1,
+            n: 100,
+        };
+        let s = after.spans.get_mut(&k).unwrap();
+        s.calls += 2;
+        s.wall_sum += 70;
+        after.hist.insert(
+            (k, HIST_WALL),
+            [(5u32, 3u64), (9, 1), (12, 1)].into_iter().collect(),
+        );
+        // Another phase's calls are not this run's.
+        after.spans.insert(
+            AggKey { n: 200, ..k },
+            SpanStats {
+                calls: 9,
+                ..Default::default()
+            },
+        );
+        let names = vec!["do_wait".to_string()];
+        let v = invocation_spans(&before, &after, (1, 100), &names);
+        assert_eq!(v.len(), 1);
+        assert_eq!((v[0].target.as_str(), v[0].calls), ("do_wait", 2));
+        assert_eq!(v[0].wall.sum_ns, 70);
+        assert_eq!(v[0].wall.hist, vec![(5, 1), (12, 1)]);
+        assert!(invocation_spans(&after, &after, (1, 100), &names).is_empty());
+        assert_eq!(
+            invocation_spans(&before, &after, (1, 200), &names)[0].calls,
+            9
+        );
+    }
 
     pub(super) fn snap() -> Snapshot {
         let mut s = Snapshot::default();

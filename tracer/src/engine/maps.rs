@@ -115,8 +115,15 @@ impl Engine {
 
     /// Read every aggregate.
     pub fn snapshot(&self) -> Result<Snapshot, EngineError> {
-        let mut snap = Snapshot::default();
+        let mut snap = self.span_snapshot()?;
+        self.read_rest(&mut snap)?;
+        Ok(snap)
+    }
 
+    /// Read the span statistics and their histograms only (`spans` and `hist`): what an
+    /// external sweep reads after each run of the command, to keep each run's calls apart.
+    pub fn span_snapshot(&self) -> Result<Snapshot, EngineError> {
+        let mut snap = Snapshot::default();
         let hist: Array<&MapData, HistRow> =
             Array::try_from(self.bpf.map("HIST").expect("HIST")).map_err(map_error("HIST"))?;
         let spans: PerCpuArray<&MapData, SpanStats> =
@@ -154,7 +161,11 @@ impl Engine {
                 }
             }
         }
+        Ok(snap)
+    }
 
+    /// Stacks, phases, counters and stack traces into `snap`.
+    fn read_rest(&self, snap: &mut Snapshot) -> Result<(), EngineError> {
         let m: HashMap<&MapData, StackKey, StackVal> =
             HashMap::try_from(self.bpf.map("STACKS").expect("STACKS"))
                 .map_err(map_error("STACKS"))?;
@@ -203,7 +214,7 @@ impl Engine {
                 }
             }
         }
-        Ok(snap)
+        Ok(())
     }
 
     /// Make `(case, n)` the phase of every traced process that announces none itself (one

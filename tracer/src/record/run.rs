@@ -197,6 +197,12 @@ impl Session {
                 .and_then(|e| e.ops.as_ref())
                 .map(|o| o.eval(n))
         };
+        // An external sweep keeps each run's calls apart: the span aggregates are read before
+        // and after every run (a few map reads between runs, none while the command runs).
+        let mut spans_before = match &spec.external {
+            Some(_) => Some(self.engine.span_snapshot()?),
+            None => None,
+        };
         for (i, inv) in plan.iter().enumerate() {
             // With --phase-fn, a recording without N is phase (command, N=1) inside the
             // function.
@@ -240,6 +246,12 @@ impl Session {
                     }
                 ));
             }
+            let mut spans = Vec::new();
+            if let (Some(before), Some(phase)) = (spans_before.as_mut(), inv.phase) {
+                let after = self.engine.span_snapshot()?;
+                spans = collect::invocation_spans(before, &after, phase, target_names);
+                *before = after;
+            }
             ran.invocations.push(rundata::Invocation {
                 n: inv.phase.map_or(0, |p| p.1),
                 command: inv.command.clone(),
@@ -247,6 +259,7 @@ impl Session {
                 wall_s: res.wall.as_secs_f64(),
                 user_s: res.user_s,
                 sys_s: res.sys_s,
+                spans,
             });
             ran.filter_desc = res.filter_desc;
             ran.command_status = res.status;

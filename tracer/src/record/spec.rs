@@ -137,20 +137,47 @@ pub(super) fn invocation_plan(spec: &RunSpec) -> Vec<Invocation> {
             env: Vec::new(),
             phase: None,
         }],
-        Some(ext) => {
-            let mut out = Vec::new();
-            for &n in &ext.n_values {
-                for _ in 0..ext.repeat.max(1) {
-                    out.push(Invocation {
-                        command: substitute_n(&spec.command, n),
-                        env: vec![("TRACER_N".into(), n.to_string())],
-                        phase: Some((workloads::cases::CASE_COMMAND, n)),
-                    });
-                }
-            }
-            out
-        }
+        Some(ext) => sweep_order(&ext.n_values, ext.repeat)
+            .into_iter()
+            .map(|n| Invocation {
+                command: substitute_n(&spec.command, n),
+                env: vec![("TRACER_N".into(), n.to_string())],
+                phase: Some((workloads::cases::CASE_COMMAND, n)),
+            })
+            .collect(),
     }
+}
+
+/// The order an external sweep runs its sizes in: `repeat` rounds, each size once per round.
+/// With one round, the sizes as given. With more, each round in its own shuffled order, so
+/// that a drift over the sweep (a warming cache, a neighbour's load, the page cache filling)
+/// does not line up with N and bend the fit. The shuffle is seeded by the round and the list,
+/// so the same command line runs in the same order.
+pub fn sweep_order(n_values: &[u64], repeat: u32) -> Vec<u64> {
+    let repeat = repeat.max(1);
+    if repeat == 1 {
+        return n_values.to_vec();
+    }
+    let mut seed = n_values.iter().fold(0x9e37_79b9_7f4a_7c15_u64, |h, &n| {
+        (h ^ n).wrapping_mul(0x100_0000_01b3)
+    });
+    let mut next = || {
+        // splitmix64
+        seed = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = seed;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    let mut out = Vec::with_capacity(n_values.len() * repeat as usize);
+    for _ in 0..repeat {
+        let mut round = n_values.to_vec();
+        for i in (1..round.len()).rev() {
+            round.swap(i, (next() % (i as u64 + 1)) as usize);
+        }
+        out.extend(round);
+    }
+    out
 }
 
 /// The command line for one N: every `{n}` (or `{N}`) replaced by N. clap turns `{n}` in
@@ -173,6 +200,29 @@ pub fn has_n_placeholder(arg: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rounds_run_every_size_once_each_in_its_own_order() {
+        let ns = [1, 10, 100, 1000, 4000];
+        assert_eq!(sweep_order(&ns, 1), ns);
+        let order = sweep_order(&ns, 3);
+        assert_eq!(order.len(), 15);
+        let rounds: Vec<&[u64]> = order.chunks(5).collect();
+        for r in &rounds {
+            let mut sorted = r.to_vec();
+            sorted.sort_unstable();
+            assert_eq!(sorted, ns, "each round runs each size once: {order:?}");
+        }
+        assert!(
+            !(rounds[0] == rounds[1] && rounds[1] == rounds[2]),
+            "the rounds are shuffled: {order:?}"
+        );
+        assert_eq!(
+            sweep_order(&ns, 3),
+            order,
+            "the same command line, the same order"
+        );
+    }
 
     #[test]
     fn both_spellings_of_the_n_placeholder_are_replaced() {

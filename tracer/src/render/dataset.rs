@@ -295,7 +295,7 @@ fn discover_findings(a: &Analysis) -> Vec<(String, Vec<index::Item>)> {
                 details.push(format!(
                     "also grows: {} {} ({} of the added time)",
                     g.function,
-                    g.scaling.class.label(),
+                    g.scaling.classes_label(),
                     fmt::pct(g.added_share.min(1.0))
                 ));
             }

@@ -21,7 +21,7 @@ fn n_range(d: &Discovery) -> String {
 fn class_text(g: &Grower) -> String {
     format!(
         "{}, slope {}",
-        g.scaling.class.label(),
+        g.scaling.classes_label(),
         super::summary::slope(&g.scaling)
     )
 }
@@ -151,7 +151,7 @@ pub fn table_rows(d: &Discovery, growers: &[Grower], top: usize) -> Vec<Vec<Stri
         rows.push(vec![
             (i + 1).to_string(),
             g.function.clone(),
-            g.scaling.class.label().to_string(),
+            g.scaling.classes_label(),
             super::summary::slope(&g.scaling),
             format!("{} ± {}", ns(g.added_ns), ns(g.added_se_ns)),
             pct(g.added_share.min(1.0)),
@@ -213,7 +213,7 @@ pub fn text(d: &Discovery, top: usize, align: impl Fn(&[Vec<String>]) -> String)
             blocked
                 .iter()
                 .take(3)
-                .map(|g| format!("{} {}", g.function, g.scaling.class.label()))
+                .map(|g| format!("{} {}", g.function, g.scaling.classes_label()))
                 .collect::<Vec<_>>()
                 .join(", ")
         ));

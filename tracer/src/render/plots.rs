@@ -2,6 +2,7 @@
 //! of its top functions; the series are also what a comparison plots for each side.
 
 use crate::analysis::Analysis;
+use crate::analysis::fit::classes_label;
 use crate::analysis::table::Metric;
 
 use super::out::{self, OutDir};
@@ -42,8 +43,9 @@ pub(super) fn plot_series(
                     t.label()
                 )),
                 _ => {
-                    if let Some(c) = v.class() {
-                        label.push_str(&format!(" · {}", c.label()));
+                    let set = v.classes();
+                    if !set.is_empty() {
+                        label.push_str(&format!(" · {}", classes_label(&set)));
                     }
                 }
             }
@@ -95,7 +97,7 @@ pub(super) fn write_discoveries(
             .iter()
             .take(discover::TERMINAL_TOP)
             .map(|g| plot::Series {
-                label: format!("{} · {}", g.function, g.scaling.class.label()),
+                label: format!("{} · {}", g.function, g.scaling.classes_label()),
                 points: g.points.iter().map(|p| (p.n as f64, p.incl_ns)).collect(),
                 model: Some(g.scaling.model.clone()),
                 style: 0,

@@ -94,7 +94,7 @@ pub fn class_text(s: Option<&Scaling>, timed: bool) -> String {
         {
             format!("{} within noise", s.class.label())
         }
-        Some(s) => s.class.label().to_string(),
+        Some(s) => s.classes_label(),
         None if timed => "not fitted".to_string(),
         None => "count only".to_string(),
     }

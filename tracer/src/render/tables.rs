@@ -18,10 +18,11 @@ pub use super::compare::tables::{
 pub use super::fmt::align_left;
 pub use super::terminal::{population_line, report_text, terminal};
 
-const MD_HEADER: [&str; 15] = [
+const MD_HEADER: [&str; 16] = [
     "N",
     "calls",
     "calls/op",
+    "fitted",
     "on-CPU mean",
     "p50",
     "p90",
@@ -58,6 +59,7 @@ fn cells(t: &CaseTable, r: &Row) -> Vec<String> {
         r.n.to_string(),
         r.calls.to_string(),
         opt(r.calls_per_op, |v| format!("{v:.2}")),
+        opt(r.time_per_call_ns, ns),
         opt(r.oncpu_mean_ns, ns),
         opt(r.oncpu_p50_ns, ns),
         opt(r.oncpu_p90_ns, ns),
@@ -98,11 +100,19 @@ fn plan_line(t: &CaseTable) -> String {
     }
 }
 
-pub(super) fn metric_text(t: &CaseTable) -> &'static str {
-    if t.timed {
-        t.metric.label()
+/// What the fitted column is: the metric and its robust centre.
+pub(super) fn metric_text(t: &CaseTable) -> String {
+    if !t.timed {
+        return "count only (no durations)".to_string();
+    }
+    let trim = crate::analysis::hist::TRIM * 100.0;
+    if t.rows.iter().any(|r| r.run_times_ns.len() >= 2) {
+        format!(
+            "{}, median over the runs of each run's {trim:.0}%-trimmed mean",
+            t.metric.label()
+        )
     } else {
-        "count only (no durations)"
+        format!("{}, {trim:.0}%-trimmed mean", t.metric.label())
     }
 }
 
@@ -186,7 +196,7 @@ pub fn html(a: &Analysis, idx: &[usize]) -> String {
         };
         let plan = plan_line(t).replace('`', "");
         fact("plan", plan.strip_prefix("plan ").unwrap_or(&plan));
-        fact("fitted", metric_text(t));
+        fact("fitted", &metric_text(t));
         if let Some(p) = percentile_text(t) {
             fact("percentiles", &p);
         }
@@ -237,7 +247,7 @@ pub(super) fn num(v: Option<f64>) -> String {
 /// Flat CSV of the tables: raw nanoseconds, empty fields for unavailable values.
 pub fn csv(a: &Analysis, idx: &[usize]) -> String {
     let mut out = String::from(
-        "run,kernel,target,case,case_name,n,calls,untimed,ops,calls_per_op,oncpu_mean_ns,oncpu_p50_ns,oncpu_p90_ns,oncpu_p99_ns,oncpu_max_ns,offcpu_mean_ns,wall_mean_ns,total_ns,op_ns,op_source,repeat_rel_sd,target_ns_per_op,share_of_op,percentiles_from,probe_cost_ns,probe_share,probe_flagged,corrected_time_per_call_ns\n",
+        "run,kernel,target,case,case_name,n,calls,untimed,ops,calls_per_op,oncpu_mean_ns,oncpu_p50_ns,oncpu_p90_ns,oncpu_p99_ns,oncpu_max_ns,offcpu_mean_ns,wall_mean_ns,total_ns,op_ns,op_source,repeat_rel_sd,target_ns_per_op,share_of_op,percentiles_from,probe_cost_ns,probe_share,probe_flagged,corrected_time_per_call_ns,time_per_call_ns\n",
     );
     for &i in idx {
         let t = &a.tables[i];
@@ -272,6 +282,7 @@ pub fn csv(a: &Analysis, idx: &[usize]) -> String {
                 num(r.probe_share),
                 r.probe_flagged.to_string(),
                 num(r.corrected_time_per_call_ns),
+                num(r.time_per_call_ns),
             ];
             out.push_str(&fields.join(","));
             out.push('\n');

@@ -201,7 +201,9 @@ pub fn population_line(p: &crate::analysis::populations::PopulationSplit) -> Str
             } else {
                 format!("the ≈{}·N per op", sig3(p.per_n))
             },
-            pop.scaling.as_ref().map_or("unfitted", |s| s.class.label()),
+            pop.scaling
+                .as_ref()
+                .map_or("unfitted".to_string(), |s| s.classes_label()),
             ns(first.t),
             ns(last.t)
         ));

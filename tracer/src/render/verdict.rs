@@ -87,14 +87,14 @@ fn fitted(s: &Scaling) -> String {
                     s.slope.r2.map_or("n/a".to_string(), |r| format!("{r:.2}"))
                 )
             };
-            let few = if s.points.len() < 3 {
-                " (two sizes only: the class is a guess)"
+            let classes = if s.points.len() < 3 && s.classes.len() > 1 {
+                // Every growing shape passes through two points.
+                "grows (two sizes only: the class needs three)".to_string()
             } else {
-                ""
+                s.classes_label()
             };
             format!(
-                "{}{few}, slope {:.2} ({r2}), visible from N≈{}; {range}",
-                s.class.label(),
+                "{classes}, slope {:.2} ({r2}), visible from N≈{}; {range}",
                 s.slope.slope,
                 fmt_n(s.visible_from.unwrap_or(p1.n)),
             )
@@ -218,8 +218,12 @@ struct VerdictJson<'a> {
     target: &'a str,
     case_name: &'a str,
     metric: crate::analysis::table::Metric,
-    /// The verdict's class ([`Verdict::class`]): the loop count's where it gives one.
+    /// The verdict's class ([`Verdict::class`]: the loop count's where it gives one), present
+    /// only when the evidence names it alone (`classes` has one member).
+    #[serde(skip_serializing_if = "Option::is_none")]
     class: Option<&'static str>,
+    /// The classes the data does not exclude ([`Verdict::classes`]), least growth first.
+    classes: Vec<&'static str>,
     scaling: &'a Option<Scaling>,
     by_loop: &'a Option<crate::analysis::trips::LoopClass>,
     stand_in: &'a Option<String>,
@@ -234,7 +238,8 @@ impl Serialize for Verdict {
             target: &self.target,
             case_name: &self.case_name,
             metric: self.metric,
-            class: self.class().map(|c| c.label()),
+            class: self.sole_class().map(|c| c.label()),
+            classes: self.classes().iter().map(|c| c.label()).collect(),
             scaling: &self.scaling,
             by_loop: &self.by_loop,
             stand_in: &self.stand_in,

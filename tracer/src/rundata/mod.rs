@@ -99,6 +99,22 @@ pub struct Invocation {
     /// CPU time of the command's process tree (its reaped descendants included).
     pub user_s: f64,
     pub sys_s: f64,
+    /// The calls of this run alone, per target (an external sweep's runs; absent in older
+    /// runs): what makes each run of a size its own point in the fits and compares.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub spans: Vec<InvocationSpan>,
+}
+
+/// One target's calls during one run of the command (the difference of the kernel's
+/// aggregates before and after it). `min_ns`/`max_ns` of its distributions are 0: a
+/// difference of histograms does not keep them.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct InvocationSpan {
+    pub target: String,
+    pub calls: u64,
+    pub untimed: u64,
+    pub wall: Dist,
+    pub oncpu: Dist,
 }
 
 impl Invocation {

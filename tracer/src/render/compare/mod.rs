@@ -17,7 +17,7 @@ use super::{
     ReportError, ReportOptions, ReportSummary, flamegraphs, index, plot, rootcause, summary,
 };
 
-const COMPARE_METHOD: &str = "Comparison: Amean/Hmean per side and (B − A)/A. * = significant at 95% (Welch's t-test: over the workload's repeats for op time and ops/s; over the per-call histogram spread for ns/call, which must also differ by at least 5%), ? = too few repeats to tell.";
+const COMPARE_METHOD: &str = "Comparison: per target and case, grew / shrank / same / inconclusive from the change of the growth (time per call at the largest over the smallest common N) between the sides, with a 95% interval from each point's error; grew and shrank need the whole interval beyond a twofold change and the added time to change the same way; the class sets stay beside it and never decide. Per N: Tmean (the fitted time per call: the calls' 10%-trimmed mean, the median over the runs where there are several), Amean/Hmean (the workload's op time and rate) per side and (B − A)/A. * = significant at 95% (Welch's t-test: over the command's runs, or the workload's repeats, which must also differ by at least 5% for ns/call), ? = too few runs to tell.";
 
 /// Render a comparison of two runs or sweeps (`a` is the baseline) into `out_dir`: each side's
 /// full report under `a/` and `b/`, the comparison tables (`compare.{md,csv,json,txt}`), one

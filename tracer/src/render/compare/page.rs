@@ -1,7 +1,7 @@
 //! The compare page's summary rows (per target and case the class on each side, each side's
 //! growth, slope and root cause in short, links) and its findings (one per class change).
 
-use crate::analysis::fit::Complexity;
+use crate::analysis::fit::{Complexity, classes_label};
 use crate::analysis::{Analysis, compare};
 
 use crate::render::{index, rootcause, summary, verdict};
@@ -49,7 +49,13 @@ pub(super) fn summary_rows(
             crate::render::fmt::via(t.plan.as_ref()).unwrap_or_default(),
         ))
     };
-    let class = |cl: Option<Complexity>| cl.map_or("not fitted", |c| c.label()).to_string();
+    let class = |set: &[Complexity]| {
+        if set.is_empty() {
+            "not fitted".to_string()
+        } else {
+            classes_label(set)
+        }
+    };
     let labels = short_labels(&c.label_a, &c.label_b);
     let mut rows: Vec<index::SummaryRow> = c
         .classes
@@ -93,13 +99,18 @@ pub(super) fn summary_rows(
             index::SummaryRow {
                 target: cl.target.clone(),
                 case: cl.case_name.clone(),
-                class: format!("{} → {}", class(cl.a), class(cl.b)),
+                class: format!(
+                    "{}: {} → {}",
+                    cl.growth.change.label(),
+                    class(&cl.classes_a),
+                    class(&cl.classes_b)
+                ),
                 slope: slopes,
                 growth,
                 root_cause: causes,
                 plan: plans,
                 links,
-                grows: cl.a != cl.b,
+                grows: cl.growth.change.flagged(),
                 relevant: workloads::cases::is_thread_target(&cl.case_name, &cl.target),
             }
         })
@@ -108,8 +119,8 @@ pub(super) fn summary_rows(
     rows
 }
 
-/// The page's findings: one item per class change, with each side's verdict and root cause
-/// under it; the changed classes first.
+/// The page's findings: one item per target and case, with each side's verdict and root cause
+/// under it; the flagged changes (grew, shrank) first.
 pub(super) fn findings(
     aa: &Analysis,
     ab: &Analysis,
@@ -138,15 +149,15 @@ pub(super) fn findings(
             line: super::tables::class_line(c, cl),
             details,
         };
-        if cl.a == cl.b {
-            same.push(item);
-        } else {
+        if cl.growth.change.flagged() {
             changed.push(item);
+        } else {
+            same.push(item);
         }
     }
     [
-        ("Scaling class changed".to_string(), changed),
-        ("Same scaling class".to_string(), same),
+        ("Growth changed".to_string(), changed),
+        ("Not changed (same or inconclusive)".to_string(), same),
     ]
     .into_iter()
     .filter(|(_, v)| !v.is_empty())

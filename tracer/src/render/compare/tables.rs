@@ -2,11 +2,13 @@
 
 use serde::{Serialize, Serializer};
 
-use crate::analysis::compare::{ClassChange, CompareRow, Comparison, Quantity};
-use crate::analysis::fit::Complexity;
+use crate::analysis::compare::{
+    Change, ClassChange, CompareRow, Comparison, GrowthChange, Quantity,
+};
+use crate::analysis::fit::{Complexity, classes_label};
 use crate::analysis::frameshift::FrameShift;
 
-use crate::render::fmt::{PercentStyle, align, ns, opt, percent, sig3};
+use crate::render::fmt::{PercentStyle, align, fmt_n, ns, opt, percent, sig3};
 use crate::render::tables::{csv_field, md_escape, num};
 
 fn quantity_value(q: Quantity, v: Option<f64>) -> String {
@@ -64,9 +66,19 @@ pub fn frame_shift_lines(c: &Comparison) -> Vec<String> {
 /// mmtests-like comparison table in Markdown.
 pub fn compare_markdown(c: &Comparison) -> String {
     let mut out = format!("# {} vs {}\n\n", c.label_a, c.label_b);
-    out.push_str("Scaling classes:\n\n");
-    for cl in &c.classes {
-        out.push_str(&format!("- `{}`\n", class_line(c, cl)));
+    for (title, flagged) in [
+        ("Growth changed", true),
+        ("Not changed (same or inconclusive)", false),
+    ] {
+        let lines: Vec<String> = c
+            .classes
+            .iter()
+            .filter(|cl| cl.growth.change.flagged() == flagged)
+            .map(|cl| format!("- `{}`\n", class_line(c, cl)))
+            .collect();
+        if !lines.is_empty() {
+            out.push_str(&format!("{title}:\n\n{}\n", lines.concat()));
+        }
     }
     let shifts = frame_shift_lines(c);
     if !shifts.is_empty() {
@@ -120,21 +132,40 @@ pub fn compare_csv(c: &Comparison) -> String {
     out
 }
 
-/// `do_wait [waitpid-pid]: 5.10 O(n) -> 6.1 O(1)`.
+/// `do_wait [waitpid-pid]: shrank: x31.0 -> x0.93 per call over N=1..6000 (5.10 O(n) ->
+/// 6.1 O(1))`: the decision on the growth first, each side's class set beside it.
 pub fn class_line(c: &Comparison, cl: &ClassChange) -> String {
-    let show = |class: Option<Complexity>, present: bool| match (class, present) {
-        (Some(class), _) => class.label(),
-        (None, true) => "no fit",
-        (None, false) => "absent",
+    let show = |classes: &[Complexity], present: bool| match (classes.is_empty(), present) {
+        (false, _) => classes_label(classes),
+        (true, true) => "no fit".to_string(),
+        (true, false) => "absent".to_string(),
+    };
+    let g = &cl.growth;
+    let growth = match (g.n_range, g.growth_a, g.growth_b) {
+        (Some((lo, hi)), Some(a), Some(b)) => {
+            let mut s = format!(
+                "x{} -> x{} per call over N={}..{}",
+                sig3(a),
+                sig3(b),
+                fmt_n(lo as f64),
+                fmt_n(hi as f64)
+            );
+            if let Some(r) = &g.reason {
+                s.push_str(&format!(", {r}"));
+            }
+            s
+        }
+        _ => g.reason.clone().unwrap_or_default(),
     };
     format!(
-        "{} [{}]: {} {} -> {} {}",
+        "{} [{}]: {}: {growth} ({} {} -> {} {})",
         cl.target,
         cl.case_name,
+        g.change.label(),
         c.label_a,
-        show(cl.a, cl.in_a),
+        show(&cl.classes_a, cl.in_a),
         c.label_b,
-        show(cl.b, cl.in_b)
+        show(&cl.classes_b, cl.in_b)
     )
 }
 
@@ -142,6 +173,8 @@ pub fn class_line(c: &Comparison, cl: &ClassChange) -> String {
 struct ComparisonJson<'a> {
     label_a: &'a str,
     label_b: &'a str,
+    /// Per target and case: the decision on the growth, both sides' class sets.
+    verdicts: Vec<VerdictJson<'a>>,
     rows: &'a [CompareRow],
     classes: Vec<ClassJson<'a>>,
     frame_shifts: &'a [FrameShift],
@@ -151,8 +184,21 @@ struct ComparisonJson<'a> {
 struct ClassJson<'a> {
     target: &'a str,
     case_name: &'a str,
+    /// Each side's class when its data names one alone.
     a: Option<Complexity>,
     b: Option<Complexity>,
+    line: String,
+}
+
+#[derive(Serialize)]
+struct VerdictJson<'a> {
+    target: &'a str,
+    case_name: &'a str,
+    change: Change,
+    classes_a: &'a [Complexity],
+    classes_b: &'a [Complexity],
+    #[serde(flatten)]
+    growth: &'a GrowthChange,
     line: String,
 }
 
@@ -161,6 +207,19 @@ impl Serialize for Comparison {
         ComparisonJson {
             label_a: &self.label_a,
             label_b: &self.label_b,
+            verdicts: self
+                .classes
+                .iter()
+                .map(|cl| VerdictJson {
+                    target: &cl.target,
+                    case_name: &cl.case_name,
+                    change: cl.growth.change,
+                    classes_a: &cl.classes_a,
+                    classes_b: &cl.classes_b,
+                    growth: &cl.growth,
+                    line: class_line(self, cl),
+                })
+                .collect(),
             rows: &self.rows,
             classes: self
                 .classes
@@ -185,11 +244,19 @@ pub fn compare_json(c: &Comparison) -> String {
     s
 }
 
-/// mmtests-like terminal rendering: `Amean  do_wait waitpid-pid N=100  1.23µs  1.10µs * -10.60%*`.
+/// mmtests-like terminal rendering: `Tmean  do_wait waitpid-pid N=100  1.23µs  1.10µs * -10.60%*`.
 pub fn compare_terminal(c: &Comparison) -> String {
     let mut out = String::new();
-    for cl in &c.classes {
-        out.push_str(&format!("{}\n", class_line(c, cl)));
+    // Only a change the data shows is flagged; the rest follow, unmarked.
+    for flagged in [true, false] {
+        for cl in c
+            .classes
+            .iter()
+            .filter(|cl| cl.growth.change.flagged() == flagged)
+        {
+            let mark = if flagged { "* " } else { "  " };
+            out.push_str(&format!("{mark}{}\n", class_line(c, cl)));
+        }
     }
     let shifts = frame_shift_lines(c);
     if !shifts.is_empty() {
@@ -249,21 +316,65 @@ mod frame_shift_tests {
         };
         let lines = frame_shift_lines(&c);
         assert_eq!(lines.len(), 2, "{lines:?}");
-        let cl = |a, in_b| ClassChange {
+        let growth = |change, range: Option<(u64, u64)>, ga, gb, reason: Option<&str>| {
+            crate::analysis::compare::GrowthChange {
+                change,
+                n_range: range,
+                growth_a: ga,
+                growth_b: gb,
+                added_a: None,
+                added_b: None,
+                log_change: None,
+                interval: None,
+                reason: reason.map(String::from),
+            }
+        };
+        let cl = |a: &[Complexity], in_b, g| ClassChange {
             target: "do_wait".into(),
             case_name: "waitpid-pid".into(),
-            a,
+            a: (a.len() == 1).then(|| a[0]),
             b: None,
+            classes_a: a.to_vec(),
+            classes_b: Vec::new(),
             in_a: true,
             in_b,
+            growth: g,
         };
         assert_eq!(
-            class_line(&c, &cl(Some(Complexity::Linear), true)),
-            "do_wait [waitpid-pid]: 6.1 O(n) -> 6.12 no fit"
+            class_line(
+                &c,
+                &cl(
+                    &[Complexity::Linear],
+                    true,
+                    growth(
+                        Change::Shrank,
+                        Some((1, 6000)),
+                        Some(31.0),
+                        Some(0.93),
+                        None
+                    )
+                )
+            ),
+            "do_wait [waitpid-pid]: shrank: x31.0 -> x0.93 per call over N=1..6000 (6.1 O(n) \
+             -> 6.12 no fit)"
         );
         assert_eq!(
-            class_line(&c, &cl(None, false)),
-            "do_wait [waitpid-pid]: 6.1 no fit -> 6.12 absent"
+            class_line(
+                &c,
+                &cl(
+                    &[Complexity::Linear, Complexity::NLogN],
+                    false,
+                    growth(
+                        Change::Inconclusive,
+                        None,
+                        None,
+                        None,
+                        Some("absent from B")
+                    )
+                )
+            ),
+            "do_wait [waitpid-pid]: inconclusive: absent from B (6.1 O(n) or O(n log n) -> 6.12 \
+             absent)"
         );
         assert!(
             lines[0].starts_with("dup_mmap [spawn]: mas_store 30% -> 5%, mas_wr_bnode"),
