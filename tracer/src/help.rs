@@ -93,8 +93,10 @@ frame under the target whose share of the target's time grows most with N.";
 pub const COMPARE_HELP: &str =
     "Per target and case, the growth with N decides, not the class labels: the growth is the
 time per call at the largest N both sides measured over the smallest, and the change is
-B's over A's with a 95% interval from each point's error (the runs' or the workload's
-repeats' spread, at least 10%; 25% for a point nothing measured the spread of). Outcomes:
+B's over A's with a 95% interval from each point's error: the spread of its calls and runs,
+at least 10% with two runs or more per size, at least 25% with one (a workload's repeats
+inside one process miss the drift between runs), and at least its side's scatter about its
+fitted model. Outcomes:
   grew           the whole interval is above a twofold change, and the time added from the
                  smallest to the largest N rose more than twofold too
   shrank         the same, below (a loop that was fixed)

@@ -633,8 +633,9 @@ fn compare_two_kernels() {
         .unwrap();
     assert_eq!(
         line,
-        "do_wait [waitpid-pid]: shrank: x26.8 -> x1.00 per call over N=10..8000 \
-         (5.10.0-28-cloud-amd64 O(n) -> 6.1.0-18-cloud-amd64 O(1))"
+        "do_wait [waitpid-pid]: shrank: x26.8 -> x1.00 per call over N=10..8000, one run per \
+         size on A and B: each point's error taken as at least 25% (5.10.0-28-cloud-amd64 O(n) \
+         -> 6.1.0-18-cloud-amd64 O(1))"
     );
     // compare.json: the decision per target and case, with its interval and both class sets.
     let json: serde_json::Value =

@@ -96,3 +96,48 @@ pub fn waitpid_run(ns: &[u64], oncpu: impl Fn(u64) -> u64) -> Run {
     run.validate().expect("valid synthetic run");
     run
 }
+
+/// An external sweep of a command `bench` with `runs` runs per N: 50 calls of do_wait per
+/// run, each exactly `oncpu(n, run)` ns on CPU, every run its own invocation with its own
+/// spans (as `tracer sweep -- CMD` records them).
+pub fn command_run(ns: &[u64], runs: u32, oncpu: impl Fn(u64, u32) -> u64) -> Run {
+    use crate::rundata::{Invocation, InvocationSpan};
+    use workloads::cases::CASE_COMMAND;
+    let mut run = empty_run("5.10.0-test", &["do_wait"]);
+    run.cases.insert(CASE_COMMAND, "bench".into());
+    for &n in ns {
+        let mut all = Vec::new();
+        for r in 0..runs {
+            let calls = vec![oncpu(n, r); 50];
+            all.extend_from_slice(&calls);
+            run.invocations.push(Invocation {
+                n,
+                command: vec!["bench".into(), n.to_string()],
+                exit: Some(0),
+                wall_s: 0.1,
+                user_s: 0.0,
+                sys_s: 0.05,
+                spans: vec![InvocationSpan {
+                    target: "do_wait".into(),
+                    calls: 50,
+                    untimed: 0,
+                    wall: from_values(&calls),
+                    oncpu: from_values(&calls),
+                }],
+            });
+        }
+        run.spans.push(SpanRow {
+            target: "do_wait".into(),
+            case: CASE_COMMAND,
+            case_name: "bench".into(),
+            n,
+            calls: all.len() as u64,
+            untimed: 0,
+            wall: from_values(&all),
+            oncpu: from_values(&all),
+            within: Default::default(),
+        });
+    }
+    run.validate().expect("valid synthetic run");
+    run
+}
