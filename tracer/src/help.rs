@@ -145,7 +145,12 @@ the temporary one. A second sweep into an output another one is writing exits 5.
 Your command runs --repeat times per N (default 3), each round in its own shuffled order
 of the sizes, so a drift over the sweep does not line up with N. Each run's calls are kept
 apart (run.json `invocations[].spans`): each run is its own point in the fits, a size's value
-is the median of its runs, and their spread is its error.
+is the median of its runs, and their spread is its error. A size whose runs still disagree
+after the rounds (its value's relative standard error above 10% for some target: the least
+error tracer compare allows a point) runs again, the least settled size first, up to
+--max-repeat runs in all (default twice --repeat) and --extra-time for all extra runs
+(default half the rounds' time); the last line says which sizes got more and which are
+still unsettled.
 
 Name what a loop calls beside the target (--targets do_wait,wait_consider_task): its calls
 inside each target call, counted in the kernel, are the loop's trips per call, and give a

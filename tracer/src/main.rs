@@ -307,6 +307,15 @@ struct SweepArgs {
     /// Each round runs the sizes in its own shuffled order.
     #[arg(long, value_name = "R")]
     repeat: Option<u32>,
+    /// After the R rounds, a size whose runs still disagree (the relative standard error of
+    /// its value above 10%, for any target) runs again, the least settled first, up to M runs
+    /// in all (default 2R; M = R: no extra runs). Needs R of 2 or more.
+    #[arg(long, value_name = "M")]
+    max_repeat: Option<u32>,
+    /// Most wall time for those extra runs together (e.g. 30s, 5m; default: half the time
+    /// the R rounds took).
+    #[arg(long, value_parser = cli::parse_duration, value_name = "DURATION")]
+    extra_time: Option<std::time::Duration>,
     /// Operations per run of your command, e.g. 100 or {N}*10: gives per-op columns.
     #[arg(long, value_parser = cli::parse_ops, value_name = "EXPR")]
     ops: Option<cli::OpsExpr>,
@@ -545,6 +554,8 @@ fn run_sweep(a: SweepArgs, verbose: bool) -> Result<i32, TracerError> {
         progress: true,
         command,
         repeat: a.repeat,
+        max_repeat: a.max_repeat,
+        extra_budget: a.extra_time,
         ops: a.ops,
         phase_fn: a.phase_fn,
         name: a.name,

@@ -49,6 +49,11 @@ pub struct SweepOptions {
     pub command: Vec<String>,
     /// Runs of the command per N (external sweeps); None: [`DEFAULT_REPEAT`].
     pub repeat: Option<u32>,
+    /// Most runs of one N, extra runs of unsettled sizes included (external sweeps); None:
+    /// twice the repeat.
+    pub max_repeat: Option<u32>,
+    /// Most wall time for those extra runs; None: half the planned runs' time.
+    pub extra_budget: Option<std::time::Duration>,
     /// Operations per run of the command (external sweeps), for per-op columns; with
     /// `phase_fn`, per call of the function.
     pub ops: Option<crate::cli::OpsExpr>,
@@ -510,6 +515,16 @@ fn external_spec(opts: &SweepOptions) -> Result<Job, TracerError> {
             "--repeat {repeat}: must be 1..=1000"
         )));
     }
+    let mut extra = record::ExtraRuns::for_repeat(repeat);
+    if let Some(m) = opts.max_repeat {
+        if !(repeat..=10_000).contains(&m) {
+            return Err(TracerError::Usage(format!(
+                "--max-repeat {m}: must be at least --repeat ({repeat}) and at most 10000"
+            )));
+        }
+        extra.max_runs = m;
+    }
+    extra.budget = opts.extra_budget;
     let exe = record::find_executable(&opts.command[0]).ok_or_else(|| {
         TracerError::Usage(format!(
             "command not found or not executable: {}",
@@ -557,6 +572,7 @@ fn external_spec(opts: &SweepOptions) -> Result<Job, TracerError> {
                 n_values: values,
                 repeat,
                 ops: opts.ops.clone(),
+                extra,
             }),
             phase_fn,
         },
@@ -584,6 +600,8 @@ mod tests {
             progress: false,
             command: vec![],
             repeat: None,
+            max_repeat: None,
+            extra_budget: None,
             ops: None,
             phase_fn: None,
             name: None,

@@ -376,11 +376,13 @@ fn external_sweep_times_a_named_target_per_n() {
         &std::fs::read_to_string(dir.path().join("sweep/wait_children/run.json")).unwrap(),
     )
     .unwrap();
+    // Two rounds, then up to two more runs of a size whose runs disagree (default cap: 2R).
+    let runs = runs_by_n(&run);
     assert_eq!(
-        run["invocations"].as_array().unwrap().len(),
-        8,
-        "4 N x 2 repeats"
+        runs.keys().copied().collect::<Vec<_>>(),
+        [10, 300, 1000, 2000]
     );
+    assert!(runs.values().all(|&r| (2..=4).contains(&r)), "{runs:?}");
     // 3000 polls plus N teardown reaps per run: the report says the mean mixes them and
     // splits them by the per-call histogram.
     let p = s["populations"]
@@ -404,8 +406,86 @@ fn external_sweep_times_a_named_target_per_n() {
         text(&o)
     );
     for p in run["phases"].as_array().unwrap() {
-        assert_eq!(p["phases"], 2, "each N is one phase run twice: {p}");
+        let n = p["n"].as_u64().unwrap();
+        assert_eq!(p["phases"], runs[&n], "each run of an N is one phase: {p}");
     }
+}
+
+/// Successful runs of the command per N, from a run.json.
+fn runs_by_n(run: &Value) -> std::collections::BTreeMap<u64, u64> {
+    let mut m = std::collections::BTreeMap::new();
+    for i in run["invocations"].as_array().unwrap() {
+        if i["exit"] == 0 {
+            *m.entry(i["n"].as_u64().unwrap()).or_default() += 1;
+        }
+    }
+    m
+}
+
+/// bash running 12 foreground commands beside K background jobs, K a different multiple of N
+/// in every run (from a counter the runs share): bash reaps with waitpid(-1), which walks all
+/// K children, so the runs of one size disagree on wait4's time per call. After the three
+/// planned rounds those sizes run again, the least settled first, up to --max-repeat runs;
+/// --max-repeat equal to --repeat, or no time for extra runs, adds none, and says why.
+#[test]
+fn runs_that_disagree_get_more_runs_up_to_the_budget() {
+    let _g = serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let counter = tmp.path().join("count");
+    std::fs::write(&counter, "0").unwrap();
+    let script = format!(
+        "c=$(cat {c}); echo $((c + 1)) > {c}; k=$(( {{n}} * (1 + c % 4) )); \
+         for i in $(seq $k); do sleep 60 & done; \
+         for i in $(seq 12); do /bin/true; done; kill $(jobs -p); wait",
+        c = counter.display()
+    );
+    let sweep_with = |extra: &[&str]| {
+        let mut args = vec![
+            "--targets",
+            "do_wait",
+            "--no-samples",
+            "--no-report",
+            "--n",
+            "100,300",
+            "--name",
+            "jobs",
+        ];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--", "bash", "-c", &script]);
+        let (_, dir, o) = sweep(&args);
+        assert!(o.status.success(), "{}", text(&o));
+        let run: Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join("sweep/jobs/run.json")).unwrap(),
+        )
+        .unwrap();
+        (runs_by_n(&run), text(&o))
+    };
+    let (runs, out) = sweep_with(&["--max-repeat", "5"]);
+    assert!(
+        runs.values().all(|&r| (3..=5).contains(&r)),
+        "{runs:?}\n{out}"
+    );
+    assert!(
+        runs.values().any(|&r| r > 3),
+        "no extra run: {runs:?}\n{out}"
+    );
+    assert!(out.contains("extra run 1: do_wait ±"), "{out}");
+    assert!(
+        out.contains("bash: extra runs where the runs disagreed: N="),
+        "{out}"
+    );
+    let (runs, out) = sweep_with(&["--max-repeat", "3"]);
+    assert_eq!(runs.values().copied().collect::<Vec<_>>(), [3, 3], "{out}");
+    assert!(
+        out.contains("still unsettled, at --max-repeat: N="),
+        "{out}"
+    );
+    let (runs, out) = sweep_with(&["--extra-time", "1ms"]);
+    assert_eq!(runs.values().copied().collect::<Vec<_>>(), [3, 3], "{out}");
+    assert!(
+        out.contains("still unsettled, the time for extra runs is spent (--extra-time): N="),
+        "{out}"
+    );
 }
 
 #[test]
@@ -417,6 +497,8 @@ fn a_command_without_n_in_its_arguments_is_swept_and_the_note_says_so() {
         "getpid",
         "--no-samples",
         "--no-report",
+        "--max-repeat",
+        "3",
         "--n",
         "3,7",
         "--",
@@ -453,6 +535,25 @@ fn external_sweep_input_errors_are_usage_errors() {
     assert!(text(&o).contains("not found"), "{}", text(&o));
     let o = run(&["--n", "1,2", "--ops", "{n}*", "--", "true"]);
     assert_eq!(o.status.code(), Some(2));
+    let o = run(&[
+        "--n",
+        "1,2",
+        "--repeat",
+        "3",
+        "--max-repeat",
+        "2",
+        "--",
+        "true",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o).contains("--max-repeat 2: must be at least --repeat (3)"),
+        "{}",
+        text(&o)
+    );
+    let o = run(&["--n", "1,2", "--extra-time", "0", "--", "true"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("must be positive"), "{}", text(&o));
     let o = run(&["--n", "1,2", "--targets", "not a function", "--", "true"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(

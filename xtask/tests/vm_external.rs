@@ -295,6 +295,25 @@ fn calls_by_n(run: &Value, target: &str) -> BTreeMap<u64, u64> {
         .collect()
 }
 
+/// The command's runs per N (every one exited 0), checked against the sweep's rounds and
+/// cap: REPEAT rounds, then extra runs of unsettled sizes up to twice that.
+fn runs_by_n(run: &Value, sweep: &Sweep) -> BTreeMap<u64, u64> {
+    let mut m = BTreeMap::new();
+    for i in run["invocations"].as_array().unwrap() {
+        assert_eq!(i["exit"], 0, "{} run failed: {i}", sweep.name);
+        *m.entry(i["n"].as_u64().unwrap()).or_default() += 1;
+    }
+    for n in n_list(sweep) {
+        let r = m.get(&n).copied().unwrap_or(0);
+        assert!(
+            (REPEAT..=2 * REPEAT).contains(&r),
+            "{}: {r} runs at N={n}: {m:?}",
+            sweep.name
+        );
+    }
+    m
+}
+
 /// The N values of a sweep's `--n` list.
 fn n_list(sweep: &Sweep) -> Vec<u64> {
     let list = sweep.args.split_whitespace().nth(1).unwrap();
@@ -302,13 +321,14 @@ fn n_list(sweep: &Sweep) -> Vec<u64> {
 }
 
 /// `target`'s verdict in each (kernel, sweep) against the class kernel history says, and its
-/// calls per N against the benchmark's own count (`calls_ok(n, calls)`). Every kernel is
-/// checked before the test fails, so a failure shows both kernels' verdicts.
+/// calls per N against the benchmark's own count (`calls_ok(n, calls, runs)`, `runs` the
+/// command's runs at that N). Every kernel is checked before the test fails, so a failure
+/// shows both kernels' verdicts.
 fn assert_verdicts(
     what: &str,
     target: &str,
     cases: &[(Kernel, &Sweep, Expect)],
-    calls_ok: impl Fn(u64, u64) -> bool,
+    calls_ok: impl Fn(u64, u64, u64) -> bool,
 ) {
     let mut wrong = Vec::new();
     for (kernel, sweep, want) in cases {
@@ -322,9 +342,10 @@ fn assert_verdicts(
             ));
         }
         let calls = calls_by_n(&run, target);
+        let runs = runs_by_n(&run, sweep);
         for n in n_list(sweep) {
             let c = calls.get(&n).copied().unwrap_or(0);
-            if !calls_ok(n, c) {
+            if !calls_ok(n, c, runs[&n]) {
                 wrong.push(format!("{v} {what}: {c} {target} calls at N={n}"));
             }
         }
@@ -355,7 +376,7 @@ fn fork_with_n_vmas_is_linear() {
             (Kernel::V5_10, &VMAS, Expect::Linear),
             (Kernel::V6_1, &VMAS_ARBITRARY, Expect::Linear),
         ],
-        |_, calls| calls == REPEAT * VMA_FORKS,
+        |_, calls, runs| calls == runs * VMA_FORKS,
     );
     // Counted, it is exactly linear: one vm_area_dup per VMA copied, inside every dup_mmap
     // call, on top of the process's own few dozen VMAs.
@@ -407,7 +428,7 @@ fn waitpid_pid_do_wait_grows_on_5_10_only() {
             (Kernel::V6_1, &WAIT_PID, Expect::NotLikeN),
             (Kernel::V6_12, &WAIT_PID, Expect::NotLikeN),
         ],
-        |n, calls| calls == REPEAT * 2 * n,
+        |n, calls, runs| calls == runs * 2 * n,
     );
     // The walk itself, counted: each 5.10 wait visits every live child (the timed wait N,
     // a teardown reap the ones left), 6.1's looks its child up by pid.
@@ -502,9 +523,10 @@ fn waitpid_wnohang_polls_grow_on_every_kernel_once_the_reaps_are_split_off() {
             ));
         }
         let calls = calls_by_n(&run, "do_wait");
+        let runs = runs_by_n(&run, &WAIT_WNOHANG);
         for n in n_list(&WAIT_WNOHANG) {
             let c = calls.get(&n).copied().unwrap_or(0);
-            if c != REPEAT * (WNOHANG_POLLS + n) {
+            if c != runs[&n] * (WNOHANG_POLLS + n) {
                 wrong.push(format!("{v}: {c} do_wait calls at N={n}"));
             }
         }
@@ -540,7 +562,7 @@ fn proc_sysvipc_shm_find_ipc_per_call_grows_on_5_10_only() {
             (Kernel::V6_1, &SYSVIPC, Expect::NotLikeN),
             (Kernel::V6_12, &SYSVIPC, Expect::NotLikeN),
         ],
-        |n, calls| calls >= REPEAT * SHM_READS * n,
+        |n, calls, runs| calls >= runs * SHM_READS * n,
     );
     // The growing part's exponent: 1.06..1.51 in those sweeps (above 1: the baseline taken
     // off is the smallest N's, which already holds part of the scan), far from a log's.
@@ -846,10 +868,11 @@ fn copy_process_as_a_named_function_resolves_and_sweeps() {
     let (summary, run) = report(Kernel::V6_1, &VMAS_ARBITRARY);
     assert_eq!(plan_of(&run, "copy_process"), "fentry");
     let calls = calls_by_n(&run, "copy_process");
+    let runs = runs_by_n(&run, &VMAS_ARBITRARY);
     for n in n_list(&VMAS_ARBITRARY) {
         assert_eq!(
             calls.get(&n),
-            Some(&(REPEAT * VMA_FORKS)),
+            Some(&(runs[&n] * VMA_FORKS)),
             "copy_process calls at N={n}"
         );
     }

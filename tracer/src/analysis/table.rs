@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::rundata::{Dist, PlanUsed, Run, SpanRow};
+use crate::rundata::{Dist, InvocationSpan, PlanUsed, Run, SpanRow};
 
 use super::fit::Point;
 use super::hist;
@@ -136,6 +136,27 @@ impl Row {
             (h, r) => Some((h.unwrap_or(0.0).powi(2) + r.unwrap_or(0.0).powi(2)).sqrt()),
         }
     }
+}
+
+/// The centre of one run's calls of a target, as the tables fit it: the trimmed mean of its
+/// on-CPU times (`oncpu`) or of its wall times. None without calls.
+pub fn run_centre(span: &InvocationSpan, oncpu: bool) -> Option<f64> {
+    let d = if oncpu { &span.oncpu } else { &span.wall };
+    hist::trimmed_mean(d, hist::TRIM).filter(|t| *t > 0.0)
+}
+
+/// Relative standard deviation of repeated values (None under two, or with a zero mean).
+fn rel_sd(v: &[f64]) -> Option<f64> {
+    match (variance(v), mean(v)) {
+        (Some(var), Some(m)) if m > 0.0 => Some(var.sqrt() / m),
+        _ => None,
+    }
+}
+
+/// Relative standard error of the value fitted from runs' centres: their relative spread over
+/// √runs (as [`Row::rel_se`] counts the repeats). None under two runs.
+pub fn rel_se_of_runs(runs: &[f64]) -> Option<f64> {
+    rel_sd(runs).map(|sd| sd / (runs.len() as f64).sqrt())
 }
 
 /// The rows of one target and case in one run.
@@ -443,22 +464,14 @@ fn row(
             .filter(|i| i.n == s.n && s.case == workloads::cases::CASE_COMMAND && !i.failed())
             .filter_map(|i| {
                 let sp = i.spans.iter().find(|x| x.target == s.target)?;
-                let d = match metric {
-                    Metric::OncpuMean if has_oncpu => &sp.oncpu,
-                    _ => &sp.wall,
-                };
-                hist::trimmed_mean(d, hist::TRIM).filter(|t| *t > 0.0)
+                run_centre(sp, matches!(metric, Metric::OncpuMean) && has_oncpu)
             })
             .collect()
     } else {
         Vec::new()
     };
-    let spread = |v: &[f64]| match (variance(v), mean(v)) {
-        (Some(var), Some(m)) if m > 0.0 => Some(var.sqrt() / m),
-        _ => None,
-    };
     // The workload's repeats where it reports them, else the command's runs.
-    let repeat_rel_sd = spread(&noise_source).or_else(|| spread(&run_times_ns));
+    let repeat_rel_sd = rel_sd(&noise_source).or_else(|| rel_sd(&run_times_ns));
     let (op_ns, op_source) = match median(&op_repeats_ns) {
         Some(m) => (Some(m), Some("workload".to_string())),
         None => match (phase, ops) {

@@ -3,8 +3,8 @@
 //!
 //! Layout: `session` (probes loaded and attached once, shared with `sweep`), `run` (one run
 //! of a session, step by step), `command` (one command run within it), `spec` (what a run
-//! traces), `targets` (target selection and the checks made before anything loads),
-//! `process` (held commands, /proc), `events` (`events.csv` while recording), `signals` and
+//! traces), `extra` (more runs of an external sweep's unsettled sizes), `targets` (target
+//! selection and the checks made before anything loads), `process` (held commands, /proc), `events` (`events.csv` while recording), `signals` and
 //! `progress`.
 use std::path::PathBuf;
 use std::time::Duration;
@@ -18,6 +18,7 @@ use crate::rundata::Run;
 
 mod command;
 mod events;
+mod extra;
 mod process;
 mod progress;
 mod run;
@@ -26,6 +27,7 @@ mod signals;
 mod spec;
 mod targets;
 
+pub use extra::ExtraRuns;
 pub use process::{EXEC_HELD, descendants, exec_held_main, find_executable};
 pub use session::Session;
 pub use signals::Signals;

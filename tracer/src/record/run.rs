@@ -4,6 +4,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::command::Stop;
 use super::events::EventSink;
+use super::extra::Scheduler;
 use super::process::exit_code_of;
 use super::spec::{RunSpec, invocation_plan};
 use super::targets::usdt_sites;
@@ -203,7 +204,33 @@ impl Session {
             Some(_) => Some(self.engine.span_snapshot()?),
             None => None,
         };
-        for (i, inv) in plan.iter().enumerate() {
+        // After the planned runs, an external sweep's unsettled sizes run again (extra.rs).
+        let mut extra = spec
+            .external
+            .as_ref()
+            .map(|e| Scheduler::new(e.extra, &plan, &spec.label));
+        for i in 0.. {
+            let (inv, label) = match (plan.get(i), extra.as_mut()) {
+                (Some(inv), _) => {
+                    let label = match inv.phase {
+                        Some((_, n)) => {
+                            format!("{} N={n} [{}/{}]", spec.label, i + 1, plan.len())
+                        }
+                        None => spec.label.clone(),
+                    };
+                    (inv.clone(), label)
+                }
+                (None, Some(s)) => match s.next(&ran.invocations) {
+                    Some((inv, label)) => {
+                        // Said on a line of its own: the status line is a terminal's only.
+                        self.progress.println(&format!("tracer: {label}"));
+                        (inv, label)
+                    }
+                    None => break,
+                },
+                (None, None) => break,
+            };
+            let inv = &inv;
             // With --phase-fn, a recording without N is phase (command, N=1) inside the
             // function.
             let phase = match (inv.phase, &spec.phase_fn) {
@@ -217,10 +244,6 @@ impl Session {
                 let ops = phase.and_then(|(_, n)| ops_at(n)).unwrap_or(1);
                 self.engine.set_phase_fn_ops(ops)?;
             }
-            let label = match inv.phase {
-                Some((_, n)) => format!("{} N={n} [{}/{}]", spec.label, i + 1, plan.len()),
-                None => spec.label.clone(),
-            };
             let res = self
                 .run_one(spec, inv, &label, target_names, events_out, usyms)
                 .await?;
@@ -266,8 +289,12 @@ impl Session {
             ran.stop = res.stop;
             if let Stop::Signal(s) = ran.stop {
                 self.interrupted = Some(s);
-                break;
+                return Ok(ran);
             }
+        }
+        if let Some(line) = extra.and_then(|s| s.summary(&ran.invocations)) {
+            self.progress
+                .println(&format!("tracer: {}: {line}", spec.label));
         }
         Ok(ran)
     }

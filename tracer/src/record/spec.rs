@@ -34,6 +34,8 @@ pub struct ExternalSweep {
     pub repeat: u32,
     /// Operations per run, when the user knows them (`--ops`).
     pub ops: Option<crate::cli::OpsExpr>,
+    /// More runs for the sizes whose runs still disagree after the planned rounds.
+    pub extra: super::ExtraRuns,
 }
 
 #[derive(Clone, Debug)]
