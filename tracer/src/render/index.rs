@@ -92,7 +92,7 @@ const CSS: &str = "body{font-family:system-ui,sans-serif;font-size:15px;line-hei
 h1{font-size:1.6em;margin-bottom:.2em}h2{border-bottom:1px solid #ddd;padding-bottom:.15em;margin-top:1.6em}h4{margin:1.2em 0 .3em}\
 code{background:#f4f4f4;padding:1px 4px}table{border-collapse:collapse;margin:.4em 0}\
 td,th{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}th{background:#f2f2f2}\
-table.summary td.class{white-space:nowrap;font-weight:600}table.summary tr.grows td.class{color:#b00}\
+table.summary td.class{min-width:11em;max-width:22em;font-weight:600}table.summary tr.grows td.class{color:#b00}\
 table.num th{white-space:nowrap}table.num th,table.num td{padding:3px 6px}table.num td{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}.scroll{overflow-x:auto}\
 img{max-width:100%;border:1px solid #ddd}.plots{display:grid;grid-template-columns:repeat(auto-fit,minmax(560px,1fr));gap:1em}\
 .plots figure{margin:0}figcaption{font-size:.9em;color:#555}.links a{margin-right:.8em}\
