@@ -2622,3 +2622,74 @@ fn two_sweeps_into_one_output_one_wins_the_other_exits_5() {
     assert_nothing_loaded(what);
     assert_no_strays(what);
 }
+
+/// Inside a PID namespace (a container, `unshare -p`) the tracer knows its command and itself
+/// by pids its probes never see: it refuses before anything loads, saying so and what works,
+/// instead of failing calibration with a wrong cause. A command that enters a namespace under
+/// a tracer outside it is followed and counted as anywhere else.
+#[test]
+fn a_pid_namespace_is_refused_inside_and_followed_from_outside() {
+    let _g = serial();
+    let tmp = tmpdir();
+    let inside = tmp.path().join("inside");
+    let r = run(
+        Command::new("unshare")
+            .args([
+                "-p",
+                "-f",
+                "--mount-proc",
+                TRACER,
+                "record",
+                "-t",
+                "getpid",
+                "-o",
+            ])
+            .arg(&inside)
+            .args(["--", "true"])
+            .env("RUST_BACKTRACE", "1")
+            .stdin(Stdio::null()),
+        Duration::from_secs(60),
+        "tracer inside a PID namespace",
+    );
+    r.expect(4, "tracer inside a PID namespace")
+        .stderr_has("runs inside a PID namespace", "inside")
+        .stderr_has("tracer record -- unshare -p -f --mount-proc CMD", "inside");
+    assert!(!r.stderr.contains("inlined"), "{}", r.stderr);
+    assert!(!inside.exists(), "nothing written");
+    // `tracer probes` calibrates too: the same refusal.
+    let r = run(
+        Command::new("unshare")
+            .args(["-p", "-f", TRACER, "probes", "-t", "getpid"])
+            .stdin(Stdio::null()),
+        Duration::from_secs(60),
+        "tracer probes inside a PID namespace",
+    );
+    r.expect(4, "tracer probes inside a PID namespace")
+        .stderr_has("runs inside a PID namespace", "probes");
+
+    let outside = tmp.path().join("outside");
+    let w = workloads_bin();
+    let r = run(
+        tracer()
+            .args(["record", "--no-samples", "-t", "getpid", "--markers"])
+            .arg(&w)
+            .arg("-o")
+            .arg(&outside)
+            .args(["--", "unshare", "-p", "-f", "--mount-proc"])
+            .arg(&w)
+            .args(getpid_syscall("1000"))
+            .args(["--iterations", "3", "--warmup", "0"]),
+        Duration::from_secs(120),
+        "a command entering a PID namespace",
+    );
+    r.expect(0, "a command entering a PID namespace");
+    let run = read_json(&outside.join("run.json"));
+    // 1000 getpid() per iteration, three iterations, each a phase the workload marks (its
+    // markers attached by --markers: the command's own binary is unshare).
+    assert_eq!(
+        calls_of(&run, "getpid", Some("getpid-syscall")),
+        3000,
+        "{}",
+        r.stderr
+    );
+}

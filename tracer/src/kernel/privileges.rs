@@ -66,6 +66,18 @@ pub fn lockdown() -> Option<String> {
     Some(text[start + 1..end].to_string())
 }
 
+/// The inode of the initial PID namespace (PROC_PID_INIT_INO in include/linux/proc_ns.h,
+/// fixed since 3.8).
+const INITIAL_PID_NS_INO: u64 = 0xEFFF_FFFC;
+
+/// The inode of this process's PID namespace when it is not the initial one (a container,
+/// `unshare -p`), read from `/proc/self/ns/pid`; None in the initial one or when unreadable.
+pub fn pid_namespace() -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    let ino = std::fs::metadata("/proc/self/ns/pid").ok()?.ino();
+    (ino != INITIAL_PID_NS_INO).then_some(ino)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -71,13 +71,25 @@ pub struct RecordOutcome {
     pub exit_code: i32,
 }
 
+/// Can this process trace here at all: enough privilege, and the kernel's view of process
+/// ids. Checked before anything loads.
 pub fn check_privileges() -> Result<(), TracerError> {
     let p = Privileges::current();
-    if p.sufficient() {
-        Ok(())
-    } else {
-        Err(TracerError::Privileges(p.missing()))
+    if !p.sufficient() {
+        return Err(TracerError::Privileges(p.missing()));
     }
+    // The probes see every task by its pid in the initial namespace; inside another one the
+    // tracer knows its command, and itself, only by their pids there, so neither its process
+    // filter nor its calibration would ever match a call.
+    if let Some(ino) = crate::kernel::privileges::pid_namespace() {
+        return Err(TracerError::Unsupported(format!(
+            "the tracer runs inside a PID namespace (pid:[{ino}], a container or `unshare -p`), \
+             where the pids it knows are not the ones its probes see, so it would count no \
+             call of yours\n  run the tracer outside the namespace; it can trace a command \
+             that enters one: tracer record -- unshare -p -f --mount-proc CMD"
+        )));
+    }
+    Ok(())
 }
 
 /// Load, resolve and report how each target would be measured (for `tracer probes`).
