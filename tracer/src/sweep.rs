@@ -557,8 +557,7 @@ fn external_spec(opts: &SweepOptions) -> Result<Job, TracerError> {
         );
     }
     Ok(Job {
-        name,
-        values: values.clone(),
+        // The run's name labels its progress lines, as the confirmation pass's does.
         spec: RunSpec {
             command: opts.command.clone(),
             exe: Some(exe),
@@ -566,16 +565,18 @@ fn external_spec(opts: &SweepOptions) -> Result<Job, TracerError> {
             duration: None,
             attach_json: None,
             marker_binaries: Vec::new(),
-            label: opts.command[0].clone(),
+            label: name.clone(),
             n_values: values.clone(),
             external: Some(record::ExternalSweep {
-                n_values: values,
+                n_values: values.clone(),
                 repeat,
                 ops: opts.ops.clone(),
                 extra,
             }),
             phase_fn,
         },
+        name,
+        values,
         json: None,
     })
 }
