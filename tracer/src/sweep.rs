@@ -168,12 +168,15 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
     }
     if !external
         && (opts.repeat.is_some()
+            || opts.max_repeat.is_some()
+            || opts.extra_budget.is_some()
             || opts.ops.is_some()
             || opts.name.is_some()
             || opts.phase_fn.is_some())
     {
         return Err(TracerError::Usage(
-            "--repeat, --ops, --name and --phase-fn apply to a command swept with -- CMD {n}"
+            "--repeat, --max-repeat, --extra-time, --ops, --name and --phase-fn apply to a \
+             command swept with -- CMD {n}"
                 .into(),
         ));
     }

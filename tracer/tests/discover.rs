@@ -550,6 +550,15 @@ fn external_sweep_input_errors_are_usage_errors() {
         "{}",
         text(&o)
     );
+    let o = run(&["waitpid", "--n", "1,2", "--max-repeat", "4"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o).contains(
+            "--max-repeat, --extra-time, --ops, --name and --phase-fn apply to a command"
+        ),
+        "{}",
+        text(&o)
+    );
     let o = run(&["--n", "1,2", "--extra-time", "0", "--", "true"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).contains("must be positive"), "{}", text(&o));
