@@ -212,7 +212,10 @@ impl<'a> Scheduler<'a> {
             ));
         }
         if open.is_empty() {
-            parts.push("every size settled (±10% or better)".into());
+            parts.push(format!(
+                "every size settled (±{:.0}% or better)",
+                MIN_POINT_ERROR * 100.0
+            ));
         } else {
             let sizes: Vec<String> = open
                 .iter()
@@ -323,6 +326,56 @@ mod tests {
         }
         empty.push(inv(0, 0, 1));
         assert_eq!(next_size(&empty, &limits), None);
+    }
+
+    #[test]
+    fn the_summary_says_what_was_added_and_what_is_still_open() {
+        let plan = [Planned {
+            command: vec!["bench".into()],
+            env: vec![],
+            phase: Some((100, 1000)),
+        }];
+        let settled = vec![inv(1000, 0, 1000), inv(1000, 0, 1000)];
+        let open = vec![inv(1000, 0, 1000), inv(1000, 0, 3000)];
+        let s = Scheduler::new(ExtraRuns::for_repeat(2), &plan, "bench");
+        assert_eq!(s.summary(&settled), None);
+        // No time at all: the open size is not run, and the line says why.
+        let mut s = Scheduler::new(
+            ExtraRuns {
+                budget: Some(Duration::ZERO),
+                ..ExtraRuns::for_repeat(2)
+            },
+            &plan,
+            "bench",
+        );
+        assert!(s.next(&open).is_none());
+        let line = s.summary(&open).unwrap();
+        assert!(
+            line.starts_with(
+                "still unsettled, the time for extra runs is spent (--extra-time): N=1000 ±"
+            ),
+            "{line}"
+        );
+        // Time enough: one more run of it, labelled, then the cap.
+        let limits = ExtraRuns {
+            budget: Some(Duration::from_secs(60)),
+            ..ExtraRuns::for_repeat(2).with_max(3)
+        };
+        let mut s = Scheduler::new(limits, &plan, "bench");
+        let (next, label) = s.next(&open).unwrap();
+        assert_eq!(next.phase, Some((100, 1000)));
+        assert!(
+            label.starts_with("bench N=1000 [extra run 1: do_wait ±"),
+            "{label}"
+        );
+        let mut done = open.clone();
+        done.push(inv(1000, 0, 5000));
+        assert!(s.next(&done).is_none());
+        let line = s.summary(&done).unwrap();
+        assert!(
+            line.starts_with("extra runs where the runs disagreed: N=1000 +1; still unsettled, at --max-repeat: N=1000 ±"),
+            "{line}"
+        );
     }
 
     #[test]
