@@ -219,3 +219,35 @@ fn built_in_sweeps_of_one_run_per_size_flag_only_the_fixed_walk() {
         }
     }
 }
+
+/// The per-N table of a sweep whose sizes had runs of their own names the fitted centre and,
+/// beside each size's spread, how many runs it rests on (extra runs make them differ).
+#[test]
+fn tables_say_how_many_runs_each_size_rests_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/vm-sysvipc-compare/6.1-a"
+    ));
+    let opts = tracer::render::ReportOptions {
+        flamegraphs: false,
+        ..Default::default()
+    };
+    tracer::render::report(dir, tmp.path(), &opts).unwrap();
+    let md = std::fs::read_to_string(tmp.path().join("tables/sysvipc_find_ipc.md")).unwrap();
+    assert!(
+        md.contains("median over the runs of each run's 10%-trimmed mean"),
+        "{md}"
+    );
+    let runs = runs_by_n(&fixture("6.1-a"));
+    for (n, invs) in runs {
+        let row = md
+            .lines()
+            .find(|l| l.starts_with(&format!("| {n} |")))
+            .unwrap_or_else(|| panic!("no row for N={n}: {md}"));
+        assert!(
+            row.contains(&format!("% ({} runs) |", invs.len())),
+            "N={n}: {row}"
+        );
+    }
+}

@@ -69,7 +69,12 @@ fn cells(t: &CaseTable, r: &Row) -> Vec<String> {
         opt(r.wall_mean_ns, ns),
         opt(r.total_ns, |v| ns(v as f64)),
         opt(r.op_ns, ns),
-        opt(r.repeat_rel_sd, |v| format!("±{}", pct(v))),
+        // An external sweep's sizes may have different numbers of runs (extra runs where
+        // they disagreed): the spread says over how many.
+        opt(r.repeat_rel_sd, |v| match r.run_times_ns.len() {
+            k if k >= 2 && r.op_repeats_ns.is_empty() => format!("±{} ({k} runs)", pct(v)),
+            _ => format!("±{}", pct(v)),
+        }),
         opt(r.share_of_op, pct),
         // A flagged size is marked: the probe is a third or more of its time per call.
         opt(r.probe_share, |v| {
