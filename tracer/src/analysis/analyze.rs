@@ -14,7 +14,7 @@ use super::populations::{PopulationSplit, split as split_populations};
 use super::rootcause::{RootCause, StacksAtN, root_cause};
 use super::stacks::{Anchors, Folded};
 use super::table::{CaseTable, Metric, TableOptions, WorkloadReport, tables};
-use super::trips::{LoopClass, TripCount, loop_class};
+use super::trips::{LoopClass, MAX_PER_TRIP_SLOPE, TripCount, loop_class};
 use super::warnings::{StackLoss, Warning};
 
 #[derive(Clone, Debug, Default)]
@@ -415,11 +415,14 @@ fn confirm_verdict(t: &CaseTable, per_call: &Verdict, per: &str) -> ExactVerdict
         // With each call flat, the time per op grows as the calls per op do, and those are
         // counted, not timed: their class is the answer. Fitting the product instead lets a
         // per-call drift the per-call fit judged noise (1.58 -> 1.92 µs in a 5.10 run under
-        // TCG) tip the per-op class to the next one.
-        let per_call_flat = per_call
-            .scaling
-            .as_ref()
-            .is_some_and(|pc| pc.class == Complexity::Constant);
+        // TCG) tip the per-op class to the next one. A call whose time creeps up with N
+        // less steeply than a power of N (the loop counts' rule, [`MAX_PER_TRIP_SLOPE`]) is
+        // flat in that sense: a longer walk over colder memory, or qemu's software TLB
+        // (wait_consider_task on 5.10 under TCG, 950 ns -> 1.37 µs per call over
+        // N = 100..2000, fitted O(log n), tipped its per-op time to O(n log n)).
+        let per_call_flat = per_call.scaling.as_ref().is_some_and(|pc| {
+            pc.class == Complexity::Constant || pc.loglog.slope.abs() < MAX_PER_TRIP_SLOPE
+        });
         let counted = if per_call_flat {
             fit_scaling(
                 &t.rows
@@ -539,4 +542,61 @@ fn stack_loss(counters: &BTreeMap<String, u64>) -> Option<StackLoss> {
         offcpu: get("stacks_lost_offcpu"),
         sampled: get("stacks_lost_sampled"),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::table::Row;
+
+    fn table(rows: &[(u64, f64, f64)]) -> CaseTable {
+        CaseTable {
+            run: "confirm".into(),
+            kernel: "5.10".into(),
+            target: "wait_consider_task".into(),
+            case: workloads::cases::CASE_COMMAND,
+            case_name: "command".into(),
+            plan: None,
+            timed: true,
+            metric: Metric::OncpuMean,
+            rows: rows
+                .iter()
+                .map(|&(n, t, c)| Row {
+                    n,
+                    time_per_call_ns: Some(t),
+                    calls_per_op: Some(c),
+                    ..Row::default()
+                })
+                .collect(),
+            probe_cost: None,
+        }
+    }
+
+    /// A walk counted once per child per wait: its calls per op are exactly linear. When each
+    /// call's time creeps up with N (5.10 under TCG), the class is still the count's; when
+    /// each call grows like a power of N itself, the time's class stands.
+    #[test]
+    fn a_creeping_call_leaves_the_class_to_the_calls_per_op() {
+        let calls = |n: u64| 2.0 * n as f64 + 4.0;
+        let creep = table(&[
+            (100, 950.0, calls(100)),
+            (500, 1100.0, calls(500)),
+            (1000, 1250.0, calls(1000)),
+            (2000, 1370.0, calls(2000)),
+        ]);
+        let e = confirm_verdict(&creep, &verdict(&creep), "op");
+        let op = e.per_op.as_ref().unwrap();
+        assert!(op.counted.is_some(), "{e:?}");
+        assert_eq!(e.class(), Some(Complexity::Linear), "{e:?}");
+
+        let nested = table(&[
+            (100, 950.0, calls(100)),
+            (500, 4750.0, calls(500)),
+            (1000, 9500.0, calls(1000)),
+            (2000, 19_000.0, calls(2000)),
+        ]);
+        let e = confirm_verdict(&nested, &verdict(&nested), "op");
+        assert!(e.per_op.as_ref().unwrap().counted.is_none(), "{e:?}");
+        assert_eq!(e.class(), Some(Complexity::Quadratic), "{e:?}");
+    }
 }
