@@ -67,12 +67,12 @@ type Centres<'a> = BTreeMap<u64, BTreeMap<&'a str, Vec<f64>>>;
 /// Every successful run's centre, and the sizes where a run failed.
 fn centres(invocations: &[Invocation]) -> (Centres<'_>, Vec<u64>) {
     // On-CPU where the target's probes measured it in any run, as the tables choose.
-    let has_oncpu = |target: &str| {
-        invocations
-            .iter()
-            .flat_map(|i| &i.spans)
-            .any(|s| s.target == target && s.oncpu.sum_ns > 0)
-    };
+    let oncpu: std::collections::BTreeSet<&str> = invocations
+        .iter()
+        .flat_map(|i| &i.spans)
+        .filter(|s| s.oncpu.sum_ns > 0)
+        .map(|s| s.target.as_str())
+        .collect();
     let mut by_n = Centres::new();
     let mut failed = Vec::new();
     for inv in invocations.iter().filter(|i| i.n > 0) {
@@ -81,7 +81,7 @@ fn centres(invocations: &[Invocation]) -> (Centres<'_>, Vec<u64>) {
             continue;
         }
         for s in &inv.spans {
-            if let Some(c) = run_centre(s, has_oncpu(&s.target)) {
+            if let Some(c) = run_centre(s, oncpu.contains(s.target.as_str())) {
                 by_n.entry(inv.n)
                     .or_default()
                     .entry(s.target.as_str())
