@@ -130,18 +130,30 @@ pub fn find_workloads_bin(explicit: Option<&Path>) -> Result<PathBuf, TracerErro
     if let Ok(me) = std::env::current_exe()
         && let Some(dir) = me.parent()
     {
-        let sibling = dir.join("workloads");
-        if let Some(p) = record::find_executable(&sibling.to_string_lossy()) {
-            return Ok(p);
+        for candidate in workloads_beside(dir) {
+            if let Some(p) = record::find_executable(&candidate.to_string_lossy()) {
+                return Ok(p);
+            }
         }
     }
     record::find_executable("workloads").ok_or_else(|| {
         TracerError::Usage(
-            "the workloads binary was not found next to tracer or on PATH \
+            "the workloads binary was not found next to tracer, in ../lib/tracer/, or on PATH \
              (build it with `cargo build -p workloads`, or pass --workloads-bin)"
                 .into(),
         )
     })
+}
+
+/// Where `workloads` is looked for relative to the tracer's own directory, in order: beside it
+/// (a build tree, the release directory) and in `../lib/tracer/` (the .deb's
+/// `/usr/lib/tracer/workloads` for `/usr/bin/tracer`, since `workloads` is too generic a name
+/// to put on PATH).
+fn workloads_beside(exe_dir: &Path) -> [PathBuf; 2] {
+    [
+        exe_dir.join("workloads"),
+        exe_dir.join("../lib/tracer/workloads"),
+    ]
 }
 
 pub struct SweepOutcome {

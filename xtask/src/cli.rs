@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use crate::kernel::Kernel;
-use crate::vm::{Accel, Transport};
+use crate::vm::{Accel, TcgThreads, Transport};
 
 /// One of a fixed set of names; else an error naming the input after `what` and listing
 /// the names (`unknown transport "9p": expected disk or serial`).
@@ -66,6 +66,13 @@ pub enum Cmd {
     /// install with `sudo install -m 644 target/man/man1/*.1 /usr/local/share/man/man1/`.
     Man {
         /// Where the pages go (default: the workspace's target/man/man1).
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
+    /// Write a release to copy to a box with no Rust toolchain: the static musl tracer and
+    /// workloads, man pages, shell completions, a .deb and SHA256SUMS.
+    Dist {
+        /// Where the release goes (default: target/dist/tracer-VERSION-x86_64-linux-musl).
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
     },
@@ -130,6 +137,11 @@ pub struct VmArgs {
     /// tcg (default), kvm, or auto (KVM if a cached probe boot works).
     #[arg(long, default_value = "tcg")]
     pub accel: Accel,
+    /// TCG's vCPU threading: single (default: one host thread runs every vCPU in turn) or
+    /// multi (one per vCPU; faster, but it locks up on the kernel's live text patching,
+    /// which every attach and detach does). The default for every VM: XTASK_TCG_THREADS.
+    #[arg(long, value_name = "MODE")]
+    pub tcg_threads: Option<TcgThreads>,
     /// How /out files come back: disk (an NVMe disk, fast) or serial (second UART).
     #[arg(long, default_value = "disk")]
     pub transport: Transport,
@@ -196,6 +208,7 @@ mod tests {
             (300, 1024, 2, Accel::Tcg)
         );
         assert!(v.include.is_empty() && v.out.is_none() && !v.no_build);
+        assert_eq!(v.tcg_threads, None, "the default is the library's");
         // Defaults must agree with the library's.
         let cfg = crate::vm::VmConfig::new(Kernel::V6_1, ["x"]);
         assert_eq!(cfg.timeout, Duration::from_secs(v.timeout));
@@ -207,7 +220,7 @@ mod tests {
     fn vm_all_options() {
         let opts = "vm --kernel 5.10 --include /etc/hostname --include /tmp/x --out o \
                     --timeout 30 --mem 512 --cpus 1 --accel auto --env A=b=c \
-                    --transport serial --kernel-log --keep --no-build --";
+                    --transport serial --tcg-threads multi --kernel-log --keep --no-build --";
         let mut args: Vec<&str> = opts.split_whitespace().collect();
         args.extend(["sh", "-c", "exit 7"]);
         let v = vm(&args);
@@ -223,6 +236,7 @@ mod tests {
         );
         assert_eq!(v.env, [("A".to_string(), "b=c".to_string())]);
         assert_eq!(v.transport, Transport::Serial);
+        assert_eq!(v.tcg_threads, Some(TcgThreads::Multi));
         assert!(v.kernel_log && v.keep && v.no_build);
         // Flags after `--` belong to the command.
         assert_eq!(v.command, ["sh", "-c", "exit 7"]);

@@ -5,8 +5,9 @@
 //!   `/out` files back ([`vm::run`], [`vm::VmConfig`], [`vm::VmReport`]);
 //! - [`guest`]: build the static musl guest binaries ([`guest::build`]);
 //! - [`kernel`]: fetch and cache the Debian cloud kernels ([`kernel::fetch`]);
-//! - [`setup`]: provisioning; [`testcmd`]: the test suite driver; [`man`]: the tracer's man
-//!   pages.
+//! - [`setup`]: provisioning; [`testcmd`]: the test suite driver ([`bootlog`]: how many
+//!   boots the VM tests needed); [`man`]: the tracer's man pages; [`dist`]: the release to
+//!   copy to a box (static binaries, man pages, completions, a .deb).
 //!
 //! Lower layers: [`cpio`] (newc writer), [`initramfs`] (the guest image),
 //! [`outstream`] (framed file transport), [`console`] (marker filtering),
@@ -16,9 +17,11 @@
 //! its dependencies small.
 
 pub mod apt;
+pub mod bootlog;
 pub mod cli;
 pub mod console;
 pub mod cpio;
+pub mod dist;
 pub mod guest;
 pub mod initramfs;
 pub mod kernel;

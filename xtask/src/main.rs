@@ -60,6 +60,14 @@ fn main() -> ExitCode {
                 }
             }),
         ),
+        Cmd::Dist { out } => {
+            let out = out.unwrap_or_else(xtask::dist::default_dir);
+            report(xtask::dist::build(&out).map(|files| {
+                for f in files {
+                    println!("{}", out.join(f).display());
+                }
+            }))
+        }
         Cmd::Run(r) => {
             vm::install_interrupt_handler();
             report(xtask::run::run(xtask::run::RunOptions {
@@ -117,7 +125,10 @@ fn run_vm(args: VmArgs) -> i32 {
                     _ => "failed".into(),
                 },
                 r.kernel.release,
-                r.accel,
+                match r.accel {
+                    vm::Accel::Kvm => "kvm".to_string(),
+                    _ => format!("tcg, {}-threaded", r.tcg_threads.as_str()),
+                },
                 r.boot_time
                     .map_or("-".into(), |b| format!("{:.1} s", b.as_secs_f64())),
                 r.elapsed.as_secs_f64(),
@@ -140,6 +151,7 @@ fn config(args: &VmArgs, guest: guest::GuestBinaries) -> Result<VmConfig> {
         .mem_mb(args.mem)
         .cpus(args.cpus)
         .accel(args.accel)
+        .tcg_threads(args.tcg_threads.unwrap_or_else(vm::TcgThreads::from_env))
         .transport(args.transport)
         .kernel_log(args.kernel_log);
     cfg.keep_run_files = args.keep;

@@ -67,7 +67,11 @@ pub fn steps() -> Vec<Step> {
             name: "VM integration tests (xtask/tests, ignored by plain cargo test)",
             vm: true,
             run: || {
-                cargo(&[
+                let log = paths::vm_dir().join("boots.log");
+                let _ = std::fs::remove_file(&log);
+                // SAFETY: set before the cargo child starts; the driver runs no other thread.
+                unsafe { std::env::set_var(crate::bootlog::BOOT_LOG_ENV, &log) };
+                let result = cargo(&[
                     "test",
                     "-p",
                     "xtask",
@@ -76,7 +80,13 @@ pub fn steps() -> Vec<Step> {
                     "--",
                     "--ignored",
                     "--test-threads=1",
-                ])
+                ]);
+                eprintln!(
+                    "\nxtask test: {} (TCG {}-threaded)",
+                    crate::bootlog::summary(&crate::bootlog::read(&log)),
+                    crate::vm::TcgThreads::from_env().as_str()
+                );
+                result
             },
         },
     ]

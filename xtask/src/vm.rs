@@ -58,7 +58,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 pub use accel::resolve_accel;
-pub use config::{Accel, LineSink, Transport, VmConfig};
+pub use config::{Accel, LineSink, TCG_THREADS_ENV, TcgThreads, Transport, VmConfig};
 pub use qemu::qemu_args;
 pub use watch::{install_interrupt_handler, interrupted};
 
@@ -139,6 +139,8 @@ pub struct VmReport {
     pub boot_time: Option<Duration>,
     /// The accelerator actually used.
     pub accel: Accel,
+    /// TCG's threading (meaningless under KVM).
+    pub tcg_threads: TcgThreads,
     pub transport: Transport,
     pub kernel: KernelImage,
     pub initramfs_bytes: u64,
@@ -330,6 +332,7 @@ pub fn run(cfg: &VmConfig) -> Result<VmReport, VmError> {
         elapsed,
         boot_time: seen.boot_time,
         accel,
+        tcg_threads: cfg.tcg_threads,
         transport: cfg.transport,
         kernel,
         initramfs_bytes,

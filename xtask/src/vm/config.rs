@@ -42,6 +42,53 @@ impl std::fmt::Display for Accel {
     }
 }
 
+/// How TCG runs a guest's vCPUs. Single-threaded by default: every attach and detach of a
+/// tracepoint or probe patches live kernel text (int3, then IPIs to the other CPUs), and qemu's
+/// multi-threaded TCG fails at that on the hosts measured here: a guest toggling tracepoints
+/// under a fork load, with no tracer at all, locked a vCPU within 24 s, and tracer runs stalled
+/// or trapped on a half-patched instruction ("Oops: int3"). One thread for all vCPUs executes
+/// them in turn, so no vCPU ever sees another's half-written instruction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TcgThreads {
+    Single,
+    Multi,
+}
+
+const TCG_THREADS: [(&str, TcgThreads); 2] =
+    [("single", TcgThreads::Single), ("multi", TcgThreads::Multi)];
+
+/// The environment variable that changes the default for every VM this process boots (the VM
+/// tests, `cargo xtask run`, the bench): `single` or `multi`.
+pub const TCG_THREADS_ENV: &str = "XTASK_TCG_THREADS";
+
+impl TcgThreads {
+    pub fn as_str(self) -> &'static str {
+        let (name, _) = TCG_THREADS
+            .iter()
+            .find(|(_, t)| *t == self)
+            .expect("every mode is named");
+        name
+    }
+
+    /// [`TCG_THREADS_ENV`] if set (a bad value is a panic: a measurement must not silently
+    /// run in the other mode), else single.
+    pub fn from_env() -> Self {
+        match std::env::var(TCG_THREADS_ENV) {
+            Ok(v) => v
+                .parse()
+                .unwrap_or_else(|e| panic!("{TCG_THREADS_ENV}={v:?}: {e}")),
+            Err(_) => TcgThreads::Single,
+        }
+    }
+}
+
+impl std::str::FromStr for TcgThreads {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        parse_choice(s, &TCG_THREADS, "unknown TCG threading ")
+    }
+}
+
 /// How the guest's `/out` files travel to the host. Both carry the same checksummed
 /// [`crate::outstream`]; both need only drivers the Debian cloud kernels build in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,6 +144,8 @@ pub struct VmConfig {
     pub cpus: u32,
     /// Default [`Accel::Tcg`].
     pub accel: Accel,
+    /// TCG's threading (ignored under KVM). Default [`TcgThreads::from_env`].
+    pub tcg_threads: TcgThreads,
     /// Default [`Transport::Disk`].
     pub transport: Transport,
     /// The guest programs; `None` uses [`crate::guest::locate`] (already built, not rebuilt).
@@ -142,6 +191,7 @@ impl VmConfig {
             mem_mb: 1024,
             cpus: 2,
             accel: Accel::Tcg,
+            tcg_threads: TcgThreads::from_env(),
             transport: Transport::Disk,
             guest: None,
             echo: true,
@@ -182,6 +232,10 @@ impl VmConfig {
     }
     pub fn accel(mut self, accel: Accel) -> Self {
         self.accel = accel;
+        self
+    }
+    pub fn tcg_threads(mut self, t: TcgThreads) -> Self {
+        self.tcg_threads = t;
         self
     }
     pub fn transport(mut self, transport: Transport) -> Self {

@@ -5,7 +5,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-use super::{Accel, Transport, VmConfig, VmError};
+use super::{Accel, TcgThreads, Transport, VmConfig, VmError};
 use crate::protocol;
 
 /// Where qemu writes the guest's heartbeat bytes (disk transport only): beside the stream.
@@ -34,9 +34,10 @@ pub fn qemu_args(
     }
     let mut cmdline: Vec<String> = cmdline.into_iter().map(String::from).collect();
     cmdline.extend(cfg.extra_cmdline.iter().cloned());
-    let (accel_arg, cpu) = match accel {
-        Accel::Kvm => ("kvm", "host"),
-        _ => ("tcg", "max"),
+    let (accel_arg, cpu) = match (accel, cfg.tcg_threads) {
+        (Accel::Kvm, _) => ("kvm", "host"),
+        (_, TcgThreads::Single) => ("tcg,thread=single", "max"),
+        (_, TcgThreads::Multi) => ("tcg,thread=multi", "max"),
     };
     let mut a: Vec<OsString> = Vec::new();
     let mut push = |s: &str| a.push(s.into());
@@ -181,13 +182,18 @@ mod tests {
 
     #[test]
     fn qemu_command_line() {
-        let cfg = VmConfig::new(Kernel::V6_1, ["true"]).mem_mb(512).cpus(1);
+        let cfg = VmConfig::new(Kernel::V6_1, ["true"])
+            .mem_mb(512)
+            .cpus(1)
+            .tcg_threads(TcgThreads::Single);
         let a = args_of(&cfg, Accel::Tcg);
         let joined = a.join(" ");
         assert!(
-            joined.starts_with("-accel tcg -cpu max -m 512 -smp 1 "),
+            joined.starts_with("-accel tcg,thread=single -cpu max -m 512 -smp 1 "),
             "{joined}"
         );
+        let multi = args_of(&cfg.clone().tcg_threads(TcgThreads::Multi), Accel::Tcg);
+        assert_eq!(&multi[..2], ["-accel", "tcg,thread=multi"]);
         assert!(joined.contains("-no-reboot"));
         assert!(joined.contains("-nodefaults"));
         assert!(joined.contains("-chardev stdio,id=con,signal=off -serial chardev:con"));
