@@ -161,7 +161,18 @@ pub struct Config {
     /// With `FLAG_PHASE_FN`: operations one call of the phase function counts for (the
     /// sweep's `--ops` at the current N, or 1).
     pub fn_ops: u64,
+    /// The tracer's PID namespace (device and inode of `/proc/self/ns/pid`) when it is not the
+    /// initial one (0: the initial one). The programs see every task by its pid in the initial
+    /// namespace; the tracer knows its command, and the user's `--pid`s, by their pids in its
+    /// own. With this set, `FOLLOW` is seeded through `NS_SEEDS` (see there), and the tgid a
+    /// caller stack is keyed by (for reading its process's maps) is the namespace's.
+    pub pidns_dev: u64,
+    pub pidns_ino: u64,
 }
+
+/// Size of `NS_SEEDS`: the processes a tracer inside a PID namespace can be asked to follow
+/// by pid (its command, `--pid`s, calibration children).
+pub const MAX_NS_SEEDS: u32 = 1024;
 
 pub const FILTER_ALL: u32 = 0;
 /// Only processes in `FOLLOW` (a process tree: children are added at fork).

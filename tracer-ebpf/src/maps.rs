@@ -22,6 +22,13 @@ pub(crate) static SYSCALL_ROUTES: Array<SyscallRoute> = Array::with_max_entries(
 #[map]
 pub(crate) static FOLLOW: HashMap<u32, u8> = HashMap::with_max_entries(32768, 0);
 
+/// Inside a PID namespace (`Config::pidns_ino`): the processes to follow by their pid in the
+/// tracer's namespace (userspace writes them with value 0). The first time such a process
+/// runs a traced event, the filter finds it by its namespace pid, follows it by its kernel
+/// pid in `FOLLOW`, and stores that pid here as the value (so userspace can unfollow it).
+#[map]
+pub(crate) static NS_SEEDS: HashMap<u32, u32> = HashMap::with_max_entries(MAX_NS_SEEDS, 0);
+
 #[map]
 pub(crate) static THREADS: HashMap<u32, ThreadState> = HashMap::with_max_entries(16384, 0);
 

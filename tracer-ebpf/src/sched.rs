@@ -14,8 +14,8 @@ use tracer_ebpf::*;
 
 use crate::{
     aggregation::add_stack,
-    filter::filter_pass,
-    maps::{CONFIG, COUNTERS, CURRENT_PHASE, FOLLOW, OFF_START, PENDING_OPEN, THREADS},
+    filter::{current_ns_tgid, filter_pass, is_followed},
+    maps::{CONFIG, COUNTERS, CURRENT_PHASE, FOLLOW, NS_SEEDS, OFF_START, PENDING_OPEN, THREADS},
     phases::{bump_phase_gen, lookup_phase, thread_phase},
     spans::top_target,
     stacks::stack_id,
@@ -158,8 +158,9 @@ fn followed_parent() -> Option<&'static Config> {
         return None;
     }
     let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
-    unsafe { FOLLOW.get(&tgid) }?;
-    Some(cfg)
+    // Through the filter's test, so a namespace seed that forks before any other traced
+    // event is found here.
+    is_followed(cfg, tgid).then_some(cfg)
 }
 
 /// `sched:sched_process_exit`.
@@ -195,6 +196,14 @@ fn on_exit_task() {
     let _ = OFF_START.remove(&tid);
     if tid == tgid {
         let _ = FOLLOW.remove(&tgid);
+        // A namespace seed that exits (found or not) is forgotten, so a process that later
+        // gets the same pid in the namespace is not taken for it.
+        if let Some(cfg) = config() {
+            let ns = current_ns_tgid(cfg);
+            if ns != 0 {
+                let _ = NS_SEEDS.remove(&ns);
+            }
+        }
         if CURRENT_PHASE.remove(&tgid).is_ok() {
             bump_phase_gen();
         }

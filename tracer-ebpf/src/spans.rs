@@ -9,7 +9,7 @@ use tracer_ebpf::*;
 
 use crate::{
     aggregation::{add_stack_weighted, record_span, record_untimed},
-    filter::filter_pass,
+    filter::{current_ns_tgid, filter_pass},
     maps::{CALLER_TICK, COUNTERS, EVENTS, SLOTS, THREADS, ZERO_THREAD},
     phases::{lookup_phase, thread_phase},
     stacks::stack_id,
@@ -223,7 +223,13 @@ pub(crate) fn on_exit<C: EbpfContext>(ctx: &C, slot: u32, count_unpaired: bool) 
                 kind: STACK_CALLER,
                 kstack: stack_id(ctx, 0, counter::STACKS_LOST_CALLER),
                 ustack: stack_id(ctx, BPF_F_USER_STACK as u64, counter::STACKS_LOST_CALLER),
-                tgid,
+                // The process whose maps name the user frames, by the pid userspace reads
+                // /proc with (its namespace's, when the tracer runs in one).
+                tgid: if cfg.pidns_ino != 0 {
+                    current_ns_tgid(cfg)
+                } else {
+                    tgid
+                },
             };
             add_stack_weighted(&skey, weight, wall * weight);
         }

@@ -180,7 +180,8 @@ struct MapArgs {
 
 #[derive(Args)]
 struct RecordArgs {
-    /// Follow these processes and their descendants (comma-separated, repeatable).
+    /// Follow these processes and their descendants (comma-separated, repeatable). Inside a
+    /// container (a PID namespace with its own /proc), the pids as seen there.
     #[arg(short = 'p', long, value_name = "PID", value_delimiter = ',')]
     pid: Vec<u32>,
     /// Trace tasks with this command name.

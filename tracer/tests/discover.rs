@@ -37,9 +37,26 @@ fn bench(name: &str) -> PathBuf {
 
 /// `tracer sweep ARGS`, then its summary.json and the sweep directory.
 fn sweep(args: &[&str]) -> (Value, tempfile::TempDir, std::process::Output) {
+    sweep_under(&[], args)
+}
+
+/// `WRAPPER... tracer sweep ARGS` (the tracer started by another program, such as `unshare`).
+fn sweep_under(
+    wrapper: &[&str],
+    args: &[&str],
+) -> (Value, tempfile::TempDir, std::process::Output) {
     let out = tempfile::tempdir().expect("tempdir");
     let dir = out.path().join("sweep");
-    let o = Command::new(env!("CARGO_BIN_EXE_tracer"))
+    let tracer = env!("CARGO_BIN_EXE_tracer");
+    let mut c = match wrapper.split_first() {
+        Some((first, rest)) => {
+            let mut c = Command::new(first);
+            c.args(rest).arg(tracer);
+            c
+        }
+        None => Command::new(tracer),
+    };
+    let o = c
         .arg("sweep")
         .arg("-o")
         .arg(&dir)
@@ -111,21 +128,35 @@ fn assert_stacks_kept(run_json: &std::path::Path) {
 
 #[test]
 fn discover_names_the_children_walk_of_waitpid_wnohang() {
+    names_the_children_walk_under(&[]);
+}
+
+/// The same inside a PID namespace with its own /proc (a container): the samples are the
+/// command's, found by its pid there, and the answer is the same walk.
+#[test]
+fn discover_inside_a_pid_namespace_names_the_same_walk() {
+    names_the_children_walk_under(&["unshare", "-p", "-f", "--mount-proc"]);
+}
+
+fn names_the_children_walk_under(wrapper: &[&str]) {
     let _g = serial();
     let b = bench("wait_children");
     let b = b.to_str().unwrap();
-    let (s, _dir, o) = sweep(&[
-        "--discover",
-        "--n",
-        "10,200,600,1500",
-        "--ops",
-        "10000",
-        "--",
-        b,
-        "{n}",
-        "10000",
-        "wnohang",
-    ]);
+    let (s, _dir, o) = sweep_under(
+        wrapper,
+        &[
+            "--discover",
+            "--n",
+            "10,200,600,1500",
+            "--ops",
+            "10000",
+            "--",
+            b,
+            "{n}",
+            "10000",
+            "wnohang",
+        ],
+    );
     assert!(o.status.success(), "{}", text(&o));
     let d = discovery(&s);
     let names = ranked(d);

@@ -261,6 +261,23 @@ fn assert_sweep(out: &Path, label: &str, expect: &[(&str, &str)]) {
     }
 }
 
+/// The tracer as the first process of a PID namespace with its own /proc (busybox unshare, as
+/// a container starts it): every target resolved as the kernel allows, then the function plans
+/// forced to kprobes, each over the four workloads.
+fn in_pid_namespace(forced: &[(&str, &str)]) -> String {
+    let plans: String = forced
+        .iter()
+        .map(|(t, p)| format!(" --plan {t}={p}"))
+        .collect();
+    format!(
+        "unshare -p -f --mount-proc tracer record --targets {ALL_TARGETS} --markers /bin/workloads -o /out/ns -- sh $WL
+echo ns=$? >> /out/status
+unshare -p -f --mount-proc tracer record --targets {ALL_TARGETS}{plans} --markers /bin/workloads -o /out/ns-forced -- sh $WL
+echo ns_forced=$? >> /out/status
+"
+    )
+}
+
 fn assert_forced(out: &Path, label: &str, forced: &[(&str, &str)]) {
     let st = status_of(out);
     assert_eq!(st["forced"], 0, "{label}: forced record exit");
@@ -448,6 +465,7 @@ echo inlined=$? >> /out/status
             );
             s.push_str(WAITPID_SCALING);
             s.push_str(BRACKETS);
+            s.push_str(&in_pid_namespace(&FORCED_5_10));
         }
         Kernel::V6_1 => {
             s.push_str(BRACKETS);
@@ -482,6 +500,24 @@ fn linux_5_10_resolves_every_target_and_counts_match() {
     );
     assert_forced(&out, "5.10 forced", &FORCED_5_10);
     assert_gtp_rejected_by_calibration(&out, "5.10");
+}
+
+/// Inside a PID namespace the probes find the command by its pid there: every count as
+/// outside, with the plans chosen (fentry) and forced (kprobes) on 5.10.
+#[test]
+#[ignore = "boots a VM: run through cargo xtask test"]
+fn linux_5_10_counts_inside_a_pid_namespace_as_outside() {
+    let out = kernel_out(Kernel::V5_10);
+    let st = status_of(&out);
+    assert_eq!((st["ns"], st["ns_forced"]), (0, 0), "{st:?}");
+    let natural = RunView::load(&out.join("ns"));
+    assert_eq!(natural.plan("do_wait"), "fentry");
+    natural.assert_counts_match("5.10 in a PID namespace");
+    let forced = RunView::load(&out.join("ns-forced"));
+    for (target, plan) in FORCED_5_10 {
+        assert_eq!(forced.plan(target), plan, "forced plan of {target}");
+    }
+    forced.assert_counts_match("5.10 in a PID namespace, kprobes");
 }
 
 #[test]

@@ -262,6 +262,10 @@ impl Engine {
         }
         c.default_case = CASE_UNPHASED;
         c.default_row = ROW_UNPHASED;
+        if let Some(ns) = crate::kernel::privileges::pid_namespace() {
+            c.pidns_dev = ns.dev;
+            c.pidns_ino = ns.ino;
+        }
         // Syscall tracepoint layouts are stable, but read them anyway when present.
         if let Ok(f) = EventFormat::load(&self.tracefs, "syscalls", "sys_enter_openat") {
             c.openat_filename_off = f.offset("filename").unwrap_or(24);

@@ -70,17 +70,55 @@ pub fn lockdown() -> Option<String> {
 /// fixed since 3.8).
 const INITIAL_PID_NS_INO: u64 = 0xEFFF_FFFC;
 
-/// The inode of this process's PID namespace when it is not the initial one (a container,
-/// `unshare -p`), read from `/proc/self/ns/pid`; None in the initial one or when unreadable.
-pub fn pid_namespace() -> Option<u64> {
+/// A PID namespace as `bpf_get_ns_current_pid_tgid` names it: the nsfs device (the kernel's
+/// own `dev_t` encoding, major << 20 | minor) and the inode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PidNamespace {
+    pub dev: u64,
+    pub ino: u64,
+}
+
+/// This process's PID namespace when it is not the initial one (a container, `unshare -p`),
+/// from `/proc/self/ns/pid`; None in the initial one or when unreadable.
+pub fn pid_namespace() -> Option<PidNamespace> {
     use std::os::unix::fs::MetadataExt;
-    let ino = std::fs::metadata("/proc/self/ns/pid").ok()?.ino();
-    (ino != INITIAL_PID_NS_INO).then_some(ino)
+    let m = std::fs::metadata("/proc/self/ns/pid").ok()?;
+    (m.ino() != INITIAL_PID_NS_INO).then_some(PidNamespace {
+        dev: kernel_dev(m.dev()),
+        ino: m.ino(),
+    })
+}
+
+/// A `st_dev` as the kernel holds it internally (MKDEV: 12-bit major, 20-bit minor), which is
+/// what the helper compares with.
+fn kernel_dev(st_dev: u64) -> u64 {
+    let (major, minor) = (libc::major(st_dev) as u64, libc::minor(st_dev) as u64);
+    (major << 20) | minor
+}
+
+/// Whether `/proc` shows this process's PID namespace (it does when the namespace mounted
+/// its own, as `unshare --mount-proc` and containers do): `/proc/self` names our own pid.
+pub fn proc_matches_pid_namespace() -> bool {
+    std::fs::read_link("/proc/self")
+        .ok()
+        .and_then(|p| p.to_str()?.parse::<u32>().ok())
+        == Some(std::process::id())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn device_numbers_take_the_kernels_encoding() {
+        // nsfs is an anonymous device (major 0): small minors encode alike.
+        assert_eq!(kernel_dev(libc::makedev(0, 4)), 4);
+        // A large minor spreads over both halves of the user encoding.
+        assert_eq!(kernel_dev(libc::makedev(0, 0x12345)), 0x12345);
+        assert_eq!(kernel_dev(libc::makedev(8, 1)), (8 << 20) | 1);
+        // On this host (the initial namespace) nothing is reported, and /proc is ours.
+        assert!(proc_matches_pid_namespace());
+    }
 
     #[test]
     fn cap_parsing_and_sufficiency() {

@@ -73,14 +73,14 @@ impl Session {
                 _ = tick.tick() => {
                     engine.flush_logs();
                     // Bounded: a workload may follow thousands of idle children.
-                    for pid in engine.followed().into_iter().take(256) {
+                    for pid in engine.followed_here().into_iter().take(256) {
                         usyms.remember(pid);
                     }
                     if let Some(p) = child_pid {
                         usyms.remember(p);
                     }
                     progress.set(status_line(engine, resolved, spec, label, child_pid));
-                    if child.is_none() && matches!(filter, Filter::Follow(_)) && engine.followed().is_empty() {
+                    if child.is_none() && matches!(filter, Filter::Follow(_)) && engine.nothing_followed() {
                         break Stop::TracedProcessesGone;
                     }
                 }

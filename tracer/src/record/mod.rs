@@ -78,15 +78,19 @@ pub fn check_privileges() -> Result<(), TracerError> {
     if !p.sufficient() {
         return Err(TracerError::Privileges(p.missing()));
     }
-    // The probes see every task by its pid in the initial namespace; inside another one the
-    // tracer knows its command, and itself, only by their pids there, so neither its process
-    // filter nor its calibration would ever match a call.
-    if let Some(ino) = crate::kernel::privileges::pid_namespace() {
+    // Inside a PID namespace the probes find the processes they follow by their pids there
+    // (the engine's namespace seeds), but everything read from /proc must be the namespace's
+    // view too: a /proc of another namespace would name other processes by the same numbers.
+    if let Some(ns) = crate::kernel::privileges::pid_namespace()
+        && !crate::kernel::privileges::proc_matches_pid_namespace()
+    {
         return Err(TracerError::Unsupported(format!(
-            "the tracer runs inside a PID namespace (pid:[{ino}], a container or `unshare -p`), \
-             where the pids it knows are not the ones its probes see, so it would count no \
-             call of yours\n  run the tracer outside the namespace; it can trace a command \
-             that enters one: tracer record -- unshare -p -f --mount-proc CMD"
+            "the tracer runs inside a PID namespace (pid:[{}]) whose /proc is another \
+             namespace's (/proc/self is not pid {}), so it would read other processes' files \
+             for its own\n  mount a /proc for the namespace (unshare -p -f --mount-proc, as \
+             containers do), or run the tracer outside it",
+            ns.ino,
+            std::process::id()
         )));
     }
     Ok(())
