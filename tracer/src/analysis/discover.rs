@@ -81,7 +81,12 @@ pub struct Grower {
     pub also_blocked: bool,
 }
 
-/// Sampled kernel time against the command's system time at one N (or the whole run).
+/// Sampled on-CPU time against the command tree's CPU time (rusage) at one N (or the whole
+/// run). The whole CPU time is compared, not the kernel part alone: the kernel's rusage split
+/// between user and system time is estimated from ticks, and a process that lives less than a
+/// tick has all of its run time booked as user time (cputime_adjust), so a shell script running
+/// many short commands shows a fraction of its kernel time as system time while the samples
+/// see all of it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Coverage {
     /// None: the whole run (built-in workloads run every N in one process).
@@ -90,8 +95,43 @@ pub struct Coverage {
     pub sampled_user_s: f64,
     pub sys_s: f64,
     pub user_s: f64,
-    /// sampled_kernel_s / sys_s.
+    /// (sampled_kernel_s + sampled_user_s) / (sys_s + user_s).
     pub ratio: Option<f64>,
+    /// The kernel's part of the sampled time, and of the rusage time.
+    pub kernel_share_sampled: Option<f64>,
+    pub kernel_share_rusage: Option<f64>,
+}
+
+/// The range of [`Coverage::ratio`] within which the samples account for the command tree's
+/// CPU time: the sampling error at a few hundred samples and the tracer's own accounting.
+pub const COVERAGE_TOLERANCE: (f64, f64) = (0.8, 1.2);
+
+/// What the coverage says, over every N.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum CoverageCheck {
+    /// Every N within [`COVERAGE_TOLERANCE`].
+    Within,
+    /// Some N below it: the samples missed CPU time (very short syscalls, interrupts).
+    Low,
+    /// Some N above it: the samples saw CPU time the command's rusage does not hold
+    /// (processes of the tree that outlived it or were not reaped by it).
+    High,
+}
+
+/// [`CoverageCheck`] of a discovery's coverage (None: no CPU time to compare with).
+pub fn coverage_check(cov: &[Coverage]) -> Option<CoverageCheck> {
+    let ratios: Vec<f64> = cov.iter().filter_map(|c| c.ratio).collect();
+    if ratios.is_empty() {
+        return None;
+    }
+    let (lo, hi) = COVERAGE_TOLERANCE;
+    Some(if ratios.iter().any(|&r| r > hi) {
+        CoverageCheck::High
+    } else if ratios.iter().any(|&r| r < lo) {
+        CoverageCheck::Low
+    } else {
+        CoverageCheck::Within
+    })
 }
 
 /// The root cause: the frame whose self time carries most of the added time.
@@ -597,13 +637,18 @@ fn period_of(p: &Profile) -> f64 {
 
 fn coverage(ns: &[u64], profiles: &[Profile], invocations: &[Invocation]) -> Vec<Coverage> {
     let per_n = ns.iter().all(|&n| invocations.iter().any(|i| i.n == n));
-    let cov = |n: Option<u64>, kernel_w: u64, user_w: u64, sys_s: f64, user_s: f64| Coverage {
-        n,
-        sampled_kernel_s: kernel_w as f64 * 1e-9,
-        sampled_user_s: user_w as f64 * 1e-9,
-        sys_s,
-        user_s,
-        ratio: (sys_s > 0.0).then(|| kernel_w as f64 * 1e-9 / sys_s),
+    let cov = |n: Option<u64>, kernel_w: u64, user_w: u64, sys_s: f64, user_s: f64| {
+        let (k, u) = (kernel_w as f64 * 1e-9, user_w as f64 * 1e-9);
+        Coverage {
+            n,
+            sampled_kernel_s: k,
+            sampled_user_s: u,
+            sys_s,
+            user_s,
+            ratio: (sys_s + user_s > 0.0).then(|| (k + u) / (sys_s + user_s)),
+            kernel_share_sampled: (k + u > 0.0).then(|| k / (k + u)),
+            kernel_share_rusage: (sys_s + user_s > 0.0).then(|| sys_s / (sys_s + user_s)),
+        }
     };
     if per_n {
         ns.iter()
@@ -851,7 +896,33 @@ pub(crate) mod tests {
         assert_eq!(d.coverage.len(), 2);
         let c = &d.coverage[0];
         assert!((c.sampled_kernel_s - 0.2).abs() < 1e-9, "{c:?}");
-        assert!((c.ratio.unwrap() - 0.8).abs() < 1e-9);
+        // 0.202 s sampled of 0.252 s used.
+        assert!((c.ratio.unwrap() - 0.202 / 0.252).abs() < 1e-9);
+        assert!((c.kernel_share_sampled.unwrap() - 0.2 / 0.202).abs() < 1e-9);
+        assert!((c.kernel_share_rusage.unwrap() - 0.25 / 0.252).abs() < 1e-9);
+        assert_eq!(coverage_check(&d.coverage), Some(CoverageCheck::Within));
+    }
+
+    #[test]
+    fn coverage_outside_the_tolerance_says_which_way() {
+        let c = |ratio: f64| Coverage {
+            n: Some(1),
+            sampled_kernel_s: ratio,
+            sampled_user_s: 0.0,
+            sys_s: 0.5,
+            user_s: 0.5,
+            ratio: Some(ratio),
+            kernel_share_sampled: Some(1.0),
+            kernel_share_rusage: Some(0.5),
+        };
+        assert_eq!(
+            coverage_check(&[c(0.9), c(1.1)]),
+            Some(CoverageCheck::Within)
+        );
+        assert_eq!(coverage_check(&[c(0.9), c(0.5)]), Some(CoverageCheck::Low));
+        // Time beyond the rusage's is named even beside a low size.
+        assert_eq!(coverage_check(&[c(0.5), c(1.5)]), Some(CoverageCheck::High));
+        assert_eq!(coverage_check(&[]), None);
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! ranked functions, the blocked-time growers and the coverage of the samples.
 
 use super::fmt::{fmt_n, ns};
-use crate::analysis::discover::{Discovery, Grower};
+use crate::analysis::discover::{
+    COVERAGE_TOLERANCE, Coverage, CoverageCheck, Discovery, Grower, coverage_check,
+};
 use crate::analysis::fit::Complexity;
 
 use super::fmt::pct;
@@ -99,32 +101,60 @@ pub fn answer(d: &Discovery) -> String {
     line
 }
 
-/// Coverage in a few words: "sampled kernel time = 96% of the command's system time".
+/// Coverage in a few words: "sampled on-CPU time = 96% of the command tree's CPU time", the
+/// kernel's share both ways when they disagree, and what is missing outside the tolerance.
 pub fn coverage_line(d: &Discovery) -> Option<String> {
-    let ratios: Vec<f64> = d.coverage.iter().filter_map(|c| c.ratio).collect();
-    if ratios.is_empty() {
-        return None;
-    }
-    let lo = ratios.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let range = if (hi - lo).abs() < 0.005 {
-        pct(lo)
-    } else {
-        format!("{}–{}", pct(lo), pct(hi))
+    let check = coverage_check(&d.coverage)?;
+    let range = |f: fn(&Coverage) -> Option<f64>| {
+        let v: Vec<f64> = d.coverage.iter().filter_map(f).collect();
+        let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        if v.is_empty() {
+            None
+        } else if (hi - lo).abs() < 0.005 {
+            Some(pct(lo))
+        } else {
+            Some(format!("{}–{}", pct(lo), pct(hi)))
+        }
     };
     let mut s = format!(
-        "coverage: sampled kernel time = {range} of the command's system time (rusage{})",
+        "coverage: sampled on-CPU time = {} of the command tree's CPU time (rusage user + \
+         system, {})",
+        range(|c| c.ratio)?,
         if d.coverage.len() > 1 {
-            ", per N"
+            "per N"
         } else {
-            ", whole run"
+            "whole run"
         }
     );
-    if lo < 0.5 {
-        s.push_str(
-            "; low: the samples missed much of the kernel time (very short syscalls, or \
-             time in interrupts), so rankings rest on what was seen",
-        );
+    // rusage's split is estimated from ticks: say so where it puts less in the kernel than the
+    // samples do.
+    let sampled_more = d.coverage.iter().any(|c| {
+        matches!((c.kernel_share_sampled, c.kernel_share_rusage), (Some(k), Some(r)) if k > r + 0.1)
+    });
+    if let (Some(k), Some(r)) = (
+        range(|c| c.kernel_share_sampled),
+        range(|c| c.kernel_share_rusage),
+    ) && sampled_more
+    {
+        s.push_str(&format!(
+            "; in the kernel: {k} of the samples, {r} by rusage, whose split is estimated from \
+             clock ticks (a process shorter than a tick is booked as user time)"
+        ));
+    }
+    let (lo, hi) = COVERAGE_TOLERANCE;
+    match check {
+        CoverageCheck::Within => {}
+        CoverageCheck::Low => s.push_str(&format!(
+            "; under {}: the samples missed CPU time (very short syscalls, or time in \
+             interrupts), so rankings rest on what was seen",
+            pct(lo)
+        )),
+        CoverageCheck::High => s.push_str(&format!(
+            "; over {}: the samples include CPU time the command's rusage does not hold \
+             (processes of its tree that outlived it or that it did not reap)",
+            pct(hi)
+        )),
     }
     Some(s)
 }
