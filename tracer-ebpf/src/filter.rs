@@ -42,8 +42,9 @@ pub(crate) fn filter_pass(cfg: &Config) -> bool {
 /// Is process `tgid` (the current task's, by its kernel pid) in the followed tree?
 #[inline(always)]
 pub(crate) fn is_followed(cfg: &Config, tgid: u32) -> bool {
-    // The traced command itself, without a hash lookup.
-    if tgid == cfg.root_tgid || unsafe { FOLLOW.get(&tgid) }.is_some() {
+    // The traced command itself, without a hash lookup (0: none, as inside a PID namespace;
+    // never the idle task, whose tgid is 0).
+    if (tgid == cfg.root_tgid && tgid != 0) || unsafe { FOLLOW.get(&tgid) }.is_some() {
         return true;
     }
     if cfg.pidns_ino == 0 {
