@@ -20,9 +20,13 @@ pub struct Entry {
 /// Append `entry` to the log named by [`BOOT_LOG_ENV`], if any. One `write` per line, so
 /// lines from concurrent tests do not interleave.
 pub fn record(entry: &Entry) {
-    let Some(path) = std::env::var_os(BOOT_LOG_ENV) else {
-        return;
-    };
+    if let Some(path) = std::env::var_os(BOOT_LOG_ENV) {
+        record_to(Path::new(&path), entry);
+    }
+}
+
+/// Append `entry` to the log at `path`.
+pub fn record_to(path: &Path, entry: &Entry) {
     let reasons: Vec<String> = entry
         .retried
         .iter()
@@ -32,7 +36,7 @@ pub fn record(entry: &Entry) {
     if let Ok(mut f) = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(&path)
+        .open(path)
     {
         let _ = f.write_all(line.as_bytes());
     }
@@ -80,17 +84,20 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("boots.log");
-        // SAFETY: this test alone sets this variable; no other thread reads it.
-        unsafe { std::env::set_var(BOOT_LOG_ENV, &path) };
-        record(&Entry {
-            name: "a".into(),
-            retried: vec![],
-        });
-        record(&Entry {
-            name: "b".into(),
-            retried: vec!["stalled\tfor 60 s".into(), "Oops: int3".into()],
-        });
-        unsafe { std::env::remove_var(BOOT_LOG_ENV) };
+        record_to(
+            &path,
+            &Entry {
+                name: "a".into(),
+                retried: vec![],
+            },
+        );
+        record_to(
+            &path,
+            &Entry {
+                name: "b".into(),
+                retried: vec!["stalled\tfor 60 s".into(), "Oops: int3".into()],
+            },
+        );
         let entries = read(&path);
         assert_eq!(entries.len(), 2);
         assert_eq!(entries[1].retried, ["stalled for 60 s", "Oops: int3"]);

@@ -222,12 +222,17 @@ fn sweep_run(out: &Path, workload: &str) -> RunView {
     RunView::load(&out.join("sweep").join(workload))
 }
 
-/// Natural resolution through a sweep of every workload, plus a forced-kprobe record.
-fn script(forced: &[(&str, &str)]) -> String {
-    let plans: String = forced
+/// ` --plan T=P` for each forced plan.
+fn plan_args(forced: &[(&str, &str)]) -> String {
+    forced
         .iter()
         .map(|(t, p)| format!(" --plan {t}={p}"))
-        .collect();
+        .collect()
+}
+
+/// Natural resolution through a sweep of every workload, plus a forced-kprobe record.
+fn script(forced: &[(&str, &str)]) -> String {
+    let plans = plan_args(forced);
     format!(
         "tracer sweep --all --n 1,24 --no-report --targets {ALL_TARGETS} -o /out/sweep -- --iterations 6 --warmup 0
 echo sweep=$? >> /out/status
@@ -265,10 +270,7 @@ fn assert_sweep(out: &Path, label: &str, expect: &[(&str, &str)]) {
 /// a container starts it): every target resolved as the kernel allows, then the function plans
 /// forced to kprobes, each over the four workloads.
 fn in_pid_namespace(forced: &[(&str, &str)]) -> String {
-    let plans: String = forced
-        .iter()
-        .map(|(t, p)| format!(" --plan {t}={p}"))
-        .collect();
+    let plans = plan_args(forced);
     format!(
         "unshare -p -f --mount-proc tracer record --targets {ALL_TARGETS} --markers /bin/workloads -o /out/ns -- sh $WL
 echo ns=$? >> /out/status
