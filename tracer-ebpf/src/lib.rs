@@ -322,6 +322,27 @@ pub const STACK_PROFILE: u32 = 3;
 /// Discover mode: where a traced task blocked (kernel stack at switch-out), weighted by the
 /// time until it ran again; target 0.
 pub const STACK_PROFILE_OFFCPU: u32 = 4;
+/// Discover mode: one kernel entry kind's calls (`count`) and time from entry to exit (`ns`,
+/// 0 for entries without an exit event), target = the `ENTRY_*` code; no stacks.
+pub const STACK_ENTRY: u32 = 5;
+
+/// Kernel entry codes, the target of `STACK_ENTRY` keys and of `STACK_PROFILE` samples (the
+/// entry a sample ran under). `ENTRY_NONE`: not inside a syscall (a sample in user mode, or
+/// kernel work entered otherwise: a fault, an interrupt, a new task's first return).
+pub const ENTRY_NONE: u32 = 0;
+/// A page fault taken in user mode (`exceptions:page_fault_user`).
+pub const ENTRY_PAGE_FAULT: u32 = 1;
+/// Syscall `nr` is `ENTRY_SYSCALL + nr` (x86_64's numbers, below `MAX_SYSCALL_NR`).
+pub const ENTRY_SYSCALL: u32 = 0x100;
+
+/// The syscall a traced thread is inside, from `sys_enter` to `sys_exit` (discover mode).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EntryNow {
+    pub since_ns: u64,
+    pub nr: u32,
+    pub _pad: u32,
+}
 
 /// Where a traced task blocked, kept from switch-out to switch-in (discover mode).
 #[repr(C)]
@@ -493,8 +514,10 @@ pub mod counter {
     pub const STACKS_LOST_CALLER: u32 = 13;
     pub const STACKS_LOST_OFFCPU: u32 = 14;
     pub const STACKS_LOST_SAMPLED: u32 = 15;
+    /// Syscalls of traced threads that could not be counted (the in-syscall map was full).
+    pub const ENTRIES_LOST: u32 = 16;
     /// Number of counters.
-    pub const COUNT: u32 = 16;
+    pub const COUNT: u32 = 17;
 }
 
 /// Frames kept per recorded stack (kernel or user); deeper stacks keep their innermost

@@ -34,6 +34,7 @@ mod stacks;
 
 // The programs: attach slots, raw syscall routes, scheduler, fd tracking, sampler, USDT
 // markers, overhead floor.
+mod entries;
 mod fds;
 mod floor;
 mod raw_syscalls;

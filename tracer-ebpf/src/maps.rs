@@ -109,6 +109,10 @@ pub(crate) static STACK_NEST: PerCpuArray<u32> = PerCpuArray::with_max_entries(1
 #[map]
 pub(crate) static EVENTS: RingBuf = RingBuf::with_byte_size(4 << 20, 0);
 
+/// Discover mode: the syscall each traced thread is inside (see `entries`).
+#[map]
+pub(crate) static IN_SYSCALL: HashMap<u32, EntryNow> = HashMap::with_max_entries(16384, 0);
+
 /// Discover mode: traced tasks that blocked, from switch-out to switch-in.
 #[map]
 pub(crate) static OFF_START: HashMap<u32, OffStart> = HashMap::with_max_entries(16384, 0);

@@ -23,7 +23,7 @@ use crate::{
 
 /// The register at `off` in the `struct pt_regs` at `regs`.
 #[inline(always)]
-fn reg(regs: u64, off: u32) -> Option<u64> {
+pub(crate) fn reg(regs: u64, off: u32) -> Option<u64> {
     // The offset is userspace's configuration: bounded so the read stays inside pt_regs.
     let off = opaque(off as u64) & 0xff;
     unsafe { bpf_probe_read_kernel((regs + off) as *const u64) }.ok()

@@ -6,6 +6,7 @@ use tracer_ebpf::*;
 
 use crate::{
     aggregation::add_stack_nmi,
+    entries::current_entry,
     filter::filter_pass,
     maps::{SAMPLED_STACKS, THREADS},
     phases::{lookup_phase, peek_phase},
@@ -55,13 +56,24 @@ pub fn sampler(ctx: PerfEventContext) -> u32 {
 
 /// Discover mode: one sample of a traced task, wherever it is. A sample that interrupted
 /// user mode has no kernel frames (an empty kernel stack): it is kept with kstack -1,
-/// so the report can tell kernel time from user time and compare it with the rusage.
+/// so the report can tell kernel time from user time and compare it with the rusage. A
+/// kernel sample's target is the kernel entry it ran under (`ENTRY_*`).
 #[inline(always)]
 fn profile_sample(ctx: &PerfEventContext, cfg: &Config, pid_tgid: u64) {
     let kstack = store_stack(ctx, &SAMPLED_STACKS, 0, counter::STACKS_LOST_SAMPLED);
     let (case, n, _) = lookup_phase((pid_tgid >> 32) as u32);
+    // A sample in user mode runs under no entry, whatever a stale record says.
+    let entry = if kstack == -1 {
+        ENTRY_NONE
+    } else {
+        current_entry(pid_tgid as u32)
+    };
     let key = StackKey {
-        agg: AggKey { target: 0, case, n },
+        agg: AggKey {
+            target: entry,
+            case,
+            n,
+        },
         kind: STACK_PROFILE,
         kstack,
         ustack: -1,

@@ -15,7 +15,10 @@ use tracer_ebpf::*;
 use crate::{
     aggregation::add_stack,
     filter::{current_ns_tgid, filter_pass, is_followed},
-    maps::{CONFIG, COUNTERS, CURRENT_PHASE, FOLLOW, NS_SEEDS, OFF_START, PENDING_OPEN, THREADS},
+    maps::{
+        CONFIG, COUNTERS, CURRENT_PHASE, FOLLOW, IN_SYSCALL, NS_SEEDS, OFF_START, PENDING_OPEN,
+        THREADS,
+    },
     phases::{bump_phase_gen, lookup_phase, thread_phase},
     spans::top_target,
     stacks::stack_id,
@@ -194,6 +197,7 @@ fn on_exit_task() {
     }
     let _ = PENDING_OPEN.remove(&tid);
     let _ = OFF_START.remove(&tid);
+    let _ = IN_SYSCALL.remove(&tid);
     if tid == tgid {
         let _ = FOLLOW.remove(&tgid);
         // A namespace seed that exits (found or not) is forgotten, so a process that later

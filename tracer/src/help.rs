@@ -159,6 +159,20 @@ growing verdict its class (\"O(n) by loop count\") where the time per item creep
 --discover: sample every kernel stack of the traced process tree (cpu-clock, --freq) and
 where it blocks, then rank the kernel functions whose time per op grows with N; no function
 probe needed. With --discover and no --targets, nothing else is traced.
+It also counts every kernel entry of the tree, with tracepoints only: each syscall by name
+(raw_syscalls sys_enter/sys_exit: calls, and time from entry to exit) and each user page
+fault (exceptions:page_fault_user), and files every kernel sample under the entry it ran
+under. Two things can grow with N, and the report keeps them apart:
+  kernel loops  an entry inside which a frame's on-CPU time per call of the entry grows
+                (a growth class, 4 standard errors of sampling, and at least twofold from
+                the smallest to the largest N): `wait4: wait_consider_task O(n) per call`.
+                The answer line, the summary row and the report lead with the top one:
+                most time per op, except that a loop whose class set lies wholly above
+                another's ranks above it.
+  more calls    an entry made at least 1.5 times as often per op at the largest N while its
+                whole time per call does not double: the command's own scaling (N more
+                forks, execs and page faults per run), stated, never the answer.
+Sweep a wide range of N (tenfold or more): a loop must at least double its time per call.
 
 Examples:
   sudo tracer sweep waitpid --n 1,10,100,1000,5000,8000

@@ -420,6 +420,11 @@ async fn confirm_pass(
     // chain in the heaviest stack.
     let mut chosen: Vec<(&String, &[String])> = Vec::new();
     for d in &a.discoveries {
+        // The kernel loops' frames first: they are the answer.
+        chosen.extend(d.entries.loops.iter().take(opts.confirm).filter_map(|l| {
+            let c = l.cause.as_ref()?;
+            Some((&c.function, c.callers.as_slice()))
+        }));
         chosen.extend(
             d.ranked
                 .iter()

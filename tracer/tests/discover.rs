@@ -2,73 +2,14 @@
 //! probes: everything here rests on perf_event sampling and tracepoints). The benchmarks are
 //! small static C programs of the usual shape (setup, a timed loop in main, teardown, no
 //! markers), built by the test from `tests/c/`.
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-use std::sync::OnceLock;
 
 use serde_json::Value;
 
 mod common;
 use common::serial;
-
-/// The C benchmarks, compiled once per test process into a temporary directory.
-fn bench(name: &str) -> PathBuf {
-    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
-    let dir = DIR.get_or_init(|| {
-        let d = tempfile::tempdir().expect("tempdir");
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c");
-        for e in std::fs::read_dir(&src).expect("tests/c") {
-            let p = e.expect("entry").path();
-            if p.extension().is_some_and(|x| x == "c") {
-                let out = d.path().join(p.file_stem().unwrap());
-                let st = Command::new("cc")
-                    .args(["-O2", "-static", "-o"])
-                    .arg(&out)
-                    .arg(&p)
-                    .status()
-                    .expect("precondition: a C compiler (cc) is installed");
-                assert!(st.success(), "compiling {}", p.display());
-            }
-        }
-        d
-    });
-    dir.path().join(name)
-}
-
-/// `tracer sweep ARGS`, then its summary.json and the sweep directory.
-fn sweep(args: &[&str]) -> (Value, tempfile::TempDir, std::process::Output) {
-    sweep_under(&[], args)
-}
-
-/// `WRAPPER... tracer sweep ARGS` (the tracer started by another program, such as `unshare`).
-fn sweep_under(
-    wrapper: &[&str],
-    args: &[&str],
-) -> (Value, tempfile::TempDir, std::process::Output) {
-    let out = tempfile::tempdir().expect("tempdir");
-    let dir = out.path().join("sweep");
-    let tracer = env!("CARGO_BIN_EXE_tracer");
-    let mut c = match wrapper.split_first() {
-        Some((first, rest)) => {
-            let mut c = Command::new(first);
-            c.args(rest).arg(tracer);
-            c
-        }
-        None => Command::new(tracer),
-    };
-    let o = c
-        .arg("sweep")
-        .arg("-o")
-        .arg(&dir)
-        .args(["--no-flamegraphs"])
-        .args(args)
-        .output()
-        .expect("tracer runs");
-    let summary = std::fs::read_to_string(dir.join("report/summary.json"))
-        .map(|t| serde_json::from_str(&t).expect("summary.json parses"))
-        .unwrap_or(Value::Null);
-    (summary, out, o)
-}
+use common::sweeps::{bench, sweep, sweep_under, text};
 
 /// (N, exit status) of each run of an external sweep's command, from its run.json.
 fn exits_by_n(run_json: &Path) -> Vec<(u64, i64)> {
@@ -79,14 +20,6 @@ fn exits_by_n(run_json: &Path) -> Vec<(u64, i64)> {
         .iter()
         .map(|i| (i["n"].as_u64().unwrap(), i["exit"].as_i64().unwrap()))
         .collect()
-}
-
-fn text(o: &std::process::Output) -> String {
-    format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 fn discovery(summary: &Value) -> &Value {
@@ -192,16 +125,30 @@ fn names_the_children_walk_under(wrapper: &[&str]) {
         text(&o)
     );
     assert!(!_dir.path().join("sweep/wait_children-confirm").exists());
-    // The terminal leads with the answer.
+    // Per call of the syscall it runs in, the walk is the kernel loop: every wait4 of the
+    // timed loop visits the N children.
+    let (entry, frame) = top_loop(d);
+    assert_eq!(entry, "wait4", "{}", text(&o));
+    assert!(walk.contains(&frame.as_str()), "{frame}: {}", text(&o));
+    // The terminal leads with the answer: the loop, in its syscall.
     let stdout = String::from_utf8_lossy(&o.stdout);
     let first = stdout
         .lines()
         .find(|l| l.contains("[command]:"))
         .unwrap_or_default();
     assert!(
-        first.contains(&format!("{top_name} grows O(")),
+        first.contains(&format!(
+            "{frame} in wait4: its time per wait4 call grows O("
+        )),
         "answer first: {stdout}"
     );
+}
+
+/// The top kernel loop of a discovery: (entry, the frame whose time per call grows most).
+fn top_loop(d: &Value) -> (String, String) {
+    let l = &d["entries"]["loops"][0];
+    let s = |v: &Value| v.as_str().unwrap_or("(none)").to_string();
+    (s(&l["entry"]), s(&l["frames"][0]["function"]))
 }
 
 #[test]

@@ -586,7 +586,12 @@ fn check_trace_against_calls(t: &Trace, calls: &[Ev], cases: &BTreeMap<u32, Stri
 /// Per profile file: samples, values and labels against the folded files of the run.
 fn check_profiles_against_stacks(profiles_dir: &Path, run_dir: &Path, run: &Run) {
     let mut by_profile: BTreeMap<String, Vec<&StackFile>> = BTreeMap::new();
-    for f in &run.stack_files {
+    // The entry stacks are the profile's kernel samples again: no profile of their own.
+    for f in run
+        .stack_files
+        .iter()
+        .filter(|f| f.kind != StackKind::Entry)
+    {
         by_profile
             .entry(format!("{}-{}.pb.gz", f.kind.as_str(), f.target))
             .or_default()
@@ -606,7 +611,7 @@ fn check_profiles_against_stacks(profiles_dir: &Path, run_dir: &Path, run: &Run)
         let kind = files[0].kind;
         let unit = "nanoseconds".to_string();
         let ty = match kind {
-            StackKind::Oncpu | StackKind::Profile => "cpu",
+            StackKind::Oncpu | StackKind::Profile | StackKind::Entry => "cpu",
             StackKind::Offcpu | StackKind::ProfileOffcpu => "offcpu",
             StackKind::Callers => "wall",
         };

@@ -331,6 +331,8 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Result<Analysis, LoadErr
             sample_freq_hz: run.sample_freq_hz,
             phases: run.phases.clone(),
             invocations: run.invocations.clone(),
+            entries: run.entries.clone(),
+            entries_unavailable: run.entries_unavailable.clone(),
         });
     }
     a.discoveries = discover(&a.stacks, &profile_runs);
@@ -341,7 +343,8 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Result<Analysis, LoadErr
         for (t, v) in a.tables.iter().zip(&a.verdicts) {
             if v.run == confirm_run
                 && v.case_name == d.case_name
-                && d.ranked.iter().any(|g| g.function == v.target)
+                && (d.ranked.iter().any(|g| g.function == v.target)
+                    || d.entries.loops.iter().any(|l| l.frame() == Some(&v.target)))
             {
                 d.exact.push(confirm_verdict(t, v, &d.per));
             }
@@ -351,6 +354,7 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Result<Analysis, LoadErr
             if t.run == confirm_run
                 && t.case_name == d.case_name
                 && (d.ranked.iter().any(|g| g.function == t.inner)
+                    || d.entries.loops.iter().any(|l| l.frame() == Some(&t.inner))
                     || cause.as_ref() == Some(&t.inner))
             {
                 d.trips.push(t.clone());

@@ -32,7 +32,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::rundata::{Invocation, PhaseRow, StackKind, USER_FRAME};
+use crate::rundata::{EntryRow, Invocation, PhaseRow, StackKind, USER_FRAME};
 
 use super::analyze::StackData;
 use super::fit::{Complexity, Point, Scaling, fit_scaling};
@@ -177,6 +177,8 @@ pub struct Discovery {
     /// The confirmation pass's trip counts of ranked functions and the root cause inside
     /// their callers.
     pub trips: Vec<super::trips::TripCount>,
+    /// Kernel loops (entries whose time per call grows) and more calls.
+    pub entries: super::entries::Entries,
 }
 
 impl Discovery {
@@ -193,16 +195,16 @@ impl Discovery {
 
 /// Per-N aggregates of one profile.
 #[derive(Default)]
-struct Profile {
+pub(super) struct Profile {
     /// function -> (inclusive weight, inclusive samples)
     incl: BTreeMap<String, (u64, u64)>,
     /// function -> self weight
     selfw: BTreeMap<String, u64>,
     /// (function, callee or "" for self) -> weight
     edges: BTreeMap<(String, String), u64>,
-    kernel_w: u64,
+    pub(super) kernel_w: u64,
     user_w: u64,
-    samples: u64,
+    pub(super) samples: u64,
     /// function -> (weight, chain) of its heaviest stack
     heaviest: BTreeMap<String, (u64, Vec<String>)>,
 }
@@ -226,7 +228,7 @@ fn is_dispatch(frame: &str) -> bool {
     PREFIXES.iter().any(|p| frame.starts_with(p))
 }
 
-fn profile(stacks: &super::stacks::Folded, period_ns: u64) -> Profile {
+pub(super) fn profile(stacks: &super::stacks::Folded, period_ns: u64) -> Profile {
     let mut p = Profile::default();
     for (frames, w) in stacks.iter() {
         let samples = w.checked_div(period_ns).unwrap_or(0).max(1);
@@ -268,6 +270,9 @@ pub struct ProfiledRun {
     pub sample_freq_hz: u64,
     pub phases: Vec<PhaseRow>,
     pub invocations: Vec<Invocation>,
+    /// The kernel entries counted in the run, and why none were when none were.
+    pub entries: Vec<EntryRow>,
+    pub entries_unavailable: Option<String>,
 }
 
 /// Discoveries of every (run, case) with whole-process profiles; `runs[i]` is run i.
@@ -280,16 +285,14 @@ pub fn discover(stacks: &[StackData], runs: &[ProfiledRun]) -> Vec<Discovery> {
     }
     let mut out = Vec::new();
     for ((ri, case), mut files) in groups {
-        let Some(ProfiledRun {
-            label,
-            kernel,
-            sample_freq_hz: freq,
-            phases,
-            invocations,
-        }) = runs.get(ri)
-        else {
+        let Some(run) = runs.get(ri) else {
             continue;
         };
+        let ProfiledRun {
+            sample_freq_hz: freq,
+            invocations,
+            ..
+        } = run;
         let failed: BTreeSet<u64> = invocations
             .iter()
             .filter(|i| i.failed() && i.n > 0)
@@ -310,46 +313,56 @@ pub fn discover(stacks: &[StackData], runs: &[ProfiledRun]) -> Vec<Discovery> {
             })
             .collect();
         let period_ns = 1_000_000_000u64.checked_div(*freq).unwrap_or(0);
-        out.push(discover_case(
-            label,
-            kernel,
-            &files,
-            &offcpu,
+        let (entry_files, entry_rows) = super::entries::of_case(stacks, &run.entries, ri, case);
+        let mut d = discover_case(run, &files, &offcpu, period_ns, case, &failed);
+        d.entries = super::entries::find(
+            &d.ns,
+            &ops_of(&d.ns, &run.phases, case),
             period_ns,
-            phases,
-            invocations,
-            case,
-            &failed,
-        ));
+            &entry_files,
+            &entry_rows,
+            &d.kernel_ns,
+        );
+        d.entries.unavailable = run.entries_unavailable.clone();
+        out.push(d);
     }
     out
 }
 
-#[allow(clippy::too_many_arguments)]
+/// The ops of each size: what the command said (or `--ops` gave), else its runs.
+fn ops_of(ns: &[u64], phases: &[PhaseRow], case: u32) -> Vec<f64> {
+    ns.iter()
+        .map(|&n| {
+            phases
+                .iter()
+                .find(|p| p.case == case && p.n == n)
+                .map_or(1.0, |p| p.ops.max(p.phases).max(1) as f64)
+        })
+        .collect()
+}
+
 fn discover_case(
-    label: &str,
-    kernel: &str,
+    run: &ProfiledRun,
     files: &[&StackData],
     offcpu: &[&StackData],
     period_ns: u64,
-    phases: &[PhaseRow],
-    invocations: &[Invocation],
     case: u32,
     failed: &BTreeSet<u64>,
 ) -> Discovery {
+    let ProfiledRun {
+        label,
+        kernel,
+        phases,
+        invocations,
+        ..
+    } = run;
     let ns: Vec<u64> = files.iter().map(|f| f.file.n).collect();
-    let ops_at = |n: u64| -> Option<f64> {
-        phases
-            .iter()
-            .find(|p| p.case == case && p.n == n)
-            .map(|p| p.ops.max(p.phases).max(1) as f64)
-    };
     let per_op = ns.iter().all(|&n| {
         phases
             .iter()
             .any(|p| p.case == case && p.n == n && p.ops > p.phases)
     });
-    let ops: Vec<f64> = ns.iter().map(|&n| ops_at(n).unwrap_or(1.0)).collect();
+    let ops = ops_of(&ns, phases, case);
     let profiles: Vec<Profile> = files
         .iter()
         .map(|f| profile(&f.folded, period_ns))
@@ -430,6 +443,7 @@ fn discover_case(
         failed_n: failed.iter().copied().collect(),
         exact: Vec::new(),
         trips: Vec::new(),
+        entries: Default::default(),
     }
 }
 
@@ -437,7 +451,7 @@ fn discover_case(
 /// grew. Frames whose time fell do not offset it: a run's fixed start-up cost spread over the
 /// few ops of the smallest N falls with N, and netting it off would hide the growth (or push
 /// one function's share of the net over 100%).
-fn grown(p0: &Profile, p1: &Profile, o0: f64, o1: f64) -> f64 {
+pub(super) fn grown(p0: &Profile, p1: &Profile, o0: f64, o1: f64) -> f64 {
     let frames: BTreeSet<&String> = p0.selfw.keys().chain(p1.selfw.keys()).collect();
     frames
         .into_iter()
@@ -449,7 +463,7 @@ fn grown(p0: &Profile, p1: &Profile, o0: f64, o1: f64) -> f64 {
 }
 
 /// The candidates (see the module docs) that pass the growth tests, most added time first.
-fn growers(
+pub(super) fn growers(
     ns: &[u64],
     ops: &[f64],
     profiles: &[Profile],
@@ -555,7 +569,7 @@ fn growers(
 
 /// The frame whose self time carries most of the added kernel time, when a growing function
 /// contains it.
-fn root_cause(
+pub(super) fn root_cause(
     ns: &[u64],
     ops: &[f64],
     profiles: &[Profile],
@@ -715,6 +729,7 @@ pub(crate) mod tests {
             sample_freq_hz: 5000,
             phases,
             invocations: Vec::new(),
+            ..Default::default()
         }]
     }
 

@@ -4,6 +4,7 @@
 pub mod analyze;
 pub mod compare;
 pub mod discover;
+pub mod entries;
 pub mod fit;
 pub mod frameshift;
 pub mod hist;

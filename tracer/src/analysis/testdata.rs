@@ -55,6 +55,8 @@ pub fn empty_run(kernel: &str, targets: &[&str]) -> Run {
         resources: None,
         invocations: Vec::new(),
         discover: false,
+        entries: Vec::new(),
+        entries_unavailable: None,
     }
 }
 

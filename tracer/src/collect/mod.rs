@@ -8,9 +8,11 @@ use tracer_ebpf::{HIST_ONCPU, HIST_WALL};
 use crate::engine::Snapshot;
 use crate::rundata::{COUNTER_NAMES, Dist, InvocationSpan, PhaseRow, SpanRow};
 
+mod entries;
 mod run;
 mod stacks;
 
+pub use entries::{entry_name, entry_rows};
 pub use run::{RunFacts, build_run};
 pub use stacks::stack_files;
 

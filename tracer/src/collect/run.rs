@@ -30,6 +30,8 @@ pub struct RunFacts {
     pub probe_cost_time: Duration,
     pub detach_time: Duration,
     pub raw_tracepoints: bool,
+    /// Discover mode: why kernel entries were not counted, when they were not.
+    pub entries_unavailable: Option<String>,
 }
 
 /// The run and its folded-stack files (metadata, content). `target_names[i]` names kernel
@@ -96,6 +98,8 @@ pub fn build_run(
         }),
         invocations: facts.invocations,
         discover: facts.discover,
+        entries: super::entry_rows(snap),
+        entries_unavailable: facts.entries_unavailable,
     };
     (run, stacks)
 }

@@ -179,9 +179,9 @@ pub fn stack_files(
     ksyms: &KernelSymbolizer,
     usyms: &mut UserSymbolizer,
 ) -> Vec<(StackFile, String)> {
-    // (kind, target, case, n) -> stack string -> (weight, count)
+    // (kind, target name, case, n) -> stack string -> (weight, count)
     type Group = BTreeMap<String, (u64, u64)>;
-    let mut groups: BTreeMap<(StackKind, u32, u32, u64), Group> = BTreeMap::new();
+    let mut groups: BTreeMap<(StackKind, String, u32, u64), Group> = BTreeMap::new();
     for (key, val) in &snap.stacks {
         let kind = match key.kind {
             STACK_ONCPU => StackKind::Oncpu,
@@ -190,6 +190,14 @@ pub fn stack_files(
             STACK_PROFILE => StackKind::Profile,
             STACK_PROFILE_OFFCPU => StackKind::ProfileOffcpu,
             _ => continue,
+        };
+        let AggKey { target, case, n } = key.agg;
+        let tname = match kind {
+            StackKind::Profile | StackKind::ProfileOffcpu => PROFILE_TARGET.to_string(),
+            _ => match target_names.get(target as usize) {
+                Some(t) if !t.is_empty() => t.clone(),
+                _ => continue,
+            },
         };
         let mut frames = Vec::new();
         if kind == StackKind::Callers {
@@ -209,30 +217,33 @@ pub fn stack_files(
             // Every frame was the probe's own (a sample taken inside the BPF program).
             frames.push("[probe-only-stack]".to_string());
         }
+        // A whole-process kernel sample is also filed under the kernel entry it ran under
+        // (its target is the entry's code; see `collect::entries`).
+        let entry = (kind == StackKind::Profile && key.kstack != -1)
+            .then(|| super::entry_name(target, &frames));
         // ';' separates frames and ' ' the weight in folded format: keep names clean.
         let line = frames
             .iter()
             .map(|f| f.replace([';', ' '], "_"))
             .collect::<Vec<_>>()
             .join(";");
-        let AggKey { target, case, n } = key.agg;
-        let e = groups
-            .entry((kind, target, case, n))
-            .or_default()
-            .entry(line)
-            .or_default();
-        e.0 += val.ns;
-        e.1 += val.count;
+        let mut add = |kind: StackKind, tname: String, line: String| {
+            let e = groups
+                .entry((kind, tname, case, n))
+                .or_default()
+                .entry(line)
+                .or_default();
+            e.0 += val.ns;
+            e.1 += val.count;
+        };
+        if let Some(entry) = entry {
+            add(StackKind::Entry, entry, line.clone());
+        }
+        add(kind, tname, line);
     }
     let mut out = Vec::new();
-    for ((kind, target, case, n), lines) in groups {
-        let tname = match kind {
-            StackKind::Profile | StackKind::ProfileOffcpu => PROFILE_TARGET,
-            _ => match target_names.get(target as usize) {
-                Some(t) if !t.is_empty() => t.as_str(),
-                _ => continue,
-            },
-        };
+    for ((kind, tname, case, n), lines) in groups {
+        let tname = tname.as_str();
         let case_name = workloads::cases::case_name(case);
         let mut content = String::new();
         let (mut total_ns, mut count) = (0u64, 0u64);

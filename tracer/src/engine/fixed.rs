@@ -75,6 +75,39 @@ impl Engine {
         Ok(())
     }
 
+    /// Discover mode's kernel-entry counting (`entries` in the eBPF object): the syscall
+    /// pair as raw tracepoints, and user page faults where the kernel has that tracepoint.
+    /// None when the syscalls are counted; otherwise why not (the run says so, and discover
+    /// falls back to its per-op ranking alone).
+    pub(super) fn attach_entries(&mut self) -> Option<String> {
+        if !self.raw_allowed() {
+            return Some(format!(
+                "{} is set (entries are counted by raw tracepoints only)",
+                super::raw_syscalls::FORCE_PERF_ENV
+            ));
+        }
+        if !cfg!(target_arch = "x86_64") {
+            return Some("syscall numbers are read as x86_64's".into());
+        }
+        // Exit first: an exit without its entry is ignored.
+        for (prog, tp) in [("ent_sys_exit", "sys_exit"), ("ent_sys_enter", "sys_enter")] {
+            if let Err(e) = self.attach_raw_to(prog, tp) {
+                for p in ["ent_sys_enter", "ent_sys_exit"] {
+                    self.unload_prog(p);
+                }
+                return Some(format!("raw syscall tracepoints refused: {e}"));
+            }
+        }
+        if let Err(e) = self.attach_raw_to("ent_fault", "page_fault_user") {
+            log::debug!("user page faults not counted: {e}");
+            self.unload_prog("ent_fault");
+            self.faults_counted = false;
+        } else {
+            self.faults_counted = true;
+        }
+        None
+    }
+
     pub(super) fn attach_sampler(&mut self) -> Result<(), EngineError> {
         let cpus = aya::util::online_cpus().map_err(|(_, e)| EngineError::Cpus(e))?;
         let period = self.sample_period_ns;

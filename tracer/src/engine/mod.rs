@@ -123,6 +123,10 @@ pub struct Engine {
     raw_used: bool,
     /// The raw-syscall floor programs are attached (benchmarks).
     floor_raw: bool,
+    /// Discover mode: why kernel entries are not counted (None: counted, or not discover).
+    pub entries_unavailable: Option<String>,
+    /// Discover mode: user page faults are counted as an entry.
+    pub faults_counted: bool,
 }
 
 impl Engine {
@@ -205,10 +209,16 @@ impl Engine {
             route_nrs: Default::default(),
             raw_used: false,
             floor_raw: false,
+            entries_unavailable: None,
+            faults_counted: false,
         };
         engine.init_config()?;
         if engine.options.scheduler {
             engine.attach_scheduler()?;
+        }
+        if engine.options.discover && engine.options.sample_freq_hz > 0 {
+            // Before the sampler, so that its first samples find the syscalls they ran in.
+            engine.entries_unavailable = engine.attach_entries();
         }
         if engine.options.sample_freq_hz > 0 {
             engine.attach_sampler()?;

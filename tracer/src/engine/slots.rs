@@ -144,12 +144,13 @@ impl SlotsInUse {
 }
 
 /// Programs `detach_all` closes after all others: the exit side of every slot pair, the raw
-/// syscall exit (it ends what the raw entry began), and the scheduler's (a switch or exit
+/// syscall exits (they end what the raw entries began), and the scheduler's (a switch or exit
 /// ends what an entry began).
 pub(super) fn detached_last(name: &str) -> bool {
     name.starts_with("sched_")
         || name.starts_with("rsched_")
         || name == "raw_sys_exit"
+        || name == "ent_sys_exit"
         || SlotKind::ALL
             .iter()
             .filter_map(|k| k.spec().exit)

@@ -377,6 +377,14 @@ pub fn number(name: &str) -> Option<u32> {
         .map(|i| SYSCALLS_X86_64[i].1)
 }
 
+/// The x86_64 name of syscall number `nr`.
+pub fn name(nr: u32) -> Option<&'static str> {
+    SYSCALLS_X86_64
+        .iter()
+        .find(|(_, n)| *n == nr)
+        .map(|(name, _)| *name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -114,6 +114,7 @@ impl Session {
             probe_cost_time: self.probe_cost_time,
             detach_time,
             raw_tracepoints: self.engine.raw_tracepoints(),
+            entries_unavailable: self.engine.entries_unavailable.clone(),
         };
         let (run, stacks) = collect::build_run(&snap, &target_names, &ksyms, &mut usyms, facts);
         let dir = write_run(writer, &run, &stacks)?;

@@ -283,17 +283,20 @@ fn discover_findings(a: &Analysis) -> Vec<(String, Vec<index::Item>)> {
         .iter()
         .map(|d| {
             let mut details = Vec::new();
-            if let Some(c) = &d.cause {
+            details.extend(discover::root_cause_line(d, usize::MAX));
+            // Kernel loops and more calls first: the per-op growers below mix both.
+            details.extend(super::entries::lines(d));
+            // Without entry counts the answer is the first per-op grower: the rest follow it.
+            let skip = usize::from(!d.entries.counted);
+            for g in d
+                .ranked
+                .iter()
+                .skip(skip)
+                .take(discover::TERMINAL_TOP - skip)
+            {
                 details.push(format!(
-                    "root cause: {} (self) carries {} of the added kernel time; via {}",
-                    c.function,
-                    fmt::pct(c.self_share.clamp(0.0, 1.0)),
-                    c.callers.join(" → ")
-                ));
-            }
-            for g in d.ranked.iter().skip(1).take(discover::TERMINAL_TOP - 1) {
-                details.push(format!(
-                    "also grows: {} {} ({} of the added time)",
+                    "grows per {}: {} {} ({} of the added time)",
+                    d.per,
                     g.function,
                     g.scaling.classes_label(),
                     fmt::pct(g.added_share.min(1.0))

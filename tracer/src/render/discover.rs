@@ -39,13 +39,13 @@ fn chain(callers: &[String], keep: usize) -> String {
     s
 }
 
-/// The one-line answer: which function's time grows, or that none does.
+/// The one-line answer: the kernel loop (an entry whose time per call grows, by the frame
+/// that carries it); with entries counted and no loop, that the command only makes more
+/// calls; without entry counts, the function whose time per op grows; or that none does.
 pub fn answer(d: &Discovery) -> String {
     let head = format!("{} [{}]", d.run, d.case_name);
-    let basis = match d
-        .ranked
-        .first()
-        .and_then(|top| d.exact.iter().find(|e| e.function == top.function))
+    let basis_of = |function: Option<&str>| match function
+        .and_then(|f| d.exact.iter().find(|e| e.function == f))
     {
         Some(e) => format!(
             "{} samples at {} sizes; timed exactly in the confirmation pass: {}",
@@ -59,6 +59,25 @@ pub fn answer(d: &Discovery) -> String {
             d.ns.len()
         ),
     };
+    if let Some(l) = d.entries.loops.first() {
+        return loop_answer(d, l, &head, &basis_of(l.frame()));
+    }
+    let basis = basis_of(d.ranked.first().map(|g| g.function.as_str()));
+    if d.entries.counted && !d.ranked.is_empty() {
+        return format!(
+            "{head}: no kernel loop: no syscall's or fault's time per call grows with N ({}); \
+             the kernel time per {} grows ({} → {}) because the command makes more calls{} \
+             [{basis}]",
+            n_range(d),
+            d.per,
+            ns(d.kernel_ns[0]),
+            ns(d.kernel_ns[d.kernel_ns.len() - 1]),
+            match d.entries.more_calls.first() {
+                Some(m) => format!(" ({} and others)", m.entry),
+                None => String::new(),
+            },
+        );
+    }
     let Some(top) = d.ranked.first() else {
         return format!(
             "{head}: nothing in the kernel grows with N ({}; kernel time {} → {} per {}; {basis})",
@@ -99,6 +118,80 @@ pub fn answer(d: &Discovery) -> String {
     });
     line.push_str(&format!(" [{basis}]"));
     line
+}
+
+/// The answer when a kernel loop was found: the frame whose time per call of its entry
+/// grows, the entry, the class, and the chain it is called through.
+fn loop_answer(
+    d: &Discovery,
+    l: &crate::analysis::entries::KernelEntry,
+    head: &str,
+    basis: &str,
+) -> String {
+    let last = l.last();
+    let Some(g) = l.top() else {
+        return format!("{head}: {} grows per call [{basis}]", l.entry);
+    };
+    let (gf, gl) = (&g.points[0], &g.points[g.points.len() - 1]);
+    let mut line = format!(
+        "{head}: {} in {}: its time per {} call grows {}, {} → {} over {}, {} of {}'s time at \
+         N={}",
+        g.function,
+        l.entry,
+        l.entry,
+        super::entries::class_text(g),
+        ns(gf.incl_ns),
+        ns(gl.incl_ns),
+        n_range(d),
+        pct(gl.share.min(1.0)),
+        l.entry,
+        super::fmt::fmt_n(last.n as f64),
+    );
+    if let Some(c) = &l.cause
+        && c.function != g.function
+    {
+        line.push_str(&format!(
+            "; the loop: {} (self, {} of the growth)",
+            c.function,
+            pct(c.self_share.clamp(0.0, 1.0))
+        ));
+    }
+    if !g.callers.is_empty() {
+        line.push_str(&format!("; called from {}", chain(&g.callers, 3)));
+    }
+    line.push_str(&format!(
+        "; {} {} calls per {}; on-CPU [{basis}]",
+        super::entries::count(last.calls_per_op),
+        l.entry,
+        d.per,
+    ));
+    line
+}
+
+/// "root cause: F (self) carries S of ...; via chain": inside the top kernel loop, of its
+/// added time per call; without one, of the added kernel time per op.
+pub fn root_cause_line(d: &Discovery, keep: usize) -> Option<String> {
+    if let Some(l) = d.entries.loops.first() {
+        let c = l.cause.as_ref()?;
+        return Some(format!(
+            "root cause: {} (self) carries {} of {}'s added time per call, {} slope {:.2}; via {}",
+            c.function,
+            pct(c.self_share.clamp(0.0, 1.0)),
+            l.entry,
+            c.class.label(),
+            c.slope,
+            chain(&c.callers, keep)
+        ));
+    }
+    let c = d.cause.as_ref()?;
+    Some(format!(
+        "root cause: {} (self) carries {} of the added kernel time, {} slope {:.2}; via {}",
+        c.function,
+        pct(c.self_share.clamp(0.0, 1.0)),
+        c.class.label(),
+        c.slope,
+        chain(&c.callers, keep)
+    ))
 }
 
 /// Coverage in a few words: "sampled on-CPU time = 96% of the command tree's CPU time", the
@@ -195,18 +288,14 @@ pub fn table_rows(d: &Discovery, growers: &[Grower], top: usize) -> Vec<Vec<Stri
 /// Plain-text section for the terminal and report.txt.
 pub fn text(d: &Discovery, top: usize, align: impl Fn(&[Vec<String>]) -> String) -> String {
     let mut out = format!("  {}\n", answer(d));
-    if let Some(c) = &d.cause {
-        out.push_str(&format!(
-            "    root cause: {} (self) carries {} of the added kernel time, {} slope {:.2}; via {}\n",
-            c.function,
-            pct(c.self_share.clamp(0.0, 1.0)),
-            c.class.label(),
-            c.slope,
-            chain(&c.callers, 6)
-        ));
+    if let Some(c) = root_cause_line(d, 6) {
+        out.push_str(&format!("    {c}\n"));
     }
     if let Some(c) = coverage_line(d) {
         out.push_str(&format!("    {c}\n"));
+    }
+    for l in super::entries::lines(d) {
+        out.push_str(&format!("    {l}\n"));
     }
     for e in &d.exact {
         out.push_str(&format!("    exact: {}\n", super::verdict::exact_line(e)));
@@ -226,7 +315,8 @@ pub fn text(d: &Discovery, top: usize, align: impl Fn(&[Vec<String>]) -> String)
     }
     if !d.ranked.is_empty() {
         out.push_str(&format!(
-            "\n  kernel functions whose time grows (top {} of {}):\n",
+            "\n  kernel functions whose time per {} grows, loops and more calls together (top {} of {}):\n",
+            d.per,
             top.min(d.ranked.len()),
             d.ranked.len()
         ));
@@ -260,6 +350,12 @@ pub fn markdown(d: &Discovery) -> String {
     let mut out = format!("{}\n\n", answer(d));
     if let Some(c) = coverage_line(d) {
         out.push_str(&format!("{c}\n\n"));
+    }
+    for l in super::entries::lines(d) {
+        match l.strip_prefix("  ") {
+            Some(item) => out.push_str(&format!("- {item}\n")),
+            None => out.push_str(&format!("\n{l}\n\n")),
+        }
     }
     if !d.ranked.is_empty() {
         let rows = table_rows(d, &d.ranked, d.ranked.len());

@@ -29,6 +29,7 @@ pub fn kind_title(kind: StackKind) -> &'static str {
         StackKind::Callers => "caller stacks of",
         StackKind::Profile => "every sampled stack of the",
         StackKind::ProfileOffcpu => "where it blocked: the",
+        StackKind::Entry => "kernel samples under the entry",
     }
 }
 
@@ -40,6 +41,7 @@ pub fn kind_label(kind: StackKind) -> &'static str {
         StackKind::Callers => "caller stacks",
         StackKind::Profile => "whole-process profile",
         StackKind::ProfileOffcpu => "whole-process off-CPU",
+        StackKind::Entry => "kernel entry",
     }
 }
 
@@ -50,6 +52,7 @@ fn palette(kind: StackKind) -> Palette {
         StackKind::Callers => "aqua",
         StackKind::Profile => "hot",
         StackKind::ProfileOffcpu => "io",
+        StackKind::Entry => "hot",
     };
     Palette::from_str(name).expect("inferno knows its palettes")
 }

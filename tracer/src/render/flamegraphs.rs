@@ -32,7 +32,10 @@ pub(super) fn write_report(
     // kinds in a fixed order.
     let mut groups: BTreeMap<(usize, String, u32, String, StackKind), Vec<usize>> = BTreeMap::new();
     for (i, s) in a.stacks.iter().enumerate() {
+        // Entry stacks are the profile's kernel samples again, filed by entry: the
+        // profile's flamegraphs show them.
         if s.folded.is_empty()
+            || s.file.kind == StackKind::Entry
             || (s.file.case == tracer_ebpf::CASE_UNPHASED && !opts.include_unphased)
         {
             continue;
@@ -130,6 +133,7 @@ fn stacks_by_n<'a>(an: &'a Analysis, target: &str, opts: &ReportOptions) -> Stac
     let mut m: StacksByN<'a> = BTreeMap::new();
     for s in &an.stacks {
         if s.file.target != target
+            || s.file.kind == StackKind::Entry
             || s.folded.is_empty()
             || (s.file.case == tracer_ebpf::CASE_UNPHASED && !opts.include_unphased)
         {

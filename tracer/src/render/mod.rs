@@ -30,6 +30,7 @@ mod compare;
 mod dataset;
 pub mod digest;
 pub mod discover;
+pub mod entries;
 pub mod export;
 pub mod flame;
 mod flamegraphs;

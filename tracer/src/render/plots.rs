@@ -84,14 +84,45 @@ pub(super) fn write_target(
     Ok(Some(rel))
 }
 
-/// `plots/discover-<i>-<case>.svg`: the top functions of each discovery against N; the paths
-/// written.
+/// `plots/discover-<i>-<case>.svg`: the kernel loops of each discovery (each one's top frame,
+/// time per call of its entry) against N, or, without entry counts, the top functions' time
+/// per op; the paths written.
 pub(super) fn write_discoveries(
     a: &Analysis,
     out: &mut OutDir,
 ) -> Result<Vec<String>, ReportError> {
     let mut written = Vec::new();
     for (i, d) in a.discoveries.iter().enumerate() {
+        if !d.entries.loops.is_empty() {
+            let series: Vec<plot::Series> = d
+                .entries
+                .loops
+                .iter()
+                .filter_map(|l| Some((l, l.top()?)))
+                .take(discover::TERMINAL_TOP)
+                .map(|(l, g)| plot::Series {
+                    label: format!(
+                        "{} in {} · {}",
+                        g.function,
+                        l.entry,
+                        g.scaling.classes_label()
+                    ),
+                    points: g.points.iter().map(|p| (p.n as f64, p.incl_ns)).collect(),
+                    model: Some(g.scaling.model.clone()),
+                    style: 0,
+                })
+                .collect();
+            let title = format!(
+                "{} [{}]: kernel loops (ns per call of their syscall or fault)",
+                d.run, d.case_name
+            );
+            if let Some(svg) = plot::loglog_svg(&title, "ns per call", &series) {
+                let rel = format!("plots/discover-{i}-{}.svg", out::safe(&d.case_name));
+                out.write(&rel, svg.as_bytes())?;
+                written.push(rel);
+            }
+            continue;
+        }
         let series: Vec<plot::Series> = d
             .ranked
             .iter()

@@ -84,6 +84,106 @@ fn rc_reason(line: &str) -> String {
     }
 }
 
+/// A discovery's row. The answer is the top kernel loop (an entry whose time per call grows,
+/// named by the frame inside it that carries the growth); without entry counts, the top
+/// growing function per op (with the confirmation pass's exact class beside the sampled
+/// one); or the whole process's kernel time when nothing grows.
+fn discovery_row(d: &crate::analysis::discover::Discovery) -> SummaryRow {
+    let section = crate::rundata::PROFILE_TARGET.to_string();
+    let links = vec![("details".into(), format!("#{}", anchor(&section)))];
+    let case = format!("{} · {} (discover)", d.case_name, d.run);
+    if let Some(l) = d.entries.loops.first() {
+        let frame = l.frame().unwrap_or(&l.entry).to_string();
+        let exact = d.exact.iter().find(|e| e.function == frame);
+        let top = l.top().map(|g| &g.scaling);
+        let mut class = class_text(top, true);
+        if let Some(e) = exact {
+            class.push_str(&format!(
+                " (exact: {})",
+                e.class().map_or("not fitted", |c| c.label())
+            ));
+        }
+        return SummaryRow {
+            links,
+            target: frame,
+            case,
+            class,
+            growth: top
+                .map(|s| format!("{} per {} call", growth(s), l.entry))
+                .into_iter()
+                .collect(),
+            root_cause: vec![match &l.cause {
+                Some(c) => format!(
+                    "{} (self): {} of {}'s added time per call",
+                    c.function,
+                    pct(c.self_share.clamp(0.0, 1.0)),
+                    l.entry
+                ),
+                None => format!("no single frame carries {}'s growth", l.entry),
+            }],
+            slope: top.map(slope).into_iter().collect(),
+            plan: vec![match exact {
+                Some(_) => "sampling and entry counts, then exact timing".into(),
+                None => "sampling and entry counts".into(),
+            }],
+            grows: true,
+            relevant: true,
+        };
+    }
+    let top = d.ranked.first();
+    let scaling = top.map(|g| &g.scaling).or(d.total.as_ref());
+    let exact = top.and_then(|g| d.exact.iter().find(|e| e.function == g.function));
+    let mut class = class_text(scaling, true);
+    if let Some(e) = exact {
+        class.push_str(&format!(
+            " (exact: {})",
+            e.class().map_or("not fitted", |c| c.label())
+        ));
+    }
+    // Entries counted and none of them a loop: what grows per op is the number of calls.
+    let more_calls_only = d.entries.counted && !d.nothing_grows();
+    SummaryRow {
+        links,
+        target: match top {
+            Some(_) if more_calls_only => section,
+            Some(g) => g.function.clone(),
+            None => section,
+        },
+        case,
+        class: if more_calls_only {
+            format!("no kernel loop; per {}: {class}", d.per)
+        } else {
+            class
+        },
+        growth: scaling
+            .map(|s| format!("{} per {}", growth(s), d.per))
+            .into_iter()
+            .collect(),
+        root_cause: vec![match &d.cause {
+            _ if more_calls_only => "more calls per op, none slower".into(),
+            Some(c) => format!(
+                "{} (self): {} of the added kernel time",
+                c.function,
+                pct(c.self_share.clamp(0.0, 1.0))
+            ),
+            None if d.nothing_grows() => "no kernel function grows".into(),
+            None => "no single function carries most of it".into(),
+        }],
+        slope: scaling
+            .filter(|_| !d.nothing_grows())
+            .map(slope)
+            .into_iter()
+            .collect(),
+        plan: vec![match exact {
+            Some(_) => "sampling, then exact timing".into(),
+            None => "sampling".into(),
+        }],
+        // More calls grow the workload's kernel time, but no kernel loop does.
+        grows: !d.nothing_grows() && !more_calls_only,
+        relevant: true,
+    }
+}
+
 /// The class as the verdict line words it: O(1) that rose but not clearly enough is "O(1)
 /// within noise", so a growth column of ×12 beside it does not read as a contradiction.
 pub fn class_text(s: Option<&Scaling>, timed: bool) -> String {
@@ -105,49 +205,7 @@ pub fn class_text(s: Option<&Scaling>, timed: bool) -> String {
 pub fn rows(a: &Analysis, links: impl Fn(usize) -> Vec<(String, String)>) -> Vec<SummaryRow> {
     let mut out = Vec::new();
     for d in &a.discoveries {
-        // The answer: the top growing function (with the confirmation pass's exact class
-        // beside the sampled one), or the whole process's kernel time when nothing grows.
-        let top = d.ranked.first();
-        let scaling = top.map(|g| &g.scaling).or(d.total.as_ref());
-        let exact = top.and_then(|g| d.exact.iter().find(|e| e.function == g.function));
-        let mut class = class_text(scaling, true);
-        if let Some(e) = exact {
-            class.push_str(&format!(
-                " (exact: {})",
-                e.class().map_or("not fitted", |c| c.label())
-            ));
-        }
-        let section = crate::rundata::PROFILE_TARGET.to_string();
-        out.push(SummaryRow {
-            links: vec![("details".into(), format!("#{}", anchor(&section)))],
-            target: top.map_or(section, |g| g.function.clone()),
-            case: format!("{} · {} (discover)", d.case_name, d.run),
-            class,
-            growth: scaling
-                .map(|s| format!("{} per {}", growth(s), d.per))
-                .into_iter()
-                .collect(),
-            root_cause: vec![match &d.cause {
-                Some(c) => format!(
-                    "{} (self): {} of the added kernel time",
-                    c.function,
-                    pct(c.self_share.clamp(0.0, 1.0))
-                ),
-                None if d.nothing_grows() => "no kernel function grows".into(),
-                None => "no single function carries most of it".into(),
-            }],
-            slope: scaling
-                .filter(|_| !d.nothing_grows())
-                .map(slope)
-                .into_iter()
-                .collect(),
-            plan: vec![match exact {
-                Some(_) => "sampling, then exact timing".into(),
-                None => "sampling".into(),
-            }],
-            grows: !d.nothing_grows(),
-            relevant: true,
-        });
+        out.push(discovery_row(d));
     }
     for (kind, findings) in digest::findings(a) {
         for f in findings {

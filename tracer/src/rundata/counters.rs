@@ -20,6 +20,7 @@ pub const COUNTER_NAMES: [&str; counter::COUNT as usize] = [
     "stacks_lost_caller",
     "stacks_lost_offcpu",
     "stacks_lost_sampled",
+    "entries_lost",
 ];
 
 /// The counters that count, not losses: a non-zero value is no warning, and
@@ -45,6 +46,10 @@ pub fn counter_meaning(name: &str) -> Option<&'static str> {
         "aggregate_map_full" => {
             "calls not counted: their phases came after the kernel aggregates were full, \
              or a phase's own statistics were lost (raise --max-phases)"
+        }
+        "entries_lost" => {
+            "syscalls of traced threads not counted (too many threads inside a syscall at \
+             once): the kernel-entry counts and per-call times are short of them"
         }
         "thread_map_full" => "threads not tracked: their calls were neither counted nor timed",
         "depth_overflow" => "calls nested deeper than 16 frames were counted without a duration",

@@ -24,8 +24,8 @@ mod stacks;
 
 pub use counters::{COUNTER_NAMES, INFORMATIONAL_COUNTERS, counter_meaning};
 pub use stacks::{
-    FoldedLine, PROFILE_TARGET, StackFile, StackKind, USER_FRAME, parse_folded, safe_component,
-    stack_file_path, write_folded,
+    ENTRY_INTERRUPT, ENTRY_KERNEL, ENTRY_PAGE_FAULT, FoldedLine, PROFILE_TARGET, StackFile,
+    StackKind, USER_FRAME, parse_folded, safe_component, stack_file_path, write_folded,
 };
 
 /// Format tag stored in every `run.json`; readers refuse other major versions.
@@ -84,6 +84,27 @@ pub struct Run {
     /// `profile-offcpu` stacks.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub discover: bool,
+    /// Discover mode: the traced tasks' kernel entries (syscalls by name, user page faults)
+    /// per phase, counted in the kernel.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub entries: Vec<EntryRow>,
+    /// Discover mode: why kernel entries were not counted, when they were not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entries_unavailable: Option<String>,
+}
+
+/// One kind of kernel entry in one phase: how many times the traced tasks entered the kernel
+/// that way, and the time from entry to exit summed (syscalls; 0 for page faults, which have
+/// no exit event: their time is in the samples filed under them).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct EntryRow {
+    pub case: u32,
+    pub case_name: String,
+    pub n: u64,
+    /// A syscall's name (`wait4`), or `page_fault`.
+    pub entry: String,
+    pub calls: u64,
+    pub wall_ns: u64,
 }
 
 /// One run of the traced command.

@@ -21,15 +21,20 @@ pub enum StackKind {
     /// Where the traced tasks blocked (`--discover`); weight = time blocked.
     #[serde(rename = "profile-offcpu")]
     ProfileOffcpu,
+    /// The kernel samples of `Profile` again, filed by the kernel entry they ran under
+    /// (`--discover`): target = the entry (a syscall's name, [`ENTRY_PAGE_FAULT`],
+    /// [`ENTRY_INTERRUPT`] or [`ENTRY_KERNEL`]); weight = sample period.
+    Entry,
 }
 
 impl StackKind {
-    pub const ALL: [StackKind; 5] = [
+    pub const ALL: [StackKind; 6] = [
         StackKind::Oncpu,
         StackKind::Offcpu,
         StackKind::Callers,
         StackKind::Profile,
         StackKind::ProfileOffcpu,
+        StackKind::Entry,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -39,6 +44,7 @@ impl StackKind {
             StackKind::Callers => "callers",
             StackKind::Profile => "profile",
             StackKind::ProfileOffcpu => "profile-offcpu",
+            StackKind::Entry => "entry",
         }
     }
 }
@@ -56,6 +62,14 @@ pub struct StackFile {
     pub total_ns: u64,
     pub count: u64,
 }
+
+/// The entry of kernel samples taken in a user-mode page fault.
+pub const ENTRY_PAGE_FAULT: &str = "page_fault";
+/// ... in an interrupt or exception taken outside any syscall.
+pub const ENTRY_INTERRUPT: &str = "interrupt";
+/// ... in kernel work entered neither by a syscall nor by a fault or interrupt (a new
+/// task's first return to user mode, a syscall that began before tracing did).
+pub const ENTRY_KERNEL: &str = "kernel";
 
 /// The target name of whole-process stacks (`StackKind::Profile*`): no kernel function.
 pub const PROFILE_TARGET: &str = "process";

@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tracer::rundata::{FORMAT, KernelInfo, Run, RunStatus, TargetReport};
 
+pub mod sweeps;
+
 static SERIAL: Mutex<()> = Mutex::new(());
 
 /// Root, and no other test of this binary running.
@@ -114,6 +116,8 @@ pub fn synthetic_run(release: &str, targets: Vec<TargetReport>) -> Run {
         resources: None,
         invocations: Vec::new(),
         discover: false,
+        entries: Vec::new(),
+        entries_unavailable: None,
     }
 }
 

@@ -143,7 +143,9 @@ fn write_run_profiles(
     dir: &str,
 ) -> Result<Vec<Exported>, ReportError> {
     let mut groups: BTreeMap<(StackKind, &str), Vec<(&StackFile, &Folded)>> = BTreeMap::new();
-    for &(f, folded) in stacks {
+    // The entry stacks are the profile's kernel samples again, filed by entry: the
+    // profile's pprof has them all.
+    for &(f, folded) in stacks.iter().filter(|(f, _)| f.kind != StackKind::Entry) {
         groups
             .entry((f.kind, f.target.as_str()))
             .or_default()

@@ -28,7 +28,7 @@ pub const LABEL_N: &str = "n";
 /// sampled on-CPU time, "wall" for whole calls).
 pub fn sample_type(kind: StackKind) -> (&'static str, &'static str) {
     match kind {
-        StackKind::Oncpu | StackKind::Profile => ("cpu", "nanoseconds"),
+        StackKind::Oncpu | StackKind::Profile | StackKind::Entry => ("cpu", "nanoseconds"),
         StackKind::Offcpu | StackKind::ProfileOffcpu => ("offcpu", "nanoseconds"),
         StackKind::Callers => ("wall", "nanoseconds"),
     }

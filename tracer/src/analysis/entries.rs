@@ -1,0 +1,516 @@
+//! Kernel loops against more calls, from the traced tasks' kernel entries (`--discover`).
+//!
+//! The kernel counts every syscall of the traced tasks by name (and user page faults), and
+//! files every kernel sample under the entry it ran under (`rundata::EntryRow`, the `entry`
+//! stacks). Per entry and N that gives its calls per op, exact, and its on-CPU time per
+//! call, sampled (Poisson error 1/√samples). Two different things grow with N:
+//!
+//! - a **kernel loop**: an entry whose *time per call* grows (each `wait4` walks N children).
+//!   This is the answer: the frames inside it whose time per call grows say which loop;
+//! - **more calls**: an entry whose *calls per op* grow while its time per call does not (a
+//!   benchmark forking N children per run makes N more `clone`s, `execve`s, page faults).
+//!   That is the workload's own scaling: stated, never the answer.
+//!
+//! An entry is a loop when a frame inside it grows per call of the entry: the discover
+//! ranking (inclusive time, pass-throughs left to their callee, a growth class, at least
+//! `MIN_ADDED_SIGMA` standard errors and 5% of the entry's time) run on the entry's own
+//! samples with its calls as the ops, and the frame's time per call at least
+//! [`MIN_LOOP_GROWTH`] times its value at the smallest N. The frame decides, not the entry's
+//! whole time per call: at small N a `wait4` can spend most of its time spinning on a lock
+//! that the children's exits hold, which falls as the walk over the children grows.
+//!
+//! Loops rank by the top frame's time per op at the largest N, except that a loop whose
+//! class the data places wholly above another's (both fitted at [`CLASS_SIZES`] sizes or
+//! more, the least class of its set above the greatest of the other's) ranks above it
+//! whatever their times: a higher class overtakes a lower one as N grows. Where the sets
+//! overlap the data does not order the classes, and time decides (a shell's mixed wait4
+//! calls fit anything from O(log n) to O(n^2)).
+//!
+//! An entry made more often per op whose whole time per call does not double is listed
+//! under more calls even when a frame inside it is also a (minor) loop: a shell's `execve`s
+//! grow in number with its jobs, and each tears down a slightly larger copy of the shell.
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+
+use crate::rundata::{EntryRow, StackKind};
+
+use super::analyze::StackData;
+use super::discover::{
+    DiscoverCause, Grower, MIN_FIT_SAMPLES, MIN_SAMPLES, Profile, growers, grown, profile,
+    root_cause,
+};
+use super::fit::{Complexity, Point, Scaling, fit_scaling};
+
+/// A frame's time per call must at least double from the smallest to the largest N to be a
+/// loop: the walk then carries most of the frame's time at the largest N. Below, the frame's
+/// fixed work dominates, and a rise is as likely the workload's own data growing a little
+/// (a bash with N jobs has a larger heap for every exec to tear down: `exit_mmap` 66 → 114 µs
+/// per execve over N = 10..1000) or the machine's drift (caches, TCG).
+pub const MIN_LOOP_GROWTH: f64 = 2.0;
+/// Calls per op must be at least this many times their number at the smallest N to be
+/// "more calls".
+pub const MIN_CALLS_GROWTH: f64 = 1.5;
+/// An entry is listed under "more calls" only with at least this share of the kernel time
+/// at the largest N (dozens of syscalls grow in number with a forking setup).
+pub const MIN_MORE_CALLS_SHARE: f64 = 0.02;
+/// Sizes a loop's class must be fitted at to rank by class.
+pub const CLASS_SIZES: usize = 3;
+
+/// One entry kind at one N.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct EntryPoint {
+    pub n: u64,
+    /// Calls per op (exact).
+    pub calls_per_op: f64,
+    /// Sampled on-CPU kernel time per call (ns), and its standard error.
+    pub per_call_ns: f64,
+    pub per_call_se_ns: f64,
+    /// Entry to exit per call (ns): syscalls only (0 for page faults), blocked time included.
+    pub wall_per_call_ns: f64,
+    /// Samples filed under the entry.
+    pub samples: u64,
+    /// Its share of the sampled kernel time.
+    pub share: f64,
+}
+
+/// One kind of kernel entry over the sizes.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct KernelEntry {
+    /// A syscall's name, or `page_fault`.
+    pub entry: String,
+    pub points: Vec<EntryPoint>,
+    /// On-CPU time per call against N (None: too few sizes with samples to fit).
+    pub per_call: Option<Scaling>,
+    /// Calls per op against N.
+    pub calls: Option<Scaling>,
+    /// Time per call at the largest N minus at the smallest, and its standard error.
+    pub added_per_call_ns: f64,
+    pub added_se_ns: f64,
+    /// Inside a loop: the frames whose time per call grows, most added time first.
+    pub frames: Vec<Grower>,
+    /// Inside a loop: the frame whose self time carries most of the added time per call.
+    pub cause: Option<DiscoverCause>,
+}
+
+impl KernelEntry {
+    pub fn first(&self) -> &EntryPoint {
+        &self.points[0]
+    }
+
+    pub fn last(&self) -> &EntryPoint {
+        &self.points[self.points.len() - 1]
+    }
+
+    /// The frame whose time per call grows most, inside a loop.
+    pub fn top(&self) -> Option<&Grower> {
+        self.frames.first()
+    }
+
+    /// The class set of the top frame's time per call, when fitted at [`CLASS_SIZES`] sizes
+    /// or more.
+    fn ranked_classes(&self) -> Option<&[Complexity]> {
+        self.top()
+            .map(|g| &g.scaling)
+            .filter(|s| s.points.len() >= CLASS_SIZES && !s.classes.is_empty())
+            .map(|s| s.classes.as_slice())
+    }
+
+    /// Whether the data places this loop's class wholly above `other`'s.
+    pub fn outranks(&self, other: &KernelEntry) -> bool {
+        match (self.ranked_classes(), other.ranked_classes()) {
+            (Some(a), Some(b)) => a.first() > b.last(),
+            _ => false,
+        }
+    }
+
+    /// The top frame's time per op at the largest N (ns): the loop's weight in the run.
+    pub fn weight_per_op(&self) -> f64 {
+        self.top()
+            .and_then(|g| g.points.last())
+            .map_or(0.0, |p| p.incl_ns * self.last().calls_per_op)
+    }
+
+    /// The frame that speaks for the loop: the top growing frame.
+    pub fn frame(&self) -> Option<&str> {
+        self.top().map(|g| g.function.as_str())
+    }
+}
+
+/// What the kernel entries say of one discovery.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Entries {
+    /// Entries whose time per call grows: highest decided class first, then most time.
+    pub loops: Vec<KernelEntry>,
+    /// Entries whose calls per op grow while their whole time per call does not double, most
+    /// time first (one may also be a minor loop).
+    pub more_calls: Vec<KernelEntry>,
+    /// Why entries were not counted in the run, when they were not.
+    pub unavailable: Option<String>,
+    /// Whether the run counted entries at all (false for runs recorded before it did).
+    pub counted: bool,
+}
+
+/// The entries of one (run, case) of a discovery at sizes `ns` with `ops` ops each.
+/// `files` are the run's entry stacks of that case; `rows` its entry counts of that case;
+/// `kernel_ns` the sampled kernel time per op at each N.
+pub(super) fn find(
+    ns: &[u64],
+    ops: &[f64],
+    period_ns: u64,
+    files: &[&StackData],
+    rows: &[&EntryRow],
+    kernel_ns: &[f64],
+) -> Entries {
+    let mut out = Entries {
+        counted: !rows.is_empty(),
+        ..Entries::default()
+    };
+    let names: BTreeSet<&str> = rows.iter().map(|r| r.entry.as_str()).collect();
+    let last = ns.len().saturating_sub(1);
+    if last == 0 || period_ns == 0 {
+        return out;
+    }
+    for name in names {
+        let Some(e) = entry(name, ns, ops, period_ns, files, rows, kernel_ns) else {
+            continue;
+        };
+        let (f, l) = (e.first(), e.last());
+        let grows = !e.frames.is_empty() && l.samples >= MIN_SAMPLES;
+        let more = l.calls_per_op >= MIN_CALLS_GROWTH * f.calls_per_op
+            && l.per_call_ns < MIN_LOOP_GROWTH * f.per_call_ns
+            && e.calls
+                .as_ref()
+                .is_some_and(|s| s.class != Complexity::Constant)
+            && l.share >= MIN_MORE_CALLS_SHARE;
+        if more {
+            out.more_calls.push(e.clone());
+        }
+        if grows {
+            out.loops.push(e);
+        }
+    }
+    out.loops = rank(std::mem::take(&mut out.loops));
+    out.more_calls
+        .sort_by(|a, b| b.last().share.total_cmp(&a.last().share));
+    out
+}
+
+/// Loops in rank order: most time first, except that no loop comes after one it outranks by
+/// class. `outranks` is a partial order (overlapping sets are not ordered), so this is a
+/// topological order: each place goes to the heaviest loop that no remaining one outranks.
+fn rank(mut rest: Vec<KernelEntry>) -> Vec<KernelEntry> {
+    rest.sort_by(|a, b| b.weight_per_op().total_cmp(&a.weight_per_op()));
+    let mut out = Vec::with_capacity(rest.len());
+    while !rest.is_empty() {
+        // A strict partial order has an element nothing outranks; the first is the heaviest.
+        let i = (0..rest.len())
+            .find(|&i| !rest.iter().any(|o| o.outranks(&rest[i])))
+            .unwrap_or(0);
+        out.push(rest.remove(i));
+    }
+    out
+}
+
+/// Entry `name` over the sizes, with the frames inside it when its time per call grows;
+/// None when some size has no call of it (nothing per call to compare there).
+fn entry(
+    name: &str,
+    ns: &[u64],
+    ops: &[f64],
+    period_ns: u64,
+    files: &[&StackData],
+    rows: &[&EntryRow],
+    kernel_ns: &[f64],
+) -> Option<KernelEntry> {
+    let mut calls = Vec::with_capacity(ns.len());
+    let mut wall = Vec::with_capacity(ns.len());
+    for &n in ns {
+        let (c, w) = rows
+            .iter()
+            .filter(|r| r.n == n && r.entry == name)
+            .fold((0u64, 0u64), |(c, w), r| (c + r.calls, w + r.wall_ns));
+        if c == 0 {
+            return None;
+        }
+        calls.push(c as f64);
+        wall.push(w as f64);
+    }
+    let profiles: Vec<Profile> = ns
+        .iter()
+        .map(|&n| {
+            files
+                .iter()
+                .find(|s| s.file.n == n && s.file.target == name)
+                .map(|s| profile(&s.folded, period_ns))
+                .unwrap_or_default()
+        })
+        .collect();
+    let points: Vec<EntryPoint> = (0..ns.len())
+        .map(|i| {
+            let p = &profiles[i];
+            let per_call = p.kernel_w as f64 / calls[i];
+            EntryPoint {
+                n: ns[i],
+                calls_per_op: calls[i] / ops[i],
+                per_call_ns: per_call,
+                // Poisson: a count of s samples has error √s (at least one sample's worth,
+                // so a size with none still has an error).
+                per_call_se_ns: period_ns as f64 * (p.samples.max(1) as f64).sqrt() / calls[i],
+                wall_per_call_ns: wall[i] / calls[i],
+                samples: p.samples,
+                share: if kernel_ns[i] > 0.0 {
+                    per_call * calls[i] / ops[i] / kernel_ns[i]
+                } else {
+                    0.0
+                },
+            }
+        })
+        .collect();
+    let per_call = fit_scaling(
+        &points
+            .iter()
+            .filter(|p| p.samples >= MIN_FIT_SAMPLES)
+            .map(|p| Point {
+                n: p.n as f64,
+                t: p.per_call_ns,
+                rel_se: Some(1.0 / (p.samples as f64).sqrt()),
+            })
+            .collect::<Vec<_>>(),
+    );
+    // Counts are exact; what varies is the runs (a shell's own start-up): a small error.
+    let calls_fit = fit_scaling(
+        &points
+            .iter()
+            .map(|p| Point {
+                n: p.n as f64,
+                t: p.calls_per_op,
+                rel_se: Some(0.02),
+            })
+            .collect::<Vec<_>>(),
+    );
+    let (f, l) = (&points[0], &points[points.len() - 1]);
+    let mut e = KernelEntry {
+        entry: name.to_string(),
+        added_per_call_ns: l.per_call_ns - f.per_call_ns,
+        added_se_ns: l.per_call_se_ns.hypot(f.per_call_se_ns),
+        points,
+        per_call,
+        calls: calls_fit,
+        frames: Vec::new(),
+        cause: None,
+    };
+    let per_call_kernel: Vec<f64> = e.points.iter().map(|p| p.per_call_ns).collect();
+    let last = ns.len() - 1;
+    let added = grown(&profiles[0], &profiles[last], calls[0], calls[last]);
+    e.frames = growers(ns, &calls, &profiles, added, &per_call_kernel);
+    // A practical minimum on top of the statistical one: a frame whose time per call rose
+    // by less is as likely the machine's drift as a loop.
+    e.frames.retain(|g| {
+        let (f, l) = (&g.points[0], &g.points[g.points.len() - 1]);
+        l.incl_ns >= MIN_LOOP_GROWTH * f.incl_ns
+    });
+    e.cause = root_cause(ns, &calls, &profiles, added, &e.frames);
+    Some(e)
+}
+
+/// The entry stacks and counts of run `run`, case `case`, by name.
+pub(super) fn of_case<'a>(
+    stacks: &'a [StackData],
+    rows: &'a [EntryRow],
+    run: usize,
+    case: u32,
+) -> (Vec<&'a StackData>, Vec<&'a EntryRow>) {
+    let files = stacks
+        .iter()
+        .filter(|s| s.run == run && s.file.kind == StackKind::Entry && s.file.case == case)
+        .collect();
+    let rows = rows.iter().filter(|r| r.case == case).collect();
+    (files, rows)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::analysis::discover::discover;
+    use crate::analysis::discover::tests::{PERIOD, data, runs};
+    use crate::rundata::stack_file_path;
+
+    const NS: [u64; 4] = [10, 100, 1000, 3000];
+
+    /// Entry `entry`'s stacks at size `n` (`folded` weights in sample periods).
+    pub(crate) fn entry_data(entry: &str, n: u64, folded: &str) -> StackData {
+        let mut d = data(n, folded);
+        d.file.kind = StackKind::Entry;
+        d.file.target = entry.into();
+        d.file.path = stack_file_path(StackKind::Entry, entry, "command", n);
+        d
+    }
+
+    pub(crate) fn row(entry: &str, n: u64, calls: u64) -> EntryRow {
+        EntryRow {
+            case: 100,
+            case_name: "command".into(),
+            n,
+            entry: entry.into(),
+            calls,
+            wall_ns: calls * 1000,
+        }
+    }
+
+    /// A shell with N background jobs running 300 short commands per run: each of its 300
+    /// wait4 calls walks the N children (plus a lock spin at small N that falls as the walk
+    /// grows), and it forks N more children and takes ~N·60 more page faults per run, each
+    /// no dearer.
+    pub(crate) fn shell(n: u64) -> (Vec<StackData>, Vec<EntryRow>) {
+        let wait4 = "e;do_syscall_64;kernel_wait4;do_wait;__do_wait";
+        // Samples in the walk: each call visits the N children, 1/200 of a period each.
+        let walk = (300 + n) * n / 200;
+        let spin = 600u64.saturating_sub(n / 10).max(100);
+        let wait_text = format!(
+            "{wait4};wait_consider_task {}\n{wait4};queued_read_lock_slowpath {}\n",
+            walk.max(1) * PERIOD,
+            spin * PERIOD
+        );
+        let forks = 300 + n;
+        let clone_text = format!(
+            "e;do_syscall_64;__do_sys_clone;copy_process;dup_mmap {}\n",
+            forks * 2 * PERIOD
+        );
+        let faults = 20_000 + 60 * n;
+        let fault_text = format!(
+            "asm_exc_page_fault;exc_page_fault;handle_mm_fault {}\n",
+            faults / 10 * PERIOD
+        );
+        let profile = format!(
+            "{wait_text}{clone_text}{fault_text}[user] {}\n",
+            1000 * PERIOD
+        );
+        let stacks = vec![
+            data(n, &profile),
+            entry_data("wait4", n, &wait_text),
+            entry_data("clone", n, &clone_text),
+            entry_data("page_fault", n, &fault_text),
+        ];
+        let rows = vec![
+            row("wait4", n, 300 + n),
+            row("clone", n, forks),
+            row("page_fault", n, faults),
+        ];
+        (stacks, rows)
+    }
+
+    pub(crate) fn discovered(
+        make: impl Fn(u64) -> (Vec<StackData>, Vec<EntryRow>),
+    ) -> crate::analysis::discover::Discovery {
+        let mut stacks = Vec::new();
+        let mut r = runs(&NS);
+        for &n in &NS {
+            let (s, rows) = make(n);
+            stacks.extend(s);
+            r[0].entries.extend(rows);
+        }
+        let mut d = discover(&stacks, &r);
+        assert_eq!(d.len(), 1);
+        d.remove(0)
+    }
+
+    #[test]
+    fn the_walk_in_wait4_is_the_loop_and_the_setup_is_more_calls() {
+        let d = discovered(shell);
+        let e = &d.entries;
+        assert!(e.counted);
+        let names: Vec<&str> = e.loops.iter().map(|l| l.entry.as_str()).collect();
+        assert_eq!(names, ["wait4"], "{e:#?}");
+        let l = &e.loops[0];
+        assert_eq!(l.frame(), Some("wait_consider_task"));
+        assert_ne!(l.top().unwrap().scaling.class, Complexity::Constant);
+        // wait4's whole time per call rises less than the walk does: the spin falls.
+        let (f, last) = (l.first(), l.last());
+        assert!(last.per_call_ns < 40.0 * f.per_call_ns, "{f:?} {last:?}");
+        let more: Vec<&str> = e.more_calls.iter().map(|m| m.entry.as_str()).collect();
+        assert!(
+            more.contains(&"clone") && more.contains(&"page_fault"),
+            "{more:?}"
+        );
+        for m in &e.more_calls {
+            assert!(
+                m.last().calls_per_op > 1.5 * m.first().calls_per_op,
+                "{m:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_setup_that_only_makes_more_calls_has_no_loop() {
+        let d = discovered(|n| {
+            let (mut s, mut rows) = shell(n);
+            // The waits do not walk: a fixed 40 periods per call.
+            let wait4 = "e;do_syscall_64;kernel_wait4;do_wait;__do_wait;pid_task";
+            let text = format!("{wait4} {}\n", (300 + n) * 40 * PERIOD / 100);
+            s.retain(|x| x.file.target != "wait4");
+            s.push(entry_data("wait4", n, &text));
+            rows.retain(|r| r.entry != "wait4");
+            rows.push(row("wait4", n, 300 + n));
+            (s, rows)
+        });
+        assert!(d.entries.loops.is_empty(), "{:#?}", d.entries.loops);
+        assert!(!d.entries.more_calls.is_empty());
+    }
+
+    #[test]
+    fn a_higher_class_ranks_above_a_larger_share_of_a_lower_one() {
+        let d = discovered(|n| {
+            let (mut s, mut rows) = shell(n);
+            // read: 100 calls per run, each walking ids O(n^2)-ish in total time but tiny.
+            let read = "e;do_syscall_64;ksys_read;seq_read;sysvipc_find_ipc";
+            let samples = (n * n / 2000).max(1);
+            let text = format!("{read} {}\n", samples * PERIOD);
+            s.push(entry_data("read", n, &text));
+            rows.push(row("read", n, 100));
+            (s, rows)
+        });
+        let names: Vec<&str> = d.entries.loops.iter().map(|l| l.entry.as_str()).collect();
+        assert_eq!(names.first(), Some(&"read"), "{names:?}");
+        assert!(names.contains(&"wait4"), "{names:?}");
+        // It carries less time than the walk in wait4, and ranks first by class alone.
+        let (read, wait4) = (&d.entries.loops[0], &d.entries.loops[1]);
+        assert!(read.weight_per_op() < wait4.weight_per_op());
+        assert!(read.outranks(wait4), "{read:#?}");
+        assert!(!wait4.outranks(read));
+    }
+
+    #[test]
+    fn loops_whose_class_sets_overlap_rank_by_time() {
+        let loop_of = |entry: &str, classes: &[Complexity], weight: f64| {
+            let mut d = discovered(shell);
+            let mut l = d.entries.loops.remove(0);
+            l.entry = entry.into();
+            let g = &mut l.frames[0];
+            g.scaling.classes = classes.to_vec();
+            let calls = l.points.last().unwrap().calls_per_op;
+            g.points.last_mut().unwrap().incl_ns = weight / calls;
+            l
+        };
+        use Complexity::*;
+        let wide = loop_of("wait4", &[Log, Linear, NLogN, Quadratic], 100.0);
+        let narrow_linear = loop_of("clone", &[Linear], 10.0);
+        let log = loop_of("mmap", &[Log], 50.0);
+        let ranked = rank(vec![log.clone(), narrow_linear.clone(), wide.clone()]);
+        let names: Vec<&str> = ranked.iter().map(|l| l.entry.as_str()).collect();
+        // The wide set overlaps both: time puts it first; O(n) is wholly above O(log n).
+        assert_eq!(names, ["wait4", "clone", "mmap"]);
+        assert!(narrow_linear.outranks(&log) && !wide.outranks(&log));
+    }
+
+    #[test]
+    fn a_run_without_entry_counts_says_so_and_finds_no_loop() {
+        let d = discovered(|n| {
+            let (s, _) = shell(n);
+            (s, Vec::new())
+        });
+        assert!(!d.entries.counted);
+        assert!(d.entries.loops.is_empty() && d.entries.more_calls.is_empty());
+    }
+}

@@ -1,0 +1,102 @@
+//! Kernel entries (discover mode): the `STACK_ENTRY` counts as rows per phase, and the name
+//! of the entry a kernel sample ran under.
+use std::collections::BTreeMap;
+
+use tracer_ebpf::{ENTRY_NONE, ENTRY_PAGE_FAULT, ENTRY_SYSCALL, STACK_ENTRY};
+
+use crate::engine::Snapshot;
+use crate::kernel::syscalls;
+use crate::rundata::{self, EntryRow};
+
+/// The name of entry code `code`; for `ENTRY_NONE`, what the sample's kernel frames
+/// (root first) show it entered by.
+pub fn entry_name(code: u32, frames: &[String]) -> String {
+    if code >= ENTRY_SYSCALL {
+        let nr = code - ENTRY_SYSCALL;
+        return match syscalls::name(nr) {
+            Some(name) => name.to_string(),
+            None => format!("syscall_{nr}"),
+        };
+    }
+    if code == ENTRY_PAGE_FAULT || frames.iter().any(|f| is_fault_entry(f)) {
+        return rundata::ENTRY_PAGE_FAULT.to_string();
+    }
+    debug_assert!(code == ENTRY_NONE || code < ENTRY_SYSCALL);
+    if frames.iter().any(|f| is_interrupt_entry(f)) {
+        rundata::ENTRY_INTERRUPT.to_string()
+    } else {
+        rundata::ENTRY_KERNEL.to_string()
+    }
+}
+
+/// The page-fault handler's entry frames, across kernel versions (`page_fault` before 5.8,
+/// `asm_exc_page_fault`/`exc_page_fault` since).
+fn is_fault_entry(frame: &str) -> bool {
+    matches!(
+        frame,
+        "asm_exc_page_fault" | "exc_page_fault" | "page_fault" | "do_page_fault"
+    )
+}
+
+/// Interrupt and other exception entry frames (`asm_sysvec_*`, `asm_common_interrupt`,
+/// `apic_timer_interrupt` before 5.8, `asm_exc_*` other than the page fault).
+fn is_interrupt_entry(frame: &str) -> bool {
+    frame.starts_with("asm_sysvec_")
+        || frame.starts_with("asm_exc_")
+        || frame.starts_with("asm_common_interrupt")
+        || frame == "common_interrupt"
+        || frame.ends_with("_interrupt") && !frame.contains("_do_")
+        || frame.starts_with("irq_exit")
+}
+
+/// The entry counts of a snapshot, one row per (case, N, entry), in that order.
+pub fn entry_rows(snap: &Snapshot) -> Vec<EntryRow> {
+    let mut rows: BTreeMap<(u32, u64, String), (u64, u64)> = BTreeMap::new();
+    for (k, v) in &snap.stacks {
+        if k.kind != STACK_ENTRY || k.agg.target == ENTRY_NONE {
+            continue;
+        }
+        let e = rows
+            .entry((k.agg.case, k.agg.n, entry_name(k.agg.target, &[])))
+            .or_default();
+        e.0 += v.count;
+        e.1 += v.ns;
+    }
+    rows.into_iter()
+        .map(|((case, n, entry), (calls, wall_ns))| EntryRow {
+            case,
+            case_name: workloads::cases::case_name(case),
+            n,
+            entry,
+            calls,
+            wall_ns,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frames(names: &[&str]) -> Vec<String> {
+        names.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn entries_are_named_by_syscall_fault_interrupt_or_kernel() {
+        assert_eq!(entry_name(ENTRY_SYSCALL + 61, &[]), "wait4");
+        assert_eq!(entry_name(ENTRY_SYSCALL + 511, &[]), "syscall_511");
+        assert_eq!(entry_name(ENTRY_PAGE_FAULT, &[]), "page_fault");
+        let fault = frames(&["asm_exc_page_fault", "exc_page_fault", "handle_mm_fault"]);
+        assert_eq!(entry_name(ENTRY_NONE, &fault), "page_fault");
+        let tick = frames(&[
+            "asm_sysvec_apic_timer_interrupt",
+            "sysvec_apic_timer_interrupt",
+        ]);
+        assert_eq!(entry_name(ENTRY_NONE, &tick), "interrupt");
+        let first_return = frames(&["ret_from_fork", "schedule_tail", "finish_task_switch"]);
+        assert_eq!(entry_name(ENTRY_NONE, &first_return), "kernel");
+        // A syscall's samples stay the syscall's, whatever they interrupted inside it.
+        assert_eq!(entry_name(ENTRY_SYSCALL, &tick), "read");
+    }
+}

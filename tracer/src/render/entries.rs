@@ -1,0 +1,235 @@
+//! Sentences of a discovery's kernel entries: the kernel loops (an entry whose time per call
+//! grows, and the frames inside it that carry the growth) and the more calls (the workload's
+//! own scaling: entries made more often per op, each no dearer).
+
+use super::fmt::{fmt_n, ns, pct};
+use crate::analysis::discover::Discovery;
+use crate::analysis::discover::Grower;
+use crate::analysis::entries::{EntryPoint, KernelEntry};
+
+/// How many more-calls entries a line names.
+const MORE_CALLS_NAMED: usize = 5;
+
+/// A count per op: whole numbers from 100 on, three significant digits below (0.00150, not
+/// 0.00).
+pub fn count(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v > 0.0 && v < 1.0 {
+        let decimals = (2.0 - v.log10().floor()).clamp(2.0, 9.0) as usize;
+        format!("{v:.decimals$}")
+    } else {
+        super::fmt::sig3(v)
+    }
+}
+
+fn calls_text(d: &Discovery, f: &EntryPoint, l: &EntryPoint) -> String {
+    format!(
+        "{} → {} calls per {}",
+        count(f.calls_per_op),
+        count(l.calls_per_op),
+        d.per
+    )
+}
+
+/// The class of a grower's time: "O(n), slope 1.02".
+pub fn class_text(g: &Grower) -> String {
+    format!(
+        "{}, slope {}",
+        g.scaling.classes_label(),
+        super::summary::slope(&g.scaling)
+    )
+}
+
+/// "wait4: wait_consider_task O(n), slope 1.02, 1.09µs → 38.0µs per call over N=10..1000
+/// (2.4% → 60.1% of wait4's time); wait4 45.1µs → 63.3µs per call, 614 → 1839 calls per
+/// run, 6.3% of the kernel time at N=1000; the loop: __do_wait (self) 12%"
+pub fn loop_line(d: &Discovery, e: &KernelEntry) -> String {
+    let (f, l) = (e.first(), e.last());
+    let mut s = format!("{}: ", e.entry);
+    if let Some(g) = e.top() {
+        let (gf, gl) = (&g.points[0], &g.points[g.points.len() - 1]);
+        s.push_str(&format!(
+            "{} {}, {} → {} per call over N={}..{} ({} → {} of {}'s time); ",
+            g.function,
+            class_text(g),
+            ns(gf.incl_ns),
+            ns(gl.incl_ns),
+            fmt_n(f.n as f64),
+            fmt_n(l.n as f64),
+            pct(gf.share.min(1.0)),
+            pct(gl.share.min(1.0)),
+            e.entry,
+        ));
+    }
+    s.push_str(&format!(
+        "{} {} → {} per call, {}, {} of the kernel time at N={}",
+        e.entry,
+        ns(f.per_call_ns),
+        ns(l.per_call_ns),
+        calls_text(d, f, l),
+        pct(l.share.min(1.0)),
+        fmt_n(l.n as f64),
+    ));
+    if let Some(c) = &e.cause
+        && Some(c.function.as_str()) != e.frame()
+    {
+        s.push_str(&format!(
+            "; the loop: {} (self) {}",
+            c.function,
+            pct(c.self_share.clamp(0.0, 1.0))
+        ));
+    }
+    let others: Vec<String> = e
+        .frames
+        .iter()
+        .skip(1)
+        .take(2)
+        .map(|g| format!("{} {}", g.function, g.scaling.classes_label()))
+        .collect();
+    if !others.is_empty() {
+        s.push_str(&format!("; also growing inside it: {}", others.join(", ")));
+    }
+    s
+}
+
+/// "clone ×250 (12 → 3010 calls per run, 40.1µs → 38.2µs per call)"
+pub fn more_calls_item(d: &Discovery, e: &KernelEntry) -> String {
+    let (f, l) = (e.first(), e.last());
+    let per_call = if l.samples > 0 {
+        format!(", {} → {} per call", ns(f.per_call_ns), ns(l.per_call_ns))
+    } else {
+        String::new()
+    };
+    format!(
+        "{} ({}{per_call}, {} of the kernel time)",
+        e.entry,
+        calls_text(d, f, l),
+        pct(l.share.min(1.0))
+    )
+}
+
+/// The more-calls line, or None when no entry is made more often.
+pub fn more_calls_line(d: &Discovery) -> Option<String> {
+    let m = &d.entries.more_calls;
+    if m.is_empty() {
+        return None;
+    }
+    let mut s = format!(
+        "more calls per {} (the command's own scaling; none of them twice as slow): {}",
+        d.per,
+        m.iter()
+            .take(MORE_CALLS_NAMED)
+            .map(|e| more_calls_item(d, e))
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
+    if m.len() > MORE_CALLS_NAMED {
+        s.push_str(&format!("; and {} more", m.len() - MORE_CALLS_NAMED));
+    }
+    Some(s)
+}
+
+/// The lines of the entries section (terminal, report.txt), without indentation.
+pub fn lines(d: &Discovery) -> Vec<String> {
+    let en = &d.entries;
+    if !en.counted {
+        return en
+            .unavailable
+            .iter()
+            .map(|why| format!("kernel entries not counted: {why}"))
+            .collect();
+    }
+    let mut out = Vec::new();
+    if en.loops.is_empty() {
+        out.push(format!(
+            "kernel loops: none (no syscall's or fault's time per call grows with N over {} \
+             sizes)",
+            d.ns.len()
+        ));
+    } else {
+        out.push("kernel loops (time per call grows with N):".to_string());
+        out.extend(en.loops.iter().map(|e| format!("  {}", loop_line(d, e))));
+    }
+    out.extend(more_calls_line(d));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_keep_three_significant_digits() {
+        assert_eq!(count(3100.4), "3100");
+        assert_eq!(count(1.15), "1.15");
+        assert_eq!(count(0.00147), "0.00147");
+        assert_eq!(count(0.15), "0.150");
+        assert_eq!(count(0.0), "0");
+    }
+    use crate::analysis::discover::tests::PERIOD;
+    use crate::analysis::entries::tests::{discovered, entry_data, row, shell};
+
+    fn text(d: &Discovery) -> String {
+        super::super::discover::text(d, 5, |rows| {
+            rows.iter().map(|r| r.join(" ") + "\n").collect()
+        })
+    }
+
+    #[test]
+    fn the_answer_leads_with_the_kernel_loop_and_states_the_more_calls() {
+        let d = discovered(shell);
+        let a = super::super::discover::answer(&d);
+        assert!(
+            a.starts_with(
+                "run [command]: wait_consider_task in wait4: its time per wait4 call grows O(n)"
+            ),
+            "{a}"
+        );
+        assert!(
+            a.contains("called from __do_wait ← do_wait ← kernel_wait4"),
+            "{a}"
+        );
+        let t = text(&d);
+        assert!(
+            t.contains("kernel loops (time per call grows with N):\n      wait4: "),
+            "{t}"
+        );
+        assert!(
+            t.contains(
+                "more calls per run (the command's own scaling; none of them twice as slow)"
+            ),
+            "{t}"
+        );
+        assert!(t.contains("clone (310 → 3300 calls per run"), "{t}");
+        assert!(
+            t.contains("root cause: wait_consider_task (self) carries"),
+            "{t}"
+        );
+        assert!(t.contains("of wait4's added time per call"), "{t}");
+    }
+
+    #[test]
+    fn more_calls_alone_is_no_kernel_loop_in_the_answer() {
+        let d = discovered(|n| {
+            let (mut s, mut rows) = shell(n);
+            let text = format!(
+                "e;do_syscall_64;kernel_wait4;pid_task {}\n",
+                (300 + n) * PERIOD
+            );
+            s.retain(|x| x.file.target != "wait4");
+            s.push(entry_data("wait4", n, &text));
+            rows.retain(|r| r.entry != "wait4");
+            rows.push(row("wait4", n, 300 + n));
+            (s, rows)
+        });
+        let a = super::super::discover::answer(&d);
+        assert!(
+            a.contains(": no kernel loop: no syscall's or fault's time per call grows"),
+            "{a}"
+        );
+        assert!(a.contains("because the command makes more calls"), "{a}");
+        let t = text(&d);
+        assert!(t.contains("kernel loops: none"), "{t}");
+    }
+}

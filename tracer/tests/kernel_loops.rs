@@ -1,0 +1,238 @@
+//! Kernel loops against more calls, natively on this machine's kernel (tracepoints and
+//! sampling only): discover counts every syscall and user page fault of the traced tree and
+//! files each sample under the entry it ran under, so the answer is the syscall whose time
+//! per call grows, and the benchmark's setup (forks, execs, faults that grow in number) is
+//! stated as more calls. The programs are real ones driven by shell scripts (bash, util-linux
+//! `ipcmk`/`ipcs`) and an unmodified C benchmark with N-sized setup and teardown.
+use std::path::Path;
+
+use serde_json::Value;
+
+mod common;
+use common::serial;
+use common::sweeps::{bench, sweep, text};
+
+fn discovery(summary: &Value) -> &Value {
+    let d = &summary["discoveries"];
+    assert_eq!(
+        d.as_array().map(Vec::len),
+        Some(1),
+        "one discovery: {summary}"
+    );
+    &d[0]
+}
+
+fn names(list: &Value, key: &str) -> Vec<String> {
+    list.as_array()
+        .map(|a| {
+            a.iter()
+                .map(|x| x[key].as_str().unwrap_or_default().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The entries that make up the loops and the more calls of a discovery.
+fn loops_and_more(d: &Value) -> (Vec<String>, Vec<String>) {
+    (
+        names(&d["entries"]["loops"], "entry"),
+        names(&d["entries"]["more_calls"], "entry"),
+    )
+}
+
+/// The frames whose time per call grows inside each loop.
+fn loop_frames(d: &Value) -> Vec<String> {
+    d["entries"]["loops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|l| names(&l["frames"], "function"))
+        .collect()
+}
+
+fn script(dir: &Path, name: &str, body: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, body).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+/// bash with N background jobs running 300 short foreground commands: bash reaps with
+/// waitpid(-1, ...), and each of those wait4 calls walks every child, on every kernel. The
+/// jobs themselves are N more forks, execs and page faults per run: more calls, not the
+/// answer.
+#[test]
+fn a_shell_with_background_jobs_has_its_wait_walk_named_and_its_setup_as_more_calls() {
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let jobs = script(
+        dir.path(),
+        "jobs.sh",
+        "n=$1\ni=0\nwhile [ $i -lt $n ]; do sleep 60 & i=$((i+1)); done\n\
+         i=0\nwhile [ $i -lt 300 ]; do /bin/true; i=$((i+1)); done\n\
+         kill $(jobs -p) 2>/dev/null\nwait\n",
+    );
+    let (s, out, o) = sweep(&[
+        "--discover",
+        "--n",
+        "10,300,1000,3000",
+        "--",
+        "bash",
+        &jobs,
+        "{n}",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let d = discovery(&s);
+    let (loops, more) = loops_and_more(d);
+    assert_eq!(
+        loops.first().map(String::as_str),
+        Some("wait4"),
+        "{}",
+        text(&o)
+    );
+    let frame = d["entries"]["loops"][0]["frames"][0]["function"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        ["wait_consider_task", "__do_wait"].contains(&frame),
+        "{frame}: {}",
+        text(&o)
+    );
+    // The setup: N more forks and execs per run, none twice as dear (a frame inside one may
+    // be a minor loop: each exec tears down a copy of a shell whose heap grows with its jobs).
+    assert!(more.iter().any(|e| e == "execve"), "{more:?}: {}", text(&o));
+    assert!(
+        more.iter()
+            .any(|e| ["clone", "clone3", "vfork", "fork"].contains(&e.as_str())),
+        "{more:?}: {}",
+        text(&o)
+    );
+    // The answer, the summary row and the report's first screen lead with the loop.
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let answer = stdout
+        .lines()
+        .find(|l| l.contains("[command]:"))
+        .unwrap_or_default();
+    assert!(
+        answer.contains(&format!(
+            "{frame} in wait4: its time per wait4 call grows O("
+        )),
+        "{stdout}"
+    );
+    let row = stdout
+        .lines()
+        .find(|l| l.contains("(discover)"))
+        .unwrap_or_default();
+    assert!(row.starts_with(frame), "summary row: {stdout}");
+    assert!(row.contains("per wait4 call"), "summary row: {stdout}");
+    let html = std::fs::read_to_string(out.path().join("sweep/report/index.html")).unwrap();
+    let loops_at = html.find("kernel loops (time per call grows with N)");
+    let table_at = html.find("grows per run:");
+    assert!(
+        loops_at.is_some() && loops_at < table_at,
+        "the report lists the loops before the per-run growers"
+    );
+    // Every entry kind was counted: the run holds wait4's calls at every size.
+    let run: Value = common::read_json(&out.path().join("sweep/bash/run.json"));
+    for n in [10, 300, 1000, 3000] {
+        let calls: u64 = run["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["entry"] == "wait4" && e["n"] == n)
+            .map(|e| e["calls"].as_u64().unwrap())
+            .sum();
+        // 300 foreground commands, three runs per size: at least one wait per command.
+        assert!(calls >= 3 * 300, "N={n}: {calls} wait4 calls");
+    }
+}
+
+/// The unmodified C benchmark: N idle children, 100 timed fork + waitpid(child), then the
+/// N children killed and reaped. This kernel finds the child by its pid (the walk over the
+/// children for waitpid(pid) was removed in 5.13): wait4 is no loop here, and the N forks
+/// and reaps of the setup and teardown are more calls.
+#[test]
+fn an_unmodified_benchmark_has_no_wait4_loop_on_a_kernel_that_finds_the_child_by_pid() {
+    let _g = serial();
+    let b = bench("wait_children");
+    let (s, _dir, o) = sweep(&[
+        "--discover",
+        "--n",
+        "10,1000,3000",
+        "--",
+        b.to_str().unwrap(),
+        "{n}",
+        "100",
+        "pid",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let d = discovery(&s);
+    let (loops, more) = loops_and_more(d);
+    assert!(
+        !loops.iter().any(|l| l == "wait4"),
+        "{loops:?}: {}",
+        text(&o)
+    );
+    assert!(more.iter().any(|e| e == "clone"), "{more:?}: {}", text(&o));
+    // The calls per run follow the benchmark exactly: 100 timed waits and N reaps.
+    let run: Value = common::read_json(&_dir.path().join("sweep/wait_children/run.json"));
+    let runs = run["invocations"].as_array().unwrap();
+    for n in [10u64, 1000, 3000] {
+        let calls: u64 = run["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["entry"] == "wait4" && e["n"] == n)
+            .map(|e| e["calls"].as_u64().unwrap())
+            .sum();
+        let times = runs.iter().filter(|i| i["n"] == n).count() as u64;
+        assert_eq!(calls, times * (100 + n), "N={n}: {times} runs");
+    }
+}
+
+/// util-linux's `ipcmk` and `ipcs` in a shell script: N segments made, then listed 20 times.
+/// This kernel finds each next segment of the /proc listing without scanning the ids from
+/// the start: no loop in sysvipc code; the N `ipcmk` runs are more calls.
+#[test]
+fn a_shell_around_ipcmk_and_ipcs_makes_more_calls_and_no_sysvipc_loop() {
+    let _g = serial();
+    for tool in ["ipcmk", "ipcs", "ipcrm"] {
+        let found = std::process::Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .output()
+            .unwrap();
+        assert!(
+            found.status.success(),
+            "precondition: util-linux's {tool} is installed (cargo xtask setup)"
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ipc = script(
+        dir.path(),
+        "ipc.sh",
+        "n=$1\ni=0\nids=\"\"\n\
+         while [ $i -lt $n ]; do ids=\"$ids $(ipcmk -M 4096 | awk '{print $NF}')\"; i=$((i+1)); done\n\
+         for j in $(seq 20); do ipcs -m > /dev/null; done\n\
+         for id in $ids; do ipcrm -m $id; done\n",
+    );
+    let (s, _out, o) = sweep(&[
+        "--discover",
+        "--n",
+        "10,200,600",
+        "--repeat",
+        "2",
+        "--",
+        "sh",
+        &ipc,
+        "{n}",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let d = discovery(&s);
+    let (_, more) = loops_and_more(d);
+    assert!(more.iter().any(|e| e == "execve"), "{more:?}: {}", text(&o));
+    let frames = loop_frames(d);
+    assert!(
+        !frames.iter().any(|f| f.contains("sysvipc")),
+        "{frames:?}: {}",
+        text(&o)
+    );
+}
