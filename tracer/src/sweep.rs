@@ -416,15 +416,16 @@ async fn confirm_pass(
     let ds = crate::analysis::load(&tmp_root.join(&job.name)).map_err(internal)?;
     let a = crate::analysis::analyze(&ds, &crate::analysis::AnalysisOptions::default())
         .map_err(internal)?;
-    // The top K and the root cause (the frame whose own time grows), each with its caller
-    // chain in the heaviest stack.
+    // The top kernel loop's frame, the top K and the root cause (the frame whose own time
+    // grows), each with its caller chain in the heaviest stack.
     let mut chosen: Vec<(&String, &[String])> = Vec::new();
     for d in &a.discoveries {
-        // The kernel loops' frames first: they are the answer.
-        chosen.extend(d.entries.loops.iter().take(opts.confirm).filter_map(|l| {
-            let c = l.cause.as_ref()?;
-            Some((&c.function, c.callers.as_slice()))
-        }));
+        // The top kernel loop's frame first: it is the answer.
+        if opts.confirm > 0
+            && let Some(g) = d.entries.loops.first().and_then(|l| l.top())
+        {
+            chosen.push((&g.function, g.callers.as_slice()));
+        }
         chosen.extend(
             d.ranked
                 .iter()

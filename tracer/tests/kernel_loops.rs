@@ -146,12 +146,14 @@ fn a_shell_with_background_jobs_has_its_wait_walk_named_and_its_setup_as_more_ca
     }
 }
 
-/// The unmodified C benchmark: N idle children, 100 timed fork + waitpid(child), then the
-/// N children killed and reaped. This kernel finds the child by its pid (the walk over the
-/// children for waitpid(pid) was removed in 5.13): wait4 is no loop here, and the N forks
-/// and reaps of the setup and teardown are more calls.
+/// The unmodified C benchmark: N idle children, 1000 timed fork + waitpid(child), then the
+/// N children killed and reaped. Its setup and teardown are N more forks and reaps per run:
+/// clone is more calls, counted exactly. (Whether wait4 is a loop here is not asserted: this
+/// kernel finds the child by its pid, but the mean time per wait4 mixes the timed waits with
+/// the N reaps, whose share grows with N; telling the populations apart is the per-call
+/// split's work, and 5.10 against 6.1 is asserted in the VMs.)
 #[test]
-fn an_unmodified_benchmark_has_no_wait4_loop_on_a_kernel_that_finds_the_child_by_pid() {
+fn an_unmodified_benchmarks_setup_is_more_calls_counted_exactly() {
     let _g = serial();
     let b = bench("wait_children");
     let (s, _dir, o) = sweep(&[
@@ -161,19 +163,14 @@ fn an_unmodified_benchmark_has_no_wait4_loop_on_a_kernel_that_finds_the_child_by
         "--",
         b.to_str().unwrap(),
         "{n}",
-        "100",
+        "1000",
         "pid",
     ]);
     assert!(o.status.success(), "{}", text(&o));
     let d = discovery(&s);
-    let (loops, more) = loops_and_more(d);
-    assert!(
-        !loops.iter().any(|l| l == "wait4"),
-        "{loops:?}: {}",
-        text(&o)
-    );
+    let (_, more) = loops_and_more(d);
     assert!(more.iter().any(|e| e == "clone"), "{more:?}: {}", text(&o));
-    // The calls per run follow the benchmark exactly: 100 timed waits and N reaps.
+    // The calls per run follow the benchmark exactly: 1000 timed waits and N reaps.
     let run: Value = common::read_json(&_dir.path().join("sweep/wait_children/run.json"));
     let runs = run["invocations"].as_array().unwrap();
     for n in [10u64, 1000, 3000] {
@@ -185,7 +182,7 @@ fn an_unmodified_benchmark_has_no_wait4_loop_on_a_kernel_that_finds_the_child_by
             .map(|e| e["calls"].as_u64().unwrap())
             .sum();
         let times = runs.iter().filter(|i| i["n"] == n).count() as u64;
-        assert_eq!(calls, times * (100 + n), "N={n}: {times} runs");
+        assert_eq!(calls, times * (1000 + n), "N={n}: {times} runs");
     }
 }
 
@@ -235,4 +232,78 @@ fn a_shell_around_ipcmk_and_ipcs_makes_more_calls_and_no_sysvipc_loop() {
         "{frames:?}: {}",
         text(&o)
     );
+}
+
+/// Bad input for the entry counts: a script whose children outlive it (the sweep says how
+/// many, per size, and that what they do afterwards counts toward what runs next; the
+/// coverage line says the samples hold CPU time the script's rusage does not), and a
+/// command with next to no kernel time: each gets a clear line, the sweep completes and
+/// every size is kept.
+#[test]
+fn orphans_and_a_command_without_kernel_time_get_clear_lines() {
+    let _g = serial();
+    let (s, out, o) = sweep(&[
+        "--discover",
+        "--n",
+        "4,40",
+        "--repeat",
+        "1",
+        "--",
+        "sh",
+        "-c",
+        "i=0; while [ $i -lt {n} ]; do sleep 2 & i=$((i+1)); done",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let d = discovery(&s);
+    assert_eq!(d["ns"].as_array().unwrap().len(), 2, "{}", text(&o));
+    for n in [4, 40] {
+        assert!(
+            text(&o).contains(&format!(
+                "N={n}: {n} processes of the command's tree still running when it exited"
+            )),
+            "{}",
+            text(&o)
+        );
+    }
+    let run: Value = common::read_json(&out.path().join("sweep/sh/run.json"));
+    let outlived: Vec<(u64, u64)> = run["invocations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                i["n"].as_u64().unwrap(),
+                i["outlived"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    assert!(
+        outlived.contains(&(4, 4)) && outlived.contains(&(40, 40)),
+        "{outlived:?}"
+    );
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("processes of its tree that outlived it"),
+        "{stdout}"
+    );
+
+    let (s, _out, o) = sweep(&[
+        "--discover",
+        "--n",
+        "1,4",
+        "--repeat",
+        "1",
+        "--",
+        "awk",
+        "BEGIN { s = 0; for (i = 0; i < {n} * 2000000; i++) s += i }",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let d = discovery(&s);
+    assert_eq!(d["entries"]["loops"].as_array().map(Vec::len), Some(0));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("nothing in the kernel grows with N"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("kernel loops: none"), "{stdout}");
 }

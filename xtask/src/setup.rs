@@ -44,6 +44,15 @@ pub const APT_PACKAGES: &[(&str, &str)] = &[
         "systemtap-sdt-dev",
         "<sys/sdt.h> for the USDT benchmarks in tracer/tests/c (tracer/tests/usdt.rs)",
     ),
+    (
+        "util-linux",
+        "ipcmk, ipcs and ipcrm, real programs the kernel-loop tests drive (natively and staged \
+         into the guests)",
+    ),
+    (
+        "bash",
+        "a real shell the kernel-loop tests drive (natively and staged into the guests)",
+    ),
 ];
 
 fn say(what: &str) {

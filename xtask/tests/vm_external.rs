@@ -28,6 +28,12 @@
 //!   which the walk over the children calls once per child: counted inside do_wait, the
 //!   walk's trips give the verdict its class.
 //!
+//! - `discover_names_a_shells_wait_walk_as_the_loop_on_every_kernel`,
+//!   `discover_names_sysvipc_find_ipc_under_ipcs_on_5_10_only`: shell scripts around
+//!   Debian's bash and util-linux (`SCRIPTS`, staged into the guest with their libraries)
+//!   under discover: the kernel loop is the syscall whose time per call grows, and the
+//!   scripts' growing setup (forks, execs) is more calls.
+//!
 //! - `compare_flags_the_fixed_loops_and_nothing_between_two_runs_of_one_kernel`: `tracer
 //!   compare` on those sweeps: 5.10 -> 6.1 `shrank` for waitpid(pid) and sysvipc_find_ipc,
 //!   not flagged for the WNOHANG polls (walked on both), and an A/A pair (the sysvipc sweep
@@ -53,12 +59,43 @@ use xtask::kernel::Kernel;
 /// The C benchmarks the sweeps run, from `tracer/tests/c/`.
 const BENCHES: &[&str] = &["fork_vmas", "wait_children", "sysvipc_read"];
 
+/// Shell scripts around real programs (Debian's bash and util-linux, staged into the guest
+/// with their libraries), in the shapes users sweep.
+const SCRIPTS: &[(&str, &str)] = &[
+    // N background jobs, then 300 short foreground commands: bash reaps them with
+    // waitpid(-1, ...), each call walking every child, on every kernel.
+    (
+        "jobs.sh",
+        "#!/usr/bin/bash\nn=$1\ni=0\nwhile [ $i -lt $n ]; do sleep 600 & i=$((i+1)); done\n\
+         i=0\nwhile [ $i -lt 300 ]; do /bin/true; i=$((i+1)); done\n\
+         kill $(jobs -p) 2>/dev/null\nwait\n",
+    ),
+    // N SysV segments made with ipcmk, listed 20 times with ipcs, removed with ipcrm.
+    (
+        "ipc.sh",
+        "#!/bin/sh\nn=$1\ni=0\nids=\"\"\n\
+         while [ $i -lt $n ]; do ids=\"$ids $(ipcmk -M 4096 | awk '{print $NF}')\"; i=$((i+1)); done\n\
+         for j in $(seq 20); do ipcs -m > /dev/null; done\n\
+         for id in $ids; do ipcrm -m $id; done\n",
+    ),
+];
+/// The host programs the scripts run.
+const STAGED: &[&str] = &["bash", "ipcmk", "ipcs", "ipcrm"];
+
 /// The benchmarks compiled statically on the host (glibc's libc.a: they run in the guest's
-/// bare initramfs), once per test process, into a directory the guest gets at the same path.
+/// bare initramfs), and the scripts, once per test process, into a directory the guest gets
+/// at the same path.
 fn bench_dir() -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         let dir = common::work_dir("benches");
+        for (name, text) in SCRIPTS {
+            let p = dir.join(name);
+            fs::write(&p, text).unwrap();
+            let mut perm = fs::metadata(&p).unwrap().permissions();
+            std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+            fs::set_permissions(&p, perm).unwrap();
+        }
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tracer/tests/c");
         for name in BENCHES {
             let c = src.join(format!("{name}.c"));
@@ -106,6 +143,21 @@ const WAIT_PID_DISCOVER: Sweep = Sweep {
     name: "discover",
     args: "--n 100,500,1000,2000 --repeat 1 --discover --ops {n}",
     command: "wait_children {n} {n} pid",
+};
+
+/// bash with N background jobs (`SCRIPTS`) under discover: the loop must be the wait walk,
+/// the jobs' forks and execs more calls. No confirmation pass: the entries are the subject.
+const JOBS: Sweep = Sweep {
+    name: "jobs",
+    args: "--n 10,100,500 --repeat 2 --discover --confirm 0",
+    command: "jobs.sh {n}",
+};
+/// ipcmk and ipcs (`SCRIPTS`) under discover: on 5.10 each read of /proc/sysvipc/shm scans
+/// the ids, on 6.1 it does not.
+const IPC: Sweep = Sweep {
+    name: "ipc",
+    args: "--n 10,100,400 --repeat 2 --discover --confirm 0",
+    command: "ipc.sh {n}",
 };
 
 /// Runs per N of the verdict sweeps below: the repeats' spread enters each point's error, so
@@ -159,6 +211,8 @@ fn script(kernel: Kernel) -> String {
         Kernel::V6_1 => &[
             &VMAS_ARBITRARY,
             &WAIT_PID_DISCOVER,
+            &JOBS,
+            &IPC,
             &WAIT_PID,
             &WAIT_WNOHANG,
             &SYSVIPC,
@@ -169,12 +223,15 @@ fn script(kernel: Kernel) -> String {
         Kernel::V5_10 => &[
             &VMAS,
             &WAIT_PID_DISCOVER,
+            &JOBS,
+            &IPC,
             &WAIT_PID,
             &WAIT_WNOHANG,
             &SYSVIPC,
         ],
     };
-    let mut s = String::new();
+    // The staged programs made resolvable (their loader and library names).
+    let mut s = common::stage_host_programs(STAGED).1;
     for sw in sweeps {
         // Reports are rendered on the host: faster than under TCG, and what is tested is
         // the data the guest recorded.
@@ -203,8 +260,12 @@ fn kernel_out(kernel: Kernel) -> PathBuf {
     }
     let benches = bench_dir();
     let name = format!("external-{}", kernel.version());
-    let (_, out) = common::boot(kernel, &name, &script(kernel), 900, |_, cfg| {
-        cfg.include(&benches).env("B", benches.to_str().unwrap())
+    let (staged, _) = common::stage_host_programs(STAGED);
+    let (_, out) = common::boot(kernel, &name, &script(kernel), 1200, |_, cfg| {
+        staged
+            .iter()
+            .fold(cfg.include(&benches), |c, p| c.include(p))
+            .env("B", benches.to_str().unwrap())
     });
     outs.insert(kernel.version(), out.clone());
     out
@@ -732,6 +793,19 @@ fn discover_names_wait_consider_task_on_5_10_and_nothing_in_do_wait_on_6_1() {
             "{v}: ranked {ranked:?}\n{v}: exact {exact:?}\n{v}: cause {}",
             d["cause"]
         );
+        // Per call of its syscall: on 5.10 every timed wait4 walks the N children, the
+        // kernel loop; on 6.1 it finds the child by its pid, and no wait4 is a loop.
+        let loops = entry_loops(d);
+        eprintln!("{v}: loops {loops:?}");
+        if kernel == Kernel::V5_10 {
+            let (entry, frame) = loops
+                .first()
+                .unwrap_or_else(|| panic!("{v}: no kernel loop: {}", d["entries"]));
+            assert_eq!(entry, "wait4", "{v}: {loops:?}");
+            assert!(WAIT_PATH.contains(&frame.as_str()), "{v}: {loops:?}");
+        } else {
+            assert!(!loops.iter().any(|(e, _)| e == "wait4"), "{v}: {loops:?}");
+        }
         if kernel == Kernel::V5_10 {
             // The top grower is the wait path: wait_consider_task itself, or do_wait when
             // wait_consider_task carries less than the pass-through share of do_wait's added
@@ -828,6 +902,90 @@ fn discover_names_wait_consider_task_on_5_10_and_nothing_in_do_wait_on_6_1() {
                 );
             }
         }
+    }
+}
+
+/// (entry, top frame) of each kernel loop of a discovery, in rank order.
+fn entry_loops(d: &Value) -> Vec<(String, String)> {
+    d["entries"]["loops"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no entries: {d}"))
+        .iter()
+        .map(|l| {
+            let s = |v: &Value| v.as_str().unwrap_or_default().to_string();
+            (s(&l["entry"]), s(&l["frames"][0]["function"]))
+        })
+        .collect()
+}
+
+/// The entries made more often per op while no dearer per call.
+fn more_calls(d: &Value) -> Vec<String> {
+    d["entries"]["more_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["entry"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+/// bash with N background jobs running 300 short commands (Debian's bash, staged): its
+/// waits walk every child on every kernel, so discover names the wait walk as the loop on
+/// 5.10 and on 6.1; the jobs' forks and execs are more calls, not the answer.
+#[test]
+fn discover_names_a_shells_wait_walk_as_the_loop_on_every_kernel() {
+    for kernel in [Kernel::V5_10, Kernel::V6_1] {
+        let v = kernel.version();
+        let (summary, _) = report(kernel, &JOBS);
+        let d = &summary["discoveries"][0];
+        let loops = entry_loops(d);
+        let more = more_calls(d);
+        eprintln!("{v}: loops {loops:?}\n{v}: more calls {more:?}");
+        let (entry, frame) = loops
+            .first()
+            .unwrap_or_else(|| panic!("{v}: no loop: {}", d["entries"]));
+        assert_eq!(entry, "wait4", "{v}: {loops:?}");
+        assert!(WAIT_PATH.contains(&frame.as_str()), "{v}: {loops:?}");
+        assert!(more.iter().any(|e| e == "execve"), "{v}: {more:?}");
+        assert!(
+            more.iter()
+                .any(|e| ["clone", "clone3", "vfork", "fork"].contains(&e.as_str())),
+            "{v}: {more:?}"
+        );
+    }
+}
+
+/// util-linux's ipcmk and ipcs (staged from Debian) in a script: N segments, 20 listings. On
+/// 5.10 every read of /proc/sysvipc/shm scans the ids (sysvipc_find_ipc), the kernel loop;
+/// on 6.1 it does not. The N ipcmk runs are more calls on both.
+#[test]
+fn discover_names_sysvipc_find_ipc_under_ipcs_on_5_10_only() {
+    for kernel in [Kernel::V5_10, Kernel::V6_1] {
+        let v = kernel.version();
+        let (summary, _) = report(kernel, &IPC);
+        let d = &summary["discoveries"][0];
+        let loops = entry_loops(d);
+        let more = more_calls(d);
+        eprintln!("{v}: loops {loops:?}\n{v}: more calls {more:?}");
+        // The scan: sysvipc_find_ipc itself, or the id lookup it repeats with it as caller.
+        let scans: Vec<bool> = d["entries"]["loops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| {
+                let g = &l["frames"][0];
+                g["function"] == "sysvipc_find_ipc"
+                    || g["callers"]
+                        .as_array()
+                        .is_some_and(|c| c.iter().any(|f| f == "sysvipc_find_ipc"))
+            })
+            .collect();
+        if kernel == Kernel::V5_10 {
+            assert_eq!(scans.first(), Some(&true), "{v}: {loops:?}");
+            assert_eq!(loops[0].0, "read", "{v}: {loops:?}");
+        } else {
+            assert!(!scans.contains(&true), "{v}: {loops:?}");
+        }
+        assert!(more.iter().any(|e| e == "execve"), "{v}: {more:?}");
     }
 }
 

@@ -904,6 +904,7 @@ pub(crate) mod tests {
                 wall_s: 0.3,
                 user_s: 0.002,
                 sys_s: 0.25,
+                outlived: 0,
                 spans: vec![],
             })
             .collect();
@@ -952,6 +953,7 @@ pub(crate) mod tests {
             wall_s: 0.0,
             user_s: 0.0,
             sys_s: 0.0,
+            outlived: 0,
             spans: vec![],
         }];
         let d = &discover(&stacks, &r)[0];

@@ -119,6 +119,7 @@ pub fn command_run(ns: &[u64], runs: u32, oncpu: impl Fn(u64, u32) -> u64) -> Ru
                 wall_s: 0.1,
                 user_s: 0.0,
                 sys_s: 0.05,
+                outlived: 0,
                 spans: vec![InvocationSpan {
                     target: "do_wait".into(),
                     calls: 50,

@@ -29,6 +29,8 @@ pub(super) struct OneRun {
     pub(super) user_s: f64,
     pub(super) sys_s: f64,
     pub(super) filter_desc: String,
+    /// Processes of the command's tree still running when it exited.
+    pub(super) outlived: usize,
 }
 
 impl Session {
@@ -44,6 +46,9 @@ impl Session {
         usyms: &mut UserSymbolizer,
     ) -> Result<OneRun, TracerError> {
         let rusage_before = children_rusage();
+        // Processes an earlier run left running: not this run's.
+        let followed_before: std::collections::HashSet<u32> =
+            self.engine.followed().into_iter().collect();
         let started = Instant::now();
         let (mut child, filter) = self.start_command(spec, inv)?;
         let child_pid = child.as_ref().and_then(|c| c.id());
@@ -91,7 +96,16 @@ impl Session {
         }
         let wall = started.elapsed();
         let after = children_rusage();
+        // Descendants the command left running: still followed, so their work from now on
+        // lands in whatever runs next. Counted by their /proc entries (the probes forget a
+        // process when it exits).
+        let outlived = if child_pid.is_some() && matches!(filter, Filter::Follow(_)) {
+            engine_outlived(&self.engine, child_pid, &followed_before)
+        } else {
+            0
+        };
         Ok(OneRun {
+            outlived,
             stop,
             status: command_status,
             wall,
@@ -171,4 +185,23 @@ impl Session {
         }
         status
     }
+}
+
+/// How many followed processes other than `root` and those of `before` are still alive (0
+/// inside a PID namespace, where the probes know the tree by kernel pids this process
+/// cannot see).
+fn engine_outlived(
+    engine: &crate::engine::Engine,
+    root: Option<u32>,
+    before: &std::collections::HashSet<u32>,
+) -> usize {
+    if engine.in_pid_namespace() {
+        return 0;
+    }
+    engine
+        .followed()
+        .into_iter()
+        .filter(|p| Some(*p) != root && !before.contains(p))
+        .filter(|p| std::path::Path::new(&format!("/proc/{p}")).exists())
+        .count()
 }

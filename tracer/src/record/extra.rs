@@ -247,6 +247,7 @@ mod tests {
             wall_s: 0.1,
             user_s: 0.0,
             sys_s: 0.0,
+            outlived: 0,
             spans: vec![InvocationSpan {
                 target: "do_wait".into(),
                 calls: 20,

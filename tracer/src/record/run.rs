@@ -276,6 +276,16 @@ impl Session {
                 spans = collect::invocation_spans(before, &after, phase, target_names);
                 *before = after;
             }
+            if res.outlived > 0 {
+                self.progress.println(&format!(
+                    "tracer: {}{} process{} of the command's tree still running when it \
+                     exited: still traced, so what they do from now on counts toward what \
+                     runs next (wait for them in the command, or stop them)",
+                    inv.phase.map_or(String::new(), |(_, n)| format!("N={n}: ")),
+                    res.outlived,
+                    if res.outlived == 1 { "" } else { "es" },
+                ));
+            }
             ran.invocations.push(rundata::Invocation {
                 n: inv.phase.map_or(0, |p| p.1),
                 command: inv.command.clone(),
@@ -284,6 +294,7 @@ impl Session {
                 user_s: res.user_s,
                 sys_s: res.sys_s,
                 spans,
+                outlived: res.outlived as u64,
             });
             ran.filter_desc = res.filter_desc;
             ran.command_status = res.status;

@@ -124,6 +124,14 @@ pub struct Invocation {
     /// runs): what makes each run of a size its own point in the fits and compares.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub spans: Vec<InvocationSpan>,
+    /// Processes of its tree still running when it exited: what they did afterwards counts
+    /// toward whatever ran next.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub outlived: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// One target's calls during one run of the command (the difference of the kernel's

@@ -157,3 +157,64 @@ pub fn verdict<'a>(summary: &'a Value, target: &str, case: &str) -> &'a Value {
         .find(|v| v["target"] == target && v["case_name"] == case)
         .unwrap_or_else(|| panic!("no verdict for {target} [{case}]: {summary}"))
 }
+
+/// The host's dynamically linked `programs` (by name on PATH, from Debian's packages) staged
+/// for a guest: the paths to include (each program, its shared libraries and the loader, at
+/// their real host paths) and the shell lines that make them resolvable in the guest's
+/// bare initramfs (the loader at its ELF interpreter path, each library under the names
+/// `ldd` gives). The guest then runs them by name, as a user's script would.
+pub fn stage_host_programs(programs: &[&str]) -> (Vec<PathBuf>, String) {
+    let mut includes: Vec<PathBuf> = Vec::new();
+    let mut setup = String::new();
+    let add = |p: PathBuf, includes: &mut Vec<PathBuf>| {
+        if !includes.contains(&p) {
+            includes.push(p);
+        }
+    };
+    for name in programs {
+        let found = std::process::Command::new("sh")
+            .args(["-c", &format!("command -v {name}")])
+            .output()
+            .unwrap();
+        let path = String::from_utf8_lossy(&found.stdout).trim().to_string();
+        assert!(
+            found.status.success() && !path.is_empty(),
+            "precondition: {name} is installed on the host (cargo xtask setup)"
+        );
+        let real = fs::canonicalize(&path).unwrap();
+        add(real.clone(), &mut includes);
+        if real != Path::new(&path) {
+            setup.push_str(&format!("ln -sf {} {path}\n", real.display()));
+        }
+        let ldd = std::process::Command::new("ldd")
+            .arg(&real)
+            .output()
+            .unwrap();
+        assert!(ldd.status.success(), "ldd {}", real.display());
+        for line in String::from_utf8_lossy(&ldd.stdout).lines() {
+            // "libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x...)" or the loader's
+            // "/lib64/ld-linux-x86-64.so.2 (0x...)"; the vDSO has no file.
+            let linked = match line.split_once("=>") {
+                Some((_, rest)) => rest.split_whitespace().next(),
+                None => line
+                    .split_whitespace()
+                    .next()
+                    .filter(|p| p.starts_with('/')),
+            };
+            let Some(linked) = linked.filter(|p| p.starts_with('/')) else {
+                continue;
+            };
+            let real = fs::canonicalize(linked).unwrap();
+            add(real.clone(), &mut includes);
+            if real != Path::new(linked) {
+                let dir = Path::new(linked).parent().unwrap();
+                setup.push_str(&format!(
+                    "mkdir -p {}; [ -e {linked} ] || ln -s {} {linked}\n",
+                    dir.display(),
+                    real.display()
+                ));
+            }
+        }
+    }
+    (includes, setup)
+}
