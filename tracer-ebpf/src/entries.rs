@@ -8,33 +8,49 @@
 //! in discover mode, so the routes' per-syscall path stays as short as it was.
 
 use aya_ebpf::{
-    helpers::bpf_get_current_pid_tgid, macros::raw_tracepoint, programs::RawTracePointContext,
+    bindings::BPF_NOEXIST, helpers::bpf_get_current_pid_tgid, macros::raw_tracepoint,
+    programs::RawTracePointContext,
 };
 use tracer_ebpf::*;
 
 use crate::{
-    aggregation::add_stack,
     filter::filter_pass,
-    maps::IN_SYSCALL,
+    maps::{ENTRY_COUNTS, IN_SYSCALL},
     phases::lookup_phase,
     raw_syscalls::reg,
-    util::{bump, config, now},
+    util::{atomic_add, bump, config, now},
 };
 
-/// The `STACK_ENTRY` key of entry `entry` in the current process's phase.
+/// One call of entry `entry` by process `tgid`, `ns` from entry to exit, counted in the
+/// process's phase. Not called from the sampler (no NMI): a plain insert is safe.
 #[inline(always)]
-fn entry_key(entry: u32, tgid: u32) -> StackKey {
+fn count_entry(entry: u32, tgid: u32, ns: u64) {
     let (case, n, _) = lookup_phase(tgid);
-    StackKey {
-        agg: AggKey {
-            target: entry,
-            case,
-            n,
-        },
-        kind: STACK_ENTRY,
-        kstack: -1,
-        ustack: -1,
-        tgid: 0,
+    let key = AggKey {
+        target: entry,
+        case,
+        n,
+    };
+    let add = |v: *mut StackVal| {
+        let v = v as *mut u64;
+        atomic_add(v, 1);
+        atomic_add(unsafe { v.add(1) }, ns);
+    };
+    if let Some(v) = ENTRY_COUNTS.get_ptr_mut(&key) {
+        add(v);
+        return;
+    }
+    let first = StackVal { count: 1, ns };
+    if ENTRY_COUNTS
+        .insert(&key, &first, BPF_NOEXIST as u64)
+        .is_ok()
+    {
+        return;
+    }
+    // Another CPU inserted it first, or the map is full.
+    match ENTRY_COUNTS.get_ptr_mut(&key) {
+        Some(v) => add(v),
+        None => bump(counter::ENTRIES_LOST),
     }
 }
 
@@ -87,10 +103,7 @@ pub fn ent_sys_exit(_ctx: RawTracePointContext) -> u32 {
     let e = *e;
     let _ = IN_SYSCALL.remove(&tid);
     let wall = now().saturating_sub(e.since_ns);
-    add_stack(
-        &entry_key(ENTRY_SYSCALL + e.nr, (pid_tgid >> 32) as u32),
-        wall,
-    );
+    count_entry(ENTRY_SYSCALL + e.nr, (pid_tgid >> 32) as u32, wall);
     0
 }
 
@@ -102,7 +115,7 @@ pub fn ent_fault(_ctx: RawTracePointContext) -> u32 {
         return 0;
     }
     let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
-    add_stack(&entry_key(ENTRY_PAGE_FAULT, tgid), 0);
+    count_entry(ENTRY_PAGE_FAULT, tgid, 0);
     0
 }
 

@@ -323,7 +323,8 @@ pub const STACK_PROFILE: u32 = 3;
 /// time until it ran again; target 0.
 pub const STACK_PROFILE_OFFCPU: u32 = 4;
 /// Discover mode: one kernel entry kind's calls (`count`) and time from entry to exit (`ns`,
-/// 0 for entries without an exit event), target = the `ENTRY_*` code; no stacks.
+/// 0 for entries without an exit event), target = the `ENTRY_*` code; no stacks. Kept in
+/// `ENTRY_COUNTS` by the probes; userspace reads them as stacks of this kind.
 pub const STACK_ENTRY: u32 = 5;
 
 /// Kernel entry codes, the target of `STACK_ENTRY` keys and of `STACK_PROFILE` samples (the
@@ -514,7 +515,8 @@ pub mod counter {
     pub const STACKS_LOST_CALLER: u32 = 13;
     pub const STACKS_LOST_OFFCPU: u32 = 14;
     pub const STACKS_LOST_SAMPLED: u32 = 15;
-    /// Syscalls of traced threads that could not be counted (the in-syscall map was full).
+    /// Syscalls of traced threads that could not be counted (the in-syscall or entry-count
+    /// map was full).
     pub const ENTRIES_LOST: u32 = 16;
     /// Number of counters.
     pub const COUNT: u32 = 17;

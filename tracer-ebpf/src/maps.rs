@@ -109,6 +109,12 @@ pub(crate) static STACK_NEST: PerCpuArray<u32> = PerCpuArray::with_max_entries(1
 #[map]
 pub(crate) static EVENTS: RingBuf = RingBuf::with_byte_size(4 << 20, 0);
 
+/// Discover mode: calls and time per (kernel entry, case, N) (see `entries`). A map of its
+/// own: the stack aggregates can fill up with a whole-process profile's stacks, and the
+/// counts must not be lost with them.
+#[map]
+pub(crate) static ENTRY_COUNTS: HashMap<AggKey, StackVal> = HashMap::with_max_entries(16384, 0);
+
 /// Discover mode: the syscall each traced thread is inside (see `entries`).
 #[map]
 pub(crate) static IN_SYSCALL: HashMap<u32, EntryNow> = HashMap::with_max_entries(16384, 0);

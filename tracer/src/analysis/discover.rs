@@ -143,8 +143,10 @@ pub struct DiscoverCause {
     pub self_added_ns: f64,
     /// Caller chain, outermost first.
     pub callers: Vec<String>,
-    /// The fit of its self time.
+    /// The fit of its self time: the best class, and every class the data allows (least
+    /// growth first).
     pub class: Complexity,
+    pub classes: Vec<Complexity>,
     pub slope: f64,
 }
 
@@ -634,6 +636,9 @@ pub(super) fn root_cause(
         self_share: self_added / kernel_added,
         self_added_ns: self_added,
         class: scaling.as_ref().map_or(top.scaling.class, |s| s.class),
+        classes: scaling
+            .as_ref()
+            .map_or(top.scaling.classes.clone(), |s| s.classes.clone()),
         slope: scaling
             .as_ref()
             .map_or(top.scaling.slope.slope, |s| s.slope.slope),

@@ -141,7 +141,8 @@ impl KernelEntry {
 /// What the kernel entries say of one discovery.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Entries {
-    /// Entries whose time per call grows: highest decided class first, then most time.
+    /// Entries whose time per call grows: most time per op first, except that a loop whose
+    /// class set lies wholly above another's comes before it.
     pub loops: Vec<KernelEntry>,
     /// Entries whose calls per op grow while their whole time per call does not double, most
     /// time first (one may also be a minor loop).
@@ -480,7 +481,7 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn a_higher_class_ranks_above_a_larger_share_of_a_lower_one() {
+    fn a_higher_class_ranks_above_more_time_of_a_lower_one() {
         let d = discovered(|n| {
             let (mut s, mut rows) = shell(n);
             // read: 100 calls per run, each walking ids O(n^2)-ish in total time but tiny.

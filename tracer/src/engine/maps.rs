@@ -172,6 +172,21 @@ impl Engine {
         for item in m.iter() {
             snap.stacks.push(item.map_err(map_error("STACKS"))?);
         }
+        // The kernel-entry counts, as stacks of their kind (no frames).
+        let m: HashMap<&MapData, AggKey, StackVal> =
+            HashMap::try_from(self.bpf.map("ENTRY_COUNTS").expect("ENTRY_COUNTS"))
+                .map_err(map_error("ENTRY_COUNTS"))?;
+        for item in m.iter() {
+            let (agg, val) = item.map_err(map_error("ENTRY_COUNTS"))?;
+            let key = StackKey {
+                agg,
+                kind: STACK_ENTRY,
+                kstack: -1,
+                ustack: -1,
+                tgid: 0,
+            };
+            snap.stacks.push((key, val));
+        }
 
         let m: HashMap<&MapData, PhaseKey, PhaseStats> =
             HashMap::try_from(self.bpf.map("PHASE_STATS").expect("PHASE_STATS"))
@@ -340,6 +355,7 @@ impl Engine {
             }
         }
         clear_hash::<StackKey, StackVal>(&mut self.bpf, "STACKS")?;
+        clear_hash::<AggKey, StackVal>(&mut self.bpf, "ENTRY_COUNTS")?;
         clear_hash::<PhaseKey, PhaseStats>(&mut self.bpf, "PHASE_STATS")?;
         clear_hash::<u32, CurrentPhase>(&mut self.bpf, "CURRENT_PHASE")?;
         clear_hash::<u32, PhaseKey>(&mut self.bpf, "ROW_OWNER")?;

@@ -162,6 +162,9 @@ impl Engine {
         // Stack maps are the big consumers of locked memory: size them by what is recorded.
         let stacks_for_calls = options.caller_stacks || options.offcpu_stacks || options.discover;
         loader.map_max_entries("STACK_TRACES", if stacks_for_calls { 16384 } else { 1 });
+        // A whole-process profile files every distinct stack per phase: four times the
+        // aggregates (a shell script's sweep filled 32768 and lost a fifth of its samples).
+        loader.map_max_entries("STACKS", if options.discover { 131072 } else { 32768 });
         loader.map_max_entries(
             "SAMPLED_STACKS",
             match (options.sample_freq_hz > 0, options.discover) {

@@ -174,24 +174,33 @@ pub fn root_cause_line(d: &Discovery, keep: usize) -> Option<String> {
     if let Some(l) = d.entries.loops.first() {
         let c = l.cause.as_ref()?;
         return Some(format!(
-            "root cause: {} (self) carries {} of {}'s added time per call, {} slope {:.2}; via {}",
+            "root cause: {} (self) carries {} of {}'s added time per call, {}, slope {:.2}; via {}",
             c.function,
             pct(c.self_share.clamp(0.0, 1.0)),
             l.entry,
-            c.class.label(),
+            cause_class(c),
             c.slope,
             chain(&c.callers, keep)
         ));
     }
     let c = d.cause.as_ref()?;
     Some(format!(
-        "root cause: {} (self) carries {} of the added kernel time, {} slope {:.2}; via {}",
+        "root cause: {} (self) carries {} of the added kernel time, {}, slope {:.2}; via {}",
         c.function,
         pct(c.self_share.clamp(0.0, 1.0)),
-        c.class.label(),
+        cause_class(c),
         c.slope,
         chain(&c.callers, keep)
     ))
+}
+
+/// The root cause's class set ("O(n) or O(n log n)"), or its class when no set was kept.
+fn cause_class(c: &crate::analysis::discover::DiscoverCause) -> String {
+    if c.classes.is_empty() {
+        c.class.label().to_string()
+    } else {
+        crate::analysis::fit::classes_label(&c.classes)
+    }
 }
 
 /// Coverage in a few words: "sampled on-CPU time = 96% of the command tree's CPU time", the

@@ -141,6 +141,14 @@ pub fn lines(d: &Discovery) -> Vec<String> {
             .collect();
     }
     let mut out = Vec::new();
+    if d.ns.len() < 2 {
+        out.push(
+            "kernel entries counted (run.json entries); kernel loops and more calls need two \
+             sizes or more"
+                .to_string(),
+        );
+        return out;
+    }
     if en.loops.is_empty() {
         out.push(format!(
             "kernel loops: none (no syscall's or fault's time per call grows with N over {} \
