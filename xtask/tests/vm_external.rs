@@ -932,6 +932,7 @@ fn more_calls(d: &Value) -> Vec<String> {
 /// waits walk every child on every kernel, so discover names the wait walk as a kernel loop
 /// on 5.10 and on 6.1; the jobs' forks and execs are more calls.
 #[test]
+#[ignore = "boots a VM: run through cargo xtask test"]
 fn discover_names_a_shells_wait_walk_as_the_loop_on_every_kernel() {
     for kernel in [Kernel::V5_10, Kernel::V6_1] {
         let v = kernel.version();
@@ -964,6 +965,7 @@ fn discover_names_a_shells_wait_walk_as_the_loop_on_every_kernel() {
 /// 5.10 every read of /proc/sysvipc/shm scans the ids (sysvipc_find_ipc), the kernel loop;
 /// on 6.1 it does not. The N ipcmk runs are more calls on both.
 #[test]
+#[ignore = "boots a VM: run through cargo xtask test"]
 fn discover_names_sysvipc_find_ipc_under_ipcs_on_5_10_only() {
     for kernel in [Kernel::V5_10, Kernel::V6_1] {
         let v = kernel.version();
