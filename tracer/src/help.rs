@@ -168,7 +168,8 @@ under. Two things can grow with N, and the report keeps them apart:
                 the smallest to the largest N): `wait4: wait_consider_task O(n) per call`.
                 The answer line, the summary row and the report lead with the top one:
                 most time per op, except that a loop whose class set lies wholly above
-                another's ranks above it.
+                another's (each measured at three sizes of 20 samples or more) ranks
+                above it.
   more calls    an entry made at least 1.5 times as often per op at the largest N while its
                 whole time per call does not double: the command's own scaling (N more
                 forks, execs and page faults per run), stated, never the answer.

@@ -20,8 +20,9 @@
 //! that the children's exits hold, which falls as the walk over the children grows.
 //!
 //! Loops rank by the top frame's time per op at the largest N, except that a loop whose
-//! class the data places wholly above another's (both fitted at [`CLASS_SIZES`] sizes or
-//! more, the least class of its set above the greatest of the other's) ranks above it
+//! class the data places wholly above another's (both measured at [`CLASS_SIZES`] sizes of
+//! `MIN_SAMPLES` samples or more, the least class of its set above the greatest of the
+//! other's) ranks above it
 //! whatever their times: a higher class overtakes a lower one as N grows. Where the sets
 //! overlap the data does not order the classes, and time decides (a shell's mixed wait4
 //! calls fit anything from O(log n) to O(n^2)).
@@ -108,13 +109,15 @@ impl KernelEntry {
         self.frames.first()
     }
 
-    /// The class set of the top frame's time per call, when fitted at [`CLASS_SIZES`] sizes
-    /// or more.
+    /// The class set of the top frame's time per call, when it rests on [`CLASS_SIZES`] sizes
+    /// or more with `MIN_SAMPLES` samples each: a set fitted through sizes of a handful of
+    /// samples can come out narrow and high by chance (a minor frame's 5 samples at one size
+    /// and 500 at the next), and it would put that frame above the walk.
     fn ranked_classes(&self) -> Option<&[Complexity]> {
-        self.top()
-            .map(|g| &g.scaling)
-            .filter(|s| s.points.len() >= CLASS_SIZES && !s.classes.is_empty())
-            .map(|s| s.classes.as_slice())
+        let g = self.top()?;
+        let measured = g.points.iter().filter(|p| p.samples >= MIN_SAMPLES).count();
+        (measured >= CLASS_SIZES && !g.scaling.classes.is_empty())
+            .then_some(g.scaling.classes.as_slice())
     }
 
     /// Whether the data places this loop's class wholly above `other`'s.
@@ -486,7 +489,7 @@ pub(crate) mod tests {
             let (mut s, mut rows) = shell(n);
             // read: 100 calls per run, each walking ids O(n^2)-ish in total time but tiny.
             let read = "e;do_syscall_64;ksys_read;seq_read;sysvipc_find_ipc";
-            let samples = (n * n / 2000).max(1);
+            let samples = (n * n / 200).max(1);
             let text = format!("{read} {}\n", samples * PERIOD);
             s.push(entry_data("read", n, &text));
             rows.push(row("read", n, 100));
