@@ -98,12 +98,11 @@ impl Engine {
                 return Some(format!("raw syscall tracepoints refused: {e}"));
             }
         }
+        // Without it (another architecture, an older kernel) faults have samples but no
+        // counts, and are left out of the two lists.
         if let Err(e) = self.attach_raw_to("ent_fault", "page_fault_user") {
             log::debug!("user page faults not counted: {e}");
             self.unload_prog("ent_fault");
-            self.faults_counted = false;
-        } else {
-            self.faults_counted = true;
         }
         None
     }

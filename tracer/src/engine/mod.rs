@@ -125,8 +125,6 @@ pub struct Engine {
     floor_raw: bool,
     /// Discover mode: why kernel entries are not counted (None: counted, or not discover).
     pub entries_unavailable: Option<String>,
-    /// Discover mode: user page faults are counted as an entry.
-    pub faults_counted: bool,
 }
 
 impl Engine {
@@ -213,7 +211,6 @@ impl Engine {
             raw_used: false,
             floor_raw: false,
             entries_unavailable: None,
-            faults_counted: false,
         };
         engine.init_config()?;
         if engine.options.scheduler {
