@@ -17,8 +17,10 @@ short calibration), or any kernel function by name (fentry -> kprobe -> its comp
 `tracer probes` shows what this kernel allows and why.
 
 Do not know which function to suspect? `--discover` samples the kernel stacks of the whole \
-process tree at every N and ranks the functions whose time grows with N; it needs no \
-function probe, so it works on kernels that refuse them.
+process tree at every N, counts every syscall and page fault it makes, and names the kernel \
+loop: the syscall whose time per call grows, and the frame inside it that carries the \
+growth, apart from the setup that only makes more calls. It needs no function probe, so it \
+works on kernels that refuse them.
 
 Sweep your own benchmark: `tracer sweep --n 10,100,1000 -- ./bench {N}` runs it once per N \
 ({N}, or its lower-case form, replaced; TRACER_N set), each run one phase.

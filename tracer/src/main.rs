@@ -242,7 +242,8 @@ struct RecordArgs {
     #[arg(long, value_name = "BINARY:SYMBOL")]
     phase_fn: Option<String>,
     /// Keep every sampled kernel stack of the traced tasks and where they block (not only
-    /// inside targets): the data `--discover` reports rank functions by. No probe needed.
+    /// inside targets), and count their syscalls and page faults: the data `--discover`
+    /// reports rank functions and find kernel loops by. No probe needed.
     #[arg(long)]
     discover: bool,
     /// The command to run and trace (with its process tree), with its arguments: everything
@@ -299,8 +300,9 @@ struct SweepArgs {
     /// Do not render the report after the sweep (render it later with `tracer report`).
     #[arg(long)]
     no_report: bool,
-    /// Sample every kernel stack of the traced process tree and rank the functions whose
-    /// time grows with N (no function probe needed; no other target unless --targets).
+    /// Sample every kernel stack of the traced process tree, count its syscalls and page
+    /// faults, and name the kernel loops (syscalls whose time per call grows with N) apart
+    /// from the more calls (no function probe needed; no other target unless --targets).
     #[arg(long)]
     discover: bool,
     /// Runs of your command per N (with -- CMD; default 3): each run is its own point in the
