@@ -9,7 +9,7 @@ use serde_json::Value;
 
 mod common;
 use common::serial;
-use common::sweeps::{bench, sweep, sweep_under, text};
+use common::sweeps::{bench, discovery, sweep, sweep_under, text};
 
 /// (N, exit status) of each run of an external sweep's command, from its run.json.
 fn exits_by_n(run_json: &Path) -> Vec<(u64, i64)> {
@@ -20,16 +20,6 @@ fn exits_by_n(run_json: &Path) -> Vec<(u64, i64)> {
         .iter()
         .map(|i| (i["n"].as_u64().unwrap(), i["exit"].as_i64().unwrap()))
         .collect()
-}
-
-fn discovery(summary: &Value) -> &Value {
-    let d = &summary["discoveries"];
-    assert_eq!(
-        d.as_array().map(Vec::len),
-        Some(1),
-        "one discovery: {summary}"
-    );
-    &d[0]
 }
 
 fn ranked(d: &Value) -> Vec<String> {

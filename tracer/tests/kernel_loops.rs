@@ -10,17 +10,7 @@ use serde_json::Value;
 
 mod common;
 use common::serial;
-use common::sweeps::{bench, sweep, text};
-
-fn discovery(summary: &Value) -> &Value {
-    let d = &summary["discoveries"];
-    assert_eq!(
-        d.as_array().map(Vec::len),
-        Some(1),
-        "one discovery: {summary}"
-    );
-    &d[0]
-}
+use common::sweeps::{bench, discovery, sweep, text};
 
 fn names(list: &Value, key: &str) -> Vec<String> {
     list.as_array()
@@ -48,6 +38,17 @@ fn loop_frames(d: &Value) -> Vec<String> {
         .iter()
         .flat_map(|l| names(&l["frames"], "function"))
         .collect()
+}
+
+/// Calls of kernel entry `entry` at size `n` in a run.json, over its runs.
+fn entry_calls(run: &Value, entry: &str, n: u64) -> u64 {
+    run["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["entry"] == entry && e["n"] == n)
+        .map(|e| e["calls"].as_u64().unwrap())
+        .sum()
 }
 
 fn script(dir: &Path, name: &str, body: &str) -> String {
@@ -134,13 +135,7 @@ fn a_shell_with_background_jobs_has_its_wait_walk_named_and_its_setup_as_more_ca
     // Every entry kind was counted: the run holds wait4's calls at every size.
     let run: Value = common::read_json(&out.path().join("sweep/bash/run.json"));
     for n in [10, 300, 1000, 3000] {
-        let calls: u64 = run["entries"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|e| e["entry"] == "wait4" && e["n"] == n)
-            .map(|e| e["calls"].as_u64().unwrap())
-            .sum();
+        let calls = entry_calls(&run, "wait4", n);
         // 300 foreground commands, three runs per size: at least one wait per command.
         assert!(calls >= 3 * 300, "N={n}: {calls} wait4 calls");
     }
@@ -174,13 +169,7 @@ fn an_unmodified_benchmarks_setup_is_more_calls_counted_exactly() {
     let run: Value = common::read_json(&_dir.path().join("sweep/wait_children/run.json"));
     let runs = run["invocations"].as_array().unwrap();
     for n in [10u64, 1000, 3000] {
-        let calls: u64 = run["entries"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|e| e["entry"] == "wait4" && e["n"] == n)
-            .map(|e| e["calls"].as_u64().unwrap())
-            .sum();
+        let calls = entry_calls(&run, "wait4", n);
         let times = runs.iter().filter(|i| i["n"] == n).count() as u64;
         assert_eq!(calls, times * (1000 + n), "N={n}: {times} runs");
     }

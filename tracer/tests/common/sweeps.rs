@@ -73,3 +73,14 @@ pub fn text(o: &std::process::Output) -> String {
         String::from_utf8_lossy(&o.stderr)
     )
 }
+
+/// The one discovery of a sweep's summary.json.
+pub fn discovery(summary: &Value) -> &Value {
+    let d = &summary["discoveries"];
+    assert_eq!(
+        d.as_array().map(Vec::len),
+        Some(1),
+        "one discovery: {summary}"
+    );
+    &d[0]
+}
