@@ -10,7 +10,7 @@ use crate::rundata::{PlanUsed, RunStatus, StackFile, StackKind, TargetReport};
 use super::discover::{Discovery, ProfiledRun, discover};
 use super::fit::{Complexity, Scaling, fit_scaling, fit_scaling_runs};
 use super::load::{Dataset, LoadError, read_stack_file};
-use super::populations::{PopulationSplit, split as split_populations};
+use super::populations::{Mix, PopulationSplit, split as split_populations};
 use super::rootcause::{RootCause, StacksAtN, root_cause};
 use super::stacks::{Anchors, Folded};
 use super::table::{CaseTable, Metric, TableOptions, WorkloadReport, tables};
@@ -45,6 +45,9 @@ pub struct Verdict {
     /// The class an exact loop count inside the target gives the growing time (see
     /// [`super::trips::loop_class`]); None when no count does.
     pub by_loop: Option<LoopClass>,
+    /// The calls are two populations ([`super::populations`]): the one the headline is, or
+    /// that they could not be split.
+    pub mix: Option<Mix>,
 }
 
 impl Verdict {
@@ -60,10 +63,28 @@ impl Verdict {
     /// The classes the data does not exclude, least growth first: the loop count's class (a
     /// count is exact), else the time's set ([`Scaling::classes`]). Empty with nothing fitted.
     pub fn classes(&self) -> Vec<Complexity> {
-        match (&self.by_loop, &self.scaling) {
+        match (&self.by_loop, self.headline()) {
             (Some(l), _) => vec![l.class],
             (None, Some(s)) => s.classes.clone(),
             (None, None) => Vec::new(),
+        }
+    }
+
+    /// The fit the headline rests on: a mixed table's growing population, else the time per
+    /// call of all calls; None when nothing was fitted or when the mean of an unsplit mix
+    /// did not grow (that says nothing about either population).
+    pub fn headline(&self) -> Option<&Scaling> {
+        match &self.mix {
+            Some(Mix::Population { scaling, .. }) => Some(scaling.as_ref()),
+            Some(Mix::Unsplit { .. })
+                if self
+                    .scaling
+                    .as_ref()
+                    .is_some_and(|s| s.flat_reason.is_some()) =>
+            {
+                None
+            }
+            _ => self.scaling.as_ref(),
         }
     }
 
@@ -77,15 +98,15 @@ impl Verdict {
     /// lines, tables and plots name beside the class); None when the two agree.
     pub fn count_overrides_time(&self) -> Option<&LoopClass> {
         // Also when the time names the count's class only among others: the count decides.
-        let time_alone = self.scaling.as_ref().and_then(|s| s.sole_class());
+        let time_alone = self.headline().and_then(|s| s.sole_class());
         self.by_loop
             .as_ref()
             .filter(|l| time_alone != Some(l.class))
     }
 
-    /// The class the time per call fitted by itself.
+    /// The class the time per call fitted by itself (of the headline's population).
     pub fn time_class(&self) -> Option<Complexity> {
-        self.scaling.as_ref().map(|s| s.class)
+        self.headline().map(|s| s.class)
     }
 }
 
@@ -321,7 +342,9 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Result<Analysis, LoadErr
                     cause,
                 });
             }
-            a.populations.extend(split_populations(&t));
+            let split = split_populations(&t);
+            verdict.mix = split.as_ref().map(PopulationSplit::mix);
+            a.populations.extend(split);
             a.verdicts.push(verdict);
             a.tables.push(t);
         }
@@ -532,6 +555,7 @@ pub fn verdict(t: &CaseTable) -> Verdict {
         timed: t.timed,
         plan: t.plan.clone(),
         by_loop: None,
+        mix: None,
     }
 }
 

@@ -150,6 +150,9 @@ pub struct Entries {
     /// Entries whose calls per op grow while their whole time per call does not double, most
     /// time first (one may also be a minor loop).
     pub more_calls: Vec<KernelEntry>,
+    /// Where the first loop, growing faster, would pass what weighs more than it at the
+    /// largest N (None: it weighs most already, or nothing it would pass).
+    pub overtakes: Option<Overtake>,
     /// Why entries were not counted in the run, when they were not.
     pub unavailable: Option<String>,
     /// Whether the run counted entries at all (false for runs recorded before it did).
@@ -198,7 +201,92 @@ pub(super) fn find(
     out.loops = rank(std::mem::take(&mut out.loops));
     out.more_calls
         .sort_by(|a, b| b.last().share.total_cmp(&a.last().share));
+    out.overtakes = overtake(&out);
     out
+}
+
+/// Where a loop that grows faster passes a heavier entry's time per op.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Overtake {
+    /// The heavier entry, and whether it is a loop (else: more calls).
+    pub other: String,
+    pub other_is_loop: bool,
+    /// Both time-per-op exponents (log-log slope over the largest sizes).
+    pub slope: f64,
+    pub other_slope: f64,
+    /// The N at which the two power laws meet.
+    pub n: f64,
+}
+
+/// The sizes, from the largest down, the overtake's power laws are fitted over: the growth
+/// that decides where two curves meet is the one at large N, not a baseline at small N.
+pub const OVERTAKE_SIZES: usize = 3;
+/// The loop's exponent must exceed the other's by this much to be said to overtake it.
+pub const MIN_OVERTAKE_SLOPE_GAP: f64 = 0.3;
+
+/// Time per op (ns) at each N, of a loop (its top frame) or of a whole entry.
+fn per_op(e: &KernelEntry, frame: bool) -> Vec<(f64, f64)> {
+    match (frame, e.top()) {
+        (true, Some(g)) => g
+            .points
+            .iter()
+            .zip(&e.points)
+            .map(|(g, p)| (p.n as f64, g.incl_ns * p.calls_per_op))
+            .collect(),
+        _ => e
+            .points
+            .iter()
+            .map(|p| (p.n as f64, p.per_call_ns * p.calls_per_op))
+            .collect(),
+    }
+}
+
+/// `t = c·N^k` through the largest [`OVERTAKE_SIZES`] sizes: (ln c, k).
+fn power_law(pts: &[(f64, f64)]) -> Option<(f64, f64)> {
+    let tail = &pts[pts.len().saturating_sub(OVERTAKE_SIZES)..];
+    if tail.len() < CLASS_SIZES || tail.iter().any(|&(n, t)| n <= 0.0 || t <= 0.0) {
+        return None;
+    }
+    let x: Vec<f64> = tail.iter().map(|p| p.0.ln()).collect();
+    let y: Vec<f64> = tail.iter().map(|p| p.1.ln()).collect();
+    let line = super::stats::ols(&x, &y)?;
+    Some((line.intercept, line.slope))
+}
+
+/// The first loop against the heaviest entry (another loop, or more calls) whose time per op
+/// at the largest N exceeds its own: where their power laws meet, when the loop's grows
+/// faster by [`MIN_OVERTAKE_SLOPE_GAP`]. An extrapolation, and said to be one.
+fn overtake(en: &Entries) -> Option<Overtake> {
+    let head = en.loops.first()?;
+    let (c, k) = power_law(&per_op(head, true))?;
+    let weight = head.weight_per_op();
+    let others = en
+        .loops
+        .iter()
+        .skip(1)
+        .map(|e| (e, true))
+        .chain(en.more_calls.iter().map(|e| (e, false)))
+        .filter(|(e, _)| e.entry != head.entry);
+    let (other, is_loop, last) = others
+        .map(|(e, is_loop)| {
+            let pts = per_op(e, is_loop);
+            let last = pts.last().map_or(0.0, |p| p.1);
+            (e, is_loop, last)
+        })
+        .filter(|x| x.2 > weight)
+        .max_by(|a, b| a.2.total_cmp(&b.2))?;
+    let (oc, ok) = power_law(&per_op(other, is_loop))?;
+    if k - ok < MIN_OVERTAKE_SLOPE_GAP || last <= 0.0 {
+        return None;
+    }
+    let n = ((oc - c) / (k - ok)).exp();
+    n.is_finite().then(|| Overtake {
+        other: other.entry.clone(),
+        other_is_loop: is_loop,
+        slope: k,
+        other_slope: ok,
+        n,
+    })
 }
 
 /// Loops in rank order: most time first, except that no loop comes after one it outranks by
@@ -438,6 +526,43 @@ pub(crate) mod tests {
         let mut d = discover(&stacks, &r);
         assert_eq!(d.len(), 1);
         d.remove(0)
+    }
+
+    /// The shell, with a walk a tenth as dear per child: at N = 3000 the page faults still
+    /// weigh more than the walk, but the walk grows faster.
+    pub(crate) fn light_walk(n: u64) -> (Vec<StackData>, Vec<EntryRow>) {
+        let (mut s, rows) = shell(n);
+        let wait4 = "e;do_syscall_64;kernel_wait4;do_wait;__do_wait";
+        let text = format!(
+            "{wait4};wait_consider_task {}\n{wait4};queued_read_lock_slowpath {}\n",
+            ((300 + n) * n / 2000).max(1) * PERIOD,
+            300 * PERIOD
+        );
+        s.retain(|x| x.file.target != "wait4");
+        s.push(entry_data("wait4", n, &text));
+        (s, rows)
+    }
+
+    #[test]
+    fn a_loop_that_grows_faster_says_where_it_overtakes_the_heavier_setup() {
+        let d = discovered(light_walk);
+        let e = &d.entries;
+        assert_eq!(e.loops[0].entry, "wait4", "{e:#?}");
+        let o = e
+            .overtakes
+            .as_ref()
+            .expect("the walk grows faster than the forks");
+        assert_eq!(
+            (o.other.as_str(), o.other_is_loop),
+            ("page_fault", false),
+            "{o:?}"
+        );
+        // Walk samples per run 1, 20, 650, 4950 against 2000 + 6N for the faults: the two
+        // power laws through N = 100, 1000, 3000 meet past the sweep, below 10x its end.
+        assert!(o.slope > 1.5 && o.other_slope < 1.0, "{o:?}");
+        assert!(o.n > 3000.0 && o.n < 30_000.0, "{o:?}");
+        // The heavier loop needs no overtaking.
+        assert!(discovered(shell).entries.overtakes.is_none());
     }
 
     #[test]

@@ -439,6 +439,7 @@ pub(crate) mod tests {
                 timed: true,
                 plan: None,
                 by_loop: None,
+                mix: None,
             },
         });
         let a = answer(&d);

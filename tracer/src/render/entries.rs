@@ -158,9 +158,45 @@ pub fn lines(d: &Discovery) -> Vec<String> {
     } else {
         out.push("kernel loops (time per call grows with N):".to_string());
         out.extend(en.loops.iter().map(|e| format!("  {}", loop_line(d, e))));
+        out.extend(overtake_line(d).map(|l| format!("  {l}")));
     }
     out.extend(more_calls_line(d));
     out
+}
+
+/// "at these rates wait_consider_task in wait4 (time per run ∝ N^1.9) overtakes clone (more
+/// calls, ∝ N^1.0) near N ≈ 4,500: an extrapolation of the largest three sizes"
+pub fn overtake_line(d: &Discovery) -> Option<String> {
+    let o = d.entries.overtakes.as_ref()?;
+    let head = d.entries.loops.first()?;
+    let who = match head.frame() {
+        Some(f) => format!("{f} in {}", head.entry),
+        None => head.entry.clone(),
+    };
+    Some(format!(
+        "at these rates {who} (time per {per} ∝ N^{:.1}) overtakes {} ({}, ∝ N^{:.1}) near N ≈ {}: \
+         an extrapolation of the largest {} sizes",
+        o.slope,
+        o.other,
+        if o.other_is_loop {
+            "a loop"
+        } else {
+            "more calls"
+        },
+        o.other_slope,
+        fmt_n(round2(o.n)),
+        crate::analysis::entries::OVERTAKE_SIZES,
+        per = d.per,
+    ))
+}
+
+/// Two significant digits: an extrapolated N is not known better.
+fn round2(v: f64) -> f64 {
+    if v <= 0.0 || !v.is_finite() {
+        return v;
+    }
+    let scale = 10f64.powi(v.log10().floor() as i32 - 1);
+    (v / scale).round() * scale
 }
 
 #[cfg(test)]
@@ -176,7 +212,7 @@ mod tests {
         assert_eq!(count(0.0), "0");
     }
     use crate::analysis::discover::tests::PERIOD;
-    use crate::analysis::entries::tests::{discovered, entry_data, row, shell};
+    use crate::analysis::entries::tests::{discovered, entry_data, light_walk, row, shell};
 
     fn text(d: &Discovery) -> String {
         super::super::discover::text(d, 5, |rows| {
@@ -239,5 +275,19 @@ mod tests {
         assert!(a.contains("because the command makes more calls"), "{a}");
         let t = text(&d);
         assert!(t.contains("kernel loops: none"), "{t}");
+    }
+
+    #[test]
+    fn a_loop_that_weighs_less_says_where_it_overtakes() {
+        let t = text(&discovered(light_walk));
+        assert!(
+            t.contains(
+                "at these rates wait_consider_task in wait4 (time per run ∝ N^1.6) overtakes \
+                 page_fault (more calls, ∝ N^0.6) near N ≈ 12000: an extrapolation of the \
+                 largest 3 sizes"
+            ),
+            "{t}"
+        );
+        assert!(!text(&discovered(shell)).contains("overtakes"));
     }
 }

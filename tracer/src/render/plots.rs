@@ -3,6 +3,7 @@
 
 use crate::analysis::Analysis;
 use crate::analysis::fit::classes_label;
+use crate::analysis::populations::Mix;
 use crate::analysis::table::Metric;
 
 use super::out::{self, OutDir};
@@ -49,13 +50,25 @@ pub(super) fn plot_series(
                     }
                 }
             }
+            // A mixed table is drawn as its headline population: the mean of the mix is
+            // what the verdict does not rest on.
+            let points = match &v.mix {
+                Some(Mix::Population { scaling, .. }) => {
+                    label.push_str(&format!(
+                        " (its {} calls per op)",
+                        super::summary::mix_calls(v.mix.as_ref())
+                    ));
+                    scaling.points.iter().map(|p| (p.n, p.t)).collect()
+                }
+                _ => t.points().iter().map(|p| (p.n, p.t)).collect(),
+            };
             if let Some(s) = suffix {
                 label = format!("{label} · {s}");
             }
             plot::Series {
                 label,
-                points: t.points().iter().map(|p| (p.n, p.t)).collect(),
-                model: v.scaling.as_ref().map(|s| s.model.clone()),
+                points,
+                model: v.headline().map(|s| s.model.clone()),
                 style,
             }
         })

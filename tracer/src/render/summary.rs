@@ -4,6 +4,7 @@
 
 use crate::analysis::Analysis;
 use crate::analysis::fit::{Complexity, FlatReason, MIN_SIZES_FOR_CI, Scaling};
+use crate::analysis::populations::Mix;
 use crate::analysis::rootcause::{FrameGrowth, OUTSIDE_FRAME, RootCause, SELF_FRAME};
 
 use super::digest::{self, Kind};
@@ -184,6 +185,15 @@ fn discovery_row(d: &crate::analysis::discover::Discovery) -> SummaryRow {
     }
 }
 
+/// The headline population's calls per op: "100" or "≈1.00·N".
+pub fn mix_calls(m: Option<&Mix>) -> String {
+    match m.map(Mix::calls) {
+        Some((n, true)) => format!("≈{}·N", super::fmt::sig3(n)),
+        Some((c, false)) => super::fmt::sig3(c),
+        None => String::new(),
+    }
+}
+
 /// The class as the verdict line words it: O(1) that rose but not clearly enough is "O(1)
 /// within noise", so a growth column of ×12 beside it does not read as a contradiction.
 pub fn class_text(s: Option<&Scaling>, timed: bool) -> String {
@@ -233,18 +243,25 @@ pub fn rows(a: &Analysis, links: impl Fn(usize) -> Vec<(String, String)>) -> Vec
             out.push(SummaryRow {
                 target: t.target.clone(),
                 case,
-                class: match v.count_overrides_time() {
-                    Some(l) => format!("{} by loop count", l.class.label()),
-                    None => class_text(v.scaling.as_ref(), t.timed),
+                class: match (v.count_overrides_time(), &v.mix) {
+                    (Some(l), _) => format!("{} by loop count", l.class.label()),
+                    (None, Some(Mix::Population { .. })) => format!(
+                        "{} ({} calls per op)",
+                        class_text(v.headline(), t.timed),
+                        mix_calls(v.mix.as_ref())
+                    ),
+                    (None, Some(Mix::Unsplit { .. })) if v.headline().is_none() => {
+                        "no class: mixed calls".to_string()
+                    }
+                    (None, _) => class_text(v.headline(), t.timed),
                 },
                 slope: v
-                    .scaling
-                    .as_ref()
+                    .headline()
                     .filter(|_| grows)
                     .map(slope)
                     .into_iter()
                     .collect(),
-                growth: v.scaling.as_ref().map(growth).into_iter().collect(),
+                growth: v.headline().map(growth).into_iter().collect(),
                 root_cause: root_cause.into_iter().collect(),
                 plan: super::fmt::via(t.plan.as_ref())
                     .map(|p| match super::probecost::summary_mark(t) {

@@ -7,6 +7,7 @@ use super::fmt::{fmt_n, ns, sig3, via};
 use crate::analysis::Verdict;
 use crate::analysis::analyze::{ExactVerdict, PerOp};
 use crate::analysis::fit::{FlatReason, Scaling};
+use crate::analysis::populations::Mix;
 
 /// The verdict of one table in one line:
 ///
@@ -34,13 +35,93 @@ pub fn line(v: &Verdict) -> String {
                 l.slope,
                 fitted(s)
             ),
-            None => format!("{head}: {}", fitted(s)),
+            None => match &v.mix {
+                Some(mix) => format!("{head}: {}", mixed(mix, s)),
+                None => format!("{head}: {}", fitted(s)),
+            },
         },
     };
     if let Some(via) = via(v.plan.as_ref()) {
         line.push_str(&format!("; via {via}"));
     }
     line
+}
+
+/// A verdict whose calls are two populations: the headline's population first, with the
+/// other and the mean of all calls after it ([`Mix`]).
+///
+/// - `the 100 calls per op: O(n), slope 1.02 (R² 1.00), visible from N≈1,000; 75µs ->
+///   1.3ms per call over N=10..3000; the ≈1.00·N others: O(1), 11µs -> 12µs per call; all
+///   calls together: O(1) within noise, 75.9µs -> 58.3µs per call`
+fn mixed(mix: &Mix, all: &Scaling) -> String {
+    let ends = |s: &Scaling| {
+        let (p0, p1) = (s.points[0], s.points[s.points.len() - 1]);
+        format!("{} -> {} per call", ns(p0.t), ns(p1.t))
+    };
+    let together = format!(
+        "{}, {}",
+        super::summary::class_text(Some(all), true),
+        ends(all)
+    );
+    let calls = |per_n: bool, fixed: f64, n: f64| {
+        if per_n {
+            format!("the ≈{}·N", sig3(n))
+        } else {
+            format!("the {}", sig3(fixed))
+        }
+    };
+    match mix {
+        Mix::Population {
+            kind,
+            fixed_per_op,
+            per_n,
+            scaling,
+            unmoved,
+            other,
+        } => {
+            let head_per_n = kind == "per-n";
+            let mut out = format!(
+                "{} calls per op: {}",
+                calls(head_per_n, *fixed_per_op, *per_n),
+                fitted(scaling)
+            );
+            if !unmoved.is_empty() {
+                let at: Vec<String> = unmoved.iter().map(|n| fmt_n(*n as f64)).collect();
+                out.push_str(&format!(
+                    " (at N={} they are where N={} had them: their time is N={}'s, the slower \
+                     calls past them the others' tail)",
+                    at.join(", "),
+                    fmt_n(scaling.points[0].n),
+                    fmt_n(scaling.points[0].n),
+                ));
+            }
+            if let Some(o) = other {
+                out.push_str(&format!(
+                    "; {} others: {}, {}",
+                    calls(!head_per_n, *fixed_per_op, *per_n),
+                    super::summary::class_text(Some(o), true),
+                    ends(o)
+                ));
+            }
+            out.push_str(&format!("; all calls together: {together}"));
+            out
+        }
+        Mix::Unsplit {
+            fixed_per_op,
+            per_n,
+        } => {
+            let what = format!(
+                "the mean mixes {} + {}·N calls per op whose times overlap",
+                sig3(*fixed_per_op),
+                sig3(*per_n)
+            );
+            match all.flat_reason {
+                // A flat mean of two populations hides either one growing.
+                Some(_) => format!("no class: {what} ({together})"),
+                None => format!("{}; {what}", fitted(all)),
+            }
+        }
+    }
 }
 
 /// A fitted verdict after its `target [case]: `.
@@ -226,6 +307,9 @@ struct VerdictJson<'a> {
     classes: Vec<&'static str>,
     scaling: &'a Option<Scaling>,
     by_loop: &'a Option<crate::analysis::trips::LoopClass>,
+    /// The population the class is of, when the calls are two ([`Mix`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mix: &'a Option<Mix>,
     stand_in: &'a Option<String>,
     line: String,
 }
@@ -242,6 +326,7 @@ impl Serialize for Verdict {
             classes: self.classes().iter().map(|c| c.label()).collect(),
             scaling: &self.scaling,
             by_loop: &self.by_loop,
+            mix: &self.mix,
             stand_in: &self.stand_in,
             line: line(self),
         }
@@ -381,5 +466,45 @@ mod tests {
             l
         );
         assert!(v.stand_in.unwrap().contains("syscalls:sys_enter_waitid"));
+    }
+
+    #[test]
+    fn a_mixed_target_leads_with_its_growing_population() {
+        use crate::analysis::populations::{split, testdata as mixed};
+        let t = mixed::timed_waits_and_reaps();
+        let mut v = verdict(&t);
+        // All calls together fall: 100 walks drowned by 3000 reaps.
+        assert!(v.scaling.as_ref().unwrap().flat_reason.is_some(), "{v:?}");
+        v.mix = split(&t).map(|s| s.mix());
+        let classes = v.classes();
+        assert!(
+            classes.contains(&Complexity::Linear) && !classes.contains(&Complexity::Constant),
+            "{classes:?}"
+        );
+        let l = line(&v);
+        assert!(
+            l.starts_with("do_wait [command]: the 100 calls per op: O(n)"),
+            "{l}"
+        );
+        assert!(l.contains("; the ≈1.00·N others: O(1), "), "{l}");
+        assert!(l.contains("; all calls together: "), "{l}");
+
+        // Times that overlap cannot be split: no class rather than the mix's O(1).
+        let t = mixed::table(
+            [10u64, 300, 1000, 3000]
+                .map(|n| mixed::row(n, &vec![1000; 300 + n as usize]))
+                .to_vec(),
+        );
+        let mut v = verdict(&t);
+        v.mix = split(&t).map(|s| s.mix());
+        assert!(v.classes().is_empty() && v.class().is_none(), "{v:?}");
+        let l = line(&v);
+        assert!(
+            l.starts_with(
+                "do_wait [command]: no class: the mean mixes 300 + 1.00·N calls per op whose times \
+                 overlap (O(1), "
+            ),
+            "{l}"
+        );
     }
 }
