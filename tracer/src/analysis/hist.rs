@@ -132,8 +132,9 @@ pub fn trimmed_mean(d: &Dist, trim: f64) -> Option<f64> {
         if j2 < j1 {
             return 0.0;
         }
-        let k = (j2 - j1 + 1) as f64;
-        let sum_j = (j1 + j2) as f64 * k / 2.0 - 0.5 * k;
+        // In floating point: a run file's counts can be anything up to u64::MAX.
+        let k = (j2 - j1) as f64 + 1.0;
+        let sum_j = (j1 as f64 + j2 as f64) * k / 2.0 - 0.5 * k;
         k * lo + (hi - lo) / c as f64 * sum_j
     };
     let (mut kept, mut all, mut before) = (0.0, 0.0, 0u64);
@@ -208,6 +209,18 @@ mod tests {
         let n = sorted.len() as u64;
         let rank = ((q * n as f64).ceil() as u64).clamp(1, n);
         sorted[(rank - 1) as usize] as f64
+    }
+
+    /// Hostile counts (a run file is input) are summed in floating point.
+    #[test]
+    fn trimmed_mean_takes_any_count_a_run_file_holds() {
+        let d = Dist {
+            sum_ns: u64::MAX,
+            min_ns: 1,
+            max_ns: u64::MAX,
+            hist: vec![(40, u64::MAX), (41, 3)],
+        };
+        assert!(trimmed_mean(&d, TRIM).is_some_and(f64::is_finite));
     }
 
     /// The robust centre: an outlier does not move it, a clean distribution keeps its mean, and
