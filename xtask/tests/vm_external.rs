@@ -28,6 +28,11 @@
 //!   which the walk over the children calls once per child: counted inside do_wait, the
 //!   walk's trips give the verdict its class.
 //!
+//! - `a_benchmarks_timed_waits_lead_its_verdict_not_its_teardown_reaps`: `wait_children N
+//!   100 pid` with `--targets do_wait` at three sizes: 100 timed waits and N reaps per run;
+//!   the verdict is the timed waits' (their population split off the reaps), growing on
+//!   5.10 and not on 6.1.
+//!
 //! - `discover_names_a_shells_wait_walk_as_the_loop_on_5_10`,
 //!   `discover_names_sysvipc_find_ipc_under_ipcs_on_5_10_only`: shell scripts around
 //!   Debian's bash and util-linux (`SCRIPTS`, staged into the guest with their libraries)
@@ -173,6 +178,18 @@ const WAIT_PID: Sweep = Sweep {
     args: "--n 250,500,1000,2000 --repeat 2 --targets do_wait,wait_consider_task --no-samples",
     command: "wait_children {n} {n} pid",
 };
+/// The benchmark shape of most real ones: a fixed timed loop (100 waitpid(child) of a fresh
+/// child each) between a setup and a teardown that grow with N (N idle children forked, then
+/// killed and reaped one by one). Calls per run are exactly 100 + N: the reaps outnumber the
+/// timed waits from N = 100 on, and on 5.10 the mean per call of all of them falls while each
+/// timed wait walks the N children. Three sizes, as a user would sweep.
+const WAIT_FIXED: Sweep = Sweep {
+    name: "fixed",
+    args: "--n 100,1000,2000 --repeat 2 --targets do_wait --no-samples",
+    command: "wait_children {n} 100 pid",
+};
+/// The timed waits of WAIT_FIXED's command.
+const FIXED_WAITS: u64 = 100;
 /// waitpid(-1, WNOHANG) polls with N idle children: a fixed loop of polls, each walking them.
 /// N stays at half the polls or less: the population split tells the polls from the N reaps
 /// by their counts, and at N = polls the two counts are equal (one run split them the wrong
@@ -204,7 +221,15 @@ fn script(kernel: Kernel) -> String {
     assert_eq!(VMAS.command, VMAS_ARBITRARY.command);
     assert!(WAIT_WNOHANG.command.contains(&format!(" {WNOHANG_POLLS} ")));
     assert!(SYSVIPC.command.ends_with(&format!(" {SHM_READS}")));
-    for sw in [&VMAS, &VMAS_ARBITRARY, &WAIT_PID, &WAIT_WNOHANG, &SYSVIPC] {
+    assert!(WAIT_FIXED.command.contains(&format!(" {FIXED_WAITS} ")));
+    for sw in [
+        &VMAS,
+        &VMAS_ARBITRARY,
+        &WAIT_PID,
+        &WAIT_WNOHANG,
+        &SYSVIPC,
+        &WAIT_FIXED,
+    ] {
         assert!(sw.args.contains(&format!("--repeat {REPEAT} ")));
     }
     let sweeps: &[&Sweep] = match kernel {
@@ -213,6 +238,7 @@ fn script(kernel: Kernel) -> String {
             &WAIT_PID_DISCOVER,
             &IPC,
             &WAIT_PID,
+            &WAIT_FIXED,
             &WAIT_WNOHANG,
             &SYSVIPC,
             &SYSVIPC_AGAIN,
@@ -225,6 +251,7 @@ fn script(kernel: Kernel) -> String {
             &JOBS,
             &IPC,
             &WAIT_PID,
+            &WAIT_FIXED,
             &WAIT_WNOHANG,
             &SYSVIPC,
         ],
@@ -513,6 +540,52 @@ fn waitpid_pid_do_wait_grows_on_5_10_only() {
         };
         if !ok {
             wrong.push(format!("{v}: wait_consider_task in do_wait: {trips:?}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// The timed waits are the verdict, not the mean of all calls: on 5.10 each walks the N
+/// children and its time per call grows while the N reaps' do not; on 6.1 neither grows (the
+/// reaps' slow tail must not be read as the timed waits growing).
+#[test]
+#[ignore = "boots a VM: run through cargo xtask test"]
+fn a_benchmarks_timed_waits_lead_its_verdict_not_its_teardown_reaps() {
+    let mut wrong = Vec::new();
+    for (kernel, grows) in [(Kernel::V5_10, true), (Kernel::V6_1, false)] {
+        let v = kernel.version();
+        let (summary, run) = report(kernel, &WAIT_FIXED);
+        let verdict = verdict(&summary, "do_wait", "command");
+        let (classes, line) = classes_of(&summary, "do_wait");
+        eprintln!("{v} 100 timed waits + N reaps: {line}");
+        let mix = &verdict["mix"];
+        let fixed = mix["fixed_per_op"].as_f64().unwrap_or(0.0);
+        if mix["headline"] != "population"
+            || mix["kind"] != "fixed"
+            || (fixed - FIXED_WAITS as f64).abs() > 1.0
+        {
+            wrong.push(format!(
+                "{v}: the headline is not the {FIXED_WAITS} timed waits: {verdict}"
+            ));
+        }
+        let ok = if grows {
+            !classes.is_empty() && !classes.iter().any(|c| c == "O(1)")
+        } else {
+            Expect::NotLikeN.holds(&classes)
+        };
+        if !ok {
+            wrong.push(format!(
+                "{v}: the timed waits are {classes:?}, expected {}: {line}",
+                if grows { "growing" } else { "not like N" }
+            ));
+        }
+        let calls = calls_by_n(&run, "do_wait");
+        let runs = runs_by_n(&run, &WAIT_FIXED);
+        for n in n_list(&WAIT_FIXED) {
+            let c = calls.get(&n).copied().unwrap_or(0);
+            if c != runs[&n] * (FIXED_WAITS + n) {
+                wrong.push(format!("{v}: {c} do_wait calls at N={n}"));
+            }
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));

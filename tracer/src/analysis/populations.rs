@@ -5,15 +5,20 @@
 //! outnumber the polls and the mean says little about either.
 //!
 //! Detection from counts alone: the calls per op (per run without `--ops`) follow
-//! `a + b·N` with both parts substantial. Then each N's per-call histogram holds `a` fixed
-//! calls and `b·N` others. Which end of the histogram the fixed ones sit at is read from the
-//! sizes, mostly the largest N, where both populations are largest and most even: the cut
-//! with fewer calls around it (a valley between two modes) wins, and the same side is used
-//! at every N. Each population
-//! then gets its own time per call at each N (from bucket midpoints, spreading a bucket cut
-//! in two in proportion) and its own fit. A split is only claimed when the two populations'
-//! times differ (their means at the largest N by 2x or more); otherwise the data cannot
-//! separate them and the finding says so.
+//! `a + b·N` at three sizes or more, both parts at least 5% of the calls at the largest N, or
+//! at least 1% when the model fits the counts within a tenth of the smaller part (counts are
+//! exact: 100 timed waits among N reaps are a model, not a coincidence). Then each N's
+//! per-call histogram holds `a` fixed calls and `b·N` others. Which end of the histograms
+//! holds the fixed ones is the end where they stand most apart from the rest (Otsu's
+//! between-part share of the variance of log time, summed over the sizes), the same end at
+//! every N. Each population then gets its own time per call at each N (from bucket
+//! midpoints, spreading a bucket cut in two in proportion) and its own fit: the others by
+//! their mean, the fixed ones by the time a quarter of the way in from the cut
+//! ([`FIXED_RANK`]), since the end of a large N's histogram also holds the others' slow
+//! tail. A split is only
+//! claimed when the two populations' times differ (their means at the largest N by 2x or
+//! more); otherwise the data cannot separate them and the finding says so. The verdict takes
+//! its class from the population whose time per call grows ([`Mix`]).
 
 use serde::Serialize;
 
@@ -44,10 +49,6 @@ pub struct Population {
     pub kind: String,
     pub points: Vec<Point>,
     pub scaling: Option<Scaling>,
-    /// Sizes where the fixed calls were found where the smallest N had them, so they keep
-    /// its time (the slower end there holds the others' tail): see `still_there`.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub unmoved: Vec<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -81,8 +82,6 @@ pub enum Mix {
         fixed_per_op: f64,
         per_n: f64,
         scaling: Box<Scaling>,
-        /// As [`Population::unmoved`].
-        unmoved: Vec<u64>,
         /// The other population's fit, for the line.
         other: Option<Box<Scaling>>,
     },
@@ -132,7 +131,6 @@ impl PopulationSplit {
                 fixed_per_op: self.fixed_per_op,
                 per_n: self.per_n,
                 scaling: Box::new((*s).clone()),
-                unmoved: p.unmoved.clone(),
                 other: fitted
                     .iter()
                     .find(|(q, _)| q.kind != p.kind)
@@ -146,41 +144,9 @@ impl PopulationSplit {
     }
 }
 
-/// `count` calls taken from one end of a histogram: (their mean, the bucket density at the
-/// cut relative to the histogram's peak).
-fn take(d: &Dist, count: f64, from_top: bool) -> Option<(f64, f64)> {
-    let mut buckets: Vec<(u32, u64)> = d.hist.iter().copied().filter(|b| b.1 > 0).collect();
-    buckets.sort_unstable_by_key(|b| b.0);
-    if from_top {
-        buckets.reverse();
-    }
-    let peak = buckets.iter().map(|b| b.1).max()? as f64;
-    let (mut left, mut sum, mut cut_density) = (count, 0.0, 0.0);
-    for &(b, c) in &buckets {
-        if left <= 0.0 {
-            break;
-        }
-        let (lo, hi) = bucket_range(b);
-        let width = (hi - lo).max(1.0);
-        let used = (c as f64).min(left);
-        sum += used * (lo + hi) / 2.0;
-        left -= used;
-        // Calls per unit of log-width around the cut: a valley is low here.
-        cut_density = c as f64 / peak * (lo.max(1.0) / width).min(1.0);
-    }
-    (count > 0.0).then(|| (sum / count, cut_density))
-}
-
-/// Share of the fixed calls' central octaves ([`CENTRAL`] of them, at the smallest N) that
-/// may be missing there at a larger N for them to count as not moved (besides two Poisson
-/// errors).
-pub const MAX_MOVED: f64 = 0.1;
-/// The share of the smallest N's fixed calls whose octaves (the fewest adjacent ones) are
-/// checked at the larger sizes.
-pub const CENTRAL: f64 = 0.8;
-
-/// `count` calls taken from one end of a histogram, as counts per octave (power of two).
-fn taken_octaves(d: &Dist, count: f64, from_top: bool) -> Vec<f64> {
+/// `count` calls taken from one end of a histogram: (bucket, calls taken from it), from that
+/// end inwards, the cut bucket shared in proportion.
+fn taken(d: &Dist, count: f64, from_top: bool) -> Vec<(u32, f64)> {
     let mut buckets: Vec<(u32, u64)> = d.hist.iter().copied().filter(|b| b.1 > 0).collect();
     buckets.sort_unstable_by_key(|b| b.0);
     if from_top {
@@ -192,75 +158,74 @@ fn taken_octaves(d: &Dist, count: f64, from_top: bool) -> Vec<f64> {
         if left <= 0.0 {
             break;
         }
-        let o = octave(b);
-        if out.len() <= o {
-            out.resize(o + 1, 0.0);
-        }
         let used = (c as f64).min(left);
-        out[o] += used;
+        out.push((b, used));
         left -= used;
     }
     out
 }
 
-fn octave(bucket: u32) -> usize {
-    (bucket >> tracer_ebpf::HIST_SUB_BITS) as usize
+fn midpoint(bucket: u32) -> f64 {
+    let (lo, hi) = bucket_range(bucket);
+    (lo + hi) / 2.0
 }
 
-/// The fewest adjacent octaves holding [`CENTRAL`] of `octaves`' calls (the heavier of
-/// equally wide ones): `lo..=hi`.
-fn central(octaves: &[f64]) -> Option<(usize, usize)> {
-    let total: f64 = octaves.iter().sum();
-    let mut best: Option<(usize, usize, f64)> = None;
-    for lo in 0..octaves.len() {
-        let mut mass = 0.0;
-        for (hi, c) in octaves.iter().enumerate().skip(lo) {
-            mass += c;
-            if mass >= CENTRAL * total {
-                let better = best.is_none_or(|(l, h, m)| (hi - lo, -mass) < (h - l, -m));
-                if better {
-                    best = Some((lo, hi, mass));
-                }
-                break;
-            }
-        }
+/// The mean of `count` calls taken from one end of a histogram (bucket midpoints).
+fn take(d: &Dist, count: f64, from_top: bool) -> Option<f64> {
+    let sum: f64 = taken(d, count, from_top)
+        .iter()
+        .map(|&(b, c)| c * midpoint(b))
+        .sum();
+    (count > 0.0).then(|| sum / count)
+}
+
+/// Where in the fixed calls (taken from one end of a histogram) their time is read: this
+/// share of them from the end they were taken at, the rest nearer the cut. Not their mean:
+/// a small fixed part (100 timed waits) among thousands of others shares the end of the
+/// histogram with the others' slow tail, so the slowest 100 of 2100 calls take every outlier
+/// of 2000 reaps, and the mean of a time that stood still triples. Read here, `c` such
+/// outliers move the value from the fixed calls' quartile nearest the cut to their
+/// `(1 - FIXED_RANK) + c/k` quantile, and it stays a fixed call's time while the outliers
+/// number fewer than this share of the fixed calls.
+pub const FIXED_RANK: f64 = 0.75;
+
+/// The time at `rank` calls from one end of a histogram (the midpoint of its bucket).
+fn at_rank(d: &Dist, rank: f64, from_top: bool) -> Option<f64> {
+    taken(d, rank, from_top).last().map(|&(b, _)| midpoint(b))
+}
+
+/// How far apart `count` calls taken from one end of a histogram stand from the rest: the
+/// share of the variance of log time between the two parts (Otsu's η, 0..1), with bucket
+/// midpoints and the cut bucket shared in proportion.
+fn apartness(d: &Dist, count: f64, from_top: bool) -> Option<f64> {
+    let x = |b: u32| midpoint(b).max(1.0).ln();
+    let total: f64 = d.hist.iter().map(|b| b.1 as f64).sum();
+    if count <= 0.0 || count >= total {
+        return None;
     }
-    best.map(|(lo, hi, _)| (lo, hi))
-}
-
-/// Whether `d` still holds the smallest N's fixed calls (`octaves`, scaled by `scale` to this
-/// size's number of them) where most of them were: their central octaves hold at least all
-/// but [`MAX_MOVED`] of them, less two Poisson errors. Why: a small fixed part (100 timed
-/// waits) among thousands of others is otherwise timed by the others' tail, since the
-/// slowest 100 of 2100 calls take every outlier of 2000 reaps, and a time that stood still
-/// seems to triple. A part that did move (each wait walking N children) leaves those octaves
-/// to the others, far fewer there than it was. One-sided: a part that moved by less than its
-/// central octaves' span still counts as not moved.
-fn still_there(octaves: &[f64], scale: f64, d: &Dist) -> bool {
-    let Some((lo, hi)) = central(octaves) else {
-        return false;
-    };
-    let expected: f64 = octaves[lo..=hi].iter().sum::<f64>() * scale;
-    let have: f64 = d
+    let mean_all = d.hist.iter().map(|&(b, c)| x(b) * c as f64).sum::<f64>() / total;
+    let var_all = d
         .hist
         .iter()
-        .filter(|(b, _)| (lo..=hi).contains(&octave(*b)))
-        .map(|(_, c)| *c as f64)
+        .map(|&(b, c)| c as f64 * (x(b) - mean_all).powi(2))
+        .sum::<f64>()
+        / total;
+    if var_all <= 0.0 {
+        return Some(0.0);
+    }
+    let sum: f64 = taken(d, count, from_top)
+        .iter()
+        .map(|&(b, c)| c * x(b))
         .sum();
-    have >= (1.0 - MAX_MOVED) * expected - 2.0 * expected.sqrt()
+    let rest = (mean_all * total - sum) / (total - count);
+    let w = count / total;
+    Some(w * (1.0 - w) * (sum / count - rest).powi(2) / var_all)
 }
 
 /// The other calls: everything but `taken` from that end.
 fn rest_mean(d: &Dist, taken: f64, taken_mean: f64) -> Option<f64> {
     let total: f64 = d.hist.iter().map(|b| b.1 as f64).sum();
-    let all_mid: f64 = d
-        .hist
-        .iter()
-        .map(|&(b, c)| {
-            let (lo, hi) = bucket_range(b);
-            c as f64 * (lo + hi) / 2.0
-        })
-        .sum();
+    let all_mid: f64 = d.hist.iter().map(|&(b, c)| c as f64 * midpoint(b)).sum();
     let rest = total - taken;
     (rest > 0.0).then(|| (all_mid - taken * taken_mean) / rest)
 }
@@ -297,57 +262,32 @@ pub fn split(t: &CaseTable) -> Option<PopulationSplit> {
     if !model {
         return None;
     }
-    // Orientation: the side whose cut falls in a valley (the log of the two cuts' densities),
-    // voted over every N, each vote weighted by the calls it rests on and by the evenness of
-    // the two parts there, cubed: a cut near either tail falls in low density whichever way
-    // round, so the uneven small sizes must not outvote the largest. On 21 VM sweeps of 4000
-    // WNOHANG polls + N reaps (5.10, 6.1, 6.12) the largest N alone got it the wrong way round
-    // once, an unweighted vote four times, this vote never.
+    // Orientation: the end whose `fixed` calls stand most apart from the rest, as Otsu's
+    // threshold measures it (the between-part share of the variance of log time), summed over
+    // the sizes, each weighted by its calls. A half-and-half size votes nothing (both ends
+    // cut at its median), and an uneven one votes for the end where its small part is a
+    // mode of its own rather than the tail of the large one.
     let mut vote = 0.0;
     for (r, _, d) in &rows {
         let total: f64 = d.hist.iter().map(|b| b.1 as f64).sum();
         let fixed = total * (a / (a + b * r.n as f64)).min(1.0);
-        let (Some(top), Some(bottom)) = (take(d, fixed, true), take(d, fixed, false)) else {
-            continue;
-        };
-        // A size where the two parts' times do not differ either way round has no valley
-        // to find.
-        let apart = |(mean, _): (f64, f64)| {
-            rest_mean(d, fixed, mean)
-                .is_some_and(|rest| mean.max(rest) >= MIN_SEPARATION * mean.min(rest).max(1.0))
-        };
-        if !apart(top) && !apart(bottom) {
-            continue;
+        if let (Some(top), Some(bottom)) = (apartness(d, fixed, true), apartness(d, fixed, false)) {
+            vote += total * (top - bottom);
         }
-        let even = fixed.min(total - fixed) / total.max(1.0);
-        vote += even.powi(3) * total * (bottom.1.max(1e-9) / top.1.max(1e-9)).ln();
     }
     let fixed_slower = vote >= 0.0;
 
     let mut fixed_pts = Vec::new();
     let mut per_n_pts = Vec::new();
-    // The fixed calls as the smallest N shows them (the fewest others there to mix in).
-    let mut first: Option<(Vec<f64>, f64, f64)> = None;
-    let mut unmoved = Vec::new();
     for (r, c, d) in &rows {
         let total: f64 = d.hist.iter().map(|b| b.1 as f64).sum();
         let n = r.n as f64;
         let fixed = total * (a / c.max(a)).min(1.0);
-        let Some((taken_mean, _)) = take(d, fixed, fixed_slower) else {
+        let (Some(fixed_mean), Some(fixed_t)) = (
+            take(d, fixed, fixed_slower),
+            at_rank(d, FIXED_RANK * fixed, fixed_slower),
+        ) else {
             continue;
-        };
-        let fixed_mean = match &first {
-            None => {
-                first = Some((taken_octaves(d, fixed, fixed_slower), fixed, taken_mean));
-                taken_mean
-            }
-            // Still there: the fixed calls did not move, and what the end of the histogram
-            // holds beyond them is the others' tail.
-            Some((octaves, count, mean)) if still_there(octaves, fixed / count, d) => {
-                unmoved.push(r.n);
-                *mean
-            }
-            Some(_) => taken_mean,
         };
         let Some(rest) = rest_mean(d, fixed, fixed_mean) else {
             continue;
@@ -355,7 +295,7 @@ pub fn split(t: &CaseTable) -> Option<PopulationSplit> {
         let se = |count: f64| Some(1.0 / count.max(1.0).sqrt());
         fixed_pts.push(Point {
             n,
-            t: fixed_mean,
+            t: fixed_t,
             rel_se: se(fixed),
         });
         per_n_pts.push(Point {
@@ -372,13 +312,11 @@ pub fn split(t: &CaseTable) -> Option<PopulationSplit> {
                 kind: "fixed".into(),
                 scaling: fit_scaling(&fixed_pts),
                 points: fixed_pts,
-                unmoved,
             },
             Population {
                 kind: "per-n".into(),
                 scaling: fit_scaling(&per_n_pts),
                 points: per_n_pts,
-                unmoved: Vec::new(),
             },
         ]
     } else {
@@ -492,10 +430,6 @@ mod tests {
         let t = timed_waits_and_reaps();
         // 100 of 3100 calls at the largest N: under the 5% a noisy count model needs.
         let s = split(&t).expect("exact counts 100 + N at three sizes are a mix");
-        assert!(
-            s.populations[0].unmoved.is_empty(),
-            "the walk moved them: {s:?}"
-        );
         assert!((s.fixed_per_op - 100.0).abs() < 0.5, "{s:?}");
         assert!(s.separated && s.fixed_slower, "{s:?}");
         let Mix::Population { kind, scaling, .. } = s.mix() else {
@@ -532,17 +466,15 @@ mod tests {
                 .to_vec(),
         );
         let s = split(&t).expect("a mix");
-        let fixed = &s.populations[0];
-        assert_eq!(fixed.unmoved, [1000, 3000], "{s:?}");
         let Mix::Population { kind, scaling, .. } = s.mix() else {
             panic!("split: {s:?}");
         };
         assert_eq!(kind, "fixed");
         assert_eq!(scaling.class, Complexity::Constant, "{scaling:?}");
 
-        // Without the check, the slowest 100 of 3100 calls grow tenfold.
+        // Their mean grows tenfold: the slowest 100 of 3100 calls.
         let last = &t.rows[2];
-        let (top, _) = take(last.hist.as_ref().unwrap(), 100.0, true).unwrap();
+        let top = take(last.hist.as_ref().unwrap(), 100.0, true).unwrap();
         assert!(top > 5.0 * 200_000.0, "{top}");
     }
 
@@ -572,6 +504,38 @@ mod tests {
         };
         assert_eq!(kind, "fixed");
         assert_eq!(scaling.class, Complexity::Constant, "{scaling:?}");
+    }
+
+    #[test]
+    fn the_end_the_fixed_calls_sit_at_is_found_either_way_round() {
+        // 300 fast fixed calls (1-2 µs) and N slow ones that grow (a lookup per object).
+        let t = table(
+            [10u64, 300, 1000, 3000]
+                .map(|n| {
+                    let mut v: Vec<u64> = (0..300).map(|i| 1000 + 3 * i).collect();
+                    v.extend((0..n).map(|i| 40_000 + 20 * n + i % 300));
+                    row(n, &v)
+                })
+                .to_vec(),
+        );
+        let s = split(&t).unwrap();
+        assert!(s.separated && !s.fixed_slower, "{s:?}");
+        // Half and half at the smallest N, where both ends cut at the median: 100 timed
+        // waits of ~90 µs and 100 reaps of 5-60 µs; from N = 1000 on the waits walk (a 5.10
+        // VM sweep's shape, which an evenness-weighted vote of valleys got the wrong way
+        // round).
+        let t = table(
+            [100u64, 1000, 2000]
+                .map(|n| {
+                    let walk = if n > 100 { 350 * n } else { 0 };
+                    let mut v: Vec<u64> = (0..100).map(|i| 70_000 + walk + 300 * i).collect();
+                    v.extend((0..n).map(|i| 5_000 + (i * 7919) % 55_000));
+                    row(n, &v)
+                })
+                .to_vec(),
+        );
+        let s = split(&t).unwrap();
+        assert!(s.fixed_slower, "{s:?}");
     }
 
     #[test]

@@ -76,7 +76,6 @@ fn mixed(mix: &Mix, all: &Scaling) -> String {
             fixed_per_op,
             per_n,
             scaling,
-            unmoved,
             other,
         } => {
             let head_per_n = kind == "per-n";
@@ -85,16 +84,6 @@ fn mixed(mix: &Mix, all: &Scaling) -> String {
                 calls(head_per_n, *fixed_per_op, *per_n),
                 fitted(scaling)
             );
-            if !unmoved.is_empty() {
-                let at: Vec<String> = unmoved.iter().map(|n| fmt_n(*n as f64)).collect();
-                out.push_str(&format!(
-                    " (at N={} they are where N={} had them: their time is N={}'s, the slower \
-                     calls past them the others' tail)",
-                    at.join(", "),
-                    fmt_n(scaling.points[0].n),
-                    fmt_n(scaling.points[0].n),
-                ));
-            }
             if let Some(o) = other {
                 out.push_str(&format!(
                     "; {} others: {}, {}",
