@@ -25,21 +25,23 @@ pub fn line(v: &Verdict) -> String {
     let mut line = match &v.scaling {
         None if !v.timed => format!("{head}: count-only plan, no time per call to fit"),
         None => format!("{head}: fewer than two sizes with timed calls, nothing to fit"),
-        Some(s) => match v.count_overrides_time() {
-            // The count decides; the time's own fit is kept beside it.
-            Some(l) => format!(
-                "{head}: {} by its loop count ({} per call, slope {:.2}, counted in the kernel); \
-                 time per call alone: {}",
-                l.class.label(),
-                l.inner,
-                l.slope,
-                fitted(s)
-            ),
-            None => match &v.mix {
-                Some(mix) => format!("{head}: {}", mixed(mix, s)),
-                None => format!("{head}: {}", fitted(s)),
-            },
-        },
+        Some(s) => {
+            let time = match &v.mix {
+                Some(mix) => mixed(mix, s),
+                None => fitted(s),
+            };
+            match v.count_overrides_time() {
+                // The count decides; the time's own fit is kept beside it.
+                Some(l) => format!(
+                    "{head}: {} by its loop count ({} per call, slope {:.2}, counted in the \
+                     kernel); time per call alone: {time}",
+                    l.class.label(),
+                    l.inner,
+                    l.slope,
+                ),
+                None => format!("{head}: {time}"),
+            }
+        }
     };
     if let Some(via) = via(v.plan.as_ref()) {
         line.push_str(&format!("; via {via}"));
