@@ -158,6 +158,12 @@ Name what a loop calls beside the target (--targets do_wait,wait_consider_task):
 inside each target call, counted in the kernel, are the loop's trips per call, and give a
 growing verdict its class (\"O(n) by loop count\") where the time per item creeps up with N.
 
+A benchmark's setup and teardown often call the target too (N reaps after 100 timed waits).
+Where the calls per op follow a + b*N exactly at three sizes or more, the report splits the
+two populations by the per-call histogram and the verdict takes the class of the one whose
+time per call grows (\"the 100 calls per op: O(n); the ~1.00*N others: O(1); all calls
+together: O(1)\"); a mix it cannot split whose mean does not grow gets no class.
+
 --discover: sample every kernel stack of the traced process tree (cpu-clock, --freq) and
 where it blocks, then rank the kernel functions whose time per op grows with N; no function
 probe needed. With --discover and no --targets, nothing else is traced.
@@ -171,7 +177,9 @@ under. Two things can grow with N, and the report keeps them apart:
                 The answer line, the summary row and the report lead with the top one:
                 most time per op, except that a loop whose class set lies wholly above
                 another's (each measured at three sizes of 20 samples or more) ranks
-                above it.
+                above it. A first loop that weighs less than another entry but grows
+                faster gets a line saying near which N it would overtake it (an
+                extrapolation of the three largest sizes).
   more calls    an entry made at least 1.5 times as often per op at the largest N while its
                 whole time per call does not double: the command's own scaling (N more
                 forks, execs and page faults per run), stated, never the answer.
