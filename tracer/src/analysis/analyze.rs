@@ -256,6 +256,11 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Result<Analysis, LoadErr
                 });
             }
         }
+        a.warnings.extend(super::warnings::sample_rate_lowered(
+            &lr.label,
+            &run.counters,
+            run.sample_freq_hz,
+        ));
         for t in &run.targets {
             let calls: u64 = run
                 .spans

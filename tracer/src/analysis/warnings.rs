@@ -49,6 +49,14 @@ pub enum Warning {
         plan: String,
         attach_points: Vec<String>,
     },
+    /// The kernel lowered its perf sample-rate limit during the run, below the frequency
+    /// sampled at: what ran later was sampled less.
+    SampleRateLowered {
+        run: String,
+        from_hz: u64,
+        to_hz: u64,
+        freq_hz: u64,
+    },
     /// No plan could measure the target: each rejected plan and why.
     NotTraced {
         run: String,
@@ -64,4 +72,47 @@ pub struct StackLoss {
     pub caller: u64,
     pub offcpu: u64,
     pub sampled: u64,
+}
+
+/// The warning for a run whose sampling the kernel throttled: its perf sample-rate limit
+/// (the session's counters) fell during the run to below the frequency sampled at.
+pub fn sample_rate_lowered(
+    run: &str,
+    counters: &std::collections::BTreeMap<String, u64>,
+    freq_hz: u64,
+) -> Option<Warning> {
+    let from = *counters.get(crate::rundata::SAMPLE_RATE_LIMIT_START)?;
+    let to = *counters.get(crate::rundata::SAMPLE_RATE_LIMIT_END)?;
+    (to < from && to < freq_hz).then(|| Warning::SampleRateLowered {
+        run: run.to_string(),
+        from_hz: from,
+        to_hz: to,
+        freq_hz,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_limit_lowered_below_the_frequency_warns() {
+        let c = |from: u64, to: u64| {
+            [
+                (crate::rundata::SAMPLE_RATE_LIMIT_START.to_string(), from),
+                (crate::rundata::SAMPLE_RATE_LIMIT_END.to_string(), to),
+            ]
+            .into_iter()
+            .collect()
+        };
+        assert!(matches!(
+            sample_rate_lowered("r", &c(100_000, 3_000), 4999),
+            Some(Warning::SampleRateLowered { to_hz: 3000, .. })
+        ));
+        // Lowered, but still above what was sampled at: nothing throttled.
+        assert_eq!(sample_rate_lowered("r", &c(100_000, 25_000), 4999), None);
+        // Unchanged, or a run that did not record the limit.
+        assert_eq!(sample_rate_lowered("r", &c(3_000, 3_000), 4999), None);
+        assert_eq!(sample_rate_lowered("r", &Default::default(), 4999), None);
+    }
 }

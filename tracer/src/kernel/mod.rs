@@ -29,6 +29,17 @@ pub fn hostname() -> String {
         .unwrap_or_default()
 }
 
+/// The kernel's current limit on perf sampling rates (Hz), which it lowers by itself while
+/// perf interrupts take more than `kernel.perf_cpu_time_max_percent` of the CPU; None where
+/// the file cannot be read.
+pub fn perf_max_sample_rate() -> Option<u64> {
+    std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
 /// Is there a kprobe PMU (CONFIG_KPROBES with perf support)? Aya attaches kprobes through it,
 /// falling back to tracefs `kprobe_events` on old kernels.
 pub fn has_kprobe_pmu() -> bool {

@@ -63,6 +63,7 @@ impl Session {
     ) -> Result<RecordOutcome, TracerError> {
         let started = Instant::now();
         let started_unix = unix_now();
+        let rate_limit_start = crate::kernel::perf_max_sample_rate();
         self.engine.clear()?;
         let markers = self.attach_markers(spec)?;
         let target_names = self.target_names();
@@ -87,6 +88,13 @@ impl Session {
         }
         if let Some(sink) = events_out {
             session_counters.push(("raw_events_written", sink.finish()?));
+        }
+        if self.engine_opts.sample_freq_hz > 0
+            && let (Some(from), Some(to)) =
+                (rate_limit_start, crate::kernel::perf_max_sample_rate())
+        {
+            session_counters.push((crate::rundata::SAMPLE_RATE_LIMIT_START, from));
+            session_counters.push((crate::rundata::SAMPLE_RATE_LIMIT_END, to));
         }
         let command_exit = ran.command_exit(spec.external.is_some());
         let facts = RunFacts {

@@ -51,6 +51,19 @@ pub fn text(w: &Warning) -> String {
              (--discover shows the functions the time goes through)",
             attach_points.join(", ")
         ),
+        Warning::SampleRateLowered {
+            run,
+            from_hz,
+            to_hz,
+            freq_hz,
+        } => format!(
+            "{run}: the kernel lowered its perf sample-rate limit from {from_hz} to {to_hz} Hz \
+             during the run, below the {freq_hz} Hz sampled at (its perf interrupts took more \
+             than kernel.perf_cpu_time_max_percent of the CPU): what ran later was sampled \
+             less, so sampled times per op read low at the sizes run late. Sample at --freq \
+             {to_hz} or less, or lift the check (sysctl kernel.perf_cpu_time_max_percent=0), \
+             and run again"
+        ),
         Warning::NotTraced {
             run,
             target,

@@ -39,6 +39,12 @@ pub const INFORMATIONAL_COUNTERS: [&str; 9] = [
     "floor_ns",
 ];
 
+/// Session counters of a sampling run: the kernel's perf sample-rate limit (Hz) when
+/// recording began and when it ended. The kernel lowers it by itself when perf interrupts take
+/// too much CPU time, and samples at a higher frequency are then throttled.
+pub const SAMPLE_RATE_LIMIT_START: &str = "sample_rate_limit_start_hz";
+pub const SAMPLE_RATE_LIMIT_END: &str = "sample_rate_limit_end_hz";
+
 /// What a non-zero loss counter costs the results, and what to do about it, for warnings.
 pub fn counter_meaning(name: &str) -> Option<&'static str> {
     Some(match name {

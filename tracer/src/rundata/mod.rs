@@ -22,7 +22,10 @@ use serde::{Deserialize, Serialize};
 mod counters;
 mod stacks;
 
-pub use counters::{COUNTER_NAMES, INFORMATIONAL_COUNTERS, counter_meaning};
+pub use counters::{
+    COUNTER_NAMES, INFORMATIONAL_COUNTERS, SAMPLE_RATE_LIMIT_END, SAMPLE_RATE_LIMIT_START,
+    counter_meaning,
+};
 pub use stacks::{
     ENTRY_INTERRUPT, ENTRY_KERNEL, ENTRY_PAGE_FAULT, FoldedLine, PROFILE_TARGET, StackFile,
     StackKind, USER_FRAME, parse_folded, safe_component, stack_file_path, write_folded,
