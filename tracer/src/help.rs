@@ -175,9 +175,10 @@ under. Two things can grow with N, and the report keeps them apart:
                 (a growth class, 4 standard errors of sampling, and at least twofold from
                 the smallest to the largest N): `wait4: wait_consider_task O(n) per call`.
                 The answer line, the summary row and the report lead with the top one:
-                most time per op, except that a loop whose class set lies wholly above
-                another's (each measured at three sizes of 20 samples or more) ranks
-                above it. A first loop that weighs less than another entry but grows
+                most time added per op by its growth per call (the top frame's time per
+                call at the largest N less at the smallest, times the calls per op), except
+                that a loop whose class set lies wholly above another's (each measured at
+                three sizes of 20 samples or more) ranks above it. A first loop that weighs less than another entry but grows
                 faster gets a line saying near which N it would overtake it (an
                 extrapolation of the three largest sizes).
   more calls    an entry made at least 1.5 times as often per op at the largest N while its

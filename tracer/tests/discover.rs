@@ -47,6 +47,16 @@ fn assert_stacks_kept(run_json: &std::path::Path) {
         "{lost} of {taken} stacks lost (sampled {})",
         c("stacks_lost_sampled")
     );
+    // The kernel's sample-rate limit, read when recording began and ended (a fall below the
+    // frequency is a warning): this host's is well above the frequency the tests sample at.
+    let (from, to) = (
+        c("sample_rate_limit_start_hz"),
+        c("sample_rate_limit_end_hz"),
+    );
+    assert!(
+        from >= run["sample_freq_hz"].as_u64().unwrap() && to > 0,
+        "{from} -> {to}"
+    );
 }
 
 #[test]

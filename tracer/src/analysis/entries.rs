@@ -19,13 +19,16 @@
 //! whole time per call: at small N a `wait4` can spend most of its time spinning on a lock
 //! that the children's exits hold, which falls as the walk over the children grows.
 //!
-//! Loops rank by the top frame's time per op at the largest N, except that a loop whose
-//! class the data places wholly above another's (both measured at [`CLASS_SIZES`] sizes of
-//! `MIN_SAMPLES` samples or more, the least class of its set above the greatest of the
-//! other's) ranks above it
-//! whatever their times: a higher class overtakes a lower one as N grows. Where the sets
-//! overlap the data does not order the classes, and time decides (a shell's mixed wait4
-//! calls fit anything from O(log n) to O(n^2)).
+//! Loops rank by the time their growth per call adds per op (`added_per_op`: the top frame's
+//! time per call at the largest N less at the smallest, times the calls per op at the
+//! largest N), not by their whole time: an `execve` that tears down a shell twice as large
+//! at 1000 jobs as at 10 is a heavy syscall made N more times, and its whole time would put
+//! it above the walk in `wait4` whose per-call time quadruples (a 6.1 guest under TCG). A loop
+//! whose class the data places wholly above another's (both measured at [`CLASS_SIZES`] sizes
+//! of `MIN_SAMPLES` samples or more, the least class of its set above the greatest of the
+//! other's) ranks above it whatever their times: a higher class overtakes a lower one as N
+//! grows. Where the sets overlap the data does not order the classes, and time decides (a
+//! shell's mixed wait4 calls fit anything from O(log n) to O(n^2)).
 //!
 //! An entry made more often per op whose whole time per call does not double is listed
 //! under more calls even when a frame inside it is also a (minor) loop: a shell's `execve`s
@@ -135,6 +138,16 @@ impl KernelEntry {
             .map_or(0.0, |p| p.incl_ns * self.last().calls_per_op)
     }
 
+    /// What the loop's growth per call adds per op (ns): the top frame's time per call at
+    /// the largest N less at the smallest, times the calls per op at the largest N. The
+    /// loops rank by it: more calls add nothing to it, a slower call does.
+    pub fn added_per_op(&self) -> f64 {
+        self.top().map_or(0.0, |g| {
+            let (f, l) = (&g.points[0], &g.points[g.points.len() - 1]);
+            (l.incl_ns - f.incl_ns) * self.last().calls_per_op
+        })
+    }
+
     /// The frame that speaks for the loop: the top growing frame.
     pub fn frame(&self) -> Option<&str> {
         self.top().map(|g| g.function.as_str())
@@ -144,8 +157,8 @@ impl KernelEntry {
 /// What the kernel entries say of one discovery.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Entries {
-    /// Entries whose time per call grows: most time per op first, except that a loop whose
-    /// class set lies wholly above another's comes before it.
+    /// Entries whose time per call grows: most time added per op by the growth per call
+    /// first, except that a loop whose class set lies wholly above another's comes before it.
     pub loops: Vec<KernelEntry>,
     /// Entries whose calls per op grow while their whole time per call does not double, most
     /// time first (one may also be a minor loop).
@@ -289,11 +302,11 @@ fn overtake(en: &Entries) -> Option<Overtake> {
     })
 }
 
-/// Loops in rank order: most time first, except that no loop comes after one it outranks by
+/// Loops in rank order: most time added by the growth per call first, except that no loop comes after one it outranks by
 /// class. `outranks` is a partial order (overlapping sets are not ordered), so this is a
 /// topological order: each place goes to the heaviest loop that no remaining one outranks.
 fn rank(mut rest: Vec<KernelEntry>) -> Vec<KernelEntry> {
-    rest.sort_by(|a, b| b.weight_per_op().total_cmp(&a.weight_per_op()));
+    rest.sort_by(|a, b| b.added_per_op().total_cmp(&a.added_per_op()));
     let mut out = Vec::with_capacity(rest.len());
     while !rest.is_empty() {
         // A strict partial order has an element nothing outranks; the first is the heaviest.
@@ -625,7 +638,7 @@ pub(crate) mod tests {
         assert!(names.contains(&"wait4"), "{names:?}");
         // It carries less time than the walk in wait4, and ranks first by class alone.
         let (read, wait4) = (&d.entries.loops[0], &d.entries.loops[1]);
-        assert!(read.weight_per_op() < wait4.weight_per_op());
+        assert!(read.added_per_op() < wait4.added_per_op());
         assert!(read.outranks(wait4), "{read:#?}");
         assert!(!wait4.outranks(read));
     }
