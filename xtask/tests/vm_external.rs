@@ -33,7 +33,7 @@
 //!   the verdict is the timed waits' (their population split off the reaps), growing on
 //!   5.10 and not on 6.1.
 //!
-//! - `discover_names_a_shells_wait_walk_as_the_loop_on_5_10`,
+//! - `discover_names_a_shells_wait_walk_as_the_loop`,
 //!   `discover_names_sysvipc_find_ipc_under_ipcs_on_5_10_only`: shell scripts around
 //!   Debian's bash and util-linux (`SCRIPTS`, staged into the guest with their libraries)
 //!   under discover: the kernel loop is the syscall whose time per call grows, and the
@@ -157,6 +157,14 @@ const JOBS: Sweep = Sweep {
     args: "--n 10,100,500 --repeat 2 --discover --confirm 0",
     command: "jobs.sh {n}",
 };
+/// 6.1: the same to N = 1000. Under TCG a 6.1 guest's wait4 spends about 170 µs per call
+/// on the children's lock at any N, so the walk over 500 children rose less than twofold per
+/// call in one run of two (no loop); over 1000 it rose 2.4 to 3.8 times in four.
+const JOBS_WIDE: Sweep = Sweep {
+    name: "jobs",
+    args: "--n 10,100,1000 --repeat 2 --discover --confirm 0",
+    command: "jobs.sh {n}",
+};
 /// ipcmk and ipcs (`SCRIPTS`) under discover: on 5.10 each read of /proc/sysvipc/shm scans
 /// the ids, on 6.1 it does not.
 const IPC: Sweep = Sweep {
@@ -236,6 +244,7 @@ fn script(kernel: Kernel) -> String {
         Kernel::V6_1 => &[
             &VMAS_ARBITRARY,
             &WAIT_PID_DISCOVER,
+            &JOBS_WIDE,
             &IPC,
             &WAIT_PID,
             &WAIT_FIXED,
@@ -1007,41 +1016,41 @@ fn more_calls(d: &Value) -> Vec<String> {
 }
 
 /// bash with N background jobs running 300 short commands (Debian's bash, staged): its
-/// waits walk every child on every kernel, so discover names the wait walk as a kernel loop
-/// (5.10 here; the host test asserts it on 6.18); the jobs' forks and execs are more calls.
-/// Not on 6.1 under TCG at these sizes: there wait_consider_task per wait4 call rose
-/// 136 -> 293 µs over N = 10..500 in one run (x2.15, a loop) and less than twofold in the
-/// next (no loop): the lock its exiting children hold costs a TCG guest more than the walk
-/// over 500 children, and larger N did not fit this suite's time.
+/// waits walk every child on every kernel, so discover names the wait walk as the kernel
+/// loop (the host test asserts it on 6.18); the jobs' forks and execs are more calls. The
+/// other loops a guest shows (`exit_mmap` per execve tearing down a shell whose heap grows
+/// with its jobs, 619 µs -> 1.28 ms over N = 10..500 on 6.1) add less per run by their
+/// growth per call than the walk does, which is what the loops rank by.
 #[test]
 #[ignore = "boots a VM: run through cargo xtask test"]
-fn discover_names_a_shells_wait_walk_as_the_loop_on_5_10() {
-    {
-        let kernel = Kernel::V5_10;
+fn discover_names_a_shells_wait_walk_as_the_loop() {
+    let mut wrong = Vec::new();
+    for (kernel, sweep) in [(Kernel::V5_10, &JOBS), (Kernel::V6_1, &JOBS_WIDE)] {
         let v = kernel.version();
-        let (summary, _) = report(kernel, &JOBS);
+        let (summary, _) = report(kernel, sweep);
         let d = &summary["discoveries"][0];
         let loops = entry_loops(d);
         let more = more_calls(d);
         eprintln!("{v}: loops {loops:?}\n{v}: more calls {more:?}");
-        // A loop, though not always the top one here: under TCG each exec of the shell's
-        // children tears down a copy of a shell whose heap grows with its jobs, and
-        // `exit_mmap` per execve rose 619 µs -> 1.28 ms over N = 10..500 on 6.1 (66 -> 114
-        // µs natively over N = 10..1000, the same shell), which weighs as much as the walk
-        // at these sizes. The host test asserts the walk first at N up to 3000.
-        assert!(
-            loops
+        if !loops
+            .first()
+            .is_some_and(|(e, f)| e == "wait4" && WAIT_PATH.contains(&f.as_str()))
+        {
+            wrong.push(format!(
+                "{v}: the first loop is not the wait walk: {loops:?}"
+            ));
+        }
+        if !more.iter().any(|e| e == "execve")
+            || !more
                 .iter()
-                .any(|(e, f)| e == "wait4" && WAIT_PATH.contains(&f.as_str())),
-            "{v}: {loops:?}"
-        );
-        assert!(more.iter().any(|e| e == "execve"), "{v}: {more:?}");
-        assert!(
-            more.iter()
-                .any(|e| ["clone", "clone3", "vfork", "fork"].contains(&e.as_str())),
-            "{v}: {more:?}"
-        );
+                .any(|e| ["clone", "clone3", "vfork", "fork"].contains(&e.as_str()))
+        {
+            wrong.push(format!(
+                "{v}: the forks and execs are not more calls: {more:?}"
+            ));
+        }
     }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
 /// util-linux's ipcmk and ipcs (staged from Debian) in a script: N segments, 20 listings. On
