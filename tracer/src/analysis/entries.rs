@@ -281,7 +281,7 @@ fn overtake(en: &Entries) -> Option<Overtake> {
         .map(|e| (e, true))
         .chain(en.more_calls.iter().map(|e| (e, false)))
         .filter(|(e, _)| e.entry != head.entry);
-    let (other, is_loop, last) = others
+    let (other, is_loop, _) = others
         .map(|(e, is_loop)| {
             let pts = per_op(e, is_loop);
             let last = pts.last().map_or(0.0, |p| p.1);
@@ -290,7 +290,7 @@ fn overtake(en: &Entries) -> Option<Overtake> {
         .filter(|x| x.2 > weight)
         .max_by(|a, b| a.2.total_cmp(&b.2))?;
     let (oc, ok) = power_law(&per_op(other, is_loop))?;
-    if k - ok < MIN_OVERTAKE_SLOPE_GAP || last <= 0.0 {
+    if k - ok < MIN_OVERTAKE_SLOPE_GAP {
         return None;
     }
     let n = ((oc - c) / (k - ok)).exp();
@@ -303,9 +303,10 @@ fn overtake(en: &Entries) -> Option<Overtake> {
     })
 }
 
-/// Loops in rank order: most time added by the growth per call first, except that no loop comes after one it outranks by
-/// class. `outranks` is a partial order (overlapping sets are not ordered), so this is a
-/// topological order: each place goes to the heaviest loop that no remaining one outranks.
+/// Loops in rank order: most time added by the growth per call first, except that no loop
+/// comes after one it outranks by class. `outranks` is a partial order (overlapping sets are
+/// not ordered), so this is a topological order: each place goes to the heaviest loop that no
+/// remaining one outranks.
 fn rank(mut rest: Vec<KernelEntry>) -> Vec<KernelEntry> {
     rest.sort_by(|a, b| b.added_per_op().total_cmp(&a.added_per_op()));
     let mut out = Vec::with_capacity(rest.len());
@@ -343,16 +344,23 @@ fn entry(
         calls.push(c as f64);
         wall.push(w as f64);
     }
-    let profiles: Vec<Profile> = ns
+    // Each size's samples of the entry: all of them, and its own work (without the samples
+    // taken in a context switch or an interrupt inside it), where the loops are looked for.
+    let (profiles, own): (Vec<Profile>, Vec<Profile>) = ns
         .iter()
         .map(|&n| {
             files
                 .iter()
                 .find(|s| s.file.n == n && s.file.target == name)
-                .map(|s| profile(&s.folded, period_ns))
+                .map(|s| {
+                    (
+                        profile(&s.folded, period_ns),
+                        profile(&own_work(&s.folded), period_ns),
+                    )
+                })
                 .unwrap_or_default()
         })
-        .collect();
+        .unzip();
     let points: Vec<EntryPoint> = (0..ns.len())
         .map(|i| {
             let p = &profiles[i];
@@ -407,18 +415,6 @@ fn entry(
         frames: Vec::new(),
         cause: None,
     };
-    // The loops are looked for in the entry's own work: without the samples taken in a
-    // context switch or an interrupt inside it.
-    let own: Vec<Profile> = ns
-        .iter()
-        .map(|&n| {
-            files
-                .iter()
-                .find(|s| s.file.n == n && s.file.target == name)
-                .map(|s| profile(&own_work(&s.folded), period_ns))
-                .unwrap_or_default()
-        })
-        .collect();
     let per_call_kernel: Vec<f64> = (0..ns.len())
         .map(|i| own[i].kernel_w as f64 / calls[i])
         .collect();
