@@ -173,8 +173,8 @@ fault (exceptions:page_fault_user), and files every kernel sample under the entr
 under. Two things can grow with N, and the report keeps them apart:
   kernel loops  an entry inside which a frame's on-CPU time per call of the entry grows
                 (a growth class, 4 standard errors of sampling, and at least twofold from
-                the smallest to the largest N, or its self time twofold when that carries
-                half its growth): `wait4: wait_consider_task O(n) per call`.
+                the smallest to the largest N; of its self time when that carries half
+                its growth): `wait4: wait_consider_task O(n) per call`.
                 The answer line, the summary row and the report lead with the top one:
                 most time added per op by its growth per call (the top frame's time per
                 call at the largest N less at the smallest, times the calls per op), except
