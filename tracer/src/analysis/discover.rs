@@ -553,9 +553,9 @@ pub(super) fn growers(
         // the fit's margin of its baseline, and the fit calls it flat. When the self time
         // carries at least half the added time, its own growth is fitted: 6.1's
         // wait_consider_task walks the children in its body and reaps through release_task
-        // (a constant ~300 µs per call under TCG); over N = 10, 100, 1000 jobs of a shell
-        // its self time per call rose 28 -> 113 -> 467 µs, its inclusive time 352 -> 411 ->
-        // 715 µs (17% over the baseline at N = 100, where the margin is 20%).
+        // (under TCG a fixed cost, most of the call at N = 10); over N = 10, 100, 1000 jobs
+        // of a shell its self time per call rose 14 -> 57 -> 233 µs, its inclusive time
+        // 176 -> 206 -> 358 µs (17% over the baseline at N = 100, where the margin is 20%).
         if scaling
             .as_ref()
             .is_none_or(|s| s.class == Complexity::Constant)
