@@ -63,6 +63,13 @@ pub struct FnPoint {
     pub share: f64,
 }
 
+/// Whether the self time carries at least half of what the inclusive time added from `first`
+/// to `last`: a loop in the function's own body, beside callees whose work does not grow.
+pub(super) fn self_carries_growth(first: &FnPoint, last: &FnPoint) -> bool {
+    let added = last.incl_ns - first.incl_ns;
+    added > 0.0 && last.self_ns - first.self_ns >= 0.5 * added
+}
+
 /// A function whose time grows with N.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Grower {
@@ -559,23 +566,19 @@ pub(super) fn growers(
         if scaling
             .as_ref()
             .is_none_or(|s| s.class == Complexity::Constant)
+            && self_carries_growth(&points[0], &points[last])
         {
-            let (f0, f1) = (&points[0], &points[last]);
-            if f1.self_ns - f0.self_ns >= 0.5 * added {
-                let self_points: Vec<Point> = points
-                    .iter()
-                    .filter(|p| p.samples >= MIN_FIT_SAMPLES && p.self_ns > 0.0)
-                    .map(|p| Point {
-                        n: p.n as f64,
-                        t: p.self_ns,
-                        // The self time's share of the samples, at least one.
-                        rel_se: Some(
-                            1.0 / (p.samples as f64 * p.self_ns / p.incl_ns).max(1.0).sqrt(),
-                        ),
-                    })
-                    .collect();
-                scaling = fit_scaling(&self_points);
-            }
+            let self_points: Vec<Point> = points
+                .iter()
+                .filter(|p| p.samples >= MIN_FIT_SAMPLES && p.self_ns > 0.0)
+                .map(|p| Point {
+                    n: p.n as f64,
+                    t: p.self_ns,
+                    // The self time's share of the samples, at least one.
+                    rel_se: Some(1.0 / (p.samples as f64 * p.self_ns / p.incl_ns).max(1.0).sqrt()),
+                })
+                .collect();
+            scaling = fit_scaling(&self_points);
         }
         let Some(scaling) = scaling else {
             continue;

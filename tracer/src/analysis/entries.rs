@@ -16,9 +16,9 @@
 //! `MIN_ADDED_SIGMA` standard errors and 5% of the entry's time) run on the entry's own
 //! samples with its calls as the ops, and the frame's time per call (or its self time, when
 //! that carries the growth) at least [`MIN_LOOP_GROWTH`] times its value at the smallest N
-//! (`grows_enough`). The frame decides, not the entry's
-//! whole time per call: at small N a `wait4` can spend most of its time spinning on a lock
-//! that the children's exits hold, which falls as the walk over the children grows.
+//! (`grows_enough`). The frame decides, not the entry's whole time per call: at small N a
+//! `wait4` can spend most of its time spinning on a lock that the children's exits hold,
+//! which falls as the walk over the children grows.
 //!
 //! Loops rank by the time their growth per call adds per op (`added_per_op`: the top frame's
 //! time per call at the largest N less at the smallest, times the calls per op at the
@@ -44,7 +44,7 @@ use crate::rundata::{EntryRow, StackKind};
 use super::analyze::StackData;
 use super::discover::{
     DiscoverCause, Grower, MIN_FIT_SAMPLES, MIN_SAMPLES, Profile, growers, grown, profile,
-    root_cause,
+    root_cause, self_carries_growth,
 };
 use super::fit::{Complexity, Point, Scaling, fit_scaling};
 use super::stacks::Folded;
@@ -473,16 +473,15 @@ fn own_work(stacks: &Folded) -> Folded {
 /// and carries at least half of what the inclusive time added. The second is a loop in the
 /// frame's own body beside fixed work in its callees, which dilutes the inclusive rise: 5.10's
 /// `wait_consider_task` walks the children in its body and reaps one through `release_task`,
-/// whose /proc dcache invalidation carried half of wait4's time at N = 10 under TCG. Over N = 10..500
-/// jobs of a shell its self time per wait4 call rose 12 to 16 times in three sweeps, its
-/// inclusive time 2.4 to 2.9 times, and in another sweep less than twice.
+/// whose /proc dcache invalidation carried half of wait4's time at N = 10 under TCG. Over
+/// N = 10..500 jobs of a shell its self time per wait4 call rose 12 to 16 times in three
+/// sweeps, its inclusive time 2.4 to 2.9 times, and in another sweep less than twice.
 fn grows_enough(points: &[super::discover::FnPoint]) -> bool {
     let (Some(f), Some(l)) = (points.first(), points.last()) else {
         return false;
     };
-    let added = l.incl_ns - f.incl_ns;
     l.incl_ns >= MIN_LOOP_GROWTH * f.incl_ns
-        || (l.self_ns >= MIN_LOOP_GROWTH * f.self_ns && l.self_ns - f.self_ns >= 0.5 * added)
+        || (l.self_ns >= MIN_LOOP_GROWTH * f.self_ns && self_carries_growth(f, l))
 }
 
 /// Standard errors of sampling the rise from the second-largest size to the largest must
