@@ -63,6 +63,17 @@ pub struct FnPoint {
     pub share: f64,
 }
 
+impl Grower {
+    /// The time at `p` its class was fitted on: the self time when `fitted_on_self`.
+    pub fn fitted_ns(&self, p: &FnPoint) -> f64 {
+        if self.fitted_on_self {
+            p.self_ns
+        } else {
+            p.incl_ns
+        }
+    }
+}
+
 /// Whether the self time carries at least half of what the inclusive time added from `first`
 /// to `last`: a loop in the function's own body, beside callees whose work does not grow.
 pub(super) fn self_carries_growth(first: &FnPoint, last: &FnPoint) -> bool {
@@ -84,6 +95,9 @@ pub struct Grower {
     pub added_share: f64,
     /// The caller chain (outermost first) of its heaviest stack at the largest N.
     pub callers: Vec<String>,
+    /// The class was fitted on the self time (`self_carries_growth`, the inclusive fit flat):
+    /// plots draw the self time against its model.
+    pub fitted_on_self: bool,
     /// The function also grows in blocked time.
     pub also_blocked: bool,
 }
@@ -555,6 +569,7 @@ pub(super) fn growers(
             })
             .collect();
         let mut scaling = fit_scaling(&fit_points);
+        let mut fitted_on_self = false;
         // A loop in the function's own body beside fixed work in its callees: the fixed part
         // hides the loop's rise at the middle sizes, where the inclusive time stays within
         // the fit's margin of its baseline, and the fit calls it flat. When the self time
@@ -579,6 +594,7 @@ pub(super) fn growers(
                 })
                 .collect();
             scaling = fit_scaling(&self_points);
+            fitted_on_self = true;
         }
         let Some(scaling) = scaling else {
             continue;
@@ -594,6 +610,7 @@ pub(super) fn growers(
             added_se_ns: se,
             added_share: added / kernel_added,
             callers: p1.heaviest.get(f).map(|h| h.1.clone()).unwrap_or_default(),
+            fitted_on_self,
             also_blocked: false,
         });
     }

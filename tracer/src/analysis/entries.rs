@@ -695,6 +695,10 @@ pub(crate) mod tests {
         let g = l.top().unwrap();
         let (f, last) = (&g.points[0], &g.points[g.points.len() - 1]);
         assert!(last.incl_ns < MIN_LOOP_GROWTH * f.incl_ns, "{g:?}");
+        assert!(
+            !g.fitted_on_self,
+            "the inclusive time is fitted where it grows visibly"
+        );
         // A reap twice as dear keeps the inclusive time within the fit's margin of its
         // baseline at every size but the largest (4.0 -> 4.5 periods per call at N = 1000):
         // the class comes from the self time, which carries the growth.
@@ -705,6 +709,7 @@ pub(crate) mod tests {
             ("wait4", Some("wait_consider_task"))
         );
         assert_ne!(l.top().unwrap().scaling.class, Complexity::Constant);
+        assert!(l.top().unwrap().fitted_on_self);
         // A self time that rises by a fraction of the callee's fixed cost is no loop: per
         // call 0.5 periods of own work at N = 10 and 0.8 at N = 3000.
         let d = discovered(|n| {

@@ -115,12 +115,17 @@ pub(super) fn write_discoveries(
                 .take(discover::TERMINAL_TOP)
                 .map(|(l, g)| plot::Series {
                     label: format!(
-                        "{} in {} · {}",
+                        "{}{} in {} · {}",
                         g.function,
+                        if g.fitted_on_self { " (self)" } else { "" },
                         l.entry,
                         g.scaling.classes_label()
                     ),
-                    points: g.points.iter().map(|p| (p.n as f64, p.incl_ns)).collect(),
+                    points: g
+                        .points
+                        .iter()
+                        .map(|p| (p.n as f64, g.fitted_ns(p)))
+                        .collect(),
                     model: Some(g.scaling.model.clone()),
                     style: 0,
                 })
@@ -141,8 +146,17 @@ pub(super) fn write_discoveries(
             .iter()
             .take(discover::TERMINAL_TOP)
             .map(|g| plot::Series {
-                label: format!("{} · {}", g.function, g.scaling.classes_label()),
-                points: g.points.iter().map(|p| (p.n as f64, p.incl_ns)).collect(),
+                label: format!(
+                    "{}{} · {}",
+                    g.function,
+                    if g.fitted_on_self { " (self)" } else { "" },
+                    g.scaling.classes_label()
+                ),
+                points: g
+                    .points
+                    .iter()
+                    .map(|p| (p.n as f64, g.fitted_ns(p)))
+                    .collect(),
                 model: Some(g.scaling.model.clone()),
                 style: 0,
             })
