@@ -667,7 +667,10 @@ pub(crate) mod tests {
 
     /// The shell's wait4 as 5.10 runs it: the walk in wait_consider_task's own body, and a
     /// reap through release_task that costs `reap` periods per call at every N.
-    fn reaping_walk(per_child: u64, reap: u64) -> impl Fn(u64) -> (Vec<StackData>, Vec<EntryRow>) {
+    pub(crate) fn reaping_walk(
+        per_child: u64,
+        reap: u64,
+    ) -> impl Fn(u64) -> (Vec<StackData>, Vec<EntryRow>) {
         move |n| {
             let (mut s, rows) = shell(n);
             let wait4 = "e;do_syscall_64;kernel_wait4;do_wait;wait_consider_task";

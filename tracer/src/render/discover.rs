@@ -20,14 +20,6 @@ fn n_range(d: &Discovery) -> String {
     )
 }
 
-fn class_text(g: &Grower) -> String {
-    format!(
-        "{}, slope {}",
-        g.scaling.classes_label(),
-        super::summary::slope(&g.scaling)
-    )
-}
-
 fn chain(callers: &[String], keep: usize) -> String {
     let start = callers.len().saturating_sub(keep);
     let mut parts: Vec<&str> = callers[start..].iter().map(String::as_str).collect();
@@ -87,14 +79,10 @@ pub fn answer(d: &Discovery) -> String {
             d.per
         );
     };
-    let first = &top.points[0];
-    let last = &top.points[top.points.len() - 1];
     let mut line = format!(
-        "{head}: {} grows {}, {} → {} per {} over {}, {} of the added kernel time",
+        "{head}: {} grows {} per {} over {}, {} of the added kernel time",
         top.function,
-        class_text(top),
-        ns(first.incl_ns),
-        ns(last.incl_ns),
+        super::entries::growth_text(top),
         d.per,
         n_range(d),
         pct(top.added_share.min(1.0)),
@@ -132,16 +120,13 @@ fn loop_answer(
     let Some(g) = l.top() else {
         return format!("{head}: {} grows per call [{basis}]", l.entry);
     };
-    let (gf, gl) = (&g.points[0], &g.points[g.points.len() - 1]);
+    let gl = &g.points[g.points.len() - 1];
     let mut line = format!(
-        "{head}: {} in {}: its time per {} call grows {}, {} → {} over {}, {} of {}'s time at \
-         N={}",
+        "{head}: {} in {}: its time per {} call grows {} over {}, {} of {}'s time at N={}",
         g.function,
         l.entry,
         l.entry,
-        super::entries::class_text(g),
-        ns(gf.incl_ns),
-        ns(gl.incl_ns),
+        super::entries::growth_text(g),
         n_range(d),
         pct(gl.share.min(1.0)),
         l.entry,

@@ -41,6 +41,26 @@ pub fn class_text(g: &Grower) -> String {
     )
 }
 
+/// A grower's class and the times it was fitted on, first and last size: "O(n), slope 1.02,
+/// 1.09µs → 38.0µs"; for a class fitted on the self time (a walk in the frame's own body
+/// beside a callee of fixed cost), those times marked self, and the inclusive ones after
+/// them: "O(n), slope 0.71, 14.0µs → 233µs self (176µs → 358µs with its callees)".
+pub fn growth_text(g: &Grower) -> String {
+    let (f, l) = (&g.points[0], &g.points[g.points.len() - 1]);
+    if g.fitted_on_self {
+        format!(
+            "{}, {} → {} self ({} → {} with its callees)",
+            class_text(g),
+            ns(f.self_ns),
+            ns(l.self_ns),
+            ns(f.incl_ns),
+            ns(l.incl_ns)
+        )
+    } else {
+        format!("{}, {} → {}", class_text(g), ns(f.incl_ns), ns(l.incl_ns))
+    }
+}
+
 /// "wait4: wait_consider_task O(n), slope 1.02, 1.09µs → 38.0µs per call over N=10..1000
 /// (2.4% → 60.1% of wait4's time); wait4 45.1µs → 63.3µs per call, 614 → 1839 calls per
 /// run, 6.3% of the kernel time at N=1000; the loop: __do_wait (self) 12%"
@@ -50,11 +70,9 @@ pub fn loop_line(d: &Discovery, e: &KernelEntry) -> String {
     if let Some(g) = e.top() {
         let (gf, gl) = (&g.points[0], &g.points[g.points.len() - 1]);
         s.push_str(&format!(
-            "{} {}, {} → {} per call over N={}..{} ({} → {} of {}'s time); ",
+            "{} {} per call over N={}..{} ({} → {} of {}'s time); ",
             g.function,
-            class_text(g),
-            ns(gf.incl_ns),
-            ns(gl.incl_ns),
+            growth_text(g),
             fmt_n(f.n as f64),
             fmt_n(l.n as f64),
             pct(gf.share.min(1.0)),
@@ -212,7 +230,9 @@ mod tests {
         assert_eq!(count(0.0), "0");
     }
     use crate::analysis::discover::tests::PERIOD;
-    use crate::analysis::entries::tests::{discovered, entry_data, light_walk, row, shell};
+    use crate::analysis::entries::tests::{
+        discovered, entry_data, light_walk, reaping_walk, row, shell,
+    };
 
     fn text(d: &Discovery) -> String {
         super::super::discover::text(d, 5, |rows| {
@@ -289,5 +309,44 @@ mod tests {
             "{t}"
         );
         assert!(!text(&discovered(shell)).contains("overtakes"));
+    }
+
+    /// A class fitted on the self time is quoted with the self times it was fitted on, the
+    /// inclusive ones beside them; a class fitted on the inclusive time quotes those alone.
+    #[test]
+    fn a_class_fitted_on_the_self_time_quotes_the_self_times() {
+        let d = discovered(reaping_walk(2000, 4));
+        let g = d.entries.loops[0].top().unwrap();
+        assert!(g.fitted_on_self);
+        let (f, l) = (&g.points[0], &g.points[g.points.len() - 1]);
+        let quoted = format!(
+            "{} → {} self ({} → {} with its callees)",
+            ns(f.self_ns),
+            ns(l.self_ns),
+            ns(f.incl_ns),
+            ns(l.incl_ns)
+        );
+        let a = super::super::discover::answer(&d);
+        assert!(
+            a.contains(&format!("grows {}, {quoted} over", class_text(g))),
+            "{a}"
+        );
+        assert!(text(&d).contains(&quoted), "{}", text(&d));
+
+        let d = discovered(reaping_walk(2000, 2));
+        let g = d.entries.loops[0].top().unwrap();
+        assert!(!g.fitted_on_self);
+        let (f, l) = (&g.points[0], &g.points[g.points.len() - 1]);
+        let a = super::super::discover::answer(&d);
+        assert!(
+            a.contains(&format!(
+                "grows {}, {} → {} over",
+                class_text(g),
+                ns(f.incl_ns),
+                ns(l.incl_ns)
+            )),
+            "{a}"
+        );
+        assert!(!a.contains(" self ("), "{a}");
     }
 }

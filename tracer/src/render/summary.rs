@@ -96,7 +96,8 @@ fn discovery_row(d: &crate::analysis::discover::Discovery) -> SummaryRow {
     if let Some(l) = d.entries.loops.first() {
         let frame = l.frame().unwrap_or(&l.entry).to_string();
         let exact = d.exact.iter().find(|e| e.function == frame);
-        let top = l.top().map(|g| &g.scaling);
+        let grower = l.top();
+        let top = grower.map(|g| &g.scaling);
         let mut class = class_text(top, true);
         if let Some(e) = exact {
             class.push_str(&format!(
@@ -109,8 +110,12 @@ fn discovery_row(d: &crate::analysis::discover::Discovery) -> SummaryRow {
             target: frame,
             case,
             class,
-            growth: top
-                .map(|s| format!("{} per {} call", growth(s), l.entry))
+            growth: grower
+                .map(|g| {
+                    // A class fitted on the self time: the points are the self time's.
+                    let own = if g.fitted_on_self { "self time " } else { "" };
+                    format!("{own}{} per {} call", growth(&g.scaling), l.entry)
+                })
                 .into_iter()
                 .collect(),
             root_cause: vec![match &l.cause {
