@@ -186,6 +186,9 @@ under. Two things can grow with N, and the report keeps them apart:
                 whole time per call does not double: the command's own scaling (N more
                 forks, execs and page faults per run), stated, never the answer.
 Sweep a wide range of N (tenfold or more): a loop must at least double its time per call.
+Sampled times are fitted with their sampling error; in the evidence between classes each
+point's error is at least the spread between runs of a size (the command's CPU time per run),
+so runs that disagree leave the neighbouring classes in the set.
 
 Examples:
   sudo tracer sweep waitpid --n 1,10,100,1000,5000,8000

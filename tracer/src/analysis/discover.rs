@@ -35,7 +35,8 @@ use serde::Serialize;
 use crate::rundata::{EntryRow, Invocation, PhaseRow, StackKind, USER_FRAME};
 
 use super::analyze::StackData;
-use super::fit::{Complexity, Point, Scaling, fit_scaling};
+use super::fit::{Complexity, Point, Scaling};
+use super::spread::RunSpread;
 
 /// A function whose single callee carries this much of its added time is a pass-through.
 pub const PASS_THROUGH: f64 = 0.75;
@@ -337,15 +338,17 @@ pub fn discover(stacks: &[StackData], runs: &[ProfiledRun]) -> Vec<Discovery> {
             .collect();
         let period_ns = 1_000_000_000u64.checked_div(*freq).unwrap_or(0);
         let (entry_files, entry_rows) = super::entries::of_case(stacks, &run.entries, ri, case);
-        let mut d = discover_case(run, &files, &offcpu, period_ns, case, &failed);
-        d.entries = super::entries::find(
-            &d.ns,
-            &ops_of(&d.ns, &run.phases, case),
+        let spread = RunSpread::of(invocations, &failed);
+        let mut d = discover_case(run, &files, &offcpu, period_ns, case, &failed, &spread);
+        d.entries = super::entries::find(super::entries::CaseData {
+            ns: &d.ns,
+            ops: &ops_of(&d.ns, &run.phases, case),
             period_ns,
-            &entry_files,
-            &entry_rows,
-            &d.kernel_ns,
-        );
+            files: &entry_files,
+            rows: &entry_rows,
+            kernel_ns: &d.kernel_ns,
+            spread: &spread,
+        });
         d.entries.unavailable = run.entries_unavailable.clone();
         out.push(d);
     }
@@ -371,6 +374,7 @@ fn discover_case(
     period_ns: u64,
     case: u32,
     failed: &BTreeSet<u64>,
+    spread: &RunSpread,
 ) -> Discovery {
     let ProfiledRun {
         label,
@@ -399,7 +403,7 @@ fn discover_case(
         .iter()
         .map(|p| p.incl.values().map(|v| v.1).max().unwrap_or(0))
         .collect();
-    let total = fit_scaling(
+    let total = spread.fit(
         &ns.iter()
             .zip(&kernel_ns)
             .zip(&kernel_samples)
@@ -414,7 +418,7 @@ fn discover_case(
     let last = ns.len() - 1;
     let kernel_added = grown(&profiles[0], &profiles[last], ops[0], ops[last]);
 
-    let ranked = growers(&ns, &ops, &profiles, kernel_added, &kernel_ns);
+    let ranked = growers(&ns, &ops, &profiles, kernel_added, &kernel_ns, spread);
     // Blocked time: the same analysis of the off-CPU profiles (weights are time blocked).
     let off_profiles: Vec<Profile> = ns
         .iter()
@@ -440,13 +444,14 @@ fn discover_case(
             &off_profiles,
             grown(&off_profiles[0], &off_profiles[last], ops[0], ops[last]),
             &off_total,
+            spread,
         )
     };
     let mut ranked = ranked;
     for g in &mut ranked {
         g.also_blocked = blocked.iter().any(|b| b.function == g.function);
     }
-    let cause = root_cause(&ns, &ops, &profiles, kernel_added, &ranked);
+    let cause = root_cause(&ns, &ops, &profiles, kernel_added, &ranked, spread);
 
     let coverage = coverage(&ns, &profiles, invocations);
     Discovery {
@@ -492,6 +497,7 @@ pub(super) fn growers(
     profiles: &[Profile],
     kernel_added: f64,
     kernel_ns: &[f64],
+    spread: &RunSpread,
 ) -> Vec<Grower> {
     let last = ns.len() - 1;
     if last == 0 || kernel_added <= 0.0 {
@@ -568,7 +574,7 @@ pub(super) fn growers(
                 rel_se: Some(1.0 / (p.samples as f64).sqrt()),
             })
             .collect();
-        let mut scaling = fit_scaling(&fit_points);
+        let mut scaling = spread.fit(&fit_points);
         let mut fitted_on_self = false;
         // A loop in the function's own body beside fixed work in its callees: the fixed part
         // hides the loop's rise at the middle sizes, where the inclusive time stays within
@@ -593,7 +599,7 @@ pub(super) fn growers(
                     rel_se: Some(1.0 / (p.samples as f64 * p.self_ns / p.incl_ns).max(1.0).sqrt()),
                 })
                 .collect();
-            scaling = fit_scaling(&self_points);
+            scaling = spread.fit(&self_points);
             fitted_on_self = true;
         }
         let Some(scaling) = scaling else {
@@ -627,6 +633,7 @@ pub(super) fn root_cause(
     profiles: &[Profile],
     kernel_added: f64,
     ranked: &[Grower],
+    spread: &RunSpread,
 ) -> Option<DiscoverCause> {
     let top = ranked.first()?;
     let last = ns.len() - 1;
@@ -674,7 +681,7 @@ pub(super) fn root_cause(
     let scaling = if function == top.function {
         Some(top.scaling.clone())
     } else {
-        fit_scaling(&points)
+        spread.fit(&points)
     };
     Some(DiscoverCause {
         callers: p1

@@ -47,6 +47,7 @@ use super::discover::{
     root_cause, self_carries_growth,
 };
 use super::fit::{Complexity, Point, Scaling, fit_scaling};
+use super::spread::RunSpread;
 use super::stacks::Folded;
 
 /// A frame's time per call must at least double from the smallest to the largest N to be a
@@ -174,17 +175,30 @@ pub struct Entries {
     pub counted: bool,
 }
 
-/// The entries of one (run, case) of a discovery at sizes `ns` with `ops` ops each.
-/// `files` are the run's entry stacks of that case; `rows` its entry counts of that case;
-/// `kernel_ns` the sampled kernel time per op at each N.
-pub(super) fn find(
-    ns: &[u64],
-    ops: &[f64],
-    period_ns: u64,
-    files: &[&StackData],
-    rows: &[&EntryRow],
-    kernel_ns: &[f64],
-) -> Entries {
+/// What the entries of one (run, case) of a discovery are found from.
+#[derive(Clone, Copy)]
+pub(super) struct CaseData<'a> {
+    /// The sizes, and the ops each made.
+    pub ns: &'a [u64],
+    pub ops: &'a [f64],
+    pub period_ns: u64,
+    /// The run's entry stacks of that case, and its entry counts.
+    pub files: &'a [&'a StackData],
+    pub rows: &'a [&'a EntryRow],
+    /// The sampled kernel time per op at each N.
+    pub kernel_ns: &'a [f64],
+    /// The spread between the runs of a size.
+    pub spread: &'a RunSpread,
+}
+
+/// The entries of one (run, case) of a discovery: loops and more calls.
+pub(super) fn find(c: CaseData) -> Entries {
+    let CaseData {
+        ns,
+        period_ns,
+        rows,
+        ..
+    } = c;
     let mut out = Entries {
         counted: !rows.is_empty(),
         ..Entries::default()
@@ -195,7 +209,7 @@ pub(super) fn find(
         return out;
     }
     for name in names {
-        let Some(e) = entry(name, ns, ops, period_ns, files, rows, kernel_ns) else {
+        let Some(e) = entry(name, c) else {
             continue;
         };
         let (f, l) = (e.first(), e.last());
@@ -323,15 +337,16 @@ fn rank(mut rest: Vec<KernelEntry>) -> Vec<KernelEntry> {
 
 /// Entry `name` over the sizes, with the frames inside it when its time per call grows;
 /// None when some size has no call of it (nothing per call to compare there).
-fn entry(
-    name: &str,
-    ns: &[u64],
-    ops: &[f64],
-    period_ns: u64,
-    files: &[&StackData],
-    rows: &[&EntryRow],
-    kernel_ns: &[f64],
-) -> Option<KernelEntry> {
+fn entry(name: &str, c: CaseData) -> Option<KernelEntry> {
+    let CaseData {
+        ns,
+        ops,
+        period_ns,
+        files,
+        rows,
+        kernel_ns,
+        spread,
+    } = c;
     let mut calls = Vec::with_capacity(ns.len());
     let mut wall = Vec::with_capacity(ns.len());
     for &n in ns {
@@ -383,7 +398,7 @@ fn entry(
             }
         })
         .collect();
-    let per_call = fit_scaling(
+    let per_call = spread.fit(
         &points
             .iter()
             .filter(|p| p.samples >= MIN_FIT_SAMPLES)
@@ -421,7 +436,7 @@ fn entry(
         .collect();
     let last = ns.len() - 1;
     let added = grown(&own[0], &own[last], calls[0], calls[last]);
-    e.frames = growers(ns, &calls, &own, added, &per_call_kernel);
+    e.frames = growers(ns, &calls, &own, added, &per_call_kernel, spread);
     // A practical minimum on top of the statistical one: a frame whose time per call rose
     // by less is as likely the machine's drift as a loop. And a loop is still growing at
     // the end: the few calls of the smallest size vary from run to run more than their
@@ -429,7 +444,7 @@ fn entry(
     // here), and a rise that stops after it is that size's luck, not a walk over N.
     e.frames
         .retain(|g| grows_enough(&g.points) && still_rising(&g.points));
-    e.cause = root_cause(ns, &calls, &own, added, &e.frames);
+    e.cause = root_cause(ns, &calls, &own, added, &e.frames, spread);
     Some(e)
 }
 

@@ -13,6 +13,7 @@ pub mod populations;
 pub mod probecost;
 pub mod raw;
 pub mod rootcause;
+pub mod spread;
 pub mod stacks;
 pub mod stats;
 pub mod table;
