@@ -1,23 +1,61 @@
-pub mod analysis;
-pub mod calibrate;
-pub mod cli;
-pub mod collect;
-pub mod commands;
-pub mod engine;
-pub mod error;
+//! The tracer's library, grouped by layer along the data flow: the kernel and what it
+//! allows, the probes, recording (collection into run data), analysis, rendering, and the
+//! commands that drive them.
+
+// The kernel, and what a target can be measured with on it.
+/// Functions the tracer refuses to probe, and why.
 pub mod guard;
-pub mod help;
+/// Facts about the running kernel: symbols, BTF, tracefs, privileges, syscall names.
 pub mod kernel;
-pub mod output;
-pub mod owner;
-pub mod phase_fn;
+/// The attach-plan table: for each target, the ordered ways to measure it.
 pub mod plan;
-pub mod probecost;
-pub mod record;
-pub mod render;
-pub mod resolve;
-pub mod rundata;
-pub mod staging;
-pub mod sweep;
+/// User-space symbolization (ELF symbol tables and /proc/PID/maps).
 pub mod symbols;
+/// USDT probes read from an ELF file.
 pub mod usdt;
+
+// Probes.
+/// Calibration: a known workload counted through a plan's probes.
+pub mod calibrate;
+/// The probe engine: the eBPF object, its maps and its attachments.
+pub mod engine;
+/// `--phase-fn BINARY:SYMBOL`: measure only inside one user function.
+pub mod phase_fn;
+/// The probes' own cost, measured at attach.
+pub mod probecost;
+/// Resolution: the first plan of each target this kernel allows, verified.
+pub mod resolve;
+
+// Recording: running the command, collecting the kernel's aggregates into run data.
+/// The kernel aggregates turned into run data.
+pub mod collect;
+/// Finding an executable the way execvp does.
+pub mod exec_path;
+/// Writing a run directory atomically.
+pub mod output;
+/// Who owns what the tracer writes under sudo.
+pub mod owner;
+/// `tracer record`: attach, run or follow, stop, detach, write.
+pub mod record;
+/// The on-disk run format (`run.json`, folded stacks, CSV).
+pub mod rundata;
+/// The hidden directories both output writers stage their work in.
+pub mod staging;
+/// `tracer sweep`: workloads or a command over their N lists under one session.
+pub mod sweep;
+
+// Analysis and rendering.
+/// Analysis of saved run data: tables, verdicts, root causes, discoveries, comparisons.
+pub mod analysis;
+/// Rendering: terminal, text, Markdown, HTML, JSON, CSV, SVG and exports.
+pub mod render;
+
+// The command layer.
+/// Command-line values clap does not parse itself.
+pub mod cli;
+/// What each `tracer` command does once its command line is parsed.
+pub mod commands;
+/// Errors and the exit codes they map to.
+pub mod error;
+/// The long help texts.
+pub mod help;

@@ -51,7 +51,7 @@ pub fn resolve(arg: &str) -> Result<PhaseFn, PhaseFnError> {
     let path = if Path::new(bin).is_file() {
         PathBuf::from(bin)
     } else if !bin.contains('/') {
-        crate::record::find_executable(bin).ok_or_else(|| PhaseFnError::Missing(bin.into()))?
+        crate::exec_path::find_executable(bin).ok_or_else(|| PhaseFnError::Missing(bin.into()))?
     } else {
         return Err(PhaseFnError::Missing(bin.into()));
     };

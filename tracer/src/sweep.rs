@@ -120,7 +120,7 @@ impl Sweep {
 /// else on PATH.
 pub fn find_workloads_bin(explicit: Option<&Path>) -> Result<PathBuf, TracerError> {
     if let Some(p) = explicit {
-        return record::find_executable(&p.to_string_lossy()).ok_or_else(|| {
+        return crate::exec_path::find_executable(&p.to_string_lossy()).ok_or_else(|| {
             TracerError::Usage(format!(
                 "--workloads-bin {}: not an executable",
                 p.display()
@@ -131,12 +131,12 @@ pub fn find_workloads_bin(explicit: Option<&Path>) -> Result<PathBuf, TracerErro
         && let Some(dir) = me.parent()
     {
         for candidate in workloads_beside(dir) {
-            if let Some(p) = record::find_executable(&candidate.to_string_lossy()) {
+            if let Some(p) = crate::exec_path::find_executable(&candidate.to_string_lossy()) {
                 return Ok(p);
             }
         }
     }
-    record::find_executable("workloads").ok_or_else(|| {
+    crate::exec_path::find_executable("workloads").ok_or_else(|| {
         TracerError::Usage(
             "the workloads binary was not found next to tracer, in ../lib/tracer/, or on PATH \
              (build it with `cargo build -p workloads`, or pass --workloads-bin)"
@@ -546,7 +546,7 @@ fn external_spec(opts: &SweepOptions) -> Result<Job, TracerError> {
         extra.max_runs = m;
     }
     extra.budget = opts.extra_budget;
-    let exe = record::find_executable(&opts.command[0]).ok_or_else(|| {
+    let exe = crate::exec_path::find_executable(&opts.command[0]).ok_or_else(|| {
         TracerError::Usage(format!(
             "command not found or not executable: {}",
             opts.command[0]

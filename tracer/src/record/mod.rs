@@ -28,7 +28,7 @@ mod spec;
 mod targets;
 
 pub use extra::ExtraRuns;
-pub use process::{EXEC_HELD, descendants, exec_held_main, find_executable};
+pub use process::{EXEC_HELD, descendants, exec_held_main};
 pub use session::Session;
 pub use signals::Signals;
 pub use spec::{

@@ -1,31 +1,11 @@
-//! Process helpers: start a command held before exec until the probes are attached, find
-//! executables like execvp, list a process's descendants, and account for reaped children.
+//! Process helpers: start a command held before exec until the probes are attached, list a
+//! process's descendants, and account for reaped children.
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::path::{Path, PathBuf};
 
 use crate::error::TracerError;
 
 /// Hidden subcommand that holds a command until the tracer is ready, then execs it.
 pub const EXEC_HELD: &str = "__exec-held";
-
-/// Find an executable the way execvp would.
-pub fn find_executable(name: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let is_exec = |p: &Path| {
-        p.is_file()
-            && p.metadata()
-                .map(|m| m.permissions().mode() & 0o111 != 0)
-                .unwrap_or(false)
-    };
-    if name.contains('/') {
-        let p = PathBuf::from(name);
-        return is_exec(&p).then(|| p.canonicalize().unwrap_or(p));
-    }
-    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
-    std::env::split_paths(&path)
-        .map(|d| d.join(name))
-        .find(|p| is_exec(p))
-}
 
 /// A wait status as one exit code: the code, or 128 + the signal.
 pub(super) fn exit_code_of(s: std::process::ExitStatus) -> i32 {
@@ -159,13 +139,6 @@ pub fn descendants(pid: u32) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn finds_executables_like_execvp() {
-        assert!(find_executable("sh").is_some());
-        assert!(find_executable("/definitely/not/here").is_none());
-        assert!(find_executable("no-such-command-xyz").is_none());
-    }
 
     #[test]
     fn descendants_include_our_children() {

@@ -3,9 +3,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::RecordOptions;
 use super::targets::{check_usdt, resolve_phase_fn};
-use super::{RecordOptions, find_executable};
 use crate::error::TracerError;
+use crate::exec_path::find_executable;
 
 /// What one traced run consists of (one command, or one set of processes).
 #[derive(Clone, Debug)]
