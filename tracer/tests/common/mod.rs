@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tracer::rundata::{FORMAT, KernelInfo, Run, RunStatus, TargetReport};
 
+pub mod reliability;
 pub mod sweeps;
 
 static SERIAL: Mutex<()> = Mutex::new(());
