@@ -39,8 +39,7 @@ fn saved_sweep_loads_and_analyses() {
     assert_eq!(ds.label(), "5.10.0-28-cloud-amd64");
     let a = analyze(&ds, &AnalysisOptions::default()).unwrap();
     let class = |target: &str| {
-        a.verdicts
-            .iter()
+        a.verdicts()
             .find(|v| v.target == target)
             .and_then(|v| v.class())
     };
@@ -51,11 +50,7 @@ fn saved_sweep_loads_and_analyses() {
         None,
         "count-only target has no fit"
     );
-    let rc = a
-        .root_causes
-        .iter()
-        .find(|r| r.target == "do_wait")
-        .unwrap();
+    let rc = a.root_causes().find(|r| r.target == "do_wait").unwrap();
     assert_eq!(
         rc.cause.culprit.as_ref().unwrap().frame(),
         "wait_consider_task"
@@ -119,8 +114,7 @@ fn saved_sweep_renders_without_flamegraphs() {
 fn real_waitpid_sweep_on_6_18() {
     let a = analyze(&load(real()).unwrap(), &AnalysisOptions::default()).unwrap();
     let verdict = |target: &str, case: &str| {
-        a.verdicts
-            .iter()
+        a.verdicts()
             .find(|v| v.target == target && v.case_name == case)
             .unwrap_or_else(|| panic!("no verdict for {target} [{case}]"))
     };
@@ -158,8 +152,7 @@ fn real_waitpid_sweep_on_6_18() {
     }
 
     let rc = |case: &str| {
-        &a.root_causes
-            .iter()
+        &a.root_causes()
             .find(|r| r.target == "do_wait" && r.case_name == case)
             .unwrap_or_else(|| panic!("no root cause for do_wait [{case}]"))
             .cause
@@ -195,18 +188,14 @@ fn verdict_of<'a>(
     a: &'a tracer::analysis::Analysis,
     target: &str,
 ) -> &'a tracer::analysis::Verdict {
-    a.verdicts.iter().find(|v| v.target == target).unwrap()
+    a.verdicts().find(|v| v.target == target).unwrap()
 }
 
 fn cause_of<'a>(
     a: &'a tracer::analysis::Analysis,
     target: &str,
 ) -> &'a tracer::analysis::rootcause::RootCause {
-    &a.root_causes
-        .iter()
-        .find(|r| r.target == target)
-        .unwrap()
-        .cause
+    &a.root_causes().find(|r| r.target == target).unwrap().cause
 }
 
 /// 5.10 at 999 Hz, N=1..4000: the walk already holds 37–89% of do_wait's on-CPU time from
@@ -394,8 +383,7 @@ fn compare_names_the_frame_whose_share_fell_between_kernels() {
 fn wnohang_polls_are_told_from_the_teardown_reaps_on_real_5_10_data() {
     let a = vm("vm-5.10-wnohang-split");
     let s = a
-        .populations
-        .iter()
+        .populations()
         .find(|p| p.target == "do_wait")
         .expect("the polls and reaps are a mix");
     assert!((s.fixed_per_op - 4000.0).abs() < 40.0, "{s:?}");

@@ -144,6 +144,17 @@ pub struct RunInfo {
     pub counters: BTreeMap<String, u64>,
 }
 
+/// Everything the analysis found for one target and case of one run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CaseResult {
+    pub table: CaseTable,
+    pub verdict: Verdict,
+    /// Where the growing time goes, when stacks were sampled.
+    pub root_cause: Option<CaseRootCause>,
+    /// The calls split into a fixed and an N-proportional population, when they mix.
+    pub population: Option<PopulationSplit>,
+}
+
 #[derive(Clone, Debug, Serialize)]
 pub struct Analysis {
     pub root: PathBuf,
@@ -151,20 +162,31 @@ pub struct Analysis {
     pub label: String,
     pub is_sweep: bool,
     pub runs: Vec<RunInfo>,
-    /// One per (run, target, case); `verdicts[i]` belongs to `tables[i]`.
-    pub tables: Vec<CaseTable>,
-    pub verdicts: Vec<Verdict>,
-    pub root_causes: Vec<CaseRootCause>,
+    /// One per (run, target, case), in the runs' order.
+    pub cases: Vec<CaseResult>,
     /// Whole-process discoveries (`--discover` runs), one per run and case.
     pub discoveries: Vec<Discovery>,
-    /// Tables whose calls are a mix of a fixed and an N-proportional population.
-    pub populations: Vec<PopulationSplit>,
     /// Calls of one target per call of another it ran inside: exact loop trip counts.
     pub trips: Vec<super::trips::TripCount>,
     #[serde(skip)]
     pub stacks: Vec<StackData>,
     /// Things a reader should know (partial runs, lost events, unreadable workload results).
     pub warnings: Vec<Warning>,
+}
+
+impl Analysis {
+    pub fn verdicts(&self) -> impl Iterator<Item = &Verdict> {
+        self.cases.iter().map(|c| &c.verdict)
+    }
+
+    pub fn root_causes(&self) -> impl Iterator<Item = &CaseRootCause> {
+        self.cases.iter().filter_map(|c| c.root_cause.as_ref())
+    }
+
+    /// The cases whose calls are a mix of a fixed and an N-proportional population.
+    pub fn populations(&self) -> impl Iterator<Item = &PopulationSplit> {
+        self.cases.iter().filter_map(|c| c.population.as_ref())
+    }
 }
 
 /// Analyse a loaded data set: reads every stack file it lists.
@@ -179,11 +201,8 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Result<Analysis, LoadErr
         label: ds.label(),
         is_sweep: ds.is_sweep,
         runs: Vec::new(),
-        tables: Vec::new(),
-        verdicts: Vec::new(),
-        root_causes: Vec::new(),
+        cases: Vec::new(),
         discoveries: Vec::new(),
-        populations: Vec::new(),
         trips: Vec::new(),
         stacks: Vec::new(),
         warnings: ds.notes.clone(),
@@ -337,21 +356,22 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Result<Analysis, LoadErr
             }
             let target_report = run.targets.iter().find(|x| x.name == t.target);
             let anchors = Anchors::new(&t.target, target_report.and_then(|x| x.plan.as_ref()));
-            let rc = case_root_cause(&a.stacks, ri, &t, &anchors);
-            if let Some((kind, cause)) = rc {
-                a.root_causes.push(CaseRootCause {
+            let root_cause =
+                case_root_cause(&a.stacks, ri, &t, &anchors).map(|(kind, cause)| CaseRootCause {
                     run: lr.label.clone(),
                     target: t.target.clone(),
                     case_name: t.case_name.clone(),
                     kind,
                     cause,
                 });
-            }
-            let split = split_populations(&t);
-            verdict.mix = split.as_ref().map(PopulationSplit::mix);
-            a.populations.extend(split);
-            a.verdicts.push(verdict);
-            a.tables.push(t);
+            let population = split_populations(&t);
+            verdict.mix = population.as_ref().map(PopulationSplit::mix);
+            a.cases.push(CaseResult {
+                table: t,
+                verdict,
+                root_cause,
+                population,
+            });
         }
         profile_runs.push(ProfiledRun {
             label: lr.label.clone(),
@@ -368,7 +388,12 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Result<Analysis, LoadErr
     // beside the sampled ranking.
     for d in &mut a.discoveries {
         let confirm_run = format!("{}{}", d.run, crate::rundata::CONFIRM_SUFFIX);
-        for (t, v) in a.tables.iter().zip(&a.verdicts) {
+        for CaseResult {
+            table: t,
+            verdict: v,
+            ..
+        } in &a.cases
+        {
             if v.run == confirm_run
                 && v.case_name == d.case_name
                 && (d.ranked.iter().any(|g| g.function == v.target)

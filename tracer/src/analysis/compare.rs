@@ -205,9 +205,9 @@ type Key = (String, String);
 
 fn by_key(a: &Analysis) -> BTreeMap<Key, (&CaseTable, &Verdict)> {
     let mut m = BTreeMap::new();
-    for (t, v) in a.tables.iter().zip(&a.verdicts) {
-        m.entry((t.target.clone(), t.case_name.clone()))
-            .or_insert((t, v));
+    for c in &a.cases {
+        m.entry((c.table.target.clone(), c.table.case_name.clone()))
+            .or_insert((&c.table, &c.verdict));
     }
     m
 }

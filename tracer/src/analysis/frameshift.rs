@@ -93,10 +93,11 @@ impl Side {
 /// The frames whose share changed most from `a` to `b`, per target and case sampled on both.
 pub fn frame_shifts(a: &Analysis, b: &Analysis) -> Vec<FrameShift> {
     let mut out = Vec::new();
-    for ta in &a.tables {
+    for ta in a.cases.iter().map(|c| &c.table) {
         let Some(tb) = b
-            .tables
+            .cases
             .iter()
+            .map(|c| &c.table)
             .find(|t| t.target == ta.target && t.case_name == ta.case_name)
         else {
             continue;

@@ -26,6 +26,8 @@ pub(crate) mod testdata;
 #[cfg(test)]
 pub(crate) mod testutil;
 
-pub use analyze::{Analysis, AnalysisOptions, CaseRootCause, StackData, Verdict, analyze};
+pub use analyze::{
+    Analysis, AnalysisOptions, CaseResult, CaseRootCause, StackData, Verdict, analyze,
+};
 pub use compare::{Comparison, compare};
 pub use load::{Dataset, LoadError, load};

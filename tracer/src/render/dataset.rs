@@ -4,7 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::analysis::{Analysis, Dataset};
+use crate::analysis::table::CaseTable;
+use crate::analysis::{Analysis, CaseResult, Dataset};
 use crate::rundata::StackKind;
 
 use super::out::{self, OutDir};
@@ -38,13 +39,13 @@ pub(super) struct TargetLinks {
     pub(super) diffs: Vec<(String, String, StackKind, String)>,
 }
 
-/// Targets in order of first appearance, with the indices of their tables.
-pub(super) fn targets(a: &Analysis) -> Vec<(String, Vec<usize>)> {
-    let mut v: Vec<(String, Vec<usize>)> = Vec::new();
-    for (i, t) in a.tables.iter().enumerate() {
-        match v.iter_mut().find(|(n, _)| *n == t.target) {
-            Some((_, idx)) => idx.push(i),
-            None => v.push((t.target.clone(), vec![i])),
+/// Targets in order of first appearance, with their cases.
+pub(super) fn targets(a: &Analysis) -> Vec<(String, Vec<&CaseResult>)> {
+    let mut v: Vec<(String, Vec<&CaseResult>)> = Vec::new();
+    for c in &a.cases {
+        match v.iter_mut().find(|(n, _)| *n == c.table.target) {
+            Some((_, cases)) => cases.push(c),
+            None => v.push((c.table.target.clone(), vec![c])),
         }
     }
     // Targets traced but without any table still get a section (their plan and stacks).
@@ -67,10 +68,10 @@ pub(super) fn render(
 ) -> Result<Vec<String>, ReportError> {
     let mut links: BTreeMap<String, TargetLinks> = BTreeMap::new();
     let mut target_list = targets(a);
-    for (target, idx) in &target_list {
+    for (target, cases) in &target_list {
         let l = links.entry(target.clone()).or_default();
-        if !idx.is_empty() {
-            write_target(target, a, idx, out, l)?;
+        if !cases.is_empty() {
+            write_target(target, cases, out, l)?;
         }
     }
     if !a.discoveries.is_empty() {
@@ -99,7 +100,7 @@ pub(super) fn render(
     out.write("summary.json", summary_json::text(a, &warnings).as_bytes())?;
     out.write("report.txt", tables::report_text(a).as_bytes())?;
 
-    let summary = summary::rows(a, |i| summary_links(a, i, &links));
+    let summary = summary::rows(a, |t| summary_links(t, &links));
     out.write("summary.txt", summary::text(&summary).as_bytes())?;
     let sections = target_list
         .iter()
@@ -147,23 +148,22 @@ pub(super) fn render(
 /// its scaling plot.
 fn write_target(
     target: &str,
-    a: &Analysis,
-    idx: &[usize],
+    cases: &[&CaseResult],
     out: &mut OutDir,
     l: &mut TargetLinks,
 ) -> Result<(), ReportError> {
     let stem = out::safe(target);
     for (ext, body) in [
-        ("md", tables::markdown(target, a, idx)),
-        ("csv", tables::csv(a, idx)),
-        ("json", tables::json(a, idx)),
+        ("md", tables::markdown(target, cases)),
+        ("csv", tables::csv(cases)),
+        ("json", tables::json(cases)),
     ] {
         let rel = format!("tables/{stem}.{ext}");
         out.write(&rel, body.as_bytes())?;
         l.tables.push((ext.to_string(), rel));
     }
-    l.tables_html = Some(tables::html(a, idx));
-    l.plot = plots::write_target(target, a, idx, out)?;
+    l.tables_html = Some(tables::html(cases));
+    l.plot = plots::write_target(target, cases, out)?;
     Ok(())
 }
 
@@ -180,8 +180,8 @@ fn findings(a: &Analysis) -> Vec<(String, Vec<index::Item>)> {
                         .root_cause
                         .map(|rc| format!("root cause: {rc}"))
                         .into_iter()
-                        .chain(f.tables.iter().flat_map(|&i| {
-                            super::trips::loop_lines(a, &a.tables[i])
+                        .chain(f.cases.iter().flat_map(|c| {
+                            super::trips::loop_lines(a, &c.table)
                                 .into_iter()
                                 .map(|l| format!("loop: {l}"))
                         }))
@@ -191,11 +191,10 @@ fn findings(a: &Analysis) -> Vec<(String, Vec<index::Item>)> {
                 .collect();
             (kind.title().to_string(), items)
         }))
-        .chain((!a.populations.is_empty()).then(|| {
+        .chain(a.populations().next().is_some().then(|| {
             (
                 "Mixed call populations (the mean per call mixes them)".to_string(),
-                a.populations
-                    .iter()
+                a.populations()
                     .map(|p| index::Item {
                         line: tables::population_line(p),
                         details: Vec::new(),
@@ -246,12 +245,7 @@ fn runs_table(a: &Analysis) -> Vec<Vec<String>> {
 
 /// A summary row's links: the target's plot and the case's differential flamegraph (on-CPU
 /// stacks preferred), relative to the page.
-fn summary_links(
-    a: &Analysis,
-    i: usize,
-    links: &BTreeMap<String, TargetLinks>,
-) -> Vec<(String, String)> {
-    let t = &a.tables[i];
+fn summary_links(t: &CaseTable, links: &BTreeMap<String, TargetLinks>) -> Vec<(String, String)> {
     let mut out = vec![(
         "tables".to_string(),
         format!("#{}", index::anchor(&t.target)),

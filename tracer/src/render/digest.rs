@@ -2,32 +2,32 @@
 //! grows with N, what does not, and what could not be fitted, each with its root cause. The
 //! index, the README and the terminal summary all start with this.
 
-use crate::analysis::Analysis;
 use crate::analysis::fit::Complexity;
+use crate::analysis::{Analysis, CaseResult};
 
-use super::rootcause::{self, root_cause_of};
+use super::rootcause;
 
 /// One (target, case), or several count-only cases of one target collapsed into one line.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Finding {
+pub struct Finding<'a> {
     /// The verdict line.
     pub line: String,
     /// The root-cause line, when stacks were sampled.
     pub root_cause: Option<String>,
     /// True when the root cause names a frame (rather than "no frame grows", "too few samples").
     pub culprit: bool,
-    /// Indices into [`Analysis::tables`] this line covers.
-    pub tables: Vec<usize>,
+    /// The cases this line covers.
+    pub cases: Vec<&'a CaseResult>,
 }
 
-impl Finding {
+impl Finding<'_> {
     /// A finding about what its workload case exists for (the thread it reproduces), or
     /// about a target the user named for their own command; the others are incidental.
     /// The per-call verdicts of a discover sweep's confirmation pass are detail: the
     /// discovery states their per-op result, the one its ranking is about.
-    pub fn leads(&self, a: &Analysis) -> bool {
-        self.tables.iter().any(|&i| {
-            let t = &a.tables[i];
+    pub fn leads(&self) -> bool {
+        self.cases.iter().any(|c| {
+            let t = &c.table;
             !t.run.ends_with(crate::rundata::CONFIRM_SUFFIX)
                 && workloads::cases::is_thread_target(&t.case_name, &t.target)
         })
@@ -58,15 +58,16 @@ impl Kind {
 type CountOnlyKey = (String, String, Option<String>);
 
 /// Findings by kind, kinds in reading order, empty kinds left out.
-pub fn findings(a: &Analysis) -> Vec<(Kind, Vec<Finding>)> {
-    let mut out: Vec<(Kind, Vec<Finding>)> = Vec::new();
-    let mut push = |kind: Kind, f: Finding| match out.iter_mut().find(|(k, _)| *k == kind) {
+pub fn findings<'a>(a: &'a Analysis) -> Vec<(Kind, Vec<Finding<'a>>)> {
+    let mut out: Vec<(Kind, Vec<Finding<'a>>)> = Vec::new();
+    let mut push = |kind: Kind, f: Finding<'a>| match out.iter_mut().find(|(k, _)| *k == kind) {
         Some((_, v)) => v.push(f),
         None => out.push((kind, vec![f])),
     };
     // Count-only cases of one (run, target, plan): one line.
-    let mut count_only: Vec<(CountOnlyKey, Vec<usize>)> = Vec::new();
-    for (i, (t, v)) in a.tables.iter().zip(&a.verdicts).enumerate() {
+    let mut count_only: Vec<(CountOnlyKey, Vec<&CaseResult>)> = Vec::new();
+    for c in &a.cases {
+        let (t, v) = (&c.table, &c.verdict);
         let kind = match v.class() {
             Some(Complexity::Constant) => Kind::Flat,
             Some(_) => Kind::Grows,
@@ -79,12 +80,12 @@ pub fn findings(a: &Analysis) -> Vec<(Kind, Vec<Finding>)> {
                 super::fmt::via(t.plan.as_ref()),
             );
             match count_only.iter_mut().find(|(k, _)| *k == key) {
-                Some((_, idx)) => idx.push(i),
-                None => count_only.push((key, vec![i])),
+                Some((_, cases)) => cases.push(c),
+                None => count_only.push((key, vec![c])),
             }
             continue;
         }
-        let rc = root_cause_of(a, t);
+        let rc = c.root_cause.as_ref();
         // A growing case without stacks still gets a line: the reader looks for one.
         let rc_line = rc.map(|r| rootcause::line(&r.cause)).or_else(|| {
             (kind == Kind::Grows).then(|| {
@@ -100,15 +101,12 @@ pub fn findings(a: &Analysis) -> Vec<(Kind, Vec<Finding>)> {
                 line: super::verdict::line(v),
                 root_cause: rc_line,
                 culprit: rc.is_some_and(|r| r.cause.culprit.is_some()),
-                tables: vec![i],
+                cases: vec![c],
             },
         );
     }
-    for ((_, target, via), idx) in count_only {
-        let cases: Vec<&str> = idx
-            .iter()
-            .map(|&i| a.tables[i].case_name.as_str())
-            .collect();
+    for ((_, target, via), covered) in count_only {
+        let cases: Vec<&str> = covered.iter().map(|c| c.table.case_name.as_str()).collect();
         let via = via.map_or(String::new(), |v| format!("; via {v}"));
         push(
             Kind::NotFitted,
@@ -119,7 +117,7 @@ pub fn findings(a: &Analysis) -> Vec<(Kind, Vec<Finding>)> {
                 ),
                 root_cause: None,
                 culprit: false,
-                tables: idx,
+                cases: covered,
             },
         );
     }

@@ -8,9 +8,9 @@
 //! value within 1/16 of a bin edge may land in the neighbouring bin. Percentiles come from
 //! [`crate::analysis::hist::quantile`] (within 1/16 of the exact value).
 
-use crate::analysis::Analysis;
 use crate::analysis::hist;
-use crate::analysis::table::Metric;
+use crate::analysis::table::{CaseTable, Metric};
+use crate::analysis::{Analysis, CaseResult};
 use crate::rundata::{Dist, Run};
 
 use super::fmt::ns;
@@ -195,36 +195,37 @@ pub fn run_target(run: &Run, target: &str) -> Option<String> {
 /// The tables whose histograms the terminal shows: every growing case shown, and for a target
 /// with none, its timed case with the most timed calls (so each measured target gets one;
 /// without `full`, only among the cases that exist for that target).
-fn histogram_tables(a: &Analysis, growing: &[usize], full: bool) -> Vec<usize> {
-    let mut chosen: Vec<usize> = growing.to_vec();
-    let mut seen: Vec<&str> = growing
-        .iter()
-        .map(|&i| a.tables[i].target.as_str())
-        .collect();
-    for (i, t) in a.tables.iter().enumerate() {
+fn histogram_tables<'a>(
+    a: &'a Analysis,
+    growing: &[&'a CaseResult],
+    full: bool,
+) -> Vec<&'a CaseTable> {
+    let mut chosen: Vec<&CaseTable> = growing.iter().map(|c| &c.table).collect();
+    let mut seen: Vec<&str> = growing.iter().map(|c| c.table.target.as_str()).collect();
+    let tables: Vec<&CaseTable> = a.cases.iter().map(|c| &c.table).collect();
+    for (i, t) in tables.iter().enumerate() {
         if seen.contains(&t.target.as_str()) {
             continue;
         }
-        let calls = |j: usize| -> u64 { a.tables[j].rows.iter().map(|r| r.timed_calls).sum() };
-        let best = (i..a.tables.len())
-            .filter(|&j| a.tables[j].target == t.target && calls(j) > 0)
+        let calls = |j: usize| -> u64 { tables[j].rows.iter().map(|r| r.timed_calls).sum() };
+        let best = (i..tables.len())
+            .filter(|&j| tables[j].target == t.target && calls(j) > 0)
             .filter(|&j| {
-                full || (workloads::cases::is_thread_target(&a.tables[j].case_name, &t.target)
-                    && !a.tables[j].run.ends_with(crate::rundata::CONFIRM_SUFFIX))
+                full || (workloads::cases::is_thread_target(&tables[j].case_name, &t.target)
+                    && !tables[j].run.ends_with(crate::rundata::CONFIRM_SUFFIX))
             })
             .max_by_key(|&j| (calls(j), std::cmp::Reverse(j)));
         seen.push(&t.target);
-        chosen.extend(best);
+        chosen.extend(best.map(|j| tables[j]));
     }
     chosen
 }
 
 /// funclatency-style histograms of the smallest and largest N of each chosen table, side by
 /// side.
-pub(super) fn smallest_and_largest_n(a: &Analysis, growing: &[usize], full: bool) -> String {
+pub(super) fn smallest_and_largest_n(a: &Analysis, growing: &[&CaseResult], full: bool) -> String {
     let mut out = String::new();
-    for i in histogram_tables(a, growing, full) {
-        let t = &a.tables[i];
+    for t in histogram_tables(a, growing, full) {
         let with: Vec<(u64, &Dist)> = t
             .rows
             .iter()

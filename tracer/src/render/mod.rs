@@ -164,12 +164,8 @@ pub fn report(
     out.commit()?;
     Ok(ReportSummary {
         out_dir: out_dir.to_path_buf(),
-        verdicts: a.verdicts.iter().map(verdict::line).collect(),
-        root_causes: a
-            .root_causes
-            .iter()
-            .map(|r| rootcause::line(&r.cause))
-            .collect(),
+        verdicts: a.verdicts().map(verdict::line).collect(),
+        root_causes: a.root_causes().map(|r| rootcause::line(&r.cause)).collect(),
         warnings,
         files,
         terminal: tables::terminal(&a),

@@ -1,20 +1,20 @@
 //! The scaling plots of a report: per target one log-log plot of its cases, per discovery one
 //! of its top functions; the series are also what a comparison plots for each side.
 
-use crate::analysis::Analysis;
 use crate::analysis::fit::classes_label;
 use crate::analysis::populations::Mix;
 use crate::analysis::table::Metric;
+use crate::analysis::{Analysis, CaseResult};
 
 use super::out::{self, OutDir};
 use super::{ReportError, discover, plot};
 
-/// Series label of a table in a plot: the case, plus the run when a case repeats.
-fn series_label(a: &Analysis, idx: &[usize], i: usize) -> String {
-    let t = &a.tables[i];
-    let dup = idx
+/// Series label of a case in a plot of `cases`: the case, plus the run when a case repeats.
+fn series_label(cases: &[&CaseResult], c: &CaseResult) -> String {
+    let t = &c.table;
+    let dup = cases
         .iter()
-        .filter(|&&j| a.tables[j].case_name == t.case_name)
+        .filter(|o| o.table.case_name == t.case_name)
         .count()
         > 1;
     if dup {
@@ -27,15 +27,15 @@ fn series_label(a: &Analysis, idx: &[usize], i: usize) -> String {
 /// One series per table: its time per call against N and its fitted model, labelled with the
 /// case, its class and `suffix` (a comparison's side).
 pub(super) fn plot_series(
-    a: &Analysis,
-    idx: &[usize],
+    cases: &[&CaseResult],
     suffix: Option<&str>,
     style: usize,
 ) -> Vec<plot::Series> {
-    idx.iter()
-        .map(|&i| {
-            let (t, v) = (&a.tables[i], &a.verdicts[i]);
-            let mut label = series_label(a, idx, i);
+    cases
+        .iter()
+        .map(|c| {
+            let (t, v) = (&c.table, &c.verdict);
+            let mut label = series_label(cases, c);
             // The dotted curve is the time's fit: say so when the class is the count's.
             match (v.count_overrides_time(), v.time_class()) {
                 (Some(l), Some(t)) => label.push_str(&format!(
@@ -76,20 +76,20 @@ pub(super) fn plot_series(
 }
 
 /// The plot's y axis: the metric of the target's tables.
-pub(super) fn y_label(a: &Analysis, idx: &[usize]) -> &'static str {
-    idx.first()
-        .map_or(Metric::OncpuMean.label(), |&i| a.tables[i].metric.label())
+pub(super) fn y_label(cases: &[&CaseResult]) -> &'static str {
+    cases
+        .first()
+        .map_or(Metric::OncpuMean.label(), |c| c.table.metric.label())
 }
 
 /// `plots/<target>.svg`: the target's cases against N; its path, when there is anything to plot.
 pub(super) fn write_target(
     target: &str,
-    a: &Analysis,
-    idx: &[usize],
+    cases: &[&CaseResult],
     out: &mut OutDir,
 ) -> Result<Option<String>, ReportError> {
-    let title = format!("{target}: {} vs N", y_label(a, idx));
-    let Some(svg) = plot::loglog_svg(&title, y_label(a, idx), &plot_series(a, idx, None, 0)) else {
+    let title = format!("{target}: {} vs N", y_label(cases));
+    let Some(svg) = plot::loglog_svg(&title, y_label(cases), &plot_series(cases, None, 0)) else {
         return Ok(None);
     };
     let rel = format!("plots/{}.svg", out::safe(target));

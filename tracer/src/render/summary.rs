@@ -6,11 +6,12 @@ use crate::analysis::Analysis;
 use crate::analysis::fit::{Complexity, FlatReason, MIN_SIZES_FOR_CI, Scaling};
 use crate::analysis::populations::Mix;
 use crate::analysis::rootcause::{FrameGrowth, OUTSIDE_FRAME, RootCause, SELF_FRAME};
+use crate::analysis::table::CaseTable;
 
 use super::digest::{self, Kind};
 use super::fmt::{ns, pct};
 use super::index::{SummaryRow, anchor};
-use super::rootcause::{self, root_cause_of};
+use super::rootcause;
 
 /// `1.20µs → 41.0µs (×34) over N=10..8000`: the first and last fitted points.
 pub fn growth(s: &Scaling) -> String {
@@ -216,30 +217,25 @@ pub fn class_text(s: Option<&Scaling>, timed: bool) -> String {
 }
 
 /// The rows of a report: discoveries first, then the findings' groups (growing, flat, not
-/// fitted). `links(table index)` gives each row's links beyond its section.
-pub fn rows(a: &Analysis, links: impl Fn(usize) -> Vec<(String, String)>) -> Vec<SummaryRow> {
+/// fitted). `links(table)` gives each row's links beyond its section.
+pub fn rows(a: &Analysis, links: impl Fn(&CaseTable) -> Vec<(String, String)>) -> Vec<SummaryRow> {
     let mut out = Vec::new();
     for d in &a.discoveries {
         out.push(discovery_row(d));
     }
     for (kind, findings) in digest::findings(a) {
         for f in findings {
-            let Some(&first) = f.tables.first() else {
+            let Some(first) = f.cases.first() else {
                 continue;
             };
-            let t = &a.tables[first];
-            let v = &a.verdicts[first];
-            let cases: Vec<&str> = f
-                .tables
-                .iter()
-                .map(|&i| a.tables[i].case_name.as_str())
-                .collect();
+            let (t, v) = (&first.table, &first.verdict);
+            let cases: Vec<&str> = f.cases.iter().map(|c| c.table.case_name.as_str()).collect();
             let mut case = cases.join(", ");
             // A sweep's runs are its workloads: named unless the case already says it.
             if a.is_sweep && case != t.run {
                 case.push_str(&format!(" · {}", t.run));
             }
-            let root_cause = match root_cause_of(a, t) {
+            let root_cause = match &first.root_cause {
                 Some(rc) => Some(cause(&rc.cause)),
                 None if kind == Kind::Grows => Some("no stacks sampled".into()),
                 None => None,
@@ -275,9 +271,9 @@ pub fn rows(a: &Analysis, links: impl Fn(usize) -> Vec<(String, String)>) -> Vec
                     })
                     .into_iter()
                     .collect(),
-                links: links(first),
+                links: links(t),
                 grows,
-                relevant: f.leads(a),
+                relevant: f.leads(),
             });
         }
     }
@@ -466,11 +462,8 @@ mod tests {
             label: "6.18".into(),
             is_sweep: true,
             runs: vec![],
-            tables: vec![],
-            verdicts: vec![],
-            root_causes: vec![],
+            cases: vec![],
             discoveries,
-            populations: vec![],
             trips: vec![],
             stacks: vec![],
             warnings: vec![],

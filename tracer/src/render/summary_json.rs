@@ -12,10 +12,10 @@ struct SummaryJson<'a> {
     label: &'a str,
     root: &'a Path,
     runs: &'a [crate::analysis::analyze::RunInfo],
-    verdicts: &'a [crate::analysis::Verdict],
-    root_causes: &'a [crate::analysis::CaseRootCause],
+    verdicts: Vec<&'a crate::analysis::Verdict>,
+    root_causes: Vec<&'a crate::analysis::CaseRootCause>,
     discoveries: &'a [crate::analysis::discover::Discovery],
-    populations: &'a [crate::analysis::populations::PopulationSplit],
+    populations: Vec<&'a crate::analysis::populations::PopulationSplit>,
     /// Calls of one target per call of another it ran inside (runs with nested targets).
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     trip_counts: &'a [crate::analysis::trips::TripCount],
@@ -40,14 +40,15 @@ pub(super) fn text(a: &Analysis, warnings: &[String]) -> String {
         label: &a.label,
         root: &a.root,
         runs: &a.runs,
-        verdicts: &a.verdicts,
-        root_causes: &a.root_causes,
+        verdicts: a.verdicts().collect(),
+        root_causes: a.root_causes().collect(),
         discoveries: &a.discoveries,
-        populations: &a.populations,
+        populations: a.populations().collect(),
         trip_counts: &a.trips,
         probe_costs: a
-            .tables
+            .cases
             .iter()
+            .map(|c| &c.table)
             .filter_map(|t| {
                 Some(ProbeCostJson {
                     run: &t.run,

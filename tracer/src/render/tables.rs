@@ -6,11 +6,11 @@
 use serde::Serialize;
 
 use crate::analysis::table::{CaseTable, PercentileSource, Row};
-use crate::analysis::{Analysis, CaseRootCause, Verdict};
+use crate::analysis::{CaseResult, CaseRootCause, Verdict};
 
 use super::fmt::{ns, opt, pct};
 use super::probecost;
-use super::rootcause::{self, root_cause_of};
+use super::rootcause;
 
 pub use super::compare::tables::{
     compare_csv, compare_json, compare_markdown, compare_terminal, frame_shift_lines,
@@ -144,10 +144,10 @@ pub(super) fn md_escape(s: &str) -> String {
 
 /// One Markdown document for a target: a section per (run, case) with its verdict, root cause
 /// and table.
-pub fn markdown(target: &str, a: &Analysis, idx: &[usize]) -> String {
+pub fn markdown(target: &str, cases: &[&CaseResult]) -> String {
     let mut out = format!("# {target}\n\n");
-    for &i in idx {
-        let (t, v) = (&a.tables[i], &a.verdicts[i]);
+    for c in cases {
+        let (t, v) = (&c.table, &c.verdict);
         out.push_str(&format!(
             "## {} · {} · kernel {}\n\n",
             t.case_name, t.run, t.kernel
@@ -164,7 +164,7 @@ pub fn markdown(target: &str, a: &Analysis, idx: &[usize]) -> String {
             ));
         }
         out.push_str(&format!("- verdict: `{}`\n", super::verdict::line(v)));
-        if let Some(rc) = root_cause_of(a, t) {
+        if let Some(rc) = &c.root_cause {
             out.push_str(&format!(
                 "- root cause ({} stacks): `{}`\n",
                 rc.kind.as_str(),
@@ -185,11 +185,11 @@ pub fn markdown(target: &str, a: &Analysis, idx: &[usize]) -> String {
 
 /// The per-N tables of a target as an HTML fragment for the index: per (run, case) a heading,
 /// its plan, verdict and root cause as wrapped text, and the table. Cells are escaped here.
-pub fn html(a: &Analysis, idx: &[usize]) -> String {
+pub fn html(cases: &[&CaseResult]) -> String {
     use super::xml::escape;
     let mut out = String::new();
-    for &i in idx {
-        let (t, v) = (&a.tables[i], &a.verdicts[i]);
+    for c in cases {
+        let (t, v) = (&c.table, &c.verdict);
         out.push_str(&format!(
             "<h4>{} · {} · kernel {}</h4>\n<ul class=\"facts\">\n",
             escape(&t.case_name),
@@ -209,7 +209,7 @@ pub fn html(a: &Analysis, idx: &[usize]) -> String {
             fact("probe cost", &probecost::fact(c));
         }
         fact("verdict", &super::verdict::line(v));
-        if let Some(rc) = root_cause_of(a, t) {
+        if let Some(rc) = &c.root_cause {
             fact(
                 &format!("root cause ({} stacks)", rc.kind.as_str()),
                 &rootcause::line(&rc.cause),
@@ -250,12 +250,11 @@ pub(super) fn num(v: Option<f64>) -> String {
 }
 
 /// Flat CSV of the tables: raw nanoseconds, empty fields for unavailable values.
-pub fn csv(a: &Analysis, idx: &[usize]) -> String {
+pub fn csv(cases: &[&CaseResult]) -> String {
     let mut out = String::from(
         "run,kernel,target,case,case_name,n,calls,untimed,ops,calls_per_op,oncpu_mean_ns,oncpu_p50_ns,oncpu_p90_ns,oncpu_p99_ns,oncpu_max_ns,offcpu_mean_ns,wall_mean_ns,total_ns,op_ns,op_source,repeat_rel_sd,target_ns_per_op,share_of_op,percentiles_from,probe_cost_ns,probe_share,probe_flagged,corrected_time_per_call_ns,time_per_call_ns\n",
     );
-    for &i in idx {
-        let t = &a.tables[i];
+    for t in cases.iter().map(|c| &c.table) {
         for r in &t.rows {
             let fields = [
                 csv_field(&t.run),
@@ -304,13 +303,13 @@ struct JsonCase<'a> {
 }
 
 /// JSON of the tables with their verdicts and root causes (null for unavailable values).
-pub fn json(a: &Analysis, idx: &[usize]) -> String {
-    let v: Vec<JsonCase> = idx
+pub fn json(cases: &[&CaseResult]) -> String {
+    let v: Vec<JsonCase> = cases
         .iter()
-        .map(|&i| JsonCase {
-            table: &a.tables[i],
-            verdict: &a.verdicts[i],
-            root_cause: root_cause_of(a, &a.tables[i]),
+        .map(|c| JsonCase {
+            table: &c.table,
+            verdict: &c.verdict,
+            root_cause: c.root_cause.as_ref(),
         })
         .collect();
     let mut s = serde_json::to_string_pretty(&v).expect("tables serialize");

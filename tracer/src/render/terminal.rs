@@ -1,8 +1,8 @@
 //! The terminal rendering of a report, and `report.txt`: the same text after the warnings,
 //! with the incidental findings in full.
 
-use crate::analysis::Analysis;
 use crate::analysis::table::CaseTable;
+use crate::analysis::{Analysis, CaseResult};
 
 use super::digest::{Finding, Kind, findings};
 use super::fmt::{align, count_of, ns, opt, pct, sig3};
@@ -32,8 +32,8 @@ fn findings_text(out: &mut String, a: &Analysis, groups: &[(Kind, Vec<&Finding>)
             {
                 out.push_str(&format!("{indent}    root cause: {rc}\n"));
             }
-            for &i in &f.tables {
-                for l in super::trips::loop_lines(a, &a.tables[i]) {
+            for c in &f.cases {
+                for l in super::trips::loop_lines(a, &c.table) {
                     out.push_str(&format!("{indent}    loop: {l}\n"));
                 }
             }
@@ -71,7 +71,7 @@ fn render_text(a: &Analysis, full: bool) -> String {
     let split = |lead: bool| -> Vec<(Kind, Vec<&Finding>)> {
         groups
             .iter()
-            .map(|(k, v)| (*k, v.iter().filter(|f| f.leads(a) == lead).collect()))
+            .map(|(k, v)| (*k, v.iter().filter(|f| f.leads() == lead).collect()))
             .collect()
     };
     let (lead, incidental) = (split(true), split(false));
@@ -91,9 +91,9 @@ fn render_text(a: &Analysis, full: bool) -> String {
             ));
         }
     }
-    if !a.populations.is_empty() {
+    if a.populations().next().is_some() {
         out.push_str("Mixed call populations (the mean per call mixes them):\n");
-        for p in &a.populations {
+        for p in a.populations() {
             out.push_str(&format!("  {}\n", population_line(p)));
         }
     }
@@ -104,18 +104,18 @@ fn render_text(a: &Analysis, full: bool) -> String {
     } else {
         &lead
     };
-    let growing: Vec<usize> = shown
+    let growing: Vec<&CaseResult> = shown
         .iter()
         .filter(|(k, _)| *k == Kind::Grows)
-        .flat_map(|(_, v)| v.iter().flat_map(|f| f.tables.iter().copied()))
+        .flat_map(|(_, v)| v.iter().flat_map(|f| f.cases.iter().copied()))
         .collect();
-    for &i in &growing {
-        out.push_str(&per_n_table(&a.tables[i]));
+    for c in &growing {
+        out.push_str(&per_n_table(&c.table));
     }
     out.push_str(&histogram::smallest_and_largest_n(a, &growing, full));
     // With nothing growing no claim is made here: the summary says which cases are flat, and
     // a discover answer above may have found growth that no timed target's time per call has.
-    if !a.tables.is_empty() {
+    if !a.cases.is_empty() {
         let tables = "per-N tables (every case, every column): tables/<target>.md";
         out.push_str(&if growing.is_empty() {
             format!("\nThe {tables}\n")
@@ -223,9 +223,9 @@ pub fn report_text(a: &Analysis) -> String {
 }
 
 /// Both parts of the findings, the leading ones first.
-fn groups_all<'a>(
-    lead: &[(Kind, Vec<&'a Finding>)],
-    incidental: &[(Kind, Vec<&'a Finding>)],
-) -> Vec<(Kind, Vec<&'a Finding>)> {
+fn groups_all<'a, 'b>(
+    lead: &[(Kind, Vec<&'a Finding<'b>>)],
+    incidental: &[(Kind, Vec<&'a Finding<'b>>)],
+) -> Vec<(Kind, Vec<&'a Finding<'b>>)> {
     lead.iter().chain(incidental).cloned().collect()
 }

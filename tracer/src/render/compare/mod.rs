@@ -7,7 +7,7 @@ pub(super) mod tables;
 
 use std::path::Path;
 
-use crate::analysis::{analyze, compare, load};
+use crate::analysis::{CaseResult, analyze, compare, load};
 
 use super::dataset::{self, METHOD};
 use super::out::{self, OutDir};
@@ -56,19 +56,19 @@ pub fn compare_report(
     let mut sections = Vec::new();
     for name in &names {
         // The target's tables on each side (none when that side did not trace it).
-        let tables_of = |side: &[(String, Vec<usize>)]| {
+        fn cases_of<'a>(side: &[(String, Vec<&'a CaseResult>)], name: &str) -> Vec<&'a CaseResult> {
             side.iter()
                 .find(|(t, _)| t == name)
-                .map(|(_, i)| i.clone())
+                .map(|(_, cases)| cases.clone())
                 .unwrap_or_default()
-        };
-        let (ia, ib) = (tables_of(&ta), tables_of(&tb));
-        let mut series = plot_series(&aa, &ia, Some(&c.label_a), 0);
-        series.extend(plot_series(&ab, &ib, Some(&c.label_b), 1));
-        let y = if ia.is_empty() {
-            y_label(&ab, &ib)
+        }
+        let (ca, cb) = (cases_of(&ta, name), cases_of(&tb, name));
+        let mut series = plot_series(&ca, Some(&c.label_a), 0);
+        series.extend(plot_series(&cb, Some(&c.label_b), 1));
+        let y = if ca.is_empty() {
+            y_label(&cb)
         } else {
-            y_label(&aa, &ia)
+            y_label(&ca)
         };
         let mut plot_rel = None;
         if let Some(svg) = plot::loglog_svg(&format!("{name}: {y} vs N"), y, &series) {
@@ -112,22 +112,18 @@ pub fn compare_report(
         .map(|cl| tables::class_line(&c, cl))
         .collect();
     verdicts.extend(
-        aa.verdicts
-            .iter()
+        aa.verdicts()
             .map(|v| format!("{}: {}", c.label_a, verdict::line(v))),
     );
     verdicts.extend(
-        ab.verdicts
-            .iter()
+        ab.verdicts()
             .map(|v| format!("{}: {}", c.label_b, verdict::line(v))),
     );
     let root_causes: Vec<String> = aa
-        .root_causes
-        .iter()
+        .root_causes()
         .map(|r| format!("{}: {}", c.label_a, rootcause::line(&r.cause)))
         .chain(
-            ab.root_causes
-                .iter()
+            ab.root_causes()
                 .map(|r| format!("{}: {}", c.label_b, rootcause::line(&r.cause))),
         )
         .collect();

@@ -28,13 +28,16 @@ pub(super) fn summary_rows(
     sections: &[index::Section],
 ) -> Vec<index::SummaryRow> {
     let side = |an: &Analysis, target: &str, case: &str| {
-        let i = an
-            .tables
+        let found = an
+            .cases
             .iter()
-            .position(|t| t.target == target && t.case_name == case)?;
-        let (t, v) = (&an.tables[i], &an.verdicts[i]);
+            .find(|c| c.table.target == target && c.table.case_name == case)?;
+        let (t, v) = (&found.table, &found.verdict);
         let growth = v.scaling.as_ref().map(summary::growth).unwrap_or_default();
-        let cause = rootcause::root_cause_of(an, t).map(|rc| summary::cause(&rc.cause));
+        let cause = found
+            .root_cause
+            .as_ref()
+            .map(|rc| summary::cause(&rc.cause));
         let grows = v.class().is_some_and(|c| c != Complexity::Constant);
         let slope = v
             .scaling
@@ -128,10 +131,10 @@ pub(super) fn findings(
 ) -> Vec<(String, Vec<index::Item>)> {
     let side_lines = |an: &Analysis, label: &str, target: &str, case: &str| -> Vec<String> {
         let mut v = Vec::new();
-        for (t, vd) in an.tables.iter().zip(&an.verdicts) {
-            if t.target == target && t.case_name == case {
-                v.push(format!("{label}: {}", verdict::line(vd)));
-                if let Some(rc) = rootcause::root_cause_of(an, t) {
+        for found in &an.cases {
+            if found.table.target == target && found.table.case_name == case {
+                v.push(format!("{label}: {}", verdict::line(&found.verdict)));
+                if let Some(rc) = &found.root_cause {
                     v.push(format!(
                         "{label}: root cause: {}",
                         rootcause::line(&rc.cause)

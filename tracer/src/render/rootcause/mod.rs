@@ -7,17 +7,8 @@ use crate::analysis::rootcause::{
     AddedTime, Description, FrameGrowth, FrameTime, MIN_GROWTH, MIN_SAMPLES, RootCause, SELF_FRAME,
     SPLIT_SHARE, TIME_GROWTH,
 };
-use crate::analysis::table::CaseTable;
-use crate::analysis::{Analysis, CaseRootCause};
 
 use super::fmt::ns;
-
-/// The root cause of a table's target and case, when stacks were sampled.
-pub fn root_cause_of<'a>(a: &'a Analysis, t: &CaseTable) -> Option<&'a CaseRootCause> {
-    a.root_causes
-        .iter()
-        .find(|rc| rc.run == t.run && rc.target == t.target && rc.case_name == t.case_name)
-}
 
 /// `target [case]`, or the target alone.
 fn key(rc: &RootCause) -> String {
