@@ -5,16 +5,17 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::rundata::{PlanUsed, RunStatus, StackFile, StackKind, TargetReport};
+use crate::rundata::{RunStatus, StackFile, StackKind, TargetReport};
 
 use super::discover::{Discovery, ProfiledRun, discover};
-use super::fit::{Complexity, Scaling, fit_scaling, fit_scaling_runs};
+use super::exact::confirm_verdict;
 use super::load::{Dataset, LoadError, read_stack_file};
-use super::populations::{Mix, PopulationSplit, split as split_populations};
+use super::populations::{PopulationSplit, split as split_populations};
 use super::rootcause::{RootCause, StacksAtN, root_cause};
-use super::stacks::{Anchors, Folded};
+use super::stacks::{Anchors, StackData};
 use super::table::{CaseTable, Metric, TableOptions, WorkloadReport, tables};
-use super::trips::{LoopClass, MAX_PER_TRIP_SLOPE, TripCount, loop_class};
+use super::trips::{TripCount, loop_class};
+use super::verdict::{Verdict, verdict};
 use super::warnings::{StackLoss, Warning};
 
 #[derive(Clone, Debug, Default)]
@@ -23,91 +24,6 @@ pub struct AnalysisOptions {
     pub include_unphased: bool,
     /// Give times per call minus the probe's measured cost beside the measured ones.
     pub subtract_probe_cost: bool,
-}
-
-/// Scaling verdict of one target and case; `render::verdict` says it in one line.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Verdict {
-    pub run: String,
-    pub kernel: String,
-    pub target: String,
-    pub case_name: String,
-    pub metric: Metric,
-    /// None when there was nothing to fit (count-only plan, fewer than two sizes).
-    pub scaling: Option<Scaling>,
-    /// The plan measured a stand-in: its name and every attach point (e.g.
-    /// "syscall-bracket syscalls:sys_enter_wait4,..."); the line names it briefly.
-    pub stand_in: Option<String>,
-    /// The plan timed its calls (false: count-only, nothing to fit).
-    pub timed: bool,
-    /// The plan that measured it (the line names it briefly).
-    pub plan: Option<PlanUsed>,
-    /// The class an exact loop count inside the target gives the growing time (see
-    /// [`super::trips::loop_class`]); None when no count does.
-    pub by_loop: Option<LoopClass>,
-    /// The calls are two populations ([`super::populations`]): the one the headline is, or
-    /// that they could not be split.
-    pub mix: Option<Mix>,
-}
-
-impl Verdict {
-    /// The verdict's class: the loop count's where one gives it (a count is exact; time per
-    /// call also carries the cost of each trip, which may creep up with N), else the time's.
-    pub fn class(&self) -> Option<Complexity> {
-        match &self.by_loop {
-            Some(l) => Some(l.class),
-            None => self.time_class(),
-        }
-    }
-
-    /// The classes the data does not exclude, least growth first: the loop count's class (a
-    /// count is exact), else the time's set ([`Scaling::classes`]). Empty with nothing fitted.
-    pub fn classes(&self) -> Vec<Complexity> {
-        match (&self.by_loop, self.headline()) {
-            (Some(l), _) => vec![l.class],
-            (None, Some(s)) => s.classes.clone(),
-            (None, None) => Vec::new(),
-        }
-    }
-
-    /// The fit the headline rests on: a mixed table's growing population, else the time per
-    /// call of all calls; None when nothing was fitted or when the mean of an unsplit mix
-    /// did not grow (that says nothing about either population).
-    pub fn headline(&self) -> Option<&Scaling> {
-        match &self.mix {
-            Some(Mix::Population { scaling, .. }) => Some(scaling.as_ref()),
-            Some(Mix::Unsplit { .. })
-                if self
-                    .scaling
-                    .as_ref()
-                    .is_some_and(|s| s.flat_reason.is_some()) =>
-            {
-                None
-            }
-            _ => self.scaling.as_ref(),
-        }
-    }
-
-    /// The class when the data names one alone (a set of one), else None.
-    pub fn sole_class(&self) -> Option<Complexity> {
-        let set = self.classes();
-        (set.len() == 1).then(|| set[0])
-    }
-
-    /// The loop count that gives the verdict a class other than the time's own fit (what
-    /// lines, tables and plots name beside the class); None when the two agree.
-    pub fn count_overrides_time(&self) -> Option<&LoopClass> {
-        // Also when the time names the count's class only among others: the count decides.
-        let time_alone = self.headline().and_then(|s| s.sole_class());
-        self.by_loop
-            .as_ref()
-            .filter(|l| time_alone != Some(l.class))
-    }
-
-    /// The class the time per call fitted by itself (of the headline's population).
-    pub fn time_class(&self) -> Option<Complexity> {
-        self.headline().map(|s| s.class)
-    }
 }
 
 /// Root cause of one target and case.
@@ -119,15 +35,6 @@ pub struct CaseRootCause {
     /// Which stacks were analysed (on-CPU, or off-CPU when no on-CPU stacks were taken).
     pub kind: StackKind,
     pub cause: RootCause,
-}
-
-/// A folded-stack file of the data set, loaded and checked.
-#[derive(Clone, Debug)]
-pub struct StackData {
-    /// Index into [`Analysis::runs`].
-    pub run: usize,
-    pub file: StackFile,
-    pub folded: Folded,
 }
 
 /// What the report says about each run besides tables.
@@ -417,107 +324,6 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Result<Analysis, LoadErr
     Ok(a)
 }
 
-/// The confirmation pass's verdict on a function discover ranked, by its exact time per op
-/// (time per call × calls per op) when the run counted ops, else by its time per call.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ExactVerdict {
-    pub function: String,
-    pub per_op: Option<PerOp>,
-    pub per_call: Verdict,
-}
-
-impl ExactVerdict {
-    /// The class the line leads with: the per-op one when there is one.
-    pub fn class(&self) -> Option<Complexity> {
-        match &self.per_op {
-            Some(op) => Some(op.counted.as_ref().unwrap_or(&op.timed).class),
-            None => self.per_call.class(),
-        }
-    }
-}
-
-/// Fits of a function's time per op.
-#[derive(Clone, Debug, PartialEq)]
-pub struct PerOp {
-    /// What one op is (discover's `per`).
-    pub per: String,
-    /// The fit of the time per op.
-    pub timed: Scaling,
-    /// The fit of the calls per op, made when each call is flat: its class is the answer.
-    pub counted: Option<Scaling>,
-    /// Calls per op at the smallest and the largest N of `timed`.
-    pub calls_per_op: [Option<f64>; 2],
-}
-
-/// The confirmation pass's verdict on a function discover ranked: its exact time per op
-/// (time per call × calls per op), the quantity the sampled ranking fits, with the per-call
-/// verdict beside it. Both matter: a function can grow per op by being called more often
-/// (wait_consider_task runs once per child on each wait) while each call stays flat, and
-/// comparing the sampled per-op class with an exact per-call class would contradict the
-/// kernel. Falls back to the per-call verdict when the run has no op counts.
-fn confirm_verdict(t: &CaseTable, per_call: &Verdict, per: &str) -> ExactVerdict {
-    let points: Vec<super::fit::Point> = t
-        .rows
-        .iter()
-        .filter_map(|r| {
-            let total = r.time_per_call_ns? * r.calls_per_op?;
-            (r.n > 0 && total > 0.0).then(|| super::fit::Point {
-                n: r.n as f64,
-                t: total,
-                rel_se: r.rel_se(),
-            })
-        })
-        .collect();
-    let per_op = fit_scaling(&points).map(|timed| {
-        // With each call flat, the time per op grows as the calls per op do, and those are
-        // counted, not timed: their class is the answer. Fitting the product instead lets a
-        // per-call drift the per-call fit judged noise (1.58 -> 1.92 µs in a 5.10 run under
-        // TCG) tip the per-op class to the next one. A call whose time creeps up with N
-        // less steeply than a power of N (the loop counts' rule, [`MAX_PER_TRIP_SLOPE`]) is
-        // flat in that sense: a longer walk over colder memory, or qemu's software TLB
-        // (wait_consider_task on 5.10 under TCG, 950 ns -> 1.37 µs per call over
-        // N = 100..2000, fitted O(log n), tipped its per-op time to O(n log n)).
-        let per_call_flat = per_call.scaling.as_ref().is_some_and(|pc| {
-            pc.class == Complexity::Constant || pc.loglog.slope.abs() < MAX_PER_TRIP_SLOPE
-        });
-        let counted = if per_call_flat {
-            fit_scaling(
-                &t.rows
-                    .iter()
-                    .filter_map(|r| {
-                        let c = r.calls_per_op?;
-                        (r.n > 0 && c > 0.0).then_some(super::fit::Point {
-                            n: r.n as f64,
-                            t: c,
-                            rel_se: None,
-                        })
-                    })
-                    .collect::<Vec<_>>(),
-            )
-        } else {
-            None
-        };
-        let calls = |n: f64| {
-            t.rows
-                .iter()
-                .find(|r| r.n as f64 == n)
-                .and_then(|r| r.calls_per_op)
-        };
-        let (p0, p1) = (timed.points[0], timed.points[timed.points.len() - 1]);
-        PerOp {
-            per: per.to_string(),
-            calls_per_op: [calls(p0.n), calls(p1.n)],
-            timed,
-            counted,
-        }
-    });
-    ExactVerdict {
-        function: per_call.target.clone(),
-        per_op,
-        per_call: per_call.clone(),
-    }
-}
-
 /// The root cause of one table. When the fitted time is on-CPU time, from on-CPU stacks only
 /// (off-CPU stacks explain time blocked, which that verdict is not about), saying so when they
 /// are too few. When it is wall time: from on-CPU stacks when two sizes have enough samples,
@@ -572,23 +378,6 @@ fn case_root_cause(
     }
 }
 
-/// The scaling verdict of one table (`render::verdict::line` gives its one-line summary).
-pub fn verdict(t: &CaseTable) -> Verdict {
-    Verdict {
-        run: t.run.clone(),
-        kernel: t.kernel.clone(),
-        target: t.target.clone(),
-        case_name: t.case_name.clone(),
-        metric: t.metric,
-        scaling: fit_scaling_runs(&t.points(), &t.run_points()),
-        stand_in: t.stand_in(),
-        timed: t.timed,
-        plan: t.plan.clone(),
-        by_loop: None,
-        mix: None,
-    }
-}
-
 /// The stacks taken and lost per kind, for the stack-loss warning: the share lost, and which
 /// kind of stack it was. None when the run does not count the stacks taken (older runs).
 fn stack_loss(counters: &BTreeMap<String, u64>) -> Option<StackLoss> {
@@ -600,61 +389,4 @@ fn stack_loss(counters: &BTreeMap<String, u64>) -> Option<StackLoss> {
         offcpu: get("stacks_lost_offcpu"),
         sampled: get("stacks_lost_sampled"),
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::analysis::table::Row;
-
-    fn table(rows: &[(u64, f64, f64)]) -> CaseTable {
-        CaseTable {
-            run: "confirm".into(),
-            kernel: "5.10".into(),
-            target: "wait_consider_task".into(),
-            case: workloads::cases::CASE_COMMAND,
-            case_name: "command".into(),
-            plan: None,
-            timed: true,
-            metric: Metric::OncpuMean,
-            rows: rows
-                .iter()
-                .map(|&(n, t, c)| Row {
-                    n,
-                    time_per_call_ns: Some(t),
-                    calls_per_op: Some(c),
-                    ..Row::default()
-                })
-                .collect(),
-            probe_cost: None,
-        }
-    }
-
-    /// A walk counted once per child per wait: its calls per op are exactly linear. When each
-    /// call's time creeps up with N (5.10 under TCG), the class is still the count's; when
-    /// each call grows like a power of N itself, the time's class stands.
-    #[test]
-    fn a_creeping_call_leaves_the_class_to_the_calls_per_op() {
-        let calls = |n: u64| 2.0 * n as f64 + 4.0;
-        let creep = table(&[
-            (100, 950.0, calls(100)),
-            (500, 1100.0, calls(500)),
-            (1000, 1250.0, calls(1000)),
-            (2000, 1370.0, calls(2000)),
-        ]);
-        let e = confirm_verdict(&creep, &verdict(&creep), "op");
-        let op = e.per_op.as_ref().unwrap();
-        assert!(op.counted.is_some(), "{e:?}");
-        assert_eq!(e.class(), Some(Complexity::Linear), "{e:?}");
-
-        let nested = table(&[
-            (100, 950.0, calls(100)),
-            (500, 4750.0, calls(500)),
-            (1000, 9500.0, calls(1000)),
-            (2000, 19_000.0, calls(2000)),
-        ]);
-        let e = confirm_verdict(&nested, &verdict(&nested), "op");
-        assert!(e.per_op.as_ref().unwrap().counted.is_none(), "{e:?}");
-        assert_eq!(e.class(), Some(Complexity::Quadratic), "{e:?}");
-    }
 }

@@ -38,11 +38,12 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::analyze::{Analysis, Verdict};
+use super::analyze::Analysis;
 use super::fit::Complexity;
 use super::frameshift::{FrameShift, frame_shifts};
 use super::stats::{harmonic_mean, mean, t975, variance, welch};
 use super::table::{CaseTable, Row};
+use super::verdict::Verdict;
 
 /// Least per-call difference that can be marked significant.
 pub const MIN_CALL_DIFF_PCT: f64 = 5.0;

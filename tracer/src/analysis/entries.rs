@@ -41,14 +41,14 @@ use serde::Serialize;
 
 use crate::rundata::{EntryRow, StackKind};
 
-use super::analyze::StackData;
-use super::discover::{
+use super::fit::{Complexity, Point, Scaling, fit_scaling};
+use super::growers::{
     DiscoverCause, Grower, MIN_FIT_SAMPLES, MIN_SAMPLES, Profile, growers, grown, profile,
     root_cause, self_carries_growth,
 };
-use super::fit::{Complexity, Point, Scaling, fit_scaling};
 use super::spread::RunSpread;
 use super::stacks::Folded;
+use super::stacks::StackData;
 
 /// A frame's time per call must at least double from the smallest to the largest N to be a
 /// loop: the walk then carries most of the frame's time at the largest N. Below, the frame's
@@ -491,7 +491,7 @@ fn own_work(stacks: &Folded) -> Folded {
 /// whose /proc dcache invalidation carried half of wait4's time at N = 10 under TCG. Over
 /// N = 10..500 jobs of a shell its self time per wait4 call rose 12 to 16 times in three
 /// sweeps, its inclusive time 2.4 to 2.9 times, and in another sweep less than twice.
-fn grows_enough(points: &[super::discover::FnPoint]) -> bool {
+fn grows_enough(points: &[super::growers::FnPoint]) -> bool {
     let (Some(f), Some(l)) = (points.first(), points.last()) else {
         return false;
     };
@@ -505,14 +505,14 @@ pub const END_RISE_SIGMA: f64 = 2.0;
 
 /// Whether a frame's time per call still rises from the second-largest N to the largest by
 /// more than [`END_RISE_SIGMA`] Poisson errors (true with fewer than three sizes).
-fn still_rising(points: &[super::discover::FnPoint]) -> bool {
+fn still_rising(points: &[super::growers::FnPoint]) -> bool {
     let [.., prev, last] = points else {
         return true;
     };
     if points.len() < 3 {
         return true;
     }
-    let se = |p: &super::discover::FnPoint| p.incl_ns / (p.samples.max(1) as f64).sqrt();
+    let se = |p: &super::growers::FnPoint| p.incl_ns / (p.samples.max(1) as f64).sqrt();
     last.incl_ns - prev.incl_ns > END_RISE_SIGMA * se(last).hypot(se(prev))
 }
 

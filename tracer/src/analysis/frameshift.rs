@@ -15,7 +15,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use super::analyze::{Analysis, StackData};
+use super::analyze::Analysis;
+use super::stacks::StackData;
 use super::stacks::{Anchors, clone_base};
 use super::table::CaseTable;
 use crate::rundata::StackKind;

@@ -5,8 +5,10 @@ pub mod analyze;
 pub mod compare;
 pub mod discover;
 pub mod entries;
+pub mod exact;
 pub mod fit;
 pub mod frameshift;
+pub mod growers;
 pub mod hist;
 pub mod load;
 pub mod populations;
@@ -19,6 +21,7 @@ pub mod stats;
 pub mod table;
 pub mod timeline;
 pub mod trips;
+pub mod verdict;
 pub mod warnings;
 
 #[cfg(test)]
@@ -26,8 +29,8 @@ pub(crate) mod testdata;
 #[cfg(test)]
 pub(crate) mod testutil;
 
-pub use analyze::{
-    Analysis, AnalysisOptions, CaseResult, CaseRootCause, StackData, Verdict, analyze,
-};
+pub use analyze::{Analysis, AnalysisOptions, CaseResult, CaseRootCause, analyze};
 pub use compare::{Comparison, compare};
 pub use load::{Dataset, LoadError, load};
+pub use stacks::StackData;
+pub use verdict::Verdict;

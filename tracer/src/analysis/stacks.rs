@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::rundata::{FoldedLine, PlanUsed, parse_folded};
+use crate::rundata::{FoldedLine, PlanUsed, StackFile, parse_folded};
 
 /// A set of folded stacks (frames root-first) with weights, identical stacks merged. Ordered,
 /// so everything derived from it (text, flamegraphs) is deterministic.
@@ -229,6 +229,15 @@ pub fn normalize_to(before: &Folded, after: &Folded) -> Folded {
         return before.clone();
     }
     before.scaled(after.total() as f64 / tb as f64)
+}
+
+/// A folded-stack file of the data set, loaded and checked.
+#[derive(Clone, Debug)]
+pub struct StackData {
+    /// Index into [`super::Analysis::runs`].
+    pub run: usize,
+    pub file: StackFile,
+    pub folded: Folded,
 }
 
 #[cfg(test)]

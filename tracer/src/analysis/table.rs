@@ -381,11 +381,19 @@ pub fn tables(
             })
             .collect();
         let timed = plan_timed && rows.iter().any(|r| r.timed_calls > 0);
-        let probe_cost = probecost::check(
-            target.probe_cost.as_ref(),
-            &mut rows,
-            opts.subtract_probe_cost,
-        );
+        let times: Vec<(u64, Option<f64>)> =
+            rows.iter().map(|r| (r.n, r.time_per_call_ns)).collect();
+        let probe_cost =
+            probecost::check(target.probe_cost.as_ref(), &times, opts.subtract_probe_cost).map(
+                |(check, sizes)| {
+                    for (r, size) in rows.iter_mut().zip(sizes) {
+                        r.probe_share = size.share;
+                        r.probe_flagged = size.flagged;
+                        r.corrected_time_per_call_ns = size.corrected_ns;
+                    }
+                    check
+                },
+            );
         out.push(CaseTable {
             run: label.to_string(),
             kernel: run.kernel.release.clone(),

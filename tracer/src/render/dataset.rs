@@ -8,10 +8,11 @@ use crate::analysis::table::CaseTable;
 use crate::analysis::{Analysis, CaseResult, Dataset};
 use crate::rundata::StackKind;
 
+use super::index::TargetLinks;
 use super::out::{self, OutDir};
 use super::{
     ReportError, ReportOptions, digest, discover, export, flamegraphs, fmt, index, plots,
-    probecost, summary, summary_json, tables,
+    probecost, summary, summary_json, tables, terminal,
 };
 
 /// How to read a report: the rules behind the numbers, in one line each.
@@ -26,18 +27,6 @@ pub(super) const METHOD: &[&str] = &[
     "Flamegraphs: widths in ns; differentials compare the smallest and largest N after normalising totals, red = larger share at the largest N.",
     "Exports: trace.pftrace (runs recorded with --raw-events) opens in ui.perfetto.dev (\"Open trace file\"): a slice per traced call on its thread, the workload's phases and N per process. profiles/*.pb.gz are pprof profiles (go tool pprof -http=: FILE; also Perfetto, Parca, Pyroscope, Grafana), samples labelled target, case and n.",
 ];
-
-/// Links the index shows for one target.
-#[derive(Default)]
-pub(super) struct TargetLinks {
-    pub(super) plot: Option<String>,
-    pub(super) tables: Vec<(String, String)>,
-    /// The per-N tables as HTML, for the index.
-    pub(super) tables_html: Option<String>,
-    pub(super) flames: Vec<index::FlameGroup>,
-    /// (run, case, kind, path) of the differential flamegraphs, for the summary's links.
-    pub(super) diffs: Vec<(String, String, StackKind, String)>,
-}
 
 /// Targets in order of first appearance, with their cases.
 pub(super) fn targets(a: &Analysis) -> Vec<(String, Vec<&CaseResult>)> {
@@ -98,7 +87,7 @@ pub(super) fn render(
     warnings.extend(exported.notes.iter().cloned());
 
     out.write("summary.json", summary_json::text(a, &warnings).as_bytes())?;
-    out.write("report.txt", tables::report_text(a).as_bytes())?;
+    out.write("report.txt", terminal::report_text(a).as_bytes())?;
 
     let summary = summary::rows(a, |t| summary_links(t, &links));
     out.write("summary.txt", summary::text(&summary).as_bytes())?;
@@ -196,7 +185,7 @@ fn findings(a: &Analysis) -> Vec<(String, Vec<index::Item>)> {
                 "Mixed call populations (the mean per call mixes them)".to_string(),
                 a.populations()
                     .map(|p| index::Item {
-                        line: tables::population_line(p),
+                        line: terminal::population_line(p),
                         details: Vec::new(),
                     })
                     .collect(),

@@ -410,7 +410,7 @@ pub(crate) mod tests {
     fn an_exact_confirmation_is_shown_beside_the_samples() {
         let mut d = discovery(true);
         assert!(answer(&d).contains("sampled without function probes"));
-        d.exact.push(crate::analysis::analyze::ExactVerdict {
+        d.exact.push(crate::analysis::exact::ExactVerdict {
             function: "wait_consider_task".into(),
             per_op: None,
             per_call: crate::analysis::Verdict {

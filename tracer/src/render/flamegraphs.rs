@@ -8,7 +8,7 @@ use crate::analysis::stacks::Anchors;
 use crate::analysis::{Analysis, StackData};
 use crate::rundata::StackKind;
 
-use super::dataset::TargetLinks;
+use super::index::TargetLinks;
 use super::out::{self, OutDir};
 use super::{ReportError, ReportOptions, flame, index};
 

@@ -21,6 +21,18 @@ pub struct Section {
     pub groups: Vec<FlameGroup>,
 }
 
+/// Links the index shows for one target, gathered while its files are written.
+#[derive(Default)]
+pub(super) struct TargetLinks {
+    pub(super) plot: Option<String>,
+    pub(super) tables: Vec<(String, String)>,
+    /// The per-N tables as HTML, for the index.
+    pub(super) tables_html: Option<String>,
+    pub(super) flames: Vec<FlameGroup>,
+    /// (run, case, kind, path) of the differential flamegraphs, for the summary's links.
+    pub(super) diffs: Vec<(String, String, crate::rundata::StackKind, String)>,
+}
+
 /// The flamegraphs of one (run, case, stack kind) of a target.
 pub struct FlameGroup {
     pub title: String,

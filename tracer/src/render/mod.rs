@@ -168,6 +168,6 @@ pub fn report(
         root_causes: a.root_causes().map(|r| rootcause::line(&r.cause)).collect(),
         warnings,
         files,
-        terminal: tables::terminal(&a),
+        terminal: terminal::terminal(&a),
     })
 }

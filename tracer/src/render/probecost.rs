@@ -170,7 +170,7 @@ pub fn record_note(c: &ProbeCost, mean_ns: Option<f64>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::table::{Row, TableOptions, tables};
+    use crate::analysis::table::{TableOptions, tables};
     use crate::analysis::testdata;
 
     fn cost(v: Option<f64>) -> ProbeCost {
@@ -216,12 +216,8 @@ mod tests {
             figure(&c),
             "probe cost not measured (refused on this kernel: EPERM)"
         );
-        let mut rows = vec![Row {
-            n: 1,
-            time_per_call_ns: Some(5.0),
-            ..Row::default()
-        }];
-        let check = crate::analysis::probecost::check(Some(&c), &mut rows, false).unwrap();
+        let (check, _) =
+            crate::analysis::probecost::check(Some(&c), &[(1, Some(5.0))], false).unwrap();
         assert!(fact(&check).contains("refused on this kernel"));
     }
 

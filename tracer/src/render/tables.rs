@@ -1,7 +1,7 @@
 //! The per-N tables of a target as Markdown, CSV, JSON and an HTML fragment for the index.
 //!
-//! The terminal text is in [`super::terminal`], the comparison tables in `compare::tables`;
-//! their functions are re-exported here under their old paths.
+//! The terminal text is in [`super::terminal`]; the comparison tables are in `compare::tables`
+//! and re-exported here under their old paths.
 
 use serde::Serialize;
 
@@ -16,7 +16,6 @@ pub use super::compare::tables::{
     compare_csv, compare_json, compare_markdown, compare_terminal, frame_shift_lines,
 };
 pub use super::fmt::align_left;
-pub use super::terminal::{population_line, report_text, terminal};
 
 const MD_HEADER: [&str; 16] = [
     "N",

@@ -5,7 +5,7 @@ use serde::{Serialize, Serializer};
 
 use super::fmt::{fmt_n, ns, sig3, via};
 use crate::analysis::Verdict;
-use crate::analysis::analyze::{ExactVerdict, PerOp};
+use crate::analysis::exact::{ExactVerdict, PerOp};
 use crate::analysis::fit::{FlatReason, Scaling};
 use crate::analysis::populations::Mix;
 
@@ -335,10 +335,10 @@ impl Serialize for ExactVerdict {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::analyze::verdict;
     use crate::analysis::fit::Complexity;
     use crate::analysis::table::{TableOptions, tables};
     use crate::analysis::testdata;
+    use crate::analysis::verdict::verdict;
 
     #[test]
     fn a_class_from_the_loop_count_leads_and_the_time_fit_follows() {

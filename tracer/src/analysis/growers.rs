@@ -1,0 +1,398 @@
+//! The growth tests of sampled kernel functions, shared by discover's per-op ranking and its
+//! kernel loops (entries.rs): per N a profile of every function's inclusive and self time,
+//! and the candidates whose time grows (see [`super::discover`]'s module docs for the rules).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use crate::rundata::USER_FRAME;
+
+use super::fit::{Complexity, Point, Scaling};
+use super::spread::RunSpread;
+
+/// A function whose single callee carries this much of its added time is a pass-through.
+pub const PASS_THROUGH: f64 = 0.75;
+/// Added time must exceed this many standard errors of sampling noise.
+pub const MIN_ADDED_SIGMA: f64 = 4.0;
+/// ... and be at least this share of the kernel time per op at the largest N.
+pub const MIN_SHARE: f64 = 0.05;
+/// Samples a function needs at the largest N to be ranked at all.
+pub const MIN_SAMPLES: u64 = 20;
+/// Samples a size needs to take part in a function's fit.
+pub const MIN_FIT_SAMPLES: u64 = 5;
+/// Candidates kept in the ranking.
+pub const MAX_RANKED: usize = 20;
+
+/// One function at one N.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FnPoint {
+    pub n: u64,
+    /// Inclusive and self time per op (ns).
+    pub incl_ns: f64,
+    pub self_ns: f64,
+    /// Samples behind `incl_ns` (or blocked periods, for off-CPU).
+    pub samples: u64,
+    /// Share of the kernel time at this N (inclusive).
+    pub share: f64,
+}
+
+impl Grower {
+    /// The time at `p` its class was fitted on: the self time when `fitted_on_self`.
+    pub fn fitted_ns(&self, p: &FnPoint) -> f64 {
+        if self.fitted_on_self {
+            p.self_ns
+        } else {
+            p.incl_ns
+        }
+    }
+}
+
+/// Whether the self time carries at least half of what the inclusive time added from `first`
+/// to `last`: a loop in the function's own body, beside callees whose work does not grow.
+pub(super) fn self_carries_growth(first: &FnPoint, last: &FnPoint) -> bool {
+    let added = last.incl_ns - first.incl_ns;
+    added > 0.0 && last.self_ns - first.self_ns >= 0.5 * added
+}
+
+/// A function whose time grows with N.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Grower {
+    pub function: String,
+    pub points: Vec<FnPoint>,
+    pub scaling: Scaling,
+    /// Inclusive time per op at the largest N minus at the smallest (ns).
+    pub added_ns: f64,
+    /// Its one standard error from sampling.
+    pub added_se_ns: f64,
+    /// `added_ns` over the kernel's whole added time per op.
+    pub added_share: f64,
+    /// The caller chain (outermost first) of its heaviest stack at the largest N.
+    pub callers: Vec<String>,
+    /// The class was fitted on the self time (`self_carries_growth`, the inclusive fit flat):
+    /// plots draw the self time against its model.
+    pub fitted_on_self: bool,
+    /// The function also grows in blocked time.
+    pub also_blocked: bool,
+}
+
+/// The root cause: the frame whose self time carries most of the added time.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DiscoverCause {
+    pub function: String,
+    /// Its self time's part of the kernel's added time per op.
+    pub self_share: f64,
+    pub self_added_ns: f64,
+    /// Caller chain, outermost first.
+    pub callers: Vec<String>,
+    /// The fit of its self time: the best class, and every class the data allows (least
+    /// growth first).
+    pub class: Complexity,
+    pub classes: Vec<Complexity>,
+    pub slope: f64,
+}
+
+/// Per-N aggregates of one profile.
+#[derive(Default)]
+pub(super) struct Profile {
+    /// function -> (inclusive weight, inclusive samples)
+    pub(super) incl: BTreeMap<String, (u64, u64)>,
+    /// function -> self weight
+    pub(super) selfw: BTreeMap<String, u64>,
+    /// (function, callee or "" for self) -> weight
+    pub(super) edges: BTreeMap<(String, String), u64>,
+    pub(super) kernel_w: u64,
+    pub(super) user_w: u64,
+    pub(super) samples: u64,
+    /// function -> (weight, chain) of its heaviest stack
+    pub(super) heaviest: BTreeMap<String, (u64, Vec<String>)>,
+}
+
+fn is_pseudo(frame: &str) -> bool {
+    frame.starts_with('[')
+}
+
+/// The syscall entry and dispatch code that sits above every syscall: its growth is the sum of
+/// unrelated syscalls' (a benchmark's setup forks and its timed waits), so it is never the
+/// function that grows, only a caller of it.
+fn is_dispatch(frame: &str) -> bool {
+    const PREFIXES: [&str; 6] = [
+        "entry_SYSCALL",
+        "do_syscall_",
+        "x64_sys_call",
+        "do_fast_syscall",
+        "__do_fast_syscall",
+        "do_int80",
+    ];
+    PREFIXES.iter().any(|p| frame.starts_with(p))
+}
+
+pub(super) fn profile(stacks: &super::stacks::Folded, period_ns: u64) -> Profile {
+    let mut p = Profile::default();
+    for (frames, w) in stacks.iter() {
+        let samples = w.checked_div(period_ns).unwrap_or(0).max(1);
+        p.samples += samples;
+        if frames.len() == 1 && frames[0] == USER_FRAME {
+            p.user_w += w;
+            continue;
+        }
+        p.kernel_w += w;
+        let mut seen: BTreeSet<&str> = BTreeSet::new();
+        for (i, f) in frames.iter().enumerate() {
+            if is_pseudo(f) {
+                continue;
+            }
+            if seen.insert(f.as_str()) {
+                let e = p.incl.entry(f.clone()).or_default();
+                e.0 += w;
+                e.1 += samples;
+                let h = p.heaviest.entry(f.clone()).or_default();
+                if w > h.0 {
+                    *h = (w, frames[..i].to_vec());
+                }
+            }
+            let callee = frames.get(i + 1).cloned().unwrap_or_default();
+            *p.edges.entry((f.clone(), callee)).or_default() += w;
+        }
+        if let Some(leaf) = frames.last().filter(|f| !is_pseudo(f)) {
+            *p.selfw.entry(leaf.clone()).or_default() += w;
+        }
+    }
+    p
+}
+
+/// The added kernel time per op from `p0` (ops `o0`) to `p1`: the sum of the self times that
+/// grew. Frames whose time fell do not offset it: a run's fixed start-up cost spread over the
+/// few ops of the smallest N falls with N, and netting it off would hide the growth (or push
+/// one function's share of the net over 100%).
+pub(super) fn grown(p0: &Profile, p1: &Profile, o0: f64, o1: f64) -> f64 {
+    let frames: BTreeSet<&String> = p0.selfw.keys().chain(p1.selfw.keys()).collect();
+    frames
+        .into_iter()
+        .map(|f| {
+            let w = |p: &Profile| p.selfw.get(f).copied().unwrap_or(0) as f64;
+            (w(p1) / o1 - w(p0) / o0).max(0.0)
+        })
+        .sum()
+}
+
+/// The candidates (see the module docs) that pass the growth tests, most added time first.
+pub(super) fn growers(
+    ns: &[u64],
+    ops: &[f64],
+    profiles: &[Profile],
+    kernel_added: f64,
+    kernel_ns: &[f64],
+    spread: &RunSpread,
+) -> Vec<Grower> {
+    let last = ns.len() - 1;
+    if last == 0 || kernel_added <= 0.0 {
+        return Vec::new();
+    }
+    let (p0, p1) = (&profiles[0], &profiles[last]);
+    let per = |p: &Profile, f: &str, o: f64| p.incl.get(f).map_or(0.0, |v| v.0 as f64 / o);
+    let edge = |p: &Profile, f: &str, c: &str, o: f64| {
+        p.edges
+            .get(&(f.to_string(), c.to_string()))
+            .map_or(0.0, |w| *w as f64 / o)
+    };
+    let mut out = Vec::new();
+    for (f, &(_, samples1)) in &p1.incl {
+        if samples1 < MIN_SAMPLES || is_dispatch(f) {
+            continue;
+        }
+        let added = per(p1, f, ops[last]) - per(p0, f, ops[0]);
+        if added <= 0.0 {
+            continue;
+        }
+        // A pass-through: one callee carries most of the growth.
+        let callees: BTreeSet<&String> = p1
+            .edges
+            .keys()
+            .filter(|(g, c)| g == f && !c.is_empty())
+            .map(|(_, c)| c)
+            .collect();
+        let dominated = callees
+            .iter()
+            .any(|c| edge(p1, f, c, ops[last]) - edge(p0, f, c, ops[0]) >= PASS_THROUGH * added);
+        if dominated {
+            continue;
+        }
+        // Poisson error of the added time, in ns per op.
+        let w_per_sample = |p: &Profile| {
+            p.incl
+                .get(f)
+                .map_or(0.0, |v| v.0 as f64 / v.1.max(1) as f64)
+        };
+        let s0 = p0.incl.get(f).map_or(0, |v| v.1) as f64;
+        let se = ((samples1 as f64).sqrt() * w_per_sample(p1) / ops[last])
+            .hypot(s0.max(1.0).sqrt() * w_per_sample(p0).max(w_per_sample(p1)) / ops[0]);
+        if added < MIN_ADDED_SIGMA * se || per(p1, f, ops[last]) < MIN_SHARE * kernel_ns[last] {
+            continue;
+        }
+        let points: Vec<FnPoint> = ns
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| {
+                let p = &profiles[i];
+                let incl = per(p, f, ops[i]);
+                FnPoint {
+                    n,
+                    incl_ns: incl,
+                    self_ns: p.selfw.get(f).map_or(0.0, |w| *w as f64 / ops[i]),
+                    samples: p.incl.get(f).map_or(0, |v| v.1),
+                    share: if kernel_ns[i] > 0.0 {
+                        incl / kernel_ns[i]
+                    } else {
+                        0.0
+                    },
+                }
+            })
+            .collect();
+        // Sizes with a handful of samples say little about a time (±45% at 5 samples) and
+        // would bend the class: the fit uses the sizes with MIN_FIT_SAMPLES or more.
+        let fit_points: Vec<Point> = points
+            .iter()
+            .filter(|p| p.samples >= MIN_FIT_SAMPLES)
+            .map(|p| Point {
+                n: p.n as f64,
+                t: p.incl_ns,
+                rel_se: Some(1.0 / (p.samples as f64).sqrt()),
+            })
+            .collect();
+        let mut scaling = spread.fit(&fit_points);
+        let mut fitted_on_self = false;
+        // A loop in the function's own body beside fixed work in its callees: the fixed part
+        // hides the loop's rise at the middle sizes, where the inclusive time stays within
+        // the fit's margin of its baseline, and the fit calls it flat. When the self time
+        // carries at least half the added time, its own growth is fitted: 6.1's
+        // wait_consider_task walks the children in its body and reaps through release_task
+        // (under TCG a fixed cost, most of the call at N = 10); over N = 10, 100, 1000 jobs
+        // of a shell its self time per call rose 14 -> 57 -> 233 µs, its inclusive time
+        // 176 -> 206 -> 358 µs (17% over the baseline at N = 100, where the margin is 20%).
+        if scaling
+            .as_ref()
+            .is_none_or(|s| s.class == Complexity::Constant)
+            && self_carries_growth(&points[0], &points[last])
+        {
+            let self_points: Vec<Point> = points
+                .iter()
+                .filter(|p| p.samples >= MIN_FIT_SAMPLES && p.self_ns > 0.0)
+                .map(|p| Point {
+                    n: p.n as f64,
+                    t: p.self_ns,
+                    // The self time's share of the samples, at least one.
+                    rel_se: Some(1.0 / (p.samples as f64 * p.self_ns / p.incl_ns).max(1.0).sqrt()),
+                })
+                .collect();
+            scaling = spread.fit(&self_points);
+            fitted_on_self = true;
+        }
+        let Some(scaling) = scaling else {
+            continue;
+        };
+        if scaling.class == Complexity::Constant {
+            continue;
+        }
+        out.push(Grower {
+            function: f.clone(),
+            points,
+            scaling,
+            added_ns: added,
+            added_se_ns: se,
+            added_share: added / kernel_added,
+            callers: p1.heaviest.get(f).map(|h| h.1.clone()).unwrap_or_default(),
+            fitted_on_self,
+            also_blocked: false,
+        });
+    }
+    out.sort_by(|a, b| b.added_ns.total_cmp(&a.added_ns));
+    out.truncate(MAX_RANKED);
+    out
+}
+
+/// The frame whose self time carries most of the added kernel time, when a growing function
+/// contains it.
+pub(super) fn root_cause(
+    ns: &[u64],
+    ops: &[f64],
+    profiles: &[Profile],
+    kernel_added: f64,
+    ranked: &[Grower],
+    spread: &RunSpread,
+) -> Option<DiscoverCause> {
+    let top = ranked.first()?;
+    let last = ns.len() - 1;
+    let (p0, p1) = (&profiles[0], &profiles[last]);
+    // Leaves under the top candidate at the largest N (or the candidate itself).
+    let mut best: Option<(String, f64)> = None;
+    for (leaf, w1) in &p1.selfw {
+        let under = leaf == &top.function
+            || p1
+                .heaviest
+                .get(leaf)
+                .is_some_and(|h| h.1.contains(&top.function));
+        if !under {
+            continue;
+        }
+        let w0 = p0.selfw.get(leaf).copied().unwrap_or(0);
+        let added = *w1 as f64 / ops[last] - w0 as f64 / ops[0];
+        if best.as_ref().is_none_or(|b| added > b.1) {
+            best = Some((leaf.clone(), added));
+        }
+    }
+    let (function, self_added) = best?;
+    if self_added <= 0.0 {
+        return None;
+    }
+    let points: Vec<Point> = ns
+        .iter()
+        .enumerate()
+        .filter_map(|(i, &n)| {
+            let w = profiles[i].selfw.get(&function).copied().unwrap_or(0);
+            let samples = if period_of(&profiles[i]) > 0.0 {
+                (w as f64 / period_of(&profiles[i])) as u64
+            } else {
+                0
+            };
+            (samples >= MIN_FIT_SAMPLES).then(|| Point {
+                n: n as f64,
+                t: w as f64 / ops[i],
+                rel_se: Some(1.0 / (samples as f64).sqrt()),
+            })
+        })
+        .collect();
+    // The same function as the top candidate: one class and slope for it, not two fits of
+    // nearly the same samples that may land on neighbouring classes.
+    let scaling = if function == top.function {
+        Some(top.scaling.clone())
+    } else {
+        spread.fit(&points)
+    };
+    Some(DiscoverCause {
+        callers: p1
+            .heaviest
+            .get(&function)
+            .map(|h| h.1.clone())
+            .unwrap_or_default(),
+        function,
+        self_share: self_added / kernel_added,
+        self_added_ns: self_added,
+        class: scaling.as_ref().map_or(top.scaling.class, |s| s.class),
+        classes: scaling
+            .as_ref()
+            .map_or(top.scaling.classes.clone(), |s| s.classes.clone()),
+        slope: scaling
+            .as_ref()
+            .map_or(top.scaling.slope.slope, |s| s.slope.slope),
+    })
+}
+
+/// Weight of one sample in a profile (its sampling period), from its own totals.
+fn period_of(p: &Profile) -> f64 {
+    if p.samples == 0 {
+        0.0
+    } else {
+        (p.kernel_w + p.user_w) as f64 / p.samples as f64
+    }
+}
