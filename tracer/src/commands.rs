@@ -42,7 +42,7 @@ pub fn sweep(
     out!("sweep written to {}", outcome.dir.display());
     if let Some(ropts) = report.filter(|_| !outcome.sweep.runs.is_empty()) {
         render::out::catch_interrupts();
-        let summary = render::report(&outcome.dir, &outcome.dir.join("report"), &ropts)?;
+        let summary = crate::pipeline::report(&outcome.dir, &outcome.dir.join("report"), &ropts)?;
         print_summary(&summary);
     }
     Ok(outcome.exit_code)
@@ -62,7 +62,7 @@ pub fn report(
     }
     let out = out.unwrap_or_else(|| dir.join("report"));
     render::out::catch_interrupts();
-    let summary = render::report(dir, &out, opts)?;
+    let summary = crate::pipeline::report(dir, &out, opts)?;
     print_summary(&summary);
     Ok(exit::OK)
 }
@@ -90,7 +90,7 @@ pub fn compare(
     };
     let out = out.unwrap_or_else(|| PathBuf::from(format!("compare-{}-vs-{}", name(a), name(b))));
     render::out::catch_interrupts();
-    let summary = render::compare_report(a, b, &out, opts)?;
+    let summary = crate::pipeline::compare(a, b, &out, opts)?;
     print_summary(&summary);
     Ok(exit::OK)
 }

@@ -47,6 +47,8 @@ pub mod sweep;
 // Analysis and rendering.
 /// Analysis of saved run data: tables, verdicts, root causes, discoveries, comparisons.
 pub mod analysis;
+/// Load, analyse, render: the offline pipeline `report` and `compare` run.
+pub mod pipeline;
 /// Rendering: terminal, text, Markdown, HTML, JSON, CSV, SVG and exports.
 pub mod render;
 

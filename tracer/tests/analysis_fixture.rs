@@ -68,7 +68,7 @@ fn saved_sweep_renders_without_flamegraphs() {
         flamegraphs: false,
         ..ReportOptions::default()
     };
-    let s = render::report(fixture(), tmp.path(), &opts).unwrap();
+    let s = tracer::pipeline::report(fixture(), tmp.path(), &opts).unwrap();
     assert!(
         s.root_causes
             .iter()

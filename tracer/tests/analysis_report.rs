@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use tracer::render::{self, ReportError, ReportOptions, check_well_formed};
+use tracer::render::{ReportError, ReportOptions, check_well_formed};
 use tracer::rundata::{
     Dist, PhaseRow, PlanUsed, Run, SpanRow, StackFile, StackKind, TargetReport, stack_file_path,
 };
@@ -375,7 +375,7 @@ fn full_report_from_a_synthetic_sweep() {
     let data = tmp.path().join("sweep-5.10");
     write_sweep(&data, "5.10.0-28-cloud-amd64", 4);
     let out = tmp.path().join("report");
-    let summary = render::report(&data, &out, &ReportOptions::default()).unwrap();
+    let summary = tracer::pipeline::report(&data, &out, &ReportOptions::default()).unwrap();
 
     // Verdicts.
     let v = |prefix: &str| {
@@ -610,11 +610,11 @@ fn full_report_from_a_synthetic_sweep() {
 
     // Deterministic: a second render, elsewhere and in place, gives identical bytes.
     let out2 = tmp.path().join("report2");
-    let s2 = render::report(&data, &out2, &ReportOptions::default()).unwrap();
+    let s2 = tracer::pipeline::report(&data, &out2, &ReportOptions::default()).unwrap();
     assert_eq!(s2.verdicts, summary.verdicts);
     let first = file_tree(&out);
     assert_eq!(first, file_tree(&out2));
-    render::report(&data, &out, &ReportOptions::default()).unwrap();
+    tracer::pipeline::report(&data, &out, &ReportOptions::default()).unwrap();
     assert_eq!(first, file_tree(&out));
 }
 
@@ -625,7 +625,7 @@ fn compare_two_kernels() {
     write_sweep(&old, "5.10.0-28-cloud-amd64", 4);
     write_sweep(&new, "6.1.0-18-cloud-amd64", 0);
     let out = tmp.path().join("cmp");
-    let s = render::compare_report(&old, &new, &out, &ReportOptions::default()).unwrap();
+    let s = tracer::pipeline::compare(&old, &new, &out, &ReportOptions::default()).unwrap();
     let line = s
         .verdicts
         .iter()
@@ -721,7 +721,7 @@ fn broken_run_directories_give_typed_errors() {
     ));
     let saved = std::fs::read(&victim).unwrap();
     std::fs::remove_file(&victim).unwrap();
-    let err = render::report(&data, &out, &ReportOptions::default()).unwrap_err();
+    let err = tracer::pipeline::report(&data, &out, &ReportOptions::default()).unwrap_err();
     assert!(
         matches!(
             err,
@@ -733,7 +733,7 @@ fn broken_run_directories_give_typed_errors() {
 
     // Truncated stack file.
     std::fs::write(&victim, &saved[..saved.len() / 2]).unwrap();
-    let err = render::report(&data, &out, &ReportOptions::default()).unwrap_err();
+    let err = tracer::pipeline::report(&data, &out, &ReportOptions::default()).unwrap_err();
     assert!(err.to_string().contains("n100.folded"), "{err}");
     std::fs::write(&victim, &saved).unwrap();
 
@@ -741,7 +741,7 @@ fn broken_run_directories_give_typed_errors() {
     let rj = data.join("spawn/run.json");
     let text = std::fs::read_to_string(&rj).unwrap();
     std::fs::write(&rj, &text[..text.len() / 3]).unwrap();
-    let err = render::report(&data, &out, &ReportOptions::default()).unwrap_err();
+    let err = tracer::pipeline::report(&data, &out, &ReportOptions::default()).unwrap_err();
     assert!(err.to_string().contains("spawn/run.json"), "{err}");
     assert!(
         !out.join("index.html").exists(),
@@ -749,7 +749,7 @@ fn broken_run_directories_give_typed_errors() {
     );
 
     // Not a run at all.
-    let err = render::report(
+    let err = tracer::pipeline::report(
         tmp.path().join("out").as_path(),
         &out,
         &ReportOptions::default(),

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use tracer::render::{self, ReportOptions, check_well_formed};
+use tracer::render::{ReportOptions, check_well_formed};
 
 const BROWSER: &str = "chromium-headless-shell";
 const TIMEOUT: Duration = Duration::from_secs(120);
@@ -298,7 +298,7 @@ fn the_checks_catch_a_script_error_and_a_missing_image() {
 fn report_of_the_5_10_sweep_in_a_browser() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("report");
-    render::report(&fixture("sweep-5.10"), &out, &ReportOptions::default()).unwrap();
+    tracer::pipeline::report(&fixture("sweep-5.10"), &out, &ReportOptions::default()).unwrap();
     let page = out.join("index.html");
     let l = load(&page, tmp.path());
     assert_clean(&page, &l);
@@ -344,7 +344,7 @@ fn report_of_a_real_5_10_recording_in_a_browser() {
         data.is_dir(),
         "run from the tracer package directory (cargo test does)"
     );
-    render::report(data, &out, &ReportOptions::default()).unwrap();
+    tracer::pipeline::report(data, &out, &ReportOptions::default()).unwrap();
     let page = out.join("index.html");
     let l = load(&page, tmp.path());
     assert_clean(&page, &l);
@@ -367,7 +367,7 @@ fn report_of_a_real_5_10_recording_in_a_browser() {
 fn compare_page_in_a_browser() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("cmp");
-    render::compare_report(
+    tracer::pipeline::compare(
         &fixture("vm-5.10-waitpid"),
         &fixture("vm-6.1-waitpid"),
         &out,

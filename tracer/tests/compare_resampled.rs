@@ -233,7 +233,7 @@ fn tables_say_how_many_runs_each_size_rests_on() {
         flamegraphs: false,
         ..Default::default()
     };
-    tracer::render::report(dir, tmp.path(), &opts).unwrap();
+    tracer::pipeline::report(dir, tmp.path(), &opts).unwrap();
     let md = std::fs::read_to_string(tmp.path().join("tables/sysvipc_find_ipc.md")).unwrap();
     assert!(
         md.contains("median over the runs of each run's 10%-trimmed mean"),

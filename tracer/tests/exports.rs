@@ -12,7 +12,7 @@ use std::path::Path;
 
 use prost_reflect::{DescriptorPool, DynamicMessage, ReflectMessage, Value};
 use tracer::analysis::hist::from_values;
-use tracer::render::{self, ReportOptions};
+use tracer::render::ReportOptions;
 use tracer::rundata::{
     PhaseRow, PlanUsed, Run, SpanRow, StackFile, StackKind, TargetReport, stack_file_path,
 };
@@ -683,7 +683,7 @@ fn a_report_exports_a_trace_and_profiles_that_decode_to_the_run() {
     let run_dir = tmp.path().join("run");
     let run = write_synthetic_run(&run_dir, true);
     let out = tmp.path().join("report");
-    let s = render::report(&run_dir, &out, &no_flamegraphs()).unwrap();
+    let s = tracer::pipeline::report(&run_dir, &out, &no_flamegraphs()).unwrap();
     for f in [
         "trace.pftrace",
         "profiles/oncpu-do_wait.pb.gz",
@@ -757,7 +757,7 @@ fn a_sweep_report_exports_each_run_and_a_run_without_raw_events_gets_no_trace() 
     let with = write_synthetic_run(&sweep.join("waitpid"), true);
     let without = write_synthetic_run(&sweep.join("spawn"), false);
     let out = tmp.path().join("report");
-    render::report(&sweep, &out, &no_flamegraphs()).unwrap();
+    tracer::pipeline::report(&sweep, &out, &no_flamegraphs()).unwrap();
     assert!(out.join("traces/waitpid.pftrace").is_file());
     assert!(!out.join("traces/spawn.pftrace").exists());
     let t = decode_trace(&std::fs::read(out.join("traces/waitpid.pftrace")).unwrap());
@@ -773,7 +773,7 @@ fn a_sweep_report_exports_each_run_and_a_run_without_raw_events_gets_no_trace() 
             - 1,
         ..no_flamegraphs()
     };
-    let s = render::report(&sweep, &out, &opts).unwrap();
+    let s = tracer::pipeline::report(&sweep, &out, &opts).unwrap();
     assert!(!out.join("traces").exists());
     assert!(out.join("profiles/waitpid").is_dir());
     assert!(
@@ -792,7 +792,7 @@ fn a_sweep_report_exports_each_run_and_a_run_without_raw_events_gets_no_trace() 
         exports: false,
         ..no_flamegraphs()
     };
-    render::report(&sweep, &out, &opts).unwrap();
+    tracer::pipeline::report(&sweep, &out, &opts).unwrap();
     assert!(!out.join("traces").exists() && !out.join("profiles").exists());
 }
 
@@ -802,7 +802,7 @@ fn tracer_export_writes_what_the_report_writes() {
     let run_dir = tmp.path().join("run");
     let run = write_synthetic_run(&run_dir, true);
     let rep = tmp.path().join("rep");
-    render::report(&run_dir, &rep, &no_flamegraphs()).unwrap();
+    tracer::pipeline::report(&run_dir, &rep, &no_flamegraphs()).unwrap();
 
     // Default outputs: inside the run directory.
     let o = tracer()
@@ -844,7 +844,7 @@ fn tracer_export_writes_what_the_report_writes() {
         .unwrap();
     assert!(st.success());
     decode_trace(&std::fs::read(&file).unwrap());
-    render::report(&run_dir, &rep, &no_flamegraphs()).unwrap();
+    tracer::pipeline::report(&run_dir, &rep, &no_flamegraphs()).unwrap();
     // Nothing but the outputs was left next to them.
     let names: Vec<String> = std::fs::read_dir(tmp.path().join("x"))
         .unwrap()

@@ -56,9 +56,9 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::analysis::table::Metric;
-use crate::analysis::{AnalysisOptions, LoadError, analyze, load};
+use crate::analysis::{Analysis, AnalysisOptions, Dataset, LoadError};
 
-pub use compare::compare_report;
+pub use compare::write_compare;
 pub use out::OutDir;
 pub use xml::check_well_formed;
 
@@ -123,7 +123,7 @@ impl Default for ReportOptions {
 }
 
 impl ReportOptions {
-    fn analysis(&self) -> AnalysisOptions {
+    pub fn analysis(&self) -> AnalysisOptions {
         AnalysisOptions {
             metric: self.metric,
             include_unphased: self.include_unphased,
@@ -150,16 +150,16 @@ pub struct ReportSummary {
     pub terminal: String,
 }
 
-/// Render the run or sweep at `data_dir` into `out_dir`.
-pub fn report(
-    data_dir: &Path,
+/// Render an analysed run or sweep into `out_dir` (`crate::pipeline::report` loads and
+/// analyses it first).
+pub fn write_report(
+    ds: &Dataset,
+    a: &Analysis,
     out_dir: &Path,
     opts: &ReportOptions,
 ) -> Result<ReportSummary, ReportError> {
-    let ds = load(data_dir)?;
-    let a = analyze(&ds, &opts.analysis())?;
     let mut out = OutDir::create(out_dir)?;
-    let warnings = dataset::render(&ds, &a, &mut out, opts)?;
+    let warnings = dataset::render(ds, a, &mut out, opts)?;
     let files = out.written().iter().map(|f| out_dir.join(f)).collect();
     out.commit()?;
     Ok(ReportSummary {
@@ -168,6 +168,6 @@ pub fn report(
         root_causes: a.root_causes().map(|r| rootcause::line(&r.cause)).collect(),
         warnings,
         files,
-        terminal: terminal::terminal(&a),
+        terminal: terminal::terminal(a),
     })
 }

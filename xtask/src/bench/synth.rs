@@ -322,7 +322,7 @@ mod tests {
         assert_eq!(samples, 12_000);
         // ... and `tracer report` renders it, finding the growth that was put in.
         let out = dir.path().join("report");
-        let summary = tracer::render::report(&run_dir, &out, &Default::default())
+        let summary = tracer::pipeline::report(&run_dir, &out, &Default::default())
             .expect("tracer report accepts the synthetic run");
         let verdict = |target: &str| {
             summary

@@ -7,7 +7,7 @@ pub(super) mod tables;
 
 use std::path::Path;
 
-use crate::analysis::{CaseResult, analyze, compare, load};
+use crate::analysis::{Analysis, CaseResult, Dataset, compare};
 
 use super::dataset::{self, METHOD};
 use super::out::{self, OutDir};
@@ -24,29 +24,26 @@ const COMPARE_METHOD: &str = "Comparison: per target and case, grew / shrank / s
 /// plot per target with both sides (B dashed), per target and case the differential
 /// flamegraph from A to B at the largest N both sampled
 /// (`flamegraphs/<kind>/<target>/<case>/diff-a-b-n<N>.svg`), and an index.
-pub fn compare_report(
-    a_dir: &Path,
-    b_dir: &Path,
+pub fn write_compare(
+    (da, aa): (&Dataset, &Analysis),
+    (db, ab): (&Dataset, &Analysis),
     out_dir: &Path,
     opts: &ReportOptions,
 ) -> Result<ReportSummary, ReportError> {
-    let (da, db) = (load(a_dir)?, load(b_dir)?);
-    let aa = analyze(&da, &opts.analysis())?;
-    let ab = analyze(&db, &opts.analysis())?;
     let mut out = OutDir::create(out_dir)?;
     let mut side_warnings = Vec::new();
-    for (sub, ds, an) in [("a", &da, &aa), ("b", &db, &ab)] {
+    for (sub, ds, an) in [("a", da, aa), ("b", db, ab)] {
         let mut side = out.nested(sub)?;
         side_warnings.push(dataset::render(ds, an, &mut side, opts)?);
         out.adopt(sub, side.written());
     }
-    let c = compare::compare(&aa, &ab);
+    let c = compare::compare(aa, ab);
     out.write("compare.md", tables::compare_markdown(&c).as_bytes())?;
     out.write("compare.csv", tables::compare_csv(&c).as_bytes())?;
     out.write("compare.json", tables::compare_json(&c).as_bytes())?;
     let table = tables::compare_terminal(&c);
 
-    let (ta, tb) = (dataset::targets(&aa), dataset::targets(&ab));
+    let (ta, tb) = (dataset::targets(aa), dataset::targets(ab));
     let mut names: Vec<String> = ta.iter().map(|(t, _)| t.clone()).collect();
     for (t, _) in &tb {
         if !names.contains(t) {
@@ -84,7 +81,7 @@ pub fn compare_report(
             }
         }
         let groups = if opts.flamegraphs && opts.differential {
-            flamegraphs::cross_kernel(&aa, &ab, (&c.label_a, &c.label_b), name, &mut out, opts)?
+            flamegraphs::cross_kernel(aa, ab, (&c.label_a, &c.label_b), name, &mut out, opts)?
         } else {
             Vec::new()
         };
@@ -96,7 +93,7 @@ pub fn compare_report(
             groups,
         });
     }
-    let summary = page::summary_rows(&aa, &ab, &c, &sections);
+    let summary = page::summary_rows(aa, ab, &c, &sections);
     let summary_text = summary::text(&summary);
     out.write("summary.txt", summary_text.as_bytes())?;
     // The thread findings across kernels first, then every quantity side by side.
@@ -137,10 +134,10 @@ pub fn compare_report(
                 .map(|w| format!("{}: {w}", c.label_b)),
         )
         .collect();
-    let findings = page::findings(&aa, &ab, &c);
+    let findings = page::findings(aa, ab, &c);
     let page = index::Page {
         title: format!("tracer compare: {} vs {}", c.label_a, c.label_b),
-        source: format!("A = {}, B = {}", a_dir.display(), b_dir.display()),
+        source: format!("A = {}, B = {}", da.root.display(), db.root.display()),
         summary,
         findings,
         warnings: warnings.clone(),
