@@ -13,7 +13,7 @@ pub fn report(
     opts: &ReportOptions,
 ) -> Result<ReportSummary, ReportError> {
     let ds = load(data_dir)?;
-    let a = analyze(&ds, &opts.analysis())?;
+    let a = analyze(&ds, &opts.analysis());
     render::write_report(&ds, &a, out_dir, opts)
 }
 
@@ -26,7 +26,7 @@ pub fn compare(
     opts: &ReportOptions,
 ) -> Result<ReportSummary, ReportError> {
     let (da, db) = (load(a_dir)?, load(b_dir)?);
-    let aa = analyze(&da, &opts.analysis())?;
-    let ab = analyze(&db, &opts.analysis())?;
+    let aa = analyze(&da, &opts.analysis());
+    let ab = analyze(&db, &opts.analysis());
     render::write_compare((&da, &aa), (&db, &ab), out_dir, opts)
 }

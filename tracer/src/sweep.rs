@@ -414,8 +414,7 @@ async fn confirm_pass(
         TracerError::Other(format!("reading the discover run back: {e}"))
     };
     let ds = crate::analysis::load(&tmp_root.join(&job.name)).map_err(internal)?;
-    let a = crate::analysis::analyze(&ds, &crate::analysis::AnalysisOptions::default())
-        .map_err(internal)?;
+    let a = crate::analysis::analyze(&ds, &crate::analysis::AnalysisOptions::default());
     // The top kernel loop's frame, the top K and the root cause (the frame whose own time
     // grows), each with its caller chain in the heaviest stack.
     let mut chosen: Vec<(&String, &[String])> = Vec::new();

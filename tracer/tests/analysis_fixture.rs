@@ -37,7 +37,7 @@ fn saved_sweep_loads_and_analyses() {
     let labels: Vec<&str> = ds.runs.iter().map(|r| r.label.as_str()).collect();
     assert_eq!(labels, ["spawn", "waitpid"]);
     assert_eq!(ds.label(), "5.10.0-28-cloud-amd64");
-    let a = analyze(&ds, &AnalysisOptions::default()).unwrap();
+    let a = analyze(&ds, &AnalysisOptions::default());
     let class = |target: &str| {
         a.verdicts()
             .find(|v| v.target == target)
@@ -112,7 +112,7 @@ fn saved_sweep_renders_without_flamegraphs() {
 /// children; waitpid(-1) still does.
 #[test]
 fn real_waitpid_sweep_on_6_18() {
-    let a = analyze(&load(real()).unwrap(), &AnalysisOptions::default()).unwrap();
+    let a = analyze(&load(real()).unwrap(), &AnalysisOptions::default());
     let verdict = |target: &str, case: &str| {
         a.verdicts()
             .find(|v| v.target == target && v.case_name == case)
@@ -181,7 +181,7 @@ fn vm(name: &str) -> tracer::analysis::Analysis {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")
         .join(name);
-    analyze(&load(&dir).unwrap(), &AnalysisOptions::default()).unwrap()
+    analyze(&load(&dir).unwrap(), &AnalysisOptions::default())
 }
 
 fn verdict_of<'a>(

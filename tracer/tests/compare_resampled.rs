@@ -106,16 +106,13 @@ fn change_of(a: Run, b: Run, target: &str, case: &str) -> (Change, String, bool)
             &Dataset {
                 root: PathBuf::from(label),
                 is_sweep: false,
-                runs: vec![LoadedRun {
-                    label: label.into(),
-                    dir: PathBuf::from("/nonexistent"),
-                    run,
-                }],
+                runs: vec![
+                    LoadedRun::read(label.into(), PathBuf::from("/nonexistent"), run).unwrap(),
+                ],
                 notes: vec![],
             },
             &AnalysisOptions::default(),
         )
-        .unwrap()
     };
     let c = compare(&an(a, "a"), &an(b, "b"));
     let cl = c

@@ -417,18 +417,21 @@ fn analyze_one(run: Run) {
     let ds = Dataset {
         root: PathBuf::from("/nonexistent/run"),
         is_sweep: false,
-        runs: vec![LoadedRun {
-            label: "run".into(),
-            dir: PathBuf::from("/nonexistent/run"),
-            run: Run {
-                // The stack files do not exist here; what is tested is the numbers.
-                stack_files: Vec::new(),
-                ..run
-            },
-        }],
+        runs: vec![
+            LoadedRun::read(
+                "run".into(),
+                PathBuf::from("/nonexistent/run"),
+                Run {
+                    // The stack files do not exist here; what is tested is the numbers.
+                    stack_files: Vec::new(),
+                    ..run
+                },
+            )
+            .expect("nothing to read"),
+        ],
         notes: Vec::new(),
     };
-    let _ = analyze(&ds, &AnalysisOptions::default());
+    analyze(&ds, &AnalysisOptions::default());
 }
 
 proptest! {

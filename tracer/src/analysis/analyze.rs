@@ -5,11 +5,11 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::rundata::{RunStatus, StackFile, StackKind, TargetReport};
+use crate::rundata::{RunStatus, StackKind, TargetReport};
 
 use super::discover::{Discovery, ProfiledRun, discover};
 use super::exact::confirm_verdict;
-use super::load::{Dataset, LoadError, read_stack_file};
+use super::load::Dataset;
 use super::populations::{PopulationSplit, split as split_populations};
 use super::rootcause::{RootCause, StacksAtN, root_cause};
 use super::stacks::{Anchors, StackData};
@@ -96,8 +96,8 @@ impl Analysis {
     }
 }
 
-/// Analyse a loaded data set: reads every stack file it lists.
-pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Result<Analysis, LoadError> {
+/// Analyse a loaded data set (it reads nothing: everything it needs was loaded).
+pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Analysis {
     let topts = TableOptions {
         metric: opts.metric,
         include_unphased: opts.include_unphased,
@@ -231,25 +231,21 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Result<Analysis, LoadErr
             targets: run.targets.clone(),
             counters: run.counters.clone(),
         });
-        let mut files: Vec<&StackFile> = run.stack_files.iter().collect();
-        files.sort_by(|x, y| {
-            (x.kind, &x.target, x.case, x.n, &x.path)
-                .cmp(&(y.kind, &y.target, y.case, y.n, &y.path))
-        });
-        for f in files {
-            let folded = read_stack_file(&lr.dir, f)?;
-            a.stacks.push(StackData {
-                run: ri,
-                file: f.clone(),
-                folded,
-            });
+        // The stack files of the sizes kept (a failed N's are left out with its rows).
+        for (f, folded) in &lr.stacks {
+            if run.stack_files.contains(f) {
+                a.stacks.push(StackData {
+                    run: ri,
+                    file: f.clone(),
+                    folded: folded.clone(),
+                });
+            }
         }
 
         a.trips
             .extend(super::trips::trip_counts(&lr.label, &run.spans));
         // Rows that lost raw spans (ringbuf_drops, warned above) keep histogram percentiles.
-        let raw = super::raw::read(&lr.dir)?;
-        for t in tables(run, &lr.label, &topts, raw.as_ref()) {
+        for t in tables(run, &lr.label, &topts, lr.raw.as_ref()) {
             let mut verdict = verdict(&t);
             if let Some(time) = &verdict.scaling {
                 let inside: Vec<&TripCount> = a
@@ -321,7 +317,7 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Result<Analysis, LoadErr
             }
         }
     }
-    Ok(a)
+    a
 }
 
 /// The root cause of one table. When the fitted time is on-CPU time, from on-CPU stacks only

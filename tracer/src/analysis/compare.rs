@@ -544,14 +544,10 @@ mod tests {
         let ds = Dataset {
             root: "/x".into(),
             is_sweep: false,
-            runs: vec![LoadedRun {
-                label: "r".into(),
-                dir: "/nonexistent".into(),
-                run,
-            }],
+            runs: vec![LoadedRun::read("r".into(), "/nonexistent".into(), run).unwrap()],
             notes: vec![],
         };
-        analyze(&ds, &AnalysisOptions::default()).unwrap()
+        analyze(&ds, &AnalysisOptions::default())
     }
 
     #[test]

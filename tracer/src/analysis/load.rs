@@ -1,5 +1,6 @@
 //! Loading saved run data: a run directory (with `run.json`) or a sweep directory holding one
-//! run directory per workload, plus the folded-stack files they list.
+//! run directory per workload, plus the folded-stack files and raw spans they hold. This is
+//! the one place that reads a run directory; analysis and rendering work on what it loaded.
 
 use std::path::{Path, PathBuf};
 
@@ -48,13 +49,41 @@ pub enum LoadError {
     },
 }
 
-/// One run directory.
+/// One run directory, read whole: its run.json, every folded-stack file it lists (checked
+/// against run.json) and its raw spans, when it kept them.
 #[derive(Clone, Debug)]
 pub struct LoadedRun {
     /// Short name: the run directory's name.
     pub label: String,
     pub dir: PathBuf,
     pub run: Run,
+    /// The stack files of `run.stack_files`, ordered by (kind, target, case, N, path).
+    pub stacks: Vec<(StackFile, Folded)>,
+    /// Exact percentiles from `events.csv` (runs recorded with `--raw-events`).
+    pub raw: Option<super::raw::RawPercentiles>,
+}
+
+impl LoadedRun {
+    /// Read the stack files and raw spans `run` lists from `dir`.
+    pub fn read(label: String, dir: PathBuf, run: Run) -> Result<LoadedRun, LoadError> {
+        let mut files: Vec<&StackFile> = run.stack_files.iter().collect();
+        files.sort_by(|x, y| {
+            (x.kind, &x.target, x.case, x.n, &x.path)
+                .cmp(&(y.kind, &y.target, y.case, y.n, &y.path))
+        });
+        let stacks = files
+            .into_iter()
+            .map(|f| Ok((f.clone(), read_stack_file(&dir, f)?)))
+            .collect::<Result<Vec<_>, LoadError>>()?;
+        let raw = super::raw::read(&dir)?;
+        Ok(LoadedRun {
+            label,
+            dir,
+            run,
+            stacks,
+            raw,
+        })
+    }
 }
 
 /// A run or a sweep of runs.
@@ -108,11 +137,7 @@ pub fn load(dir: &Path) -> Result<Dataset, LoadError> {
         return Ok(Dataset {
             root: dir.to_path_buf(),
             is_sweep: false,
-            runs: vec![LoadedRun {
-                label: dir_name(dir),
-                dir: dir.to_path_buf(),
-                run,
-            }],
+            runs: vec![LoadedRun::read(dir_name(dir), dir.to_path_buf(), run)?],
             notes: Vec::new(),
         });
     }
@@ -141,11 +166,7 @@ pub fn load(dir: &Path) -> Result<Dataset, LoadError> {
     let mut runs = Vec::new();
     for p in subdirs {
         let run = Run::read(&p)?;
-        runs.push(LoadedRun {
-            label: dir_name(&p),
-            dir: p,
-            run,
-        });
+        runs.push(LoadedRun::read(dir_name(&p), p, run)?);
     }
     Ok(Dataset {
         root: dir.to_path_buf(),

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use super::ReportError;
 use super::out::{self, OutDir};
-use crate::analysis::load::{LoadedRun, read_stack_file};
+use crate::analysis::load::LoadedRun;
 use crate::analysis::stacks::Folded;
 use crate::analysis::{Analysis, Dataset, LoadError, load, timeline};
 use crate::rundata::{Run, StackFile, StackKind};
@@ -261,13 +261,14 @@ pub fn export(format: Format, run_dir: &Path, dest: &Path) -> Result<Vec<Exporte
                         .into(),
                 });
             }
-            let loaded: Vec<(StackFile, Folded)> = lr
+            // In run.json's order, as the files were written.
+            let stacks: Vec<(&StackFile, &Folded)> = lr
                 .run
                 .stack_files
                 .iter()
-                .map(|f| Ok((f.clone(), read_stack_file(&lr.dir, f)?)))
-                .collect::<Result<_, LoadError>>()?;
-            let stacks: Vec<(&StackFile, &Folded)> = loaded.iter().map(|(f, s)| (f, s)).collect();
+                .filter_map(|f| lr.stacks.iter().find(|(g, _)| g == f))
+                .map(|(f, s)| (f, s))
+                .collect();
             refuse_foreign_dir(dest)?;
             let mut out = OutDir::create(dest)?;
             let written = write_run_profiles(&lr.run, &stacks, &mut out, "")?;
