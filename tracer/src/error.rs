@@ -1,6 +1,6 @@
 //! Top-level errors and the exit codes they map to (documented in `tracer --help`).
+use crate::dir_writer::OutputError;
 use crate::engine::EngineError;
-use crate::output::OutputError;
 use crate::resolve::ResolveError;
 
 /// Process exit codes. Stable: scripts depend on them.

@@ -17,22 +17,22 @@ pub mod usdt;
 // Probes.
 /// Calibration: a known workload counted through a plan's probes.
 pub mod calibrate;
+/// The probes' own cost, measured at attach.
+pub mod cost_at_attach;
 /// The probe engine: the eBPF object, its maps and its attachments.
 pub mod engine;
 /// `--phase-fn BINARY:SYMBOL`: measure only inside one user function.
 pub mod phase_fn;
-/// The probes' own cost, measured at attach.
-pub mod probecost;
 /// Resolution: the first plan of each target this kernel allows, verified.
 pub mod resolve;
 
 // Recording: running the command, collecting the kernel's aggregates into run data.
 /// The kernel aggregates turned into run data.
 pub mod collect;
+/// Writing a run directory atomically.
+pub mod dir_writer;
 /// Finding an executable the way execvp does.
 pub mod exec_path;
-/// Writing a run directory atomically.
-pub mod output;
 /// Who owns what the tracer writes under sudo.
 pub mod owner;
 /// `tracer record`: attach, run or follow, stop, detach, write.

@@ -362,8 +362,8 @@ fn main() -> ExitCode {
     // Hidden helpers that this binary re-executes itself as; not part of the CLI.
     match args.get(1).map(String::as_str) {
         Some(calibrate::CHILD_SUBCOMMAND) => return code(calibrate::child_main(&args[2..])),
-        Some(tracer::probecost::CHILD_SUBCOMMAND) => {
-            return code(tracer::probecost::child_main(&args[2..]));
+        Some(tracer::cost_at_attach::CHILD_SUBCOMMAND) => {
+            return code(tracer::cost_at_attach::child_main(&args[2..]));
         }
         Some(record::EXEC_HELD) => return code(record::exec_held_main(&args[2..])),
         _ => {}

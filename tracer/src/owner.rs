@@ -2,7 +2,7 @@
 //! is the invoking user's data: they re-render it with `tracer report` (no root needed), which
 //! writes `report/` inside it, and delete it when done. So when the process runs as root under
 //! sudo (`SUDO_UID`/`SUDO_GID` set to someone else), every directory and file the tracer
-//! creates is given to that user; both output writers ([`crate::output::DirWriter`] and
+//! creates is given to that user; both output writers ([`crate::dir_writer::DirWriter`] and
 //! [`crate::render::OutDir`]) go through [`create_dir_all`] and [`give_tree`] here.
 //!
 //! A failure to change ownership (a filesystem without owners, such as vfat, or an NFS export

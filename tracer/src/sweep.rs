@@ -11,10 +11,10 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
+use crate::dir_writer::DirWriter;
 use crate::engine::EngineOptions;
 use crate::error::{TracerError, exit};
 use crate::kernel;
-use crate::output::DirWriter;
 use crate::record::{self, FilterSpec, RunSpec, Session};
 use crate::resolve::ResolveOptions;
 use crate::rundata::{KernelInfo, RunStatus};

@@ -3,8 +3,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::collect;
+use crate::dir_writer::OutputError;
 use crate::error::TracerError;
-use crate::output::OutputError;
 use crate::rundata;
 
 pub(super) struct EventSink {

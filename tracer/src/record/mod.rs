@@ -9,10 +9,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::dir_writer::DirWriter;
 use crate::engine::{Engine, EngineOptions};
 use crate::error::TracerError;
 use crate::kernel::{kallsyms::Kallsyms, privileges::Privileges};
-use crate::output::DirWriter;
 use crate::resolve::{self, ResolveOptions, Resolved};
 use crate::rundata::Run;
 

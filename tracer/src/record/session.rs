@@ -6,11 +6,11 @@ use std::time::{Duration, Instant};
 use super::progress::Progress;
 use super::signals::Signals;
 use super::targets::distinct_notes;
+use crate::cost_at_attach;
 use crate::engine::{Engine, EngineOptions};
 use crate::error::TracerError;
 use crate::kernel::kallsyms::Kallsyms;
 use crate::plan::Target;
-use crate::probecost;
 use crate::resolve::{self, ResolveOptions, Resolved};
 
 /// Where function probes can run when this kernel refuses them.
@@ -85,7 +85,7 @@ impl Session {
             }
         }
         progress.set("measuring the probes' own cost".to_string());
-        let probe_cost_time = probecost::measure_all(&mut engine, &ksyms, &mut resolved)?;
+        let probe_cost_time = cost_at_attach::measure_all(&mut engine, &ksyms, &mut resolved)?;
         engine.clear()?;
         let events = match engine.take_events() {
             // SAFETY: the ring buffer owns its fd for as long as the AsyncFd lives; nothing

@@ -10,7 +10,7 @@ use crate::rundata::StackKind;
 
 use super::index::TargetLinks;
 use super::out::{self, OutDir};
-use super::{ReportError, ReportOptions, flame, index};
+use super::{ReportError, ReportOptions, flamesvg, index};
 
 /// A failed flamegraph, named by the file it was for.
 fn failed<'a>(out: &'a OutDir, rel: &'a str) -> impl FnOnce(std::io::Error) -> ReportError + 'a {
@@ -59,7 +59,7 @@ pub(super) fn write_report(
             .iter()
             .find(|t| t.name == target)
             .and_then(|t| t.plan.as_ref());
-        let info = flame::FlameInfo {
+        let info = flamesvg::FlameInfo {
             kind,
             target: &target,
             case_name: &case_name,
@@ -85,7 +85,7 @@ pub(super) fn write_report(
         if opts.differential && first.file.n != last.file.n {
             let (n0, n1) = (first.file.n, last.file.n);
             let rel = format!("{dir}/diff-n{n0}-n{n1}.svg");
-            let svg = flame::differential(&info, n0, &first.folded, n1, &last.folded)
+            let svg = flamesvg::differential(&info, n0, &first.folded, n1, &last.folded)
                 .map_err(failed(out, &rel))?;
             out.write(&rel, &svg)?;
             items.push((format!("differential N={n0} → N={n1}"), rel.clone()));
@@ -100,7 +100,7 @@ pub(super) fn write_report(
         for &i in &idx {
             let s = &a.stacks[i];
             let rel = format!("{dir}/n{}.svg", s.file.n);
-            let svg = flame::flamegraph(&info, s.file.n, &s.folded, s.file.count)
+            let svg = flamesvg::flamegraph(&info, s.file.n, &s.folded, s.file.count)
                 .map_err(failed(out, &rel))?;
             out.write(&rel, &svg)?;
             // The largest N is embedded beside the differential; the others are links.
@@ -109,7 +109,7 @@ pub(super) fn write_report(
             }
             items.push((format!("N={}", s.file.n), rel));
         }
-        let mut title = format!("{} · {}", case_name, flame::kind_label(kind));
+        let mut title = format!("{} · {}", case_name, flamesvg::kind_label(kind));
         if a.is_sweep {
             title.push_str(&format!(" · {}", run.label));
         }
@@ -180,7 +180,7 @@ pub(super) fn cross_kernel(
         };
         let before_aligned = before.folded.aligned(&anchors(aa, before));
         let after_aligned = after.folded.aligned(&anchors(ab, after));
-        let info = flame::FlameInfo {
+        let info = flamesvg::FlameInfo {
             kind: *kind,
             target,
             case_name,
@@ -194,13 +194,14 @@ pub(super) fn cross_kernel(
             out::safe(target),
             out::safe(case_name)
         );
-        let svg = flame::cross_kernel(&info, n, label_a, &before_aligned, label_b, &after_aligned)
-            .map_err(failed(out, &rel))?;
+        let svg =
+            flamesvg::cross_kernel(&info, n, label_a, &before_aligned, label_b, &after_aligned)
+                .map_err(failed(out, &rel))?;
         out.write(&rel, &svg)?;
         groups.push(index::FlameGroup {
             title: format!(
                 "{case_name} · {} · {label_a} → {label_b} at N={n}",
-                flame::kind_label(*kind)
+                flamesvg::kind_label(*kind)
             ),
             items: vec![(
                 format!("differential {label_a} → {label_b}, N={n}"),

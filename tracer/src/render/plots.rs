@@ -7,7 +7,7 @@ use crate::analysis::table::Metric;
 use crate::analysis::{Analysis, CaseResult};
 
 use super::out::{self, OutDir};
-use super::{ReportError, discover, plot};
+use super::{ReportError, discover, svgplot};
 
 /// Series label of a case in a plot of `cases`: the case, plus the run when a case repeats.
 fn series_label(cases: &[&CaseResult], c: &CaseResult) -> String {
@@ -30,7 +30,7 @@ pub(super) fn plot_series(
     cases: &[&CaseResult],
     suffix: Option<&str>,
     style: usize,
-) -> Vec<plot::Series> {
+) -> Vec<svgplot::Series> {
     cases
         .iter()
         .map(|c| {
@@ -65,7 +65,7 @@ pub(super) fn plot_series(
             if let Some(s) = suffix {
                 label = format!("{label} · {s}");
             }
-            plot::Series {
+            svgplot::Series {
                 label,
                 points,
                 model: v.headline().map(|s| s.model.clone()),
@@ -89,7 +89,8 @@ pub(super) fn write_target(
     out: &mut OutDir,
 ) -> Result<Option<String>, ReportError> {
     let title = format!("{target}: {} vs N", y_label(cases));
-    let Some(svg) = plot::loglog_svg(&title, y_label(cases), &plot_series(cases, None, 0)) else {
+    let Some(svg) = svgplot::loglog_svg(&title, y_label(cases), &plot_series(cases, None, 0))
+    else {
         return Ok(None);
     };
     let rel = format!("plots/{}.svg", out::safe(target));
@@ -107,13 +108,13 @@ pub(super) fn write_discoveries(
     let mut written = Vec::new();
     for (i, d) in a.discoveries.iter().enumerate() {
         if !d.entries.loops.is_empty() {
-            let series: Vec<plot::Series> = d
+            let series: Vec<svgplot::Series> = d
                 .entries
                 .loops
                 .iter()
                 .filter_map(|l| Some((l, l.top()?)))
                 .take(discover::TERMINAL_TOP)
-                .map(|(l, g)| plot::Series {
+                .map(|(l, g)| svgplot::Series {
                     label: format!(
                         "{}{} in {} · {}",
                         g.function,
@@ -134,18 +135,18 @@ pub(super) fn write_discoveries(
                 "{} [{}]: kernel loops (ns per call of their syscall or fault)",
                 d.run, d.case_name
             );
-            if let Some(svg) = plot::loglog_svg(&title, "ns per call", &series) {
+            if let Some(svg) = svgplot::loglog_svg(&title, "ns per call", &series) {
                 let rel = format!("plots/discover-{i}-{}.svg", out::safe(&d.case_name));
                 out.write(&rel, svg.as_bytes())?;
                 written.push(rel);
             }
             continue;
         }
-        let series: Vec<plot::Series> = d
+        let series: Vec<svgplot::Series> = d
             .ranked
             .iter()
             .take(discover::TERMINAL_TOP)
-            .map(|g| plot::Series {
+            .map(|g| svgplot::Series {
                 label: format!(
                     "{}{} · {}",
                     g.function,
@@ -165,7 +166,7 @@ pub(super) fn write_discoveries(
             "{} [{}]: kernel functions whose time grows (ns per {})",
             d.run, d.case_name, d.per
         );
-        if let Some(svg) = plot::loglog_svg(&title, &format!("ns per {}", d.per), &series) {
+        if let Some(svg) = svgplot::loglog_svg(&title, &format!("ns per {}", d.per), &series) {
             let rel = format!("plots/discover-{i}-{}.svg", out::safe(&d.case_name));
             out.write(&rel, svg.as_bytes())?;
             written.push(rel);

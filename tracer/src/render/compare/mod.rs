@@ -14,7 +14,7 @@ use super::out::{self, OutDir};
 use super::plots::{plot_series, y_label};
 use super::verdict;
 use super::{
-    ReportError, ReportOptions, ReportSummary, flamegraphs, index, plot, rootcause, summary,
+    ReportError, ReportOptions, ReportSummary, flamegraphs, index, rootcause, summary, svgplot,
 };
 
 const COMPARE_METHOD: &str = "Comparison: per target and case, grew / shrank / same / inconclusive from the change of the growth (time per call at the largest over the smallest common N) between the sides, with a 95% interval from each point's error; grew and shrank need the whole interval beyond a twofold change and the added time to change the same way; the class sets stay beside it and never decide. Per N: Tmean (the fitted time per call: the calls' 10%-trimmed mean, the median over the runs where there are several), Amean/Hmean (the workload's op time and rate) per side and (B − A)/A. * = significant at 95% (Welch's t-test: over the command's runs, or the workload's repeats, which must also differ by at least 5% for ns/call), ? = too few runs to tell.";
@@ -68,7 +68,7 @@ pub fn write_compare(
             y_label(&ca)
         };
         let mut plot_rel = None;
-        if let Some(svg) = plot::loglog_svg(&format!("{name}: {y} vs N"), y, &series) {
+        if let Some(svg) = svgplot::loglog_svg(&format!("{name}: {y} vs N"), y, &series) {
             let rel = format!("plots/{}.svg", out::safe(name));
             out.write(&rel, svg.as_bytes())?;
             plot_rel = Some(rel);

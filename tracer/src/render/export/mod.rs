@@ -107,7 +107,7 @@ fn profile_info<'a>(run: &Run, kind: StackKind, target: &'a str) -> pprof::Profi
     let mut comments = vec![format!(
         "tracer {}: {} of {target} on Linux {} ({})",
         run.tracer_version,
-        super::flame::kind_label(kind),
+        super::flamesvg::kind_label(kind),
         run.kernel.release,
         run.hostname
     )];
@@ -165,7 +165,7 @@ fn write_run_profiles(
             path: rel,
             what: format!(
                 "pprof profile: {} of {target}, {} samples",
-                super::flame::kind_label(kind),
+                super::flamesvg::kind_label(kind),
                 p.sample.len()
             ),
         });
