@@ -1,6 +1,7 @@
 //! The scaling plots of a report: per target one log-log plot of its cases, per discovery one
 //! of its top functions; the series are also what a comparison plots for each side.
 
+use crate::analysis::discover::Grower;
 use crate::analysis::fit::classes_label;
 use crate::analysis::populations::Mix;
 use crate::analysis::table::Metric;
@@ -98,6 +99,27 @@ pub(super) fn write_target(
     Ok(Some(rel))
 }
 
+/// A grower's series: the time its class was fitted on against N, with its model; labelled
+/// by the function (marked self when that is the time), `inside` (its entry) and its class.
+fn grower_series(g: &Grower, inside: Option<&str>) -> svgplot::Series {
+    svgplot::Series {
+        label: format!(
+            "{}{}{} · {}",
+            g.function,
+            if g.fitted_on_self { " (self)" } else { "" },
+            inside.map_or(String::new(), |e| format!(" in {e}")),
+            g.scaling.classes_label()
+        ),
+        points: g
+            .points
+            .iter()
+            .map(|p| (p.n as f64, g.fitted_ns(p)))
+            .collect(),
+        model: Some(g.scaling.model.clone()),
+        style: 0,
+    }
+}
+
 /// `plots/discover-<i>-<case>.svg`: the kernel loops of each discovery (each one's top frame,
 /// time per call of its entry) against N, or, without entry counts, the top functions' time
 /// per op; the paths written.
@@ -107,66 +129,36 @@ pub(super) fn write_discoveries(
 ) -> Result<Vec<String>, ReportError> {
     let mut written = Vec::new();
     for (i, d) in a.discoveries.iter().enumerate() {
-        if !d.entries.loops.is_empty() {
-            let series: Vec<svgplot::Series> = d
-                .entries
-                .loops
-                .iter()
-                .filter_map(|l| Some((l, l.top()?)))
-                .take(discover::TERMINAL_TOP)
-                .map(|(l, g)| svgplot::Series {
-                    label: format!(
-                        "{}{} in {} · {}",
-                        g.function,
-                        if g.fitted_on_self { " (self)" } else { "" },
-                        l.entry,
-                        g.scaling.classes_label()
-                    ),
-                    points: g
-                        .points
+        let (series, title, y): (Vec<svgplot::Series>, String, String) =
+            if d.entries.loops.is_empty() {
+                (
+                    d.ranked
                         .iter()
-                        .map(|p| (p.n as f64, g.fitted_ns(p)))
+                        .take(discover::TERMINAL_TOP)
+                        .map(|g| grower_series(g, None))
                         .collect(),
-                    model: Some(g.scaling.model.clone()),
-                    style: 0,
-                })
-                .collect();
-            let title = format!(
-                "{} [{}]: kernel loops (ns per call of their syscall or fault)",
-                d.run, d.case_name
-            );
-            if let Some(svg) = svgplot::loglog_svg(&title, "ns per call", &series) {
-                let rel = format!("plots/discover-{i}-{}.svg", out::safe(&d.case_name));
-                out.write(&rel, svg.as_bytes())?;
-                written.push(rel);
-            }
-            continue;
-        }
-        let series: Vec<svgplot::Series> = d
-            .ranked
-            .iter()
-            .take(discover::TERMINAL_TOP)
-            .map(|g| svgplot::Series {
-                label: format!(
-                    "{}{} · {}",
-                    g.function,
-                    if g.fitted_on_self { " (self)" } else { "" },
-                    g.scaling.classes_label()
-                ),
-                points: g
-                    .points
-                    .iter()
-                    .map(|p| (p.n as f64, g.fitted_ns(p)))
-                    .collect(),
-                model: Some(g.scaling.model.clone()),
-                style: 0,
-            })
-            .collect();
-        let title = format!(
-            "{} [{}]: kernel functions whose time grows (ns per {})",
-            d.run, d.case_name, d.per
-        );
-        if let Some(svg) = svgplot::loglog_svg(&title, &format!("ns per {}", d.per), &series) {
+                    format!(
+                        "{} [{}]: kernel functions whose time grows (ns per {})",
+                        d.run, d.case_name, d.per
+                    ),
+                    format!("ns per {}", d.per),
+                )
+            } else {
+                (
+                    d.entries
+                        .loops
+                        .iter()
+                        .filter_map(|l| Some(grower_series(l.top()?, Some(&l.entry))))
+                        .take(discover::TERMINAL_TOP)
+                        .collect(),
+                    format!(
+                        "{} [{}]: kernel loops (ns per call of their syscall or fault)",
+                        d.run, d.case_name
+                    ),
+                    "ns per call".to_string(),
+                )
+            };
+        if let Some(svg) = svgplot::loglog_svg(&title, &y, &series) {
             let rel = format!("plots/discover-{i}-{}.svg", out::safe(&d.case_name));
             out.write(&rel, svg.as_bytes())?;
             written.push(rel);

@@ -1,0 +1,109 @@
+//! Step 5 of the fit (see the module docs of [`super`]): which classes the evidence leaves.
+//! Every growing model is fitted to every point as measured, and weighed against the best
+//! by its residuals in units of the error variance (Akaike weights).
+
+use serde::Serialize;
+
+use super::{
+    Complexity, EVIDENCE_RATIO, MIN_REL_ERROR, ModelFit, Point, fit_model, weighted_noise,
+};
+
+/// One growing class's evidence against the best-fitting one.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ClassEvidence {
+    pub class: Complexity,
+    /// Its squared relative residuals minus the best model's, over the error variance: its
+    /// AIC difference (0 for the best).
+    pub delta: f64,
+    /// Akaike weight among the growing classes.
+    pub weight: f64,
+    /// Within [`EVIDENCE_RATIO`] of the best: in the set.
+    pub plausible: bool,
+}
+
+/// Step 5 of the module docs: each growing model's evidence against the best, from every
+/// point as measured (`raw`, replicates kept) where there are more than two sizes.
+pub(super) fn class_evidence(raw: &[Point], sizes: &[Point]) -> Vec<ClassEvidence> {
+    let mut raw: Vec<Point> = raw
+        .iter()
+        .copied()
+        .filter(|p| p.n > 0.0 && p.t > 0.0 && p.n.is_finite() && p.t.is_finite())
+        .collect();
+    raw.sort_by(|a, b| a.n.total_cmp(&b.n));
+    let fits: Vec<ModelFit> = Complexity::GROWING
+        .iter()
+        .filter_map(|c| fit_model(*c, &raw))
+        .collect();
+    if fits.is_empty() {
+        return Vec::new();
+    }
+    // With two sizes any two-parameter shape passes through both: no shape is excluded.
+    if sizes.len() <= 2 {
+        let w = 1.0 / fits.len() as f64;
+        return fits
+            .iter()
+            .map(|m| ClassEvidence {
+                class: m.class,
+                delta: 0.0,
+                weight: w,
+                plausible: true,
+            })
+            .collect();
+    }
+    let k = raw.len() as f64;
+    let rss = |m: &ModelFit| m.nrms * m.nrms * k;
+    let best = fits.iter().map(rss).fold(f64::INFINITY, f64::min);
+    let sigma2 = (best / (k - 2.0).max(1.0))
+        .max(pure_error(&raw))
+        .max(weighted_noise(&raw).powi(2))
+        .max(MIN_REL_ERROR * MIN_REL_ERROR);
+    let deltas: Vec<f64> = fits.iter().map(|m| (rss(m) - best) / sigma2).collect();
+    let total: f64 = deltas.iter().map(|d| (-d / 2.0).exp()).sum();
+    fits.iter()
+        .zip(deltas)
+        .map(|(m, delta)| ClassEvidence {
+            class: m.class,
+            delta,
+            weight: (-delta / 2.0).exp() / total,
+            plausible: delta <= 2.0 * EVIDENCE_RATIO.ln(),
+        })
+        .collect()
+}
+
+/// The plausible classes, least growth first, with any class between two plausible ones
+/// added (a shape between two that fit cannot be excluded by fitting worse than both).
+pub(super) fn plausible_set(evidence: &[ClassEvidence]) -> Vec<Complexity> {
+    let ok: Vec<Complexity> = evidence
+        .iter()
+        .filter(|e| e.plausible)
+        .map(|e| e.class)
+        .collect();
+    let (Some(lo), Some(hi)) = (ok.iter().min(), ok.iter().max()) else {
+        return Vec::new();
+    };
+    evidence
+        .iter()
+        .map(|e| e.class)
+        .filter(|c| c >= lo && c <= hi)
+        .collect()
+}
+
+/// The relative variance between runs of one size (pooled over the sizes measured more than
+/// once): the error no model can explain. 0 without repeated sizes.
+fn pure_error(raw: &[Point]) -> f64 {
+    let (mut ss, mut dof) = (0.0, 0usize);
+    let mut i = 0;
+    while i < raw.len() {
+        let j = raw[i..].iter().take_while(|p| p.n == raw[i].n).count() + i;
+        if j - i >= 2 {
+            let m = raw[i..j].iter().map(|p| p.t).sum::<f64>() / (j - i) as f64;
+            ss += raw[i..j]
+                .iter()
+                .map(|p| ((p.t - m) / m).powi(2))
+                .sum::<f64>();
+            dof += j - i - 1;
+        }
+        i = j;
+    }
+    if dof == 0 { 0.0 } else { ss / dof as f64 }
+}

@@ -1,0 +1,128 @@
+//! The confirmation pass of a discover sweep: the functions the sampled ranking named, timed
+//! exactly as targets over the same N, where the kernel allows function probes.
+use std::path::Path;
+
+use crate::dir_writer::DirWriter;
+use crate::engine::EngineOptions;
+use crate::error::TracerError;
+use crate::record::Session;
+
+use super::jobs::Job;
+use super::{SweepOptions, SweepRun};
+
+/// The second pass of a discover sweep: the top-ranked functions timed exactly, as targets,
+/// over the same N. Skipped, with the reason printed, when nothing grew or the kernel allows
+/// no function probe on any of them (then the finding rests on samples, as the report says).
+pub(super) async fn confirm_pass(
+    opts: &SweepOptions,
+    job: &Job,
+    tmp_root: &Path,
+) -> Result<Option<SweepRun>, TracerError> {
+    // The run was just written by us: failing to read it back is an internal error.
+    let internal = |e: crate::analysis::LoadError| {
+        TracerError::Other(format!("reading the discover run back: {e}"))
+    };
+    let ds = crate::analysis::load(&tmp_root.join(&job.name)).map_err(internal)?;
+    let a = crate::analysis::analyze(&ds, &crate::analysis::AnalysisOptions::default());
+    // The top kernel loop's frame, the top K and the root cause (the frame whose own time
+    // grows), each with its caller chain in the heaviest stack.
+    let mut chosen: Vec<(&String, &[String])> = Vec::new();
+    for d in &a.discoveries {
+        // The top kernel loop's frame first: it is the answer.
+        if opts.confirm > 0
+            && let Some(g) = d.entries.loops.first().and_then(|l| l.top())
+        {
+            chosen.push((&g.function, g.callers.as_slice()));
+        }
+        chosen.extend(
+            d.ranked
+                .iter()
+                .take(opts.confirm)
+                .map(|g| (&g.function, g.callers.as_slice())),
+        );
+        if opts.confirm > 0
+            && let Some(c) = &d.cause
+        {
+            chosen.push((&c.function, c.callers.as_slice()));
+        }
+    }
+    let mut candidates: Vec<String> = Vec::new();
+    for (f, _) in &chosen {
+        if crate::plan::valid_function_name(f) && !candidates.contains(f) {
+            candidates.push((*f).clone());
+        }
+    }
+    if candidates.is_empty() {
+        return Ok(None);
+    }
+    // Each one's immediate caller is traced too (it is out of line: it has a frame): the
+    // kernel then counts how many times per call of the caller the function runs, the trips
+    // of the loop that calls it, exact where the times bend.
+    let mut callers: Vec<String> = Vec::new();
+    for c in chosen.iter().filter_map(|(_, callers)| callers.last()) {
+        if crate::plan::valid_function_name(c) && !candidates.contains(c) && !callers.contains(c) {
+            callers.push(c.clone());
+        }
+    }
+    let engine = EngineOptions {
+        discover: false,
+        ..opts.engine.clone()
+    };
+    // A caller the session refuses (too hot to probe, say) must not cost the confirmation:
+    // then it runs without the callers, and without the trip counts.
+    let mut with_callers = !callers.is_empty();
+    let attached = loop {
+        let targets: Vec<(u32, &'static crate::plan::Target)> = candidates
+            .iter()
+            .chain(callers.iter().filter(|_| with_callers))
+            .take(tracer_ebpf::MAX_TARGETS)
+            .enumerate()
+            .map(|(i, f)| (i as u32, crate::plan::arbitrary_target(f)))
+            .collect();
+        let r = Session::attach(engine.clone(), &targets, &opts.resolve, opts.progress).await;
+        if with_callers && matches!(r, Err(TracerError::Unsupported(_))) {
+            with_callers = false;
+            continue;
+        }
+        break r;
+    };
+    if !with_callers {
+        callers.clear();
+    }
+    let mut session = match attached {
+        Ok(s) => s,
+        Err(TracerError::Unsupported(why)) => {
+            eprintln!(
+                "tracer: no exact confirmation of {}: no function probe attaches to them on \
+                 this kernel; the finding rests on samples\n  ({})",
+                candidates.join(", "),
+                why.lines().nth(2).unwrap_or("").trim()
+            );
+            return Ok(None);
+        }
+        Err(e) => return Err(e),
+    };
+    let name = format!("{}{}", job.name, crate::rundata::CONFIRM_SUFFIX);
+    let counting = if callers.is_empty() {
+        String::new()
+    } else {
+        format!(", counting calls per call of {}", callers.join(", "))
+    };
+    session.println(&format!(
+        "confirming {} with exact timing{counting} ({name})",
+        candidates.join(", ")
+    ));
+    let writer = DirWriter::prepare(&tmp_root.join(&name), false)?;
+    let mut spec = job.spec.clone();
+    spec.label = name.clone();
+    let outcome = session.run(&spec, writer, false).await?;
+    session.finish();
+    Ok(Some(SweepRun {
+        workload: name.clone(),
+        dir: name,
+        n: job.values.clone(),
+        command: job.spec.command.clone(),
+        command_exit: outcome.run.command_exit,
+        status: outcome.run.status,
+    }))
+}

@@ -1,0 +1,343 @@
+//! `tracer sweep`: run workloads over their N lists under one tracing session and collect one
+//! run directory per workload in a sweep directory, ready for `tracer report`.
+//!
+//! ```text
+//! OUT/
+//!   sweep.json        what was swept, on which kernel, and whether it completed
+//!   <workload>/       one run directory per workload (see rundata/)
+//! ```
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::dir_writer::DirWriter;
+use crate::engine::EngineOptions;
+use crate::error::{TracerError, exit};
+use crate::kernel;
+use crate::record::{self, Session};
+use crate::resolve::ResolveOptions;
+use crate::rundata::{KernelInfo, RunStatus};
+use workloads::catalog;
+
+mod confirm;
+mod jobs;
+
+use jobs::Job;
+pub use jobs::find_workloads_bin;
+
+pub const SWEEP_FILE: &str = "sweep.json";
+pub const SWEEP_FORMAT: &str = "tracer-sweep/1";
+
+/// Runs of an external sweep's command per N unless `--repeat` says otherwise: with three,
+/// the spread between runs measures each size's error and one disturbed run cannot move the
+/// size's value (the median of the runs is fitted).
+pub const DEFAULT_REPEAT: u32 = 3;
+
+#[derive(Clone, Debug)]
+pub struct SweepOptions {
+    pub workloads: Vec<String>,
+    /// N list for every workload (default: each workload's `sweep_n` in the workloads crate).
+    pub n: Option<String>,
+    /// N lists for particular workloads (workload -> list), over `n` and the defaults.
+    pub n_for: Vec<(String, String)>,
+    /// Extra arguments for every workload (after its subcommand), e.g. `--iterations 50`.
+    pub extra_args: Vec<String>,
+    pub out: PathBuf,
+    pub force: bool,
+    pub workloads_bin: Option<PathBuf>,
+    pub targets: Vec<String>,
+    pub resolve: ResolveOptions,
+    pub engine: EngineOptions,
+    pub progress: bool,
+    /// An external sweep: run this command (with `{n}` replaced) once per N instead of
+    /// the workloads; `n` is then required.
+    pub command: Vec<String>,
+    /// Runs of the command per N (external sweeps); None: [`DEFAULT_REPEAT`].
+    pub repeat: Option<u32>,
+    /// Most runs of one N, extra runs of unsettled sizes included (external sweeps); None:
+    /// twice the repeat.
+    pub max_repeat: Option<u32>,
+    /// Most wall time for those extra runs; None: half the planned runs' time.
+    pub extra_budget: Option<std::time::Duration>,
+    /// Operations per run of the command (external sweeps), for per-op columns; with
+    /// `phase_fn`, per call of the function.
+    pub ops: Option<crate::cli::OpsExpr>,
+    /// `--phase-fn BINARY:SYMBOL|0xADDR` (external sweeps): only calls inside it count.
+    pub phase_fn: Option<String>,
+    /// Name of the external command's run directory (default: the command's file name).
+    pub name: Option<String>,
+    /// With discover on an external command: time this many of the top-ranked functions
+    /// exactly in a second pass, where the kernel allows function probes (0 = no second pass).
+    pub confirm: usize,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Sweep {
+    pub format: String,
+    pub status: RunStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partial_reason: Option<String>,
+    pub kernel: KernelInfo,
+    pub hostname: String,
+    pub duration_s: f64,
+    pub runs: Vec<SweepRun>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct SweepRun {
+    pub workload: String,
+    /// Run directory, relative to the sweep directory.
+    pub dir: String,
+    pub n: Vec<u64>,
+    pub command: Vec<String>,
+    pub command_exit: Option<i32>,
+    pub status: RunStatus,
+}
+
+impl Sweep {
+    pub fn read(dir: &Path) -> Result<Sweep, String> {
+        let path = dir.join(SWEEP_FILE);
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let s: Sweep =
+            serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        if s.format != SWEEP_FORMAT {
+            return Err(format!(
+                "{}: unsupported sweep format {:?}",
+                path.display(),
+                s.format
+            ));
+        }
+        Ok(s)
+    }
+}
+
+pub struct SweepOutcome {
+    pub dir: PathBuf,
+    pub sweep: Sweep,
+    pub exit_code: i32,
+}
+
+pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
+    let external = !opts.command.is_empty();
+    if external && !opts.workloads.is_empty() {
+        return Err(TracerError::Usage(
+            "name workloads or give a command after --, not both (workload arguments go \
+             after -- only when a workload is named)"
+                .into(),
+        ));
+    }
+    if !external && opts.workloads.is_empty() {
+        return Err(TracerError::Usage(format!(
+            "name the workloads to sweep, or --all (known: {}), or sweep your own command: \
+             tracer sweep --n 10,100,1000 -- ./bench {{n}}",
+            catalog::names()
+        )));
+    }
+    if !external
+        && (opts.repeat.is_some()
+            || opts.max_repeat.is_some()
+            || opts.extra_budget.is_some()
+            || opts.ops.is_some()
+            || opts.name.is_some()
+            || opts.phase_fn.is_some())
+    {
+        return Err(TracerError::Usage(
+            "--repeat, --max-repeat, --extra-time, --ops, --name and --phase-fn apply to a \
+             command swept with -- CMD {n}"
+                .into(),
+        ));
+    }
+    let plan = jobs::plan_workloads(&opts)?;
+    let external_job = if external {
+        Some(jobs::external_spec(&opts)?)
+    } else {
+        None
+    };
+    let bin = if external {
+        None
+    } else {
+        Some(jobs::find_workloads_bin(opts.workloads_bin.as_deref())?)
+    };
+    let targets = record::select_targets(&opts.targets, opts.engine.discover)?;
+    record::check_forced(&opts.resolve.forced)?;
+    record::check_privileges()?;
+    let writer = DirWriter::prepare(&opts.out, opts.force)?;
+    let tmp_root = writer.path().to_path_buf();
+
+    let mut jobs: Vec<Job> = external_job.into_iter().collect();
+    if let Some(bin) = &bin {
+        jobs.extend(jobs::workload_jobs(&opts, &plan, bin, &tmp_root));
+    }
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| TracerError::Other(format!("starting the runtime: {e}")))?;
+    let started = Instant::now();
+    let (runs, interrupted, all_ran) = runtime.block_on(async {
+        let mut session =
+            Session::attach(opts.engine.clone(), &targets, &opts.resolve, opts.progress).await?;
+        let mut runs = Vec::new();
+        for job in &jobs {
+            let run_writer = DirWriter::prepare(&tmp_root.join(&job.name), false)?;
+            let outcome = session.run(&job.spec, run_writer, false).await?;
+            if let Some(json) = &job.json {
+                let _ = std::fs::remove_file(json);
+            }
+            let failed: Vec<u64> = outcome
+                .run
+                .invocations
+                .iter()
+                .filter(|i| job.spec.external.is_some() && i.failed())
+                .map(|i| i.n)
+                .collect();
+            session.println(&format!(
+                "{}: {} ({} N values){}{}",
+                job.name,
+                if outcome.run.status == RunStatus::Complete {
+                    "done"
+                } else {
+                    "partial"
+                },
+                job.values.len(),
+                match outcome.run.command_exit {
+                    Some(c) if c != 0 && failed.is_empty() => format!(", exited {c}"),
+                    _ => String::new(),
+                },
+                if failed.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        ", the command failed at N = {}",
+                        failed
+                            .iter()
+                            .map(u64::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                }
+            ));
+            // The report file was a temporary; run.json embeds it as `workload`.
+            let shown: Vec<String> = job
+                .spec
+                .command
+                .iter()
+                .map(|a| match &job.json {
+                    Some(j) if *a == j.to_string_lossy() => "<run.json:workload>".into(),
+                    _ => a.clone(),
+                })
+                .collect();
+            runs.push(SweepRun {
+                workload: job.name.clone(),
+                dir: job.name.clone(),
+                n: job.values.clone(),
+                command: shown,
+                command_exit: outcome.run.command_exit,
+                status: outcome.run.status,
+            });
+            if session.interrupted.is_some() {
+                break;
+            }
+        }
+        let interrupted = session.interrupted;
+        session.finish();
+        // Every job ran; the confirmation pass below is one run more, not one of the jobs.
+        let all_ran = runs.len() == jobs.len();
+        if interrupted.is_none()
+            && opts.engine.discover
+            && opts.confirm > 0
+            && let Some(job) = jobs.iter().find(|j| j.spec.external.is_some())
+            && let Some(run) = confirm::confirm_pass(&opts, job, &tmp_root).await?
+        {
+            runs.push(run);
+        }
+        Ok::<_, TracerError>((runs, interrupted, all_ran))
+    })?;
+
+    let complete = interrupted.is_none() && all_ran;
+    let sweep = Sweep {
+        format: SWEEP_FORMAT.into(),
+        status: if complete {
+            RunStatus::Complete
+        } else {
+            RunStatus::Partial
+        },
+        partial_reason: interrupted.map(|s| format!("interrupted by {s}")),
+        kernel: kernel::kernel_info(),
+        hostname: kernel::hostname(),
+        duration_s: started.elapsed().as_secs_f64(),
+        runs,
+    };
+    writer.write(
+        SWEEP_FILE,
+        serde_json::to_string_pretty(&sweep)
+            .expect("sweep serializes")
+            .as_bytes(),
+    )?;
+    let dir = writer.commit()?;
+    let exit_code = if interrupted.is_some() {
+        exit::INTERRUPTED
+    } else if sweep
+        .runs
+        .iter()
+        .any(|r| r.command_exit.is_some_and(|c| c != 0))
+    {
+        exit::COMMAND_FAILED
+    } else {
+        exit::OK
+    };
+    Ok(SweepOutcome {
+        dir,
+        sweep,
+        exit_code,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_workloads_and_bad_lists_are_usage_errors() {
+        let base = SweepOptions {
+            workloads: vec!["nope".into()],
+            n: None,
+            n_for: vec![],
+            extra_args: vec![],
+            out: PathBuf::from("/nonexistent/x"),
+            force: false,
+            workloads_bin: None,
+            targets: vec![],
+            resolve: ResolveOptions::default(),
+            engine: EngineOptions::default(),
+            progress: false,
+            command: vec![],
+            repeat: None,
+            max_repeat: None,
+            extra_budget: None,
+            ops: None,
+            phase_fn: None,
+            name: None,
+            confirm: 0,
+        };
+        let e = sweep(base.clone()).err().unwrap();
+        assert!(matches!(e, TracerError::Usage(_)), "{e}");
+        let e = sweep(SweepOptions {
+            workloads: vec!["waitpid".into()],
+            n: Some("1,,2".into()),
+            ..base.clone()
+        })
+        .err()
+        .unwrap();
+        assert!(e.to_string().contains("--n"), "{e}");
+        let e = sweep(SweepOptions {
+            workloads: vec![],
+            ..base
+        })
+        .err()
+        .unwrap();
+        assert!(e.to_string().contains("--all"), "{e}");
+    }
+}
