@@ -169,8 +169,8 @@ pub fn resolve(
             progress(&format!("{}: trying {}", target.name, plan.name));
             let attached =
                 match try_plan(engine, ksyms, index, plan, &mut learned, kprobes_possible)? {
-                    Ok(a) => a,
-                    Err(reason) => {
+                    PlanOutcome::Attached(a) => a,
+                    PlanOutcome::Refused(reason) => {
                         r.rejected.push(Rejection {
                             plan: plan.name.into(),
                             reason,
@@ -259,7 +259,15 @@ pub fn resolve(
     Ok((out, verify_time))
 }
 
-/// Attach one plan; Ok(Err(reason)) when this kernel does not allow it.
+/// What trying one plan on this kernel came to.
+enum PlanOutcome {
+    Attached(ActivePlan),
+    /// This kernel does not allow it, and why.
+    Refused(String),
+}
+
+/// Attach one plan, or say why this kernel does not allow it; Err only when the engine
+/// itself failed.
 fn try_plan(
     engine: &mut Engine,
     ksyms: &Kallsyms,
@@ -267,18 +275,18 @@ fn try_plan(
     plan: &'static Plan,
     learned: &mut Learned,
     kprobes_possible: bool,
-) -> Result<Result<ActivePlan, String>, EngineError> {
+) -> Result<PlanOutcome, EngineError> {
     match plan.method {
         Method::Functions { mech, symbols } => {
             match mech {
                 FnMech::Fentry => {
                     if let Some(r) = &learned.fentry_refused {
-                        return Ok(Err(format!(
+                        return Ok(PlanOutcome::Refused(format!(
                             "fentry is refused on this kernel (first refusal: {r})"
                         )));
                     }
                     if !kernel::has_vmlinux_btf() {
-                        return Ok(Err(
+                        return Ok(PlanOutcome::Refused(
                             "no kernel BTF (/sys/kernel/btf/vmlinux): fentry needs \
                                        CONFIG_DEBUG_INFO_BTF"
                                 .into(),
@@ -287,12 +295,12 @@ fn try_plan(
                 }
                 FnMech::Kprobe => {
                     if let Some(r) = &learned.kprobe_refused {
-                        return Ok(Err(format!(
+                        return Ok(PlanOutcome::Refused(format!(
                             "kprobes are refused on this kernel (first refusal: {r})"
                         )));
                     }
                     if !kprobes_possible {
-                        return Ok(Err(
+                        return Ok(PlanOutcome::Refused(
                             "no kprobe support (no kprobe PMU and no kprobe_events: \
                                        CONFIG_KPROBES is off)"
                                 .into(),
@@ -317,7 +325,7 @@ fn try_plan(
                 }
             }
             if present.is_empty() {
-                return Ok(Err(format!(
+                return Ok(PlanOutcome::Refused(format!(
                     "{} not in kallsyms: inlined (or not built) on this kernel",
                     symbols.join(", ")
                 )));
@@ -336,7 +344,7 @@ fn try_plan(
                                 FnMech::Kprobe => learned.kprobe_refused = Some(m.clone()),
                             }
                         }
-                        return Ok(Err(f.message().to_string()));
+                        return Ok(PlanOutcome::Refused(f.message().to_string()));
                     }
                 }
             }
@@ -344,7 +352,7 @@ fn try_plan(
             if !absent.is_empty() {
                 points.push(format!("(absent: {})", absent.join(", ")));
             }
-            Ok(Ok(ActivePlan {
+            Ok(PlanOutcome::Attached(ActivePlan {
                 plan,
                 slots,
                 attach_points: points,
@@ -360,7 +368,7 @@ fn try_plan(
             if let Some(prefix) = fd_prefix
                 && let Err(f) = engine.enable_fd_tracking(prefix)?
             {
-                return Ok(Err(f.message().to_string()));
+                return Ok(PlanOutcome::Refused(f.message().to_string()));
             }
             for sc in syscalls {
                 let enter = format!("sys_enter_{sc}");
@@ -391,18 +399,18 @@ fn try_plan(
                             for s in &slots {
                                 engine.release(s);
                             }
-                            return Ok(Err(f.message().to_string()));
+                            return Ok(PlanOutcome::Refused(f.message().to_string()));
                         }
                     }
                 }
             }
             if slots.is_empty() {
-                return Ok(Err(format!(
+                return Ok(PlanOutcome::Refused(format!(
                     "no syscalls:sys_enter/exit tracepoints for {} (CONFIG_FTRACE_SYSCALLS off?)",
                     syscalls.join(", ")
                 )));
             }
-            Ok(Ok(ActivePlan {
+            Ok(PlanOutcome::Attached(ActivePlan {
                 plan,
                 slots,
                 attach_points: points,
@@ -410,12 +418,12 @@ fn try_plan(
         }
         Method::Count { category, event } => {
             match engine.attach_tracepoint(target, TpRole::Point, category, event, None)? {
-                Ok(slot) => Ok(Ok(ActivePlan {
+                Ok(slot) => Ok(PlanOutcome::Attached(ActivePlan {
                     plan,
                     slots: vec![slot],
                     attach_points: vec![format!("{category}:{event}")],
                 })),
-                Err(f) => Ok(Err(f.message().to_string())),
+                Err(f) => Ok(PlanOutcome::Refused(f.message().to_string())),
             }
         }
     }

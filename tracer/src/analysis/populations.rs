@@ -402,6 +402,16 @@ mod tests {
     use crate::analysis::fit::Complexity;
     use crate::analysis::table::Row;
 
+    /// The split leads with the fixed population (the timed waits), fitted flat.
+    fn assert_the_fixed_population_leads_flat(t: &CaseTable) {
+        let s = split(t).expect("a mix");
+        let Mix::Population { kind, scaling, .. } = s.mix() else {
+            panic!("split: {s:?}");
+        };
+        assert_eq!(kind, "fixed");
+        assert_eq!(scaling.class, Complexity::Constant, "{scaling:?}");
+    }
+
     /// 300 polls per run that walk N children (10 ns per child), plus N teardown reaps of
     /// about 2 µs each.
     fn mixed(n: u64) -> Row {
@@ -474,12 +484,7 @@ mod tests {
                 })
                 .to_vec(),
         );
-        let s = split(&t).expect("a mix");
-        let Mix::Population { kind, scaling, .. } = s.mix() else {
-            panic!("split: {s:?}");
-        };
-        assert_eq!(kind, "fixed");
-        assert_eq!(scaling.class, Complexity::Constant, "{scaling:?}");
+        assert_the_fixed_population_leads_flat(&t);
 
         // Their mean grows tenfold: the slowest 100 of 3100 calls.
         let last = &t.rows[2];
@@ -507,12 +512,7 @@ mod tests {
                 })
                 .to_vec(),
         );
-        let s = split(&t).expect("a mix");
-        let Mix::Population { kind, scaling, .. } = s.mix() else {
-            panic!("split: {s:?}");
-        };
-        assert_eq!(kind, "fixed");
-        assert_eq!(scaling.class, Complexity::Constant, "{scaling:?}");
+        assert_the_fixed_population_leads_flat(&t);
     }
 
     #[test]
