@@ -151,23 +151,29 @@ fn top_loop(d: &Value) -> (String, String) {
     (s(&l["entry"]), s(&l["frames"][0]["function"]))
 }
 
+/// `tracer sweep --discover --n NS [--ops OPS] -- BENCH {n} ARG` for one of `tests/c`'s
+/// benchmarks: its summary's first discovery, and the output. The sweep must succeed.
+fn discover_bench(
+    name: &str,
+    ns: &str,
+    ops: Option<&str>,
+    arg: &str,
+) -> (Value, std::process::Output) {
+    let b = bench(name);
+    let mut args = vec!["--discover", "--n", ns];
+    if let Some(ops) = ops {
+        args.extend(["--ops", ops]);
+    }
+    args.extend(["--", b.to_str().unwrap(), "{n}", arg]);
+    let (s, _dir, o) = sweep(&args);
+    assert!(o.status.success(), "{}", text(&o));
+    (discovery(&s).clone(), o)
+}
+
 #[test]
 fn discover_finds_the_per_read_growth_of_proc_sysvipc_shm() {
     let _g = serial();
-    let b = bench("sysvipc_read");
-    let (s, _dir, o) = sweep(&[
-        "--discover",
-        "--n",
-        "10,300,1000,2500",
-        "--ops",
-        "60",
-        "--",
-        b.to_str().unwrap(),
-        "{n}",
-        "60",
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
-    let d = discovery(&s);
+    let (d, o) = discover_bench("sysvipc_read", "10,300,1000,2500", Some("60"), "60");
     let top = &d["ranked"][0];
     assert_ne!(class(top), "O(1)", "{}", text(&o));
     // What it names on this kernel: the per-segment show function of the seq_file that
@@ -188,20 +194,7 @@ fn discover_finds_the_per_read_growth_of_proc_sysvipc_shm() {
 #[test]
 fn discover_finds_the_per_vma_work_of_fork() {
     let _g = serial();
-    let b = bench("fork_vmas");
-    let (s, _dir, o) = sweep(&[
-        "--discover",
-        "--n",
-        "1,500,2000,8000",
-        "--ops",
-        "60",
-        "--",
-        b.to_str().unwrap(),
-        "{n}",
-        "60",
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
-    let d = discovery(&s);
+    let (d, o) = discover_bench("fork_vmas", "1,500,2000,8000", Some("60"), "60");
     let top = &d["ranked"][0];
     let f = top["function"].as_str().unwrap();
     assert!(
@@ -222,20 +215,8 @@ fn discover_finds_the_per_vma_work_of_fork() {
 #[test]
 fn discover_says_nothing_grows_when_kernel_time_is_flat() {
     let _g = serial();
-    let b = bench("flat_syscalls");
-    let (s, _dir, o) = sweep(&[
-        "--discover",
-        "--n",
-        "1,10,30,100",
-        "--ops",
-        "200000",
-        "--",
-        b.to_str().unwrap(),
-        "{n}",
-        "200000",
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
-    let d = discovery(&s);
+    let (d, o) = discover_bench("flat_syscalls", "1,10,30,100", Some("200000"), "200000");
+    let d = &d;
     assert_eq!(ranked(d), Vec::<String>::new(), "{}", text(&o));
     assert!(
         String::from_utf8_lossy(&o.stdout).contains("nothing in the kernel grows with N"),
@@ -255,18 +236,7 @@ fn discover_says_nothing_grows_when_kernel_time_is_flat() {
 #[test]
 fn discover_coverage_matches_system_time_on_short_syscalls() {
     let _g = serial();
-    let b = bench("zero_read");
-    let (s, _dir, o) = sweep(&[
-        "--discover",
-        "--n",
-        "1,2",
-        "--",
-        b.to_str().unwrap(),
-        "{n}",
-        "3000000",
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
-    let d = discovery(&s);
+    let (d, _o) = discover_bench("zero_read", "1,2", None, "3000000");
     // rusage splits a task's run time into user and system by tick sampling, so its system
     // time is itself an estimate: the loop runs ~1 s per N to keep that split tight.
     let cov = d["coverage"].as_array().unwrap();
