@@ -427,15 +427,7 @@ fn a_full_disk_during_report_exits_5_and_keeps_earlier_results() {
     std::fs::remove_file(&filler).unwrap();
 
     // An earlier report is kept byte for byte when re-rendering runs out of space.
-    let r = run(
-        tracer()
-            .arg("report")
-            .arg(&data)
-            .args(["--no-flamegraphs", "-o"])
-            .arg(&out),
-        Duration::from_secs(120),
-        "first report",
-    );
+    let r = report_without_flamegraphs(&data, &out, Duration::from_secs(120), "first report");
     r.expect(0, "first report");
     let before = snapshot(&out);
     let _filler = fill_leaving(&fs, 96 << 10);

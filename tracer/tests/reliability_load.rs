@@ -62,15 +62,7 @@ fn a_full_phase_map_is_counted_and_reported() {
     // The report says the numbers are incomplete.
     let what = "report of a run whose maps filled";
     let rep = tmp.path().join("rep");
-    let r = run(
-        tracer()
-            .arg("report")
-            .arg(&out)
-            .args(["--no-flamegraphs", "-o"])
-            .arg(&rep),
-        Duration::from_secs(120),
-        what,
-    );
+    let r = report_without_flamegraphs(&out, &rep, Duration::from_secs(120), what);
     r.expect(0, what);
     let summary = std::fs::read_to_string(rep.join("summary.json")).unwrap();
     assert!(
@@ -217,12 +209,9 @@ fn a_full_phase_table_keeps_the_run() {
         FLOOD_KEYS,
         "phase rows"
     );
-    let r = run(
-        tracer()
-            .arg("report")
-            .arg(&out)
-            .args(["--no-flamegraphs", "-o"])
-            .arg(tmp.path().join("rep")),
+    let r = report_without_flamegraphs(
+        &out,
+        tmp.path().join("rep"),
         Duration::from_secs(120),
         "report of the flood",
     );
@@ -259,6 +248,20 @@ fn rss_every_second(pid: u32, limit: Duration) -> Vec<u64> {
         }
     }
     rss
+}
+
+/// The RSS of `child` once a second for up to `watch`, then its exit (0, within
+/// `limit_s` seconds), then the RSS judged flat from at least `min_samples` samples.
+fn watch_rss_until_done(
+    child: std::process::Child,
+    watch: Duration,
+    limit_s: u64,
+    min_samples: u64,
+    what: &str,
+) {
+    let rss = rss_every_second(child.id(), watch);
+    finish(child, Duration::from_secs(limit_s), what).expect(0, what);
+    assert_rss_flat(rss, min_samples, what);
 }
 
 /// At least `min_samples` RSS samples (and 4, for two quarters), and the last quarter's median within 10% + 4 MiB of
@@ -303,17 +306,19 @@ fn soak_memory_stays_flat_counts_stay_exact_and_no_map_fills() {
             .args(["spawn", "--variant", "spawn,spawn-wipeonfork", "--n", "1"])
             .args(["--min-time", &per_case]),
     );
-    let pid = child.id();
     // Sample from when the workload runs (the tracer releases it once attached), after a
     // short settling: loading and attaching are not the steady state.
     wait_for(Duration::from_secs(60), "the workload to start", || {
         count_workloads_processes() > 0
     });
     std::thread::sleep(Duration::from_secs(2));
-    let rss = rss_every_second(pid, Duration::from_secs(secs * 3 + 60));
-    let r = finish(child, Duration::from_secs(120), "soak");
-    r.expect(0, "soak");
-    assert_rss_flat(rss, secs / 2, "soak");
+    watch_rss_until_done(
+        child,
+        Duration::from_secs(secs * 3 + 60),
+        120,
+        secs / 2,
+        "soak",
+    );
 
     let runj = read_json(&out.join("run.json"));
     for case in ["spawn", "spawn-wipeonfork"] {
@@ -400,13 +405,15 @@ fn soak_of_an_external_discover_sweep_keeps_memory_and_maps_flat() {
             .arg(&bench)
             .args(["{n}", "50"]),
     );
-    let pid = child.id();
     // Past loading and attaching: the steady state.
     std::thread::sleep(Duration::from_secs(3));
-    let rss = rss_every_second(pid, Duration::from_secs(secs * 4 + 60));
-    let r = finish(child, Duration::from_secs(300), "discover soak");
-    r.expect(0, "discover soak");
-    assert_rss_flat(rss, secs / 3, "discover soak");
+    watch_rss_until_done(
+        child,
+        Duration::from_secs(secs * 4 + 60),
+        300,
+        secs / 3,
+        "discover soak",
+    );
     let runj = read_json(&out.join("fork_vmas/run.json"));
     let invocations = runj["invocations"].as_array().unwrap();
     assert_eq!(invocations.len() as u64, repeat * ns.len() as u64);

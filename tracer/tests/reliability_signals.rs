@@ -153,12 +153,9 @@ fn an_interrupted_sweep_keeps_finished_runs_marks_itself_partial_and_cleans_up()
         assert_nothing_loaded(what);
         assert_no_temporaries(tmp.path(), what);
         // The partial sweep reads back.
-        let r = run(
-            tracer()
-                .arg("report")
-                .arg(&out)
-                .args(["--no-flamegraphs", "-o"])
-                .arg(tmp.path().join("rep")),
+        let r = report_without_flamegraphs(
+            &out,
+            tmp.path().join("rep"),
             Duration::from_secs(60),
             "report of the partial sweep",
         );
@@ -208,16 +205,8 @@ fn a_signal_during_report_writing_leaves_the_old_or_the_new_index_and_no_tempora
     let full_time = started.elapsed();
     let new_index = std::fs::read(reference.join("index.html")).unwrap();
     // The "old" report: fast, without flamegraphs, so its index differs.
-    run(
-        tracer()
-            .arg("report")
-            .arg(&data)
-            .args(["--no-flamegraphs", "-o"])
-            .arg(&out),
-        Duration::from_secs(120),
-        "old report",
-    )
-    .expect(0, "old report");
+    report_without_flamegraphs(&data, &out, Duration::from_secs(120), "old report")
+        .expect(0, "old report");
     let old = snapshot(&out);
     let old_index = std::fs::read(out.join("index.html")).unwrap();
     assert_ne!(old_index, new_index, "precondition: the two reports differ");
@@ -666,16 +655,8 @@ fn sigkill_at_each_stage_kills_the_command_and_the_next_run_removes_the_temporar
             stage,
             KillStage::WriteReport | KillStage::Attach { sweep: true }
         ) {
-            run(
-                tracer()
-                    .arg("report")
-                    .arg(FIXTURE)
-                    .args(["--no-flamegraphs", "-o"])
-                    .arg(&next),
-                Duration::from_secs(60),
-                "the next report",
-            )
-            .expect(0, "the next report");
+            report_without_flamegraphs(FIXTURE, &next, Duration::from_secs(60), "the next report")
+                .expect(0, "the next report");
         } else {
             run(
                 tracer()

@@ -457,3 +457,21 @@ pub fn count_workloads_processes() -> usize {
         .filter(|&p| proc_stat(p).is_some_and(|(c, _, _)| c == "workloads"))
         .count()
 }
+
+/// `tracer report DATA --no-flamegraphs -o OUT`, killed (and failing) after `limit`.
+pub fn report_without_flamegraphs(
+    data: impl AsRef<std::ffi::OsStr>,
+    out: impl AsRef<std::ffi::OsStr>,
+    limit: Duration,
+    what: &str,
+) -> Ran {
+    run(
+        tracer()
+            .arg("report")
+            .arg(data)
+            .args(["--no-flamegraphs", "-o"])
+            .arg(out),
+        limit,
+        what,
+    )
+}
