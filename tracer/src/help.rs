@@ -185,6 +185,11 @@ under. Two things can grow with N, and the report keeps them apart:
   more calls    an entry made at least 1.5 times as often per op at the largest N while its
                 whole time per call does not double: the command's own scaling (N more
                 forks, execs and page faults per run), stated, never the answer.
+  undecided     an entry with no loop but a frame that rose as a loop's would, above its
+                time at the smallest N at the largest N only (or within the noise of a
+                smallest N of few samples): a growing loop or a step, which the sizes do
+                not tell apart. Said as such, with the size or the runs that would decide it
+                (\"kernel loop undecided\"), never as a loop nor as \"no kernel loop\".
 Sweep a wide range of N (tenfold or more): a loop must at least double its time per call.
 Sampled times are fitted with their sampling error; in the evidence between classes each
 point's error is at least the spread between runs of a size (the command's CPU time per run),

@@ -123,9 +123,15 @@ fn no_panic(o: &Output) {
 const QUICK: &[&str] = &["-t", "getpid", "--no-verify", "--no-samples"];
 
 fn record(out: &Path, extra: &[&str], command: &[&str]) -> Output {
+    run_tracer(&["record"], out, extra, command)
+}
+
+/// `tracer <sub_args[0]> <QUICK> <sub_args[1..]> -o out <extra> -- command`, checked for panics.
+fn run_tracer(sub_args: &[&str], out: &Path, extra: &[&str], command: &[&str]) -> Output {
     let o = tracer()
-        .arg("record")
+        .arg(sub_args[0])
         .args(QUICK)
+        .args(&sub_args[1..])
         .arg("-o")
         .arg(out)
         .args(extra)
@@ -139,19 +145,12 @@ fn record(out: &Path, extra: &[&str], command: &[&str]) -> Output {
 
 /// `tracer sweep` of `command` with one run per N: the tests count one run's calls per N.
 fn sweep(out: &Path, extra: &[&str], command: &[&str]) -> Output {
-    let o = tracer()
-        .arg("sweep")
-        .args(QUICK)
-        .args(["--repeat", "1"])
-        .args(["--no-report", "-o"])
-        .arg(out)
-        .args(extra)
-        .arg("--")
-        .args(command)
-        .output()
-        .expect("tracer runs");
-    no_panic(&o);
-    o
+    run_tracer(
+        &["sweep", "--repeat", "1", "--no-report"],
+        out,
+        extra,
+        command,
+    )
 }
 
 /// The benchmark's own report of its semaphores ("semaphores: begin=B end=E").

@@ -273,7 +273,7 @@ fn discover_case(
     let last = ns.len() - 1;
     let kernel_added = grown(&profiles[0], &profiles[last], ops[0], ops[last]);
 
-    let ranked = growers(&ns, &ops, &profiles, kernel_added, &kernel_ns, spread);
+    let ranked = growers(&ns, &ops, &profiles, kernel_added, &kernel_ns, spread).growing;
     // Blocked time: the same analysis of the off-CPU profiles (weights are time blocked).
     let off_profiles: Vec<Profile> = ns
         .iter()
@@ -301,6 +301,7 @@ fn discover_case(
             &off_total,
             spread,
         )
+        .growing
     };
     let mut ranked = ranked;
     for g in &mut ranked {

@@ -97,6 +97,9 @@ pub struct KernelEntry {
     pub added_se_ns: f64,
     /// Inside a loop: the frames whose time per call grows, most added time first.
     pub frames: Vec<Grower>,
+    /// Frames whose time per call rose as much as a loop's, but at too few sizes for the data
+    /// to tell a growing loop from a step (see [`Entries::undecided`]), most added time first.
+    pub undecided: Vec<Grower>,
     /// Inside a loop: the frame whose self time carries most of the added time per call.
     pub cause: Option<DiscoverCause>,
 }
@@ -151,6 +154,15 @@ impl KernelEntry {
         })
     }
 
+    /// What the top undecided frame's rise per call adds per op (ns), as [`Self::added_per_op`]
+    /// for a loop: the undecided entries rank by it.
+    pub fn undecided_per_op(&self) -> f64 {
+        self.undecided.first().map_or(0.0, |g| {
+            let (f, l) = (&g.points[0], &g.points[g.points.len() - 1]);
+            (l.incl_ns - f.incl_ns) * self.last().calls_per_op
+        })
+    }
+
     /// The frame that speaks for the loop: the top growing frame.
     pub fn frame(&self) -> Option<&str> {
         self.top().map(|g| g.function.as_str())
@@ -166,6 +178,15 @@ pub struct Entries {
     /// Entries whose calls per op grow while their whole time per call does not double, most
     /// time first (one may also be a minor loop).
     pub more_calls: Vec<KernelEntry>,
+    /// Entries with no loop but a frame whose time per call rose as a loop's does (by the
+    /// added-time tests, [`MIN_LOOP_GROWTH`] times and still rising at the end) where the fit
+    /// cannot tell growth from a step: above the smallest N's time at the largest N only, or
+    /// not beyond the noise of a smallest N of few samples. Neither a loop nor shown not to
+    /// be one: most added time per op first. A 5.10 guest's `ipcs` reading
+    /// /proc/sysvipc, swept at N = 10, 100, 400 twice, showed sysvipc_find_ipc 3.8, 4.6 and
+    /// 22.3 µs per read call, the first on 13 samples (±28%): the middle size was within that
+    /// noise of it, where three other sweeps of the same script placed it clearly above.
+    pub undecided: Vec<KernelEntry>,
     /// Where the first loop, growing faster, would pass what weighs more than it at the
     /// largest N (None: it weighs most already, or nothing it would pass).
     pub overtakes: Option<Overtake>,
@@ -173,6 +194,14 @@ pub struct Entries {
     pub unavailable: Option<String>,
     /// Whether the run counted entries at all (false for runs recorded before it did).
     pub counted: bool,
+}
+
+impl Entries {
+    /// The first undecided entry and its top undecided frame.
+    pub fn first_undecided(&self) -> Option<(&KernelEntry, &Grower)> {
+        let e = self.undecided.first()?;
+        Some((e, e.undecided.first()?))
+    }
 }
 
 /// What the entries of one (run, case) of a discovery are found from.
@@ -214,6 +243,9 @@ pub(super) fn find(c: CaseData) -> Entries {
         };
         let (f, l) = (e.first(), e.last());
         let grows = !e.frames.is_empty() && l.samples >= MIN_SAMPLES;
+        if !grows && !e.undecided.is_empty() && l.samples >= MIN_SAMPLES {
+            out.undecided.push(e.clone());
+        }
         let more = l.calls_per_op >= MIN_CALLS_GROWTH * f.calls_per_op
             && l.per_call_ns < MIN_LOOP_GROWTH * f.per_call_ns
             && e.calls
@@ -228,6 +260,11 @@ pub(super) fn find(c: CaseData) -> Entries {
         }
     }
     out.loops = rank(std::mem::take(&mut out.loops));
+    out.undecided.sort_by(|a, b| {
+        b.undecided_per_op()
+            .total_cmp(&a.undecided_per_op())
+            .then_with(|| a.entry.cmp(&b.entry))
+    });
     out.more_calls
         .sort_by(|a, b| b.last().share.total_cmp(&a.last().share));
     out.overtakes = overtake(&out);
@@ -429,6 +466,7 @@ fn entry(name: &str, c: CaseData) -> Option<KernelEntry> {
         per_call,
         calls: calls_fit,
         frames: Vec::new(),
+        undecided: Vec::new(),
         cause: None,
     };
     let per_call_kernel: Vec<f64> = (0..ns.len())
@@ -436,7 +474,9 @@ fn entry(name: &str, c: CaseData) -> Option<KernelEntry> {
         .collect();
     let last = ns.len() - 1;
     let added = grown(&own[0], &own[last], calls[0], calls[last]);
-    e.frames = growers(ns, &calls, &own, added, &per_call_kernel, spread);
+    let found = growers(ns, &calls, &own, added, &per_call_kernel, spread);
+    e.frames = found.growing;
+    e.undecided = found.undecided;
     // A practical minimum on top of the statistical one: a frame whose time per call rose
     // by less is as likely the machine's drift as a loop. And a loop is still growing at
     // the end: the few calls of the smallest size vary from run to run more than their
@@ -444,6 +484,12 @@ fn entry(name: &str, c: CaseData) -> Option<KernelEntry> {
     // here), and a rise that stops after it is that size's luck, not a walk over N.
     e.frames
         .retain(|g| grows_enough(&g.points) && still_rising(&g.points));
+    // An undecided frame must rise twofold over the sizes its fit used: a size left out for
+    // its few samples (a 6.1 `close`'s fput, 2 samples at N = 10) is no baseline to double.
+    e.undecided.retain(|g| {
+        let fitted: Vec<super::growers::FnPoint> = g.fitted_points().into_iter().cloned().collect();
+        grows_enough(&fitted) && still_rising(&g.points)
+    });
     e.cause = root_cause(ns, &calls, &own, added, &e.frames, spread);
     Some(e)
 }
@@ -605,9 +651,17 @@ pub(crate) mod tests {
     pub(crate) fn discovered(
         make: impl Fn(u64) -> (Vec<StackData>, Vec<EntryRow>),
     ) -> crate::analysis::discover::Discovery {
+        discovered_at(&NS, make)
+    }
+
+    /// As [`discovered`], at sizes `ns`.
+    pub(crate) fn discovered_at(
+        ns: &[u64],
+        make: impl Fn(u64) -> (Vec<StackData>, Vec<EntryRow>),
+    ) -> crate::analysis::discover::Discovery {
         let mut stacks = Vec::new();
-        let mut r = runs(&NS);
-        for &n in &NS {
+        let mut r = runs(ns);
+        for &n in ns {
             let (s, rows) = make(n);
             stacks.extend(s);
             r[0].entries.extend(rows);
@@ -764,6 +818,52 @@ pub(crate) mod tests {
         });
         assert!(d.entries.loops.is_empty(), "{:#?}", d.entries.loops);
         assert!(!d.entries.more_calls.is_empty());
+    }
+
+    /// `ipcs` reading /proc/sysvipc as a 5.10 guest showed it (N = 10, 100, 400): 13, 137
+    /// and 2629 samples of sysvipc_find_ipc over 345, 2985 and 11785 read calls per run (two
+    /// runs there, one here), the first size's 13 samples too few to place the second above
+    /// it. With a size at 200 (its time there between the others') the rise shows at two
+    /// sizes.
+    pub(crate) fn ipcs(n: u64) -> (Vec<StackData>, Vec<EntryRow>) {
+        let (mut s, mut rows) = shell(n);
+        let (calls, scan) = match n {
+            10 => (345, 13),
+            100 => (2985, 137),
+            200 => (5800, 640),
+            _ => (11785, 2629),
+        };
+        let read = "e;do_syscall_64;ksys_read;vfs_read;seq_read";
+        let text = format!(
+            "{read};sysvipc_find_ipc {}\n{read};copy_user_generic {}\n",
+            scan * PERIOD,
+            calls * 3 / 10 * PERIOD
+        );
+        s.retain(|x| x.file.target != "wait4");
+        s.push(entry_data("read", n, &text));
+        rows.retain(|r| r.entry != "wait4");
+        rows.push(row("read", n, calls));
+        (s, rows)
+    }
+
+    #[test]
+    fn a_rise_at_the_largest_size_only_is_undecided_not_a_loop_nor_none() {
+        let d = discovered_at(&[10, 100, 400], ipcs);
+        assert!(d.entries.loops.is_empty(), "{:#?}", d.entries.loops);
+        let e = &d.entries.undecided;
+        assert_eq!(e.len(), 1, "{e:#?}");
+        assert_eq!(e[0].entry, "read");
+        let g = &e[0].undecided[0];
+        assert_eq!(g.function, "sysvipc_find_ipc");
+        assert_eq!(
+            g.scaling.flat_reason,
+            Some(crate::analysis::fit::FlatReason::OneSize)
+        );
+        // A size between the two largest decides it: the same scan is then a loop.
+        let d = discovered_at(&[10, 100, 200, 400], ipcs);
+        assert!(d.entries.undecided.is_empty(), "{:#?}", d.entries.undecided);
+        assert_eq!(d.entries.loops[0].entry, "read");
+        assert_eq!(d.entries.loops[0].frame(), Some("sysvipc_find_ipc"));
     }
 
     #[test]

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::rundata::USER_FRAME;
 
-use super::fit::{Complexity, Point, Scaling};
+use super::fit::{Complexity, FlatReason, Point, Scaling};
 use super::spread::RunSpread;
 
 /// A function whose single callee carries this much of its added time is a pass-through.
@@ -38,6 +38,14 @@ pub struct FnPoint {
 }
 
 impl Grower {
+    /// The sizes its fit used (those with samples enough).
+    pub fn fitted_points(&self) -> Vec<&FnPoint> {
+        self.points
+            .iter()
+            .filter(|p| self.scaling.points.iter().any(|q| q.n == p.n as f64))
+            .collect()
+    }
+
     /// The time at `p` its class was fitted on: the self time when `fitted_on_self`.
     pub fn fitted_ns(&self, p: &FnPoint) -> f64 {
         if self.fitted_on_self {
@@ -114,15 +122,20 @@ fn is_pseudo(frame: &str) -> bool {
 
 /// The syscall entry and dispatch code that sits above every syscall: its growth is the sum of
 /// unrelated syscalls' (a benchmark's setup forks and its timed waits), so it is never the
-/// function that grows, only a caller of it.
+/// function that grows, only a caller of it. With it the syscall tracing hooks, where the
+/// tracer's own programs run (runs recorded before the collector dropped 6.1's
+/// `syscall_trace_enter.constprop.0` as a probe frame keep its time under that name).
 fn is_dispatch(frame: &str) -> bool {
-    const PREFIXES: [&str; 6] = [
+    const PREFIXES: [&str; 9] = [
         "entry_SYSCALL",
         "do_syscall_",
         "x64_sys_call",
         "do_fast_syscall",
         "__do_fast_syscall",
         "do_int80",
+        "syscall_trace_enter",
+        "syscall_exit_work",
+        "trace_syscall_exit",
     ];
     PREFIXES.iter().any(|p| frame.starts_with(p))
 }
@@ -176,7 +189,19 @@ pub(super) fn grown(p0: &Profile, p1: &Profile, o0: f64, o1: f64) -> f64 {
         .sum()
 }
 
-/// The candidates (see the module docs) that pass the growth tests, most added time first.
+/// The candidates that pass the tests on added time, split by what their fit says.
+#[derive(Default)]
+pub(super) struct Growers {
+    /// Those whose time grows (see the module docs), most added time first.
+    pub growing: Vec<Grower>,
+    /// Those whose time rose by the added-time tests but whose fit cannot tell growth from a
+    /// step: above the smallest N's time at the largest N only ([`FlatReason::OneSize`]), or
+    /// above it by less than the fit's noise margin ([`FlatReason::WithinNoise`]). Most added
+    /// time first; the class fields hold the flat fit.
+    pub undecided: Vec<Grower>,
+}
+
+/// The candidates (see the module docs) that pass the growth tests, and those left undecided.
 pub(super) fn growers(
     ns: &[u64],
     ops: &[f64],
@@ -184,10 +209,10 @@ pub(super) fn growers(
     kernel_added: f64,
     kernel_ns: &[f64],
     spread: &RunSpread,
-) -> Vec<Grower> {
+) -> Growers {
     let last = ns.len() - 1;
     if last == 0 || kernel_added <= 0.0 {
-        return Vec::new();
+        return Growers::default();
     }
     let (p0, p1) = (&profiles[0], &profiles[last]);
     let per = |p: &Profile, f: &str, o: f64| p.incl.get(f).map_or(0.0, |v| v.0 as f64 / o);
@@ -196,7 +221,7 @@ pub(super) fn growers(
             .get(&(f.to_string(), c.to_string()))
             .map_or(0.0, |w| *w as f64 / o)
     };
-    let mut out = Vec::new();
+    let mut out = Growers::default();
     for (f, &(_, samples1)) in &p1.incl {
         if samples1 < MIN_SAMPLES || is_dispatch(f) {
             continue;
@@ -285,16 +310,33 @@ pub(super) fn growers(
                     rel_se: Some(1.0 / (p.samples as f64 * p.self_ns / p.incl_ns).max(1.0).sqrt()),
                 })
                 .collect();
-            scaling = spread.fit(&self_points);
-            fitted_on_self = true;
+            // Kept only when it grows: else the inclusive fit stands, and with it the reason
+            // it was flat.
+            let on_self = spread.fit(&self_points);
+            if on_self
+                .as_ref()
+                .is_some_and(|s| s.class != Complexity::Constant)
+            {
+                scaling = on_self;
+                fitted_on_self = true;
+            }
         }
         let Some(scaling) = scaling else {
             continue;
         };
-        if scaling.class == Complexity::Constant {
+        let undecided = matches!(
+            scaling.flat_reason,
+            Some(FlatReason::OneSize | FlatReason::WithinNoise)
+        );
+        if scaling.class == Complexity::Constant && !undecided {
             continue;
         }
-        out.push(Grower {
+        let list = if undecided {
+            &mut out.undecided
+        } else {
+            &mut out.growing
+        };
+        list.push(Grower {
             function: f.clone(),
             points,
             scaling,
@@ -306,8 +348,10 @@ pub(super) fn growers(
             also_blocked: false,
         });
     }
-    out.sort_by(|a, b| b.added_ns.total_cmp(&a.added_ns));
-    out.truncate(MAX_RANKED);
+    for list in [&mut out.growing, &mut out.undecided] {
+        list.sort_by(|a, b| b.added_ns.total_cmp(&a.added_ns));
+        list.truncate(MAX_RANKED);
+    }
     out
 }
 

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::rundata::{self, ReadError, Run, StackFile};
+use crate::rundata::{self, ReadError, Run, StackFile, StackKind};
 
 use super::stacks::Folded;
 use super::warnings::Warning;
@@ -67,10 +67,7 @@ impl LoadedRun {
     /// Read the stack files and raw spans `run` lists from `dir`.
     pub fn read(label: String, dir: PathBuf, run: Run) -> Result<LoadedRun, LoadError> {
         let mut files: Vec<&StackFile> = run.stack_files.iter().collect();
-        files.sort_by(|x, y| {
-            (x.kind, &x.target, x.case, x.n, &x.path)
-                .cmp(&(y.kind, &y.target, y.case, y.n, &y.path))
-        });
+        files.sort_by(|x, y| stack_order(x).cmp(&stack_order(y)));
         let stacks = files
             .into_iter()
             .map(|f| Ok((f.clone(), read_stack_file(&dir, f)?)))
@@ -84,6 +81,43 @@ impl LoadedRun {
             raw,
         })
     }
+}
+
+impl LoadedRun {
+    /// A run just recorded into `dir`, from what the recording holds in memory: its stacks
+    /// as the collector folded them, nothing read back from disk. Without the raw spans
+    /// (`--raw-events`): what uses a run recorded a moment ago (a discover sweep's
+    /// confirmation pass) needs its stacks and entries, not exact percentiles.
+    pub fn recorded(
+        label: String,
+        dir: PathBuf,
+        run: Run,
+        stacks: &[(StackFile, String)],
+    ) -> Result<LoadedRun, LoadError> {
+        let mut parsed = stacks
+            .iter()
+            .map(|(f, text)| {
+                let folded = Folded::parse(text).map_err(|what| LoadError::StackCorrupt {
+                    path: dir.join(&f.path),
+                    what,
+                })?;
+                Ok((f.clone(), folded))
+            })
+            .collect::<Result<Vec<_>, LoadError>>()?;
+        parsed.sort_by(|(x, _), (y, _)| stack_order(x).cmp(&stack_order(y)));
+        Ok(LoadedRun {
+            label,
+            dir,
+            run,
+            stacks: parsed,
+            raw: None,
+        })
+    }
+}
+
+/// The order of a run's stack files: by kind, target, case, N, then path.
+fn stack_order(f: &StackFile) -> (StackKind, &str, u32, u64, &str) {
+    (f.kind, &f.target, f.case, f.n, &f.path)
 }
 
 /// A run or a sweep of runs.
@@ -227,6 +261,45 @@ pub fn read_stack_file(run_dir: &Path, file: &StackFile) -> Result<Folded, LoadE
 mod tests {
     use super::*;
     use crate::rundata::StackKind;
+
+    /// The confirmation pass analyses the discover run from memory: the same stacks, in the
+    /// same order, as reading it back would give.
+    #[test]
+    fn a_run_recorded_in_memory_loads_as_reading_it_back_would() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = |target: &str, n: u64, text: &str| {
+            let sf = StackFile {
+                kind: StackKind::Entry,
+                target: target.into(),
+                case: 1,
+                case_name: "command".into(),
+                n,
+                path: rundata::stack_file_path(StackKind::Entry, target, "command", n),
+                total_ns: Folded::parse(text).unwrap().total(),
+                count: 2,
+            };
+            let p = dir.path().join(&sf.path);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, text).unwrap();
+            (sf, text.to_string())
+        };
+        // Listed as the collector might list them: not in load order.
+        let stacks = vec![
+            file("wait4", 100, "e;wait4;walk 30\ne;wait4 5\n"),
+            file("clone", 10, "e;clone 7\n"),
+            file("wait4", 10, "e;wait4;walk 3\n"),
+        ];
+        let mut run = crate::rundata::Run::empty(Default::default(), vec![]);
+        run.stack_files = stacks.iter().map(|(f, _)| f.clone()).collect();
+        let read = LoadedRun::read("r".into(), dir.path().to_path_buf(), run.clone()).unwrap();
+        let kept = LoadedRun::recorded("r".into(), dir.path().to_path_buf(), run, &stacks).unwrap();
+        assert_eq!(kept.stacks, read.stacks);
+        assert_eq!(kept.stacks[0].0.target, "clone");
+        // A stack the collector folded wrong is an error, not a guess.
+        let bad = vec![(stacks[0].0.clone(), "e;wait4".to_string())];
+        let run = crate::rundata::Run::empty(Default::default(), vec![]);
+        assert!(LoadedRun::recorded("r".into(), dir.path().to_path_buf(), run, &bad).is_err());
+    }
 
     #[test]
     fn stack_file_checks() {

@@ -31,6 +31,6 @@ pub(crate) mod testutil;
 
 pub use analyze::{Analysis, AnalysisOptions, CaseResult, CaseRootCause, analyze};
 pub use compare::{Comparison, compare};
-pub use load::{Dataset, LoadError, load};
+pub use load::{Dataset, LoadError, LoadedRun, load};
 pub use stacks::StackData;
 pub use verdict::Verdict;

@@ -1,10 +1,6 @@
 //! Synthetic runs for unit tests.
 
-use std::collections::BTreeMap;
-
-use crate::rundata::{
-    FORMAT, KernelInfo, PhaseRow, PlanUsed, Run, RunStatus, SpanRow, TargetReport,
-};
+use crate::rundata::{KernelInfo, PhaseRow, PlanUsed, Run, SpanRow, TargetReport};
 
 use super::hist::from_values;
 
@@ -19,24 +15,13 @@ pub fn plan(points: &[&str]) -> PlanUsed {
 }
 
 pub fn empty_run(kernel: &str, targets: &[&str]) -> Run {
-    Run {
-        format: FORMAT.into(),
-        status: RunStatus::Complete,
-        partial_reason: None,
-        tracer_version: "test".into(),
-        kernel: KernelInfo {
+    Run::empty(
+        KernelInfo {
             release: kernel.into(),
             version: "#1".into(),
             machine: "x86_64".into(),
         },
-        hostname: "h".into(),
-        started_unix: 0.0,
-        duration_s: 1.0,
-        command: vec![],
-        command_exit: Some(0),
-        filter: "test".into(),
-        sample_freq_hz: 0,
-        targets: targets
+        targets
             .iter()
             .map(|t| TargetReport {
                 name: t.to_string(),
@@ -46,18 +31,7 @@ pub fn empty_run(kernel: &str, targets: &[&str]) -> Run {
                 probe_cost: None,
             })
             .collect(),
-        counters: BTreeMap::new(),
-        cases: BTreeMap::new(),
-        spans: vec![],
-        phases: vec![],
-        stack_files: vec![],
-        workload: None,
-        resources: None,
-        invocations: Vec::new(),
-        discover: false,
-        entries: Vec::new(),
-        entries_unavailable: None,
-    }
+    )
 }
 
 /// do_wait under waitpid-pid: 200 calls per N, each exactly `oncpu(n)` ns on CPU and 2000 ns

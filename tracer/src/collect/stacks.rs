@@ -32,10 +32,13 @@ fn is_probe_frame(name: &str) -> bool {
         "ftrace_",
         "bpf_get_stack",
     ];
+    // Compiler clones keep the function's job: 6.1 names its syscall tracing hook
+    // `syscall_trace_enter.constprop.0`.
+    let base = name.split('.').next().unwrap_or(name);
     is_bpf_frame(name)
         || PREFIXES.iter().any(|p| name.starts_with(p))
         || matches!(
-            name,
+            base,
             "syscall_trace_enter" | "syscall_exit_work" | "trace_syscall_exit"
         )
         || name.starts_with("arch_ftrace_")
@@ -425,6 +428,22 @@ mod tests {
             "{content}"
         );
         assert!(content.contains("[lost-kernel-stack] 1000\n"), "{content}");
+    }
+
+    /// The syscall tracing hook runs the tracer's own programs, under the plain name (5.10)
+    /// and a compiler clone's (6.1); the dispatch around it is the traced work's.
+    #[test]
+    fn the_syscall_tracing_hook_is_a_probe_frame_under_a_clone_name_too() {
+        for name in [
+            "syscall_trace_enter",
+            "syscall_trace_enter.constprop.0",
+            "syscall_exit_work.isra.0",
+        ] {
+            assert!(is_probe_frame(name), "{name}");
+        }
+        for name in ["do_syscall_64", "syscall_enter_from_user_mode"] {
+            assert!(!is_probe_frame(name), "{name}");
+        }
     }
 
     #[test]

@@ -67,6 +67,9 @@ pub struct RecordOptions {
 pub struct RecordOutcome {
     pub dir: PathBuf,
     pub run: Run,
+    /// The stack files as written (metadata, folded text): what a caller analysing the run
+    /// at once takes instead of reading it back.
+    pub stacks: Vec<(crate::rundata::StackFile, String)>,
     /// Exit code the CLI should return.
     pub exit_code: i32,
 }

@@ -138,6 +138,7 @@ impl Session {
         Ok(RecordOutcome {
             dir,
             run,
+            stacks,
             exit_code,
         })
     }

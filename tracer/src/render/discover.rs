@@ -56,11 +56,34 @@ pub fn answer(d: &Discovery) -> String {
     }
     let basis = basis_of(d.ranked.first().map(|g| g.function.as_str()));
     if d.entries.counted && !d.ranked.is_empty() {
+        let no_loop = match d.entries.first_undecided() {
+            Some((e, g)) => {
+                let p = super::entries::fitted_points(g);
+                let (f, l) = (
+                    p.first().map_or(0.0, |x| x.1),
+                    p.last().map_or(0.0, |x| x.1),
+                );
+                format!(
+                    "kernel loop undecided: {} in {} rose {} → {}{} per call over {}, {}, a loop or \
+                 a step: {}",
+                    g.function,
+                    e.entry,
+                    ns(f),
+                    ns(l),
+                    if g.fitted_on_self { " self" } else { "" },
+                    n_range(d),
+                    super::entries::undecided_why(g),
+                    super::entries::undecided_remedy(g)
+                )
+            }
+            None => format!(
+                "no kernel loop: no syscall's or fault's time per call grows with N ({})",
+                n_range(d)
+            ),
+        };
         return format!(
-            "{head}: no kernel loop: no syscall's or fault's time per call grows with N ({}); \
-             the kernel time per {} grows ({} → {}) because the command makes more calls{} \
-             [{basis}]",
-            n_range(d),
+            "{head}: {no_loop}; the kernel time per {} grows ({} → {}) because the command \
+             makes more calls{} [{basis}]",
             d.per,
             ns(d.kernel_ns[0]),
             ns(d.kernel_ns[d.kernel_ns.len() - 1]),

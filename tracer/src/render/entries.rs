@@ -6,6 +6,8 @@ use super::fmt::{fmt_n, ns, pct};
 use crate::analysis::discover::Discovery;
 use crate::analysis::discover::Grower;
 use crate::analysis::entries::{EntryPoint, KernelEntry};
+use crate::analysis::fit::FlatReason;
+use crate::analysis::growers::FnPoint;
 
 /// How many more-calls entries a line names.
 const MORE_CALLS_NAMED: usize = 5;
@@ -148,6 +150,81 @@ pub fn more_calls_line(d: &Discovery) -> Option<String> {
     Some(s)
 }
 
+/// A first size's samples under which more runs of it would narrow its time enough to
+/// matter (±10% at 100).
+const FEW_SAMPLES: u64 = 100;
+
+/// The sizes an undecided frame's fit used, with its time there (the self time, when the
+/// class was fitted on it).
+pub(super) fn fitted_points(g: &Grower) -> Vec<(&FnPoint, f64)> {
+    g.fitted_points()
+        .into_iter()
+        .map(|p| (p, g.fitted_ns(p)))
+        .collect()
+}
+
+/// Why an undecided frame is neither a loop nor shown not to be one: "above its N=10 time at
+/// N=400 only" or "within the noise of its N=10 time".
+pub fn undecided_why(g: &Grower) -> String {
+    let p = fitted_points(g);
+    let (Some(f), Some(l)) = (p.first(), p.last()) else {
+        return String::new();
+    };
+    match g.scaling.flat_reason {
+        Some(FlatReason::OneSize) => format!(
+            "above its N={} time at N={} only",
+            fmt_n(f.0.n as f64),
+            fmt_n(l.0.n as f64)
+        ),
+        _ => format!("within the noise of its N={} time", fmt_n(f.0.n as f64)),
+    }
+}
+
+/// What would decide an undecided frame: a size below the largest, where the rise would show
+/// or not, and more runs of the smallest size when its time rests on few samples.
+pub fn undecided_remedy(g: &Grower) -> String {
+    let p = fitted_points(g);
+    let [f, .., prev, l] = p.as_slice() else {
+        return String::new();
+    };
+    let mut s = format!(
+        "a size between {} and {}",
+        fmt_n(prev.0.n as f64),
+        fmt_n(l.0.n as f64)
+    );
+    if f.0.samples < FEW_SAMPLES {
+        s.push_str(&format!(
+            ", or more runs of N={} ({} samples there),",
+            fmt_n(f.0.n as f64),
+            f.0.samples
+        ));
+    }
+    s.push_str(" would decide it");
+    s
+}
+
+/// "read: sysvipc_find_ipc 7.54µs, 9.18µs, 44.6µs per read call at N=10, 100, 400: above its
+/// N=10 time at N=400 only, a loop or a step: a size between 100 and 400, or more runs of
+/// N=10 (13 samples there), would decide it". The sizes are those the fit used; the times are
+/// marked self when the class was fitted on the self time.
+pub fn undecided_line(e: &KernelEntry) -> Option<String> {
+    let g = e.undecided.first()?;
+    let p = fitted_points(g);
+    let times: Vec<String> = p.iter().map(|(_, t)| ns(*t)).collect();
+    let sizes: Vec<String> = p.iter().map(|(q, _)| fmt_n(q.n as f64)).collect();
+    Some(format!(
+        "{}: {} {}{} per {} call at N={}: {}, a loop or a step: {}",
+        e.entry,
+        g.function,
+        times.join(", "),
+        if g.fitted_on_self { " self" } else { "" },
+        e.entry,
+        sizes.join(", "),
+        undecided_why(g),
+        undecided_remedy(g)
+    ))
+}
+
 /// The lines of the entries section (terminal, report.txt), without indentation.
 pub fn lines(d: &Discovery) -> Vec<String> {
     let en = &d.entries;
@@ -167,7 +244,12 @@ pub fn lines(d: &Discovery) -> Vec<String> {
         );
         return out;
     }
-    if en.loops.is_empty() {
+    if en.loops.is_empty() && !en.undecided.is_empty() {
+        out.push(format!(
+            "kernel loops: none decided over {} sizes",
+            d.ns.len()
+        ));
+    } else if en.loops.is_empty() {
         out.push(format!(
             "kernel loops: none (no syscall's or fault's time per call grows with N over {} \
              sizes)",
@@ -177,6 +259,19 @@ pub fn lines(d: &Discovery) -> Vec<String> {
         out.push("kernel loops (time per call grows with N):".to_string());
         out.extend(en.loops.iter().map(|e| format!("  {}", loop_line(d, e))));
         out.extend(overtake_line(d).map(|l| format!("  {l}")));
+    }
+    if !en.undecided.is_empty() {
+        out.push(
+            "undecided (a frame's time per call rose as a loop's, at too few sizes to tell \
+             a loop from a step):"
+                .to_string(),
+        );
+        out.extend(
+            en.undecided
+                .iter()
+                .filter_map(undecided_line)
+                .map(|l| format!("  {l}")),
+        );
     }
     out.extend(more_calls_line(d));
     out
@@ -231,7 +326,7 @@ mod tests {
     }
     use crate::analysis::discover::tests::PERIOD;
     use crate::analysis::entries::tests::{
-        discovered, entry_data, light_walk, reaping_walk, row, shell,
+        discovered, discovered_at, entry_data, ipcs, light_walk, reaping_walk, row, shell,
     };
 
     fn text(d: &Discovery) -> String {
@@ -295,6 +390,45 @@ mod tests {
         assert!(a.contains("because the command makes more calls"), "{a}");
         let t = text(&d);
         assert!(t.contains("kernel loops: none"), "{t}");
+    }
+
+    /// A frame that rose at the largest size only is neither the loop nor "no loop": the
+    /// answer, the entries section and the summary row say it is undecided and what would
+    /// decide it.
+    #[test]
+    fn an_undecided_rise_is_said_with_what_would_decide_it() {
+        let d = discovered_at(&[10, 100, 400], ipcs);
+        let a = super::super::discover::answer(&d);
+        assert!(
+            a.starts_with(
+                "run [command]: kernel loop undecided: sysvipc_find_ipc in read rose 7.54µs → \
+                 44.6µs per call over N=10..400, above its N=10 time at N=400 only, a loop or a \
+                 step: a size between 100 and 400, or more runs of N=10 (13 samples there), \
+                 would decide it; the kernel time per run grows"
+            ),
+            "{a}"
+        );
+        let t = text(&d);
+        assert!(t.contains("kernel loops: none decided over 3 sizes"), "{t}");
+        assert!(
+            t.contains(
+                "read: sysvipc_find_ipc 7.54µs, 9.18µs, 44.6µs per read call at N=10, 100, 400"
+            ),
+            "{t}"
+        );
+        let row = super::super::summary::discovery_row(&d);
+        assert!(
+            row.class.starts_with("kernel loop undecided; per run: "),
+            "{}",
+            row.class
+        );
+        assert_eq!(
+            row.root_cause,
+            [
+                "more calls per op; undecided: sysvipc_find_ipc in read (above its N=10 time at \
+              N=400 only)"
+            ]
+        );
     }
 
     #[test]

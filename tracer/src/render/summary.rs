@@ -90,7 +90,7 @@ fn rc_reason(line: &str) -> String {
 /// named by the frame inside it that carries the growth); without entry counts, the top
 /// growing function per op (with the confirmation pass's exact class beside the sampled
 /// one); or the whole process's kernel time when nothing grows.
-fn discovery_row(d: &crate::analysis::discover::Discovery) -> SummaryRow {
+pub(super) fn discovery_row(d: &crate::analysis::discover::Discovery) -> SummaryRow {
     let section = crate::rundata::PROFILE_TARGET.to_string();
     let links = vec![("details".into(), format!("#{}", anchor(&section)))];
     let case = format!("{} · {} (discover)", d.case_name, d.run);
@@ -158,7 +158,12 @@ fn discovery_row(d: &crate::analysis::discover::Discovery) -> SummaryRow {
         },
         case,
         class: if more_calls_only {
-            format!("no kernel loop; per {}: {class}", d.per)
+            let loops = if d.entries.undecided.is_empty() {
+                "no kernel loop"
+            } else {
+                "kernel loop undecided"
+            };
+            format!("{loops}; per {}: {class}", d.per)
         } else {
             class
         },
@@ -167,7 +172,15 @@ fn discovery_row(d: &crate::analysis::discover::Discovery) -> SummaryRow {
             .into_iter()
             .collect(),
         root_cause: vec![match &d.cause {
-            _ if more_calls_only => "more calls per op, none slower".into(),
+            _ if more_calls_only => match d.entries.first_undecided() {
+                Some((e, g)) => format!(
+                    "more calls per op; undecided: {} in {} ({})",
+                    g.function,
+                    e.entry,
+                    super::entries::undecided_why(g)
+                ),
+                None => "more calls per op, none slower".into(),
+            },
             Some(c) => format!(
                 "{} (self): {} of the added kernel time",
                 c.function,

@@ -323,6 +323,37 @@ pub enum ReadError {
 }
 
 impl Run {
+    /// A complete run of `targets` on `kernel` with nothing recorded yet (synthetic runs
+    /// start from it and fill in what they test).
+    pub fn empty(kernel: KernelInfo, targets: Vec<TargetReport>) -> Run {
+        Run {
+            format: FORMAT.into(),
+            status: RunStatus::Complete,
+            partial_reason: None,
+            tracer_version: "test".into(),
+            kernel,
+            hostname: "h".into(),
+            started_unix: 0.0,
+            duration_s: 1.0,
+            command: vec![],
+            command_exit: Some(0),
+            filter: "test".into(),
+            sample_freq_hz: 0,
+            targets,
+            counters: BTreeMap::new(),
+            cases: BTreeMap::new(),
+            spans: vec![],
+            phases: vec![],
+            stack_files: vec![],
+            workload: None,
+            resources: None,
+            invocations: Vec::new(),
+            discover: false,
+            entries: Vec::new(),
+            entries_unavailable: None,
+        }
+    }
+
     /// Read and validate `DIR/run.json`.
     pub fn read(dir: &Path) -> Result<Run, ReadError> {
         let path = dir.join(RUN_FILE);

@@ -2,6 +2,7 @@
 //! exactly as targets over the same N, where the kernel allows function probes.
 use std::path::Path;
 
+use crate::analysis::{Dataset, LoadedRun};
 use crate::dir_writer::DirWriter;
 use crate::engine::EngineOptions;
 use crate::error::TracerError;
@@ -13,16 +14,19 @@ use super::{SweepOptions, SweepRun};
 /// The second pass of a discover sweep: the top-ranked functions timed exactly, as targets,
 /// over the same N. Skipped, with the reason printed, when nothing grew or the kernel allows
 /// no function probe on any of them (then the finding rests on samples, as the report says).
+/// `first` is the discover run as recorded, in memory.
 pub(super) async fn confirm_pass(
     opts: &SweepOptions,
     job: &Job,
     tmp_root: &Path,
+    first: LoadedRun,
 ) -> Result<Option<SweepRun>, TracerError> {
-    // The run was just written by us: failing to read it back is an internal error.
-    let internal = |e: crate::analysis::LoadError| {
-        TracerError::Other(format!("reading the discover run back: {e}"))
+    let ds = Dataset {
+        root: first.dir.clone(),
+        is_sweep: false,
+        runs: vec![first],
+        notes: Vec::new(),
     };
-    let ds = crate::analysis::load(&tmp_root.join(&job.name)).map_err(internal)?;
     let a = crate::analysis::analyze(&ds, &crate::analysis::AnalysisOptions::default());
     // The top kernel loop's frame, the top K and the root cause (the frame whose own time
     // grows), each with its caller chain in the heaviest stack.

@@ -11,6 +11,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
+use crate::analysis::LoadedRun;
 use crate::dir_writer::DirWriter;
 use crate::engine::EngineOptions;
 use crate::error::{TracerError, exit};
@@ -180,9 +181,21 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
         let mut session =
             Session::attach(opts.engine.clone(), &targets, &opts.resolve, opts.progress).await?;
         let mut runs = Vec::new();
+        let mut first_pass: Option<LoadedRun> = None;
         for job in &jobs {
             let run_writer = DirWriter::prepare(&tmp_root.join(&job.name), false)?;
             let outcome = session.run(&job.spec, run_writer, false).await?;
+            // The discover run the confirmation pass starts from, kept as recorded.
+            if opts.engine.discover && opts.confirm > 0 && job.spec.external.is_some() {
+                let loaded = LoadedRun::recorded(
+                    job.name.clone(),
+                    outcome.dir.clone(),
+                    outcome.run.clone(),
+                    &outcome.stacks,
+                )
+                .map_err(|e| TracerError::Other(format!("internal: the discover run: {e}")))?;
+                first_pass = Some(loaded);
+            }
             if let Some(json) = &job.json {
                 let _ = std::fs::remove_file(json);
             }
@@ -246,10 +259,9 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
         // Every job ran; the confirmation pass below is one run more, not one of the jobs.
         let all_ran = runs.len() == jobs.len();
         if interrupted.is_none()
-            && opts.engine.discover
-            && opts.confirm > 0
+            && let Some(first) = first_pass
             && let Some(job) = jobs.iter().find(|j| j.spec.external.is_some())
-            && let Some(run) = confirm::confirm_pass(&opts, job, &tmp_root).await?
+            && let Some(run) = confirm::confirm_pass(&opts, job, &tmp_root, first).await?
         {
             runs.push(run);
         }

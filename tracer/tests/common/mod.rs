@@ -11,7 +11,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use tracer::rundata::{FORMAT, KernelInfo, Run, RunStatus, TargetReport};
+use tracer::rundata::{KernelInfo, Run, TargetReport};
 
 pub mod reliability;
 pub mod sweeps;
@@ -90,36 +90,14 @@ pub fn file_tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
 /// A complete synthetic run on kernel `release` with `targets` and nothing recorded yet, for
 /// a fixture to fill in; it sets the header fields it cares about over these.
 pub fn synthetic_run(release: &str, targets: Vec<TargetReport>) -> Run {
-    Run {
-        format: FORMAT.into(),
-        status: RunStatus::Complete,
-        partial_reason: None,
-        tracer_version: "test".into(),
-        kernel: KernelInfo {
+    Run::empty(
+        KernelInfo {
             release: release.into(),
             version: "#1".into(),
             machine: "x86_64".into(),
         },
-        hostname: "h".into(),
-        started_unix: 0.0,
-        duration_s: 1.0,
-        command: vec![],
-        command_exit: Some(0),
-        filter: "test".into(),
-        sample_freq_hz: 0,
         targets,
-        counters: BTreeMap::new(),
-        cases: BTreeMap::new(),
-        spans: vec![],
-        phases: vec![],
-        stack_files: vec![],
-        workload: None,
-        resources: None,
-        invocations: Vec::new(),
-        discover: false,
-        entries: Vec::new(),
-        entries_unavailable: None,
-    }
+    )
 }
 
 /// The loaded programs that are ours.
