@@ -60,6 +60,9 @@ pub struct CaseResult {
     pub root_cause: Option<CaseRootCause>,
     /// The calls split into a fixed and an N-proportional population, when they mix.
     pub population: Option<PopulationSplit>,
+    /// The loops counted inside its target: calls of another target per call of it, per N
+    /// (also in [`Analysis::trips`], with every other series).
+    pub trips: Vec<TripCount>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -247,15 +250,14 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Analysis {
         // Rows that lost raw spans (ringbuf_drops, warned above) keep histogram percentiles.
         for t in tables(run, &lr.label, &topts, lr.raw.as_ref()) {
             let mut verdict = verdict(&t);
+            let trips: Vec<TripCount> = a
+                .trips
+                .iter()
+                .filter(|x| x.run == lr.label && x.outer == t.target && x.case_name == t.case_name)
+                .cloned()
+                .collect();
             if let Some(time) = &verdict.scaling {
-                let inside: Vec<&TripCount> = a
-                    .trips
-                    .iter()
-                    .filter(|x| {
-                        x.run == lr.label && x.outer == t.target && x.case_name == t.case_name
-                    })
-                    .collect();
-                verdict.by_loop = loop_class(time, &inside);
+                verdict.by_loop = loop_class(time, &trips.iter().collect::<Vec<_>>());
             }
             let target_report = run.targets.iter().find(|x| x.name == t.target);
             let anchors = Anchors::new(&t.target, target_report.and_then(|x| x.plan.as_ref()));
@@ -274,6 +276,7 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Analysis {
                 verdict,
                 root_cause,
                 population,
+                trips,
             });
         }
         profile_runs.push(ProfiledRun {

@@ -170,7 +170,7 @@ fn findings(a: &Analysis) -> Vec<(String, Vec<index::Item>)> {
                         .map(|rc| format!("root cause: {rc}"))
                         .into_iter()
                         .chain(f.cases.iter().flat_map(|c| {
-                            super::trips::loop_lines(a, &c.table)
+                            super::trips::loop_lines(c)
                                 .into_iter()
                                 .map(|l| format!("loop: {l}"))
                         }))

@@ -19,7 +19,7 @@ pub fn terminal(a: &Analysis) -> String {
     render_text(a, false)
 }
 
-fn findings_text(out: &mut String, a: &Analysis, groups: &[(Kind, Vec<&Finding>)], indent: &str) {
+fn findings_text(out: &mut String, groups: &[(Kind, Vec<&Finding>)], indent: &str) {
     for (kind, items) in groups {
         if items.is_empty() {
             continue;
@@ -33,7 +33,7 @@ fn findings_text(out: &mut String, a: &Analysis, groups: &[(Kind, Vec<&Finding>)
                 out.push_str(&format!("{indent}    root cause: {rc}\n"));
             }
             for c in &f.cases {
-                for l in super::trips::loop_lines(a, &c.table) {
+                for l in super::trips::loop_lines(c) {
                     out.push_str(&format!("{indent}    loop: {l}\n"));
                 }
             }
@@ -75,7 +75,7 @@ fn render_text(a: &Analysis, full: bool) -> String {
             .collect()
     };
     let (lead, incidental) = (split(true), split(false));
-    findings_text(&mut out, a, &lead, "");
+    findings_text(&mut out, &lead, "");
     let n_incidental: usize = incidental.iter().map(|(_, v)| v.len()).sum();
     if n_incidental > 0 {
         if full {
@@ -83,7 +83,7 @@ fn render_text(a: &Analysis, full: bool) -> String {
                 "Incidental ({}: targets traced beside the one each workload exists for, per-call detail of confirmed functions):\n",
                 count_of(n_incidental, "finding")
             ));
-            findings_text(&mut out, a, &incidental, "  ");
+            findings_text(&mut out, &incidental, "  ");
         } else {
             out.push_str(&format!(
                 "Incidental: {}, in report.txt and index.html\n",

@@ -1,10 +1,9 @@
 //! Sentences about loop trip counts ([`crate::analysis::trips`]) for the terminal,
 //! report.txt and the index.
 
-use crate::analysis::Analysis;
 use crate::analysis::fit::FlatReason;
-use crate::analysis::table::CaseTable;
 use crate::analysis::trips::TripCount;
+use crate::analysis::{Analysis, CaseResult};
 
 use super::fmt::{fmt_n, sig3};
 use super::verdict::flat_reason;
@@ -47,10 +46,9 @@ pub fn line(t: &TripCount, with_run: bool) -> String {
 /// Under a table's verdict: the loops inside its target whose trips grow with N, e.g.
 /// `wait_consider_task runs 124 -> 1001 times per call over N=100..1000: O(n), slope 0.90
 /// (counted in the kernel)`.
-pub fn loop_lines(a: &Analysis, t: &CaseTable) -> Vec<String> {
-    a.trips
+pub fn loop_lines(c: &CaseResult) -> Vec<String> {
+    c.trips
         .iter()
-        .filter(|x| x.run == t.run && x.outer == t.target && x.case_name == t.case_name)
         .filter_map(|x| {
             let s = x.scaling.as_ref().filter(|s| s.flat_reason.is_none())?;
             let (first, last) = x.range();
