@@ -148,19 +148,20 @@ impl KernelEntry {
     /// the largest N less at the smallest, times the calls per op at the largest N. The
     /// loops rank by it: more calls add nothing to it, a slower call does.
     pub fn added_per_op(&self) -> f64 {
-        self.top().map_or(0.0, |g| {
-            let (f, l) = (&g.points[0], &g.points[g.points.len() - 1]);
-            (l.incl_ns - f.incl_ns) * self.last().calls_per_op
-        })
+        self.top().map_or(0.0, |g| self.rise_per_op(g))
+    }
+
+    /// Frame `g`'s time per call at the largest N less at the smallest, times the calls per
+    /// op at the largest N (ns).
+    fn rise_per_op(&self, g: &Grower) -> f64 {
+        let (f, l) = (&g.points[0], &g.points[g.points.len() - 1]);
+        (l.incl_ns - f.incl_ns) * self.last().calls_per_op
     }
 
     /// What the top undecided frame's rise per call adds per op (ns), as [`Self::added_per_op`]
     /// for a loop: the undecided entries rank by it.
     pub fn undecided_per_op(&self) -> f64 {
-        self.undecided.first().map_or(0.0, |g| {
-            let (f, l) = (&g.points[0], &g.points[g.points.len() - 1]);
-            (l.incl_ns - f.incl_ns) * self.last().calls_per_op
-        })
+        self.undecided.first().map_or(0.0, |g| self.rise_per_op(g))
     }
 
     /// The frame that speaks for the loop: the top growing frame.

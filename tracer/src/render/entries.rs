@@ -180,27 +180,33 @@ pub fn undecided_why(g: &Grower) -> String {
     }
 }
 
-/// What would decide an undecided frame: a size below the largest, where the rise would show
-/// or not, and more runs of the smallest size when its time rests on few samples.
+/// What would decide an undecided frame: for a rise at the largest size only, a size below
+/// it, where the rise would show or not; and more runs of the smallest size when its time
+/// rests on few samples (the only remedy for a rise within its noise).
 pub fn undecided_remedy(g: &Grower) -> String {
     let p = fitted_points(g);
     let [f, .., prev, l] = p.as_slice() else {
         return String::new();
     };
-    let mut s = format!(
-        "a size between {} and {}",
-        fmt_n(prev.0.n as f64),
-        fmt_n(l.0.n as f64)
-    );
-    if f.0.samples < FEW_SAMPLES {
-        s.push_str(&format!(
-            ", or more runs of N={} ({} samples there),",
+    let mut parts = Vec::new();
+    if g.scaling.flat_reason == Some(FlatReason::OneSize) {
+        parts.push(format!(
+            "a size between {} and {}",
+            fmt_n(prev.0.n as f64),
+            fmt_n(l.0.n as f64)
+        ));
+    }
+    if f.0.samples < FEW_SAMPLES || parts.is_empty() {
+        parts.push(format!(
+            "more runs of N={} ({} samples there)",
             fmt_n(f.0.n as f64),
             f.0.samples
         ));
     }
-    s.push_str(" would decide it");
-    s
+    match parts.as_slice() {
+        [one] => format!("{one} would decide it"),
+        _ => format!("{}, would decide it", parts.join(", or ")),
+    }
 }
 
 /// "read: sysvipc_find_ipc 7.54µs, 9.18µs, 44.6µs per read call at N=10, 100, 400: above its
