@@ -145,11 +145,13 @@ with it; the output is not written, and the next tracer writing in that director
 the temporary one. A second sweep into an output another one is writing exits 5.
 
 Your command runs --repeat times per N (default 3), each round in its own shuffled order
-of the sizes, so a drift over the sweep does not line up with N. Each run's calls are kept
-apart (run.json `invocations[].spans`): each run is its own point in the fits, a size's value
-is the median of its runs, and their spread is its error. A size whose runs still disagree
-after the rounds (its value's relative standard error above 10% for some target: the least
-error tracer compare allows a point) runs again, the least settled size first, up to
+of the sizes, so a drift over the sweep does not line up with N. A workload sweeps its whole
+list in one process (each size built on the last) unless --repeat is given; then it runs
+once per N and round, the same way, each run setting up its N afresh. Each run's calls are kept apart (run.json `invocations[].spans`, per target and
+case): each run is its own point in the fits, a size's value is the median of its runs, and
+their spread is its error. A size whose runs still disagree after the rounds (its value's
+relative standard error above 10% for some target, a workload case's own target only: the
+least error tracer compare allows a point) runs again, the least settled size first, up to
 --max-repeat runs in all (default twice --repeat) and --extra-time for all extra runs
 (default half the rounds' time); the last line says which sizes got more and which are
 still unsettled.

@@ -305,9 +305,10 @@ struct SweepArgs {
     /// from the more calls (no function probe needed; no other target unless --targets).
     #[arg(long)]
     discover: bool,
-    /// Runs of your command per N (with -- CMD; default 3): each run is its own point in the
-    /// fits, the median of the runs is a size's value, the spread between them its error.
-    /// Each round runs the sizes in its own shuffled order.
+    /// Runs per N of your command (default 3), or of each workload (default: one process over
+    /// the whole list): each run is its own point in the fits, the median of the runs is a
+    /// size's value, the spread between them its error. Each round runs the sizes in its own
+    /// shuffled order, a workload once per N, setting up its N afresh.
     #[arg(long, value_name = "R")]
     repeat: Option<u32>,
     /// After the R rounds, a size whose runs still disagree (the relative standard error of

@@ -552,12 +552,34 @@ fn external_sweep_input_errors_are_usage_errors() {
         "{}",
         text(&o)
     );
+    let o = run(&["waitpid", "--n", "1,2", "--ops", "4"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o).contains("--ops, --name and --phase-fn apply to a command"),
+        "{}",
+        text(&o)
+    );
+    // A workload's rounds (with --repeat) are checked as a command's are; without, it sweeps
+    // in one process and there is nothing to run again.
     let o = run(&["waitpid", "--n", "1,2", "--max-repeat", "4"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        text(&o).contains(
-            "--max-repeat, --extra-time, --ops, --name and --phase-fn apply to a command"
-        ),
+        text(&o).contains("--max-repeat and --extra-time act on a workload's rounds"),
+        "{}",
+        text(&o)
+    );
+    let o = run(&[
+        "waitpid",
+        "--n",
+        "1,2",
+        "--repeat",
+        "3",
+        "--max-repeat",
+        "2",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o).contains("--max-repeat 2: must be at least --repeat (3)"),
         "{}",
         text(&o)
     );

@@ -91,11 +91,14 @@ fn the_tracer_inside_a_pid_namespace_counts_what_it_counts_outside() {
         text(&o)
     );
 
-    // A built-in sweep: one workload process for every N, each N's calls exact.
+    // A built-in sweep by rounds: one workload process per N and round, each run's calls
+    // exact.
     let sw = tmp.path().join("sweep");
     let o = tracer_inside(&[
         "sweep",
         "getpid",
+        "--repeat",
+        "3",
         "--n",
         "300,1200",
         "-t",
@@ -114,12 +117,20 @@ fn the_tracer_inside_a_pid_namespace_counts_what_it_counts_outside() {
     ]);
     assert_ok(&o, "built-in sweep inside");
     let run = read_json(&sw.join("getpid/run.json"));
+    let runs = run["invocations"].as_array().unwrap();
+    let runs_at = |n: u64| runs.iter().filter(|i| i["n"] == n).count() as u64;
+    assert!(runs_at(300) >= 3 && runs_at(1200) >= 3, "{}", text(&o));
     assert_eq!(
         calls_by_n(&run, "getpid", "getpid-syscall"),
-        [(300, 600), (1200, 2400)],
+        [(300, 600 * runs_at(300)), (1200, 2400 * runs_at(1200))],
         "{}",
         text(&o)
     );
+    for i in runs {
+        let n = i["n"].as_u64().unwrap();
+        assert_eq!(i["spans"][0]["target"], "getpid", "{i}");
+        assert_eq!(i["spans"][0]["calls"], 2 * n, "N={n}: {i}");
+    }
 
     // An external sweep: a new command (a shell around the workload) per run, each run one
     // phase at its N; the shell and its child are both followed from the shell's pid.

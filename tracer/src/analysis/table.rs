@@ -464,14 +464,17 @@ fn row(
         }
         _ => op_repeats_ns.clone(),
     };
-    // Each run of an external sweep's command at this N: the fitted metric's centre over that
-    // run's calls alone.
+    // Each run of a sweep's command at this N (the user's, or a built-in workload's round):
+    // the fitted metric's centre over that run's calls of this case alone.
     let run_times_ns: Vec<f64> = if timed {
         run.invocations
             .iter()
-            .filter(|i| i.n == s.n && s.case == workloads::cases::CASE_COMMAND && !i.failed())
+            .filter(|i| i.n == s.n && !i.failed())
             .filter_map(|i| {
-                let sp = i.spans.iter().find(|x| x.target == s.target)?;
+                let sp = i
+                    .spans
+                    .iter()
+                    .find(|x| x.target == s.target && x.case == s.case)?;
                 run_centre(sp, matches!(metric, Metric::OncpuMean) && has_oncpu)
             })
             .collect()

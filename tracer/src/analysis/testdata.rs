@@ -96,6 +96,7 @@ pub fn command_run(ns: &[u64], runs: u32, oncpu: impl Fn(u64, u32) -> u64) -> Ru
                 outlived: 0,
                 spans: vec![InvocationSpan {
                     target: "do_wait".into(),
+                    case: workloads::cases::CASE_COMMAND,
                     calls: 50,
                     untimed: 0,
                     wall: from_values(&calls),

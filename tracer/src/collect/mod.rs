@@ -78,17 +78,19 @@ pub fn span_rows(snap: &Snapshot, target_names: &[String]) -> Vec<SpanRow> {
     rows
 }
 
-/// The calls of phase `(case, n)` between two span snapshots of one session, per target: one
-/// run of an external sweep's command. Targets without a call in between are left out.
+/// The calls at size `n` between two span snapshots of one session, per target and case: one
+/// run of a sweep's command (the user's, whose calls are all in its one phase, or a built-in
+/// workload's at one N, in each case it announced). Targets without a call in between, and
+/// calls outside every phase, are left out.
 pub fn invocation_spans(
     before: &Snapshot,
     after: &Snapshot,
-    (case, n): (u32, u64),
+    n: u64,
     target_names: &[String],
 ) -> Vec<InvocationSpan> {
     let mut out = Vec::new();
     for (key, s) in &after.spans {
-        if key.case != case || key.n != n {
+        if key.case == tracer_ebpf::CASE_UNPHASED || key.n != n {
             continue;
         }
         let Some(name) = target_names.get(key.target as usize) else {
@@ -122,13 +124,14 @@ pub fn invocation_spans(
         };
         out.push(InvocationSpan {
             target: name.clone(),
+            case: key.case,
             calls,
             untimed: s.untimed.saturating_sub(old.untimed),
             wall: dist(HIST_WALL, s.wall_sum, old.wall_sum),
             oncpu: dist(HIST_ONCPU, s.oncpu_sum, old.oncpu_sum),
         });
     }
-    out.sort_by(|a, b| a.target.cmp(&b.target));
+    out.sort_by(|a, b| (&a.target, a.case).cmp(&(&b.target, b.case)));
     out
 }
 
@@ -156,7 +159,8 @@ mod tests {
     use tracer_ebpf::{AggKey, STACK_ONCPU, SpanStats, StackKey, StackVal};
 
     /// One run's calls are the difference of the aggregates around it: counts, sums and
-    /// histogram buckets; other phases and targets without new calls are left out.
+    /// histogram buckets, per case at its N; other sizes, calls outside any phase and targets
+    /// without new calls are left out.
     #[test]
     fn a_run_of_the_command_is_the_difference_around_it() {
         let before = snap();
@@ -182,16 +186,30 @@ mod tests {
             },
         );
         let names = vec!["do_wait".to_string()];
-        let v = invocation_spans(&before, &after, (1, 100), &names);
+        let v = invocation_spans(&before, &after, 100, &names);
         assert_eq!(v.len(), 1);
-        assert_eq!((v[0].target.as_str(), v[0].calls), ("do_wait", 2));
+        assert_eq!(
+            (v[0].target.as_str(), v[0].case, v[0].calls),
+            ("do_wait", 1, 2)
+        );
         assert_eq!(v[0].wall.sum_ns, 70);
         assert_eq!(v[0].wall.hist, vec![(5, 1), (12, 1)]);
-        assert!(invocation_spans(&after, &after, (1, 100), &names).is_empty());
-        assert_eq!(
-            invocation_spans(&before, &after, (1, 200), &names)[0].calls,
-            9
-        );
+        assert!(invocation_spans(&after, &after, 100, &names).is_empty());
+        assert_eq!(invocation_spans(&before, &after, 200, &names)[0].calls, 9);
+        // A workload's second case at the same N is its own span; calls outside any phase
+        // (case 0) are no run's.
+        for case in [2, tracer_ebpf::CASE_UNPHASED] {
+            after.spans.insert(
+                AggKey { case, ..k },
+                SpanStats {
+                    calls: 4,
+                    ..Default::default()
+                },
+            );
+        }
+        let v = invocation_spans(&before, &after, 100, &names);
+        let cases: Vec<(u32, u64)> = v.iter().map(|s| (s.case, s.calls)).collect();
+        assert_eq!(cases, [(1, 2), (2, 4)]);
     }
 
     pub(super) fn snap() -> Snapshot {

@@ -1,10 +1,10 @@
-//! More runs where they are needed. After an external sweep's planned rounds, a size whose
-//! runs still disagree gets more runs, one at a time, the least settled size first, up to a
-//! cap of runs per size and a time budget for all of them.
+//! More runs where they are needed. After a sweep's planned rounds, a size whose runs still
+//! disagree gets more runs, one at a time, the least settled size first, up to a cap of runs
+//! per size and a time budget for all of them.
 //!
-//! A size is settled when, for every traced target with calls there, the relative standard
-//! error of its value (the spread of its runs' centres over √runs, as the tables compute it)
-//! is at most [`MIN_POINT_ERROR`]: the least error `tracer compare` gives any point, so below
+//! A size is settled when, for every traced target (and workload case) with calls there, the
+//! relative standard error of its value (the spread of its runs' centres over √runs, as the
+//! tables compute it) is at most [`MIN_POINT_ERROR`]: the least error `tracer compare` gives any point, so below
 //! it another run narrows no interval and changes no decision. A size needs two successful
 //! runs for a spread at all: with `--repeat 1` nothing is measured and nothing is added.
 //! Sizes whose command failed are not run again.
@@ -57,12 +57,13 @@ pub struct Unsettled {
     pub runs: usize,
     /// The largest relative standard error among the targets with calls at this size.
     pub rel_se: f64,
-    /// The target it belongs to.
+    /// The target it belongs to (with its case, for a built-in workload's).
     pub target: String,
 }
 
-/// Each successful run's centre per N and target (the tables' fitted centre of its calls).
-type Centres<'a> = BTreeMap<u64, BTreeMap<&'a str, Vec<f64>>>;
+/// Each successful run's centre per N and (target, case) (the tables' fitted centre of its
+/// calls).
+type Centres<'a> = BTreeMap<u64, BTreeMap<(&'a str, u32), Vec<f64>>>;
 
 /// Every successful run's centre, and the sizes where a run failed.
 fn centres(invocations: &[Invocation]) -> (Centres<'_>, Vec<u64>) {
@@ -80,11 +81,16 @@ fn centres(invocations: &[Invocation]) -> (Centres<'_>, Vec<u64>) {
             failed.push(inv.n);
             continue;
         }
-        for s in &inv.spans {
+        // A built-in workload's case decides on the target it exists for; what else it
+        // traced is incidental and runs no size again.
+        let decides = |s: &&crate::rundata::InvocationSpan| {
+            workloads::cases::is_thread_target(&workloads::cases::case_name(s.case), &s.target)
+        };
+        for s in inv.spans.iter().filter(decides) {
             if let Some(c) = run_centre(s, oncpu.contains(s.target.as_str())) {
                 by_n.entry(inv.n)
                     .or_default()
-                    .entry(s.target.as_str())
+                    .entry((s.target.as_str(), s.case))
                     .or_default()
                     .push(c);
             }
@@ -105,11 +111,15 @@ pub fn unsettled(invocations: &[Invocation]) -> Vec<Unsettled> {
                 .filter_map(|(t, runs)| Some((t, runs.len(), rel_se_of_runs(&runs)?)))
                 .max_by(|a, b| a.2.total_cmp(&b.2))
                 .filter(|(_, _, se)| *se > MIN_POINT_ERROR)
-                .map(|(t, runs, rel_se)| Unsettled {
+                .map(|((t, case), runs, rel_se)| Unsettled {
                     n,
                     runs,
                     rel_se,
-                    target: t.to_string(),
+                    target: if case == workloads::cases::CASE_COMMAND {
+                        t.to_string()
+                    } else {
+                        format!("{t} [{}]", workloads::cases::case_name(case))
+                    },
                 })
         })
         .collect();
@@ -175,10 +185,7 @@ impl<'a> Scheduler<'a> {
             self.out_of_time = true;
             return None;
         }
-        let inv = self
-            .plan
-            .iter()
-            .find(|i| i.phase.map(|p| p.1) == Some(u.n))?;
+        let inv = self.plan.iter().find(|i| i.n == u.n)?;
         *self.added.entry(u.n).or_default() += 1;
         let label = format!(
             "{} N={} [extra run {}: {} ±{:.0}% over {} runs]",
@@ -250,6 +257,7 @@ mod tests {
             outlived: 0,
             spans: vec![InvocationSpan {
                 target: "do_wait".into(),
+                case: workloads::cases::CASE_COMMAND,
                 calls: 20,
                 untimed: 0,
                 wall: from_values(&[t; 20]),
@@ -308,6 +316,36 @@ mod tests {
         );
     }
 
+    /// A built-in workload's runs: each case of the target it exists for is judged on its own;
+    /// a target it traced by the way does not make a size run again.
+    #[test]
+    fn a_workload_case_is_judged_on_its_own_target_only() {
+        use workloads::cases::{WAITPID_ANY, WAITPID_PID, case_id};
+        let id = |name: &str| case_id(name).unwrap();
+        let limits = ExtraRuns::for_repeat(2);
+        let run = |n: u64, pid_t: u64, any_t: u64, incidental_t: u64| {
+            let mut i = inv(n, 0, pid_t);
+            i.spans[0].case = id(WAITPID_PID);
+            let mut any = i.spans[0].clone();
+            any.case = id(WAITPID_ANY);
+            any.wall = from_values(&[any_t; 20]);
+            any.oncpu = any.wall.clone();
+            let mut dup = any.clone();
+            dup.target = "dup_mmap".into();
+            dup.wall = from_values(&[incidental_t; 20]);
+            dup.oncpu = dup.wall.clone();
+            i.spans.extend([any, dup]);
+            i
+        };
+        // dup_mmap's calls in the waitpid cases disagree five-fold: nothing runs again.
+        let runs = vec![run(100, 1000, 5000, 100), run(100, 1000, 5000, 500)];
+        assert_eq!(next_size(&runs, &limits), None);
+        // waitpid(-1)'s own calls disagreeing do, and the line names the case.
+        let runs = vec![run(100, 1000, 5000, 100), run(100, 1000, 9000, 100)];
+        let u = next_size(&runs, &limits).unwrap();
+        assert_eq!((u.n, u.target.as_str()), (100, "do_wait [waitpid-any]"));
+    }
+
     #[test]
     fn one_run_a_failure_or_no_calls_adds_nothing() {
         let limits = ExtraRuns::for_repeat(1).with_max(5);
@@ -334,6 +372,7 @@ mod tests {
         let plan = [Planned {
             command: vec!["bench".into()],
             env: vec![],
+            n: 1000,
             phase: Some((100, 1000)),
         }];
         let settled = vec![inv(1000, 0, 1000), inv(1000, 0, 1000)];

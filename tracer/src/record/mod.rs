@@ -26,6 +26,7 @@ mod session;
 mod signals;
 mod spec;
 mod targets;
+mod workload_report;
 
 pub use extra::ExtraRuns;
 pub use process::{EXEC_HELD, descendants, exec_held_main};

@@ -44,6 +44,14 @@ impl Progress {
         }
     }
 
+    /// A line where there is no status line to show it (a log, a serial console): the
+    /// progress of a long sweep, one line per run of its command.
+    pub(super) fn log(&self, msg: &str) {
+        if self.bar.is_none() {
+            eprintln!("{msg}");
+        }
+    }
+
     pub(super) fn finish(&self) {
         if let Some(b) = &self.bar {
             b.finish_and_clear();

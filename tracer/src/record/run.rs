@@ -8,6 +8,7 @@ use super::extra::Scheduler;
 use super::process::exit_code_of;
 use super::spec::{RunSpec, invocation_plan};
 use super::targets::usdt_sites;
+use super::workload_report::WorkloadReports;
 use super::{RecordOutcome, Session};
 use crate::collect::{self, RunFacts};
 use crate::dir_writer::DirWriter;
@@ -21,6 +22,8 @@ use crate::symbols::UserSymbolizer;
 /// What the command runs of one run came to, together.
 struct Ran {
     invocations: Vec<rundata::Invocation>,
+    /// The workload's own reports, when the command is one of ours.
+    workload: Option<WorkloadReports>,
     /// How the last command run stopped.
     stop: Stop,
     command_status: Option<std::process::ExitStatus>,
@@ -110,11 +113,7 @@ impl Session {
             sample_freq_hz: self.engine_opts.sample_freq_hz,
             targets: self.resolved.iter().map(Resolved::report).collect(),
             session_counters,
-            workload: spec.attach_json.as_ref().and_then(|p| {
-                std::fs::read_to_string(p)
-                    .ok()
-                    .and_then(|t| serde_json::from_str(&t).ok())
-            }),
+            workload: ran.workload.and_then(WorkloadReports::into_value),
             invocations: ran.invocations,
             discover: self.engine_opts.discover,
             attach_time: self.attach_time,
@@ -197,6 +196,10 @@ impl Session {
         let plan = invocation_plan(spec);
         let mut ran = Ran {
             invocations: Vec::new(),
+            workload: spec
+                .attach_json
+                .clone()
+                .map(|p| WorkloadReports::new(p, spec.external.is_some())),
             stop: Stop::CommandExited,
             command_status: None,
             filter_desc: String::new(),
@@ -222,11 +225,9 @@ impl Session {
         for i in 0.. {
             let (inv, label) = match (plan.get(i), extra.as_mut()) {
                 (Some(inv), _) => {
-                    let label = match inv.phase {
-                        Some((_, n)) => {
-                            format!("{} N={n} [{}/{}]", spec.label, i + 1, plan.len())
-                        }
-                        None => spec.label.clone(),
+                    let label = match inv.n {
+                        0 => spec.label.clone(),
+                        n => format!("{} N={n} [{}/{}]", spec.label, i + 1, plan.len()),
                     };
                     (inv.clone(), label)
                 }
@@ -261,18 +262,21 @@ impl Session {
                 self.engine.clear_default_phase()?;
             }
             let exit = res.status.map(exit_code_of);
+            // (An extra run's line was printed as it began.)
+            if inv.n > 0 && i < plan.len() {
+                self.progress
+                    .log(&format!("tracer: {label}: {:.1} s", res.wall.as_secs_f64()));
+            }
             // With --phase-fn the return probe counted each call of the function as a phase.
             if let (Some((case, n)), Some(0), None) = (inv.phase, exit, &spec.phase_fn) {
                 let ops = ops_at(n).unwrap_or(1);
                 self.engine
                     .add_phase_stats(case, n, ops, res.wall.as_nanos() as u64)?;
             }
-            if let Some((_, n)) = inv.phase
-                && !matches!(exit, Some(0))
-                && !matches!(res.stop, Stop::Signal(_))
-            {
+            if inv.n > 0 && !matches!(exit, Some(0)) && !matches!(res.stop, Stop::Signal(_)) {
                 self.progress.println(&format!(
-                    "tracer: the command failed at N={n} ({}); continuing with the other N",
+                    "tracer: the command failed at N={} ({}); continuing with the other N",
+                    inv.n,
                     match exit {
                         Some(c) => format!("exit {c}"),
                         None => "no exit status".into(),
@@ -280,23 +284,29 @@ impl Session {
                 ));
             }
             let mut spans = Vec::new();
-            if let (Some(before), Some(phase)) = (spans_before.as_mut(), inv.phase) {
+            if let Some(before) = spans_before.as_mut() {
                 let after = self.engine.span_snapshot()?;
-                spans = collect::invocation_spans(before, &after, phase, target_names);
+                spans = collect::invocation_spans(before, &after, inv.n, target_names);
                 *before = after;
+            }
+            if let Some(w) = ran.workload.as_mut() {
+                w.take_run();
             }
             if res.outlived > 0 {
                 self.progress.println(&format!(
                     "tracer: {}{} process{} of the command's tree still running when it \
                      exited: still traced, so what they do from now on counts toward what \
                      runs next (wait for them in the command, or stop them)",
-                    inv.phase.map_or(String::new(), |(_, n)| format!("N={n}: ")),
+                    match inv.n {
+                        0 => String::new(),
+                        n => format!("N={n}: "),
+                    },
                     res.outlived,
                     if res.outlived == 1 { "" } else { "es" },
                 ));
             }
             ran.invocations.push(rundata::Invocation {
-                n: inv.phase.map_or(0, |p| p.1),
+                n: inv.n,
                 command: inv.command.clone(),
                 exit,
                 wall_s: res.wall.as_secs_f64(),

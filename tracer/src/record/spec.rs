@@ -28,11 +28,15 @@ pub struct RunSpec {
     pub phase_fn: Option<crate::phase_fn::PhaseFn>,
 }
 
-/// How an external sweep runs the user's command.
+/// How a sweep runs its command once per N and round: the user's command, or the workloads
+/// binary at one N.
 #[derive(Clone, Debug)]
 pub struct ExternalSweep {
     pub n_values: Vec<u64>,
     pub repeat: u32,
+    /// The command announces its own phases (a built-in workload marks each case at N); a
+    /// user's command's runs are each one phase, (command, N), set for its whole tree.
+    pub announces_phases: bool,
     /// Operations per run, when the user knows them (`--ops`).
     pub ops: Option<crate::cli::OpsExpr>,
     /// More runs for the sizes whose runs still disagree after the planned rounds.
@@ -128,16 +132,19 @@ pub fn run_spec(opts: &RecordOptions) -> Result<RunSpec, TracerError> {
 pub struct Invocation {
     pub command: Vec<String>,
     pub env: Vec<(String, String)>,
+    /// The N of a sweep's run (0 for a plain recording).
+    pub n: u64,
     /// (case, N) for every process of this run that announces no phase itself.
     pub phase: Option<(u32, u64)>,
 }
 
-/// The command runs a run consists of: one, or for an external sweep one per N and repeat.
+/// The command runs a run consists of: one, or for a sweep one per N and repeat.
 pub(super) fn invocation_plan(spec: &RunSpec) -> Vec<Invocation> {
     match &spec.external {
         None => vec![Invocation {
             command: spec.command.clone(),
             env: Vec::new(),
+            n: 0,
             phase: None,
         }],
         Some(ext) => sweep_order(&ext.n_values, ext.repeat)
@@ -145,13 +152,14 @@ pub(super) fn invocation_plan(spec: &RunSpec) -> Vec<Invocation> {
             .map(|n| Invocation {
                 command: substitute_n(&spec.command, n),
                 env: vec![("TRACER_N".into(), n.to_string())],
-                phase: Some((workloads::cases::CASE_COMMAND, n)),
+                n,
+                phase: (!ext.announces_phases).then_some((workloads::cases::CASE_COMMAND, n)),
             })
             .collect(),
     }
 }
 
-/// The order an external sweep runs its sizes in: `repeat` rounds, each size once per round.
+/// The order a sweep runs its sizes in: `repeat` rounds, each size once per round.
 /// With one round, the sizes as given. With more, each round in its own shuffled order, so
 /// that a drift over the sweep (a warming cache, a neighbour's load, the page cache filling)
 /// does not line up with N and bend the fit. The shuffle is seeded by the round and the list,

@@ -137,12 +137,37 @@ fn is_zero(v: &u64) -> bool {
     *v == 0
 }
 
+impl Default for InvocationSpan {
+    fn default() -> Self {
+        InvocationSpan {
+            target: String::new(),
+            case: command_case(),
+            calls: 0,
+            untimed: 0,
+            wall: Dist::default(),
+            oncpu: Dist::default(),
+        }
+    }
+}
+
+fn command_case() -> u32 {
+    workloads::cases::CASE_COMMAND
+}
+
+fn is_command_case(c: &u32) -> bool {
+    *c == workloads::cases::CASE_COMMAND
+}
+
 /// One target's calls during one run of the command (the difference of the kernel's
 /// aggregates before and after it). `min_ns`/`max_ns` of its distributions are 0: a
 /// difference of histograms does not keep them.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct InvocationSpan {
     pub target: String,
+    /// The workload case the calls were in: the command's own phase for a user's command
+    /// (left out of the file), each case a built-in workload announced for its runs.
+    #[serde(default = "command_case", skip_serializing_if = "is_command_case")]
+    pub case: u32,
     pub calls: u64,
     pub untimed: u64,
     pub wall: Dist,

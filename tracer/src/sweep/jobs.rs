@@ -1,5 +1,5 @@
 //! Planning a sweep: the options checked, and one typed job per run directory (a built-in
-//! workload over its N list, or the user's command once per N and repeat).
+//! workload, or the user's command, each run once per N and round).
 use std::path::{Path, PathBuf};
 
 use crate::error::TracerError;
@@ -15,6 +15,16 @@ pub(super) struct Job {
     pub(super) spec: RunSpec,
     /// The workload's own JSON report, a temporary embedded in run.json.
     pub(super) json: Option<PathBuf>,
+}
+
+impl Job {
+    /// The user's command (not a built-in workload): what a discover sweep confirms.
+    pub(super) fn is_command(&self) -> bool {
+        self.spec
+            .external
+            .as_ref()
+            .is_some_and(|e| !e.announces_phases)
+    }
 }
 
 /// A built-in workload to sweep: its name and N list (as given, and parsed).
@@ -66,23 +76,26 @@ pub(super) fn plan_workloads(opts: &SweepOptions) -> Result<Vec<WorkloadPlan>, T
     Ok(plan)
 }
 
-/// The run of each planned workload: the workloads binary `bin` over its N list, its JSON
-/// report into a temporary under `tmp_root` (run.json embeds it).
+/// The run of each planned workload: the workloads binary `bin` over its N list in one
+/// process (building each size on the last), or with `rounds` once per N and round (the
+/// rounds' sizes shuffled, as for a command, each run setting up its N afresh); its JSON
+/// reports through a temporary under `tmp_root` (run.json embeds them, merged).
 pub(super) fn workload_jobs(
     opts: &SweepOptions,
     plan: &[WorkloadPlan],
     bin: &Path,
     tmp_root: &Path,
+    rounds: Option<(u32, record::ExtraRuns)>,
 ) -> Vec<Job> {
     let mut jobs = Vec::new();
     for (i, WorkloadPlan { name, values, list }) in plan.iter().enumerate() {
         let json = tmp_root.join(format!(".{name}.workload.json"));
-        let mut command = vec![
-            bin.to_string_lossy().into_owned(),
-            name.clone(),
-            "--n".into(),
-            list.clone(),
-        ];
+        let mut command = vec![bin.to_string_lossy().into_owned(), name.clone()];
+        match rounds {
+            // Its table once per run would bury the sweep's progress; run.json keeps the rows.
+            Some(_) => command.extend(["--n".into(), "{n}".into(), "--quiet".into()]),
+            None => command.extend(["--n".into(), list.clone()]),
+        }
         command.push("--json".into());
         command.push(json.to_string_lossy().into_owned());
         command.extend(opts.extra_args.iter().cloned());
@@ -98,14 +111,60 @@ pub(super) fn workload_jobs(
                 marker_binaries: Vec::new(),
                 label: format!("{name} ({}/{})", i + 1, plan.len()),
                 n_values: values.clone(),
-                external: None,
+                external: rounds.map(|(repeat, extra)| record::ExternalSweep {
+                    n_values: values.clone(),
+                    repeat,
+                    announces_phases: true,
+                    ops: None,
+                    extra,
+                }),
                 phase_fn: None,
             },
             json: Some(json),
         });
     }
-
     jobs
+}
+
+/// A built-in workload's rounds: with `--repeat`, as a command's ([`rounds`]); without, one
+/// pass over the list in one process, and then `--max-repeat` and `--extra-time` have nothing
+/// to act on.
+pub(super) fn workload_rounds(
+    opts: &SweepOptions,
+) -> Result<Option<(u32, record::ExtraRuns)>, TracerError> {
+    if opts.repeat.is_none() {
+        if opts.max_repeat.is_some() || opts.extra_budget.is_some() {
+            return Err(TracerError::Usage(
+                "--max-repeat and --extra-time act on a workload's rounds: give --repeat R \
+                 (a workload sweeps its N list in one process unless --repeat is given)"
+                    .into(),
+            ));
+        }
+        return Ok(None);
+    }
+    rounds(opts).map(Some)
+}
+
+/// The planned rounds (`--repeat`, default [`DEFAULT_REPEAT`]) and the limits on extra runs
+/// (`--max-repeat`, `--extra-time`), checked.
+pub(super) fn rounds(opts: &SweepOptions) -> Result<(u32, record::ExtraRuns), TracerError> {
+    let repeat = opts.repeat.unwrap_or(DEFAULT_REPEAT);
+    if !(1..=1000).contains(&repeat) {
+        return Err(TracerError::Usage(format!(
+            "--repeat {repeat}: must be 1..=1000"
+        )));
+    }
+    let mut extra = record::ExtraRuns::for_repeat(repeat);
+    if let Some(m) = opts.max_repeat {
+        if !(repeat..=10_000).contains(&m) {
+            return Err(TracerError::Usage(format!(
+                "--max-repeat {m}: must be at least --repeat ({repeat}) and at most 10000"
+            )));
+        }
+        extra.max_runs = m;
+    }
+    extra.budget = opts.extra_budget;
+    Ok((repeat, extra))
 }
 
 /// Find the workloads binary: next to this executable (an install or a cargo target dir),
@@ -159,22 +218,7 @@ pub(super) fn external_spec(opts: &SweepOptions) -> Result<Job, TracerError> {
     };
     let values = workloads::nlist::parse(list)
         .map_err(|e| TracerError::Usage(format!("--n {list:?}: {e}")))?;
-    let repeat = opts.repeat.unwrap_or(DEFAULT_REPEAT);
-    if !(1..=1000).contains(&repeat) {
-        return Err(TracerError::Usage(format!(
-            "--repeat {repeat}: must be 1..=1000"
-        )));
-    }
-    let mut extra = record::ExtraRuns::for_repeat(repeat);
-    if let Some(m) = opts.max_repeat {
-        if !(repeat..=10_000).contains(&m) {
-            return Err(TracerError::Usage(format!(
-                "--max-repeat {m}: must be at least --repeat ({repeat}) and at most 10000"
-            )));
-        }
-        extra.max_runs = m;
-    }
-    extra.budget = opts.extra_budget;
+    let (repeat, extra) = rounds(opts)?;
     let exe = crate::exec_path::find_executable(&opts.command[0]).ok_or_else(|| {
         TracerError::Usage(format!(
             "command not found or not executable: {}",
@@ -220,6 +264,7 @@ pub(super) fn external_spec(opts: &SweepOptions) -> Result<Job, TracerError> {
             external: Some(record::ExternalSweep {
                 n_values: values.clone(),
                 repeat,
+                announces_phases: false,
                 ops: opts.ops.clone(),
                 extra,
             }),

@@ -136,21 +136,17 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
             catalog::names()
         )));
     }
-    if !external
-        && (opts.repeat.is_some()
-            || opts.max_repeat.is_some()
-            || opts.extra_budget.is_some()
-            || opts.ops.is_some()
-            || opts.name.is_some()
-            || opts.phase_fn.is_some())
-    {
+    if !external && (opts.ops.is_some() || opts.name.is_some() || opts.phase_fn.is_some()) {
         return Err(TracerError::Usage(
-            "--repeat, --max-repeat, --extra-time, --ops, --name and --phase-fn apply to a \
-             command swept with -- CMD {n}"
-                .into(),
+            "--ops, --name and --phase-fn apply to a command swept with -- CMD {n}".into(),
         ));
     }
     let plan = jobs::plan_workloads(&opts)?;
+    let rounds = if external {
+        None
+    } else {
+        jobs::workload_rounds(&opts)?
+    };
     let external_job = if external {
         Some(jobs::external_spec(&opts)?)
     } else {
@@ -169,7 +165,7 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
 
     let mut jobs: Vec<Job> = external_job.into_iter().collect();
     if let Some(bin) = &bin {
-        jobs.extend(jobs::workload_jobs(&opts, &plan, bin, &tmp_root));
+        jobs.extend(jobs::workload_jobs(&opts, &plan, bin, &tmp_root, rounds));
     }
 
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -186,7 +182,7 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
             let run_writer = DirWriter::prepare(&tmp_root.join(&job.name), false)?;
             let outcome = session.run(&job.spec, run_writer, false).await?;
             // The discover run the confirmation pass starts from, kept as recorded.
-            if opts.engine.discover && opts.confirm > 0 && job.spec.external.is_some() {
+            if opts.engine.discover && opts.confirm > 0 && job.is_command() {
                 let loaded = LoadedRun::recorded(
                     job.name.clone(),
                     outcome.dir.clone(),
@@ -260,7 +256,7 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
         let all_ran = runs.len() == jobs.len();
         if interrupted.is_none()
             && let Some(first) = first_pass
-            && let Some(job) = jobs.iter().find(|j| j.spec.external.is_some())
+            && let Some(job) = jobs.iter().find(|j| j.is_command())
             && let Some(run) = confirm::confirm_pass(&opts, job, &tmp_root, first).await?
         {
             runs.push(run);

@@ -48,6 +48,11 @@ pub struct Common {
     #[arg(long, value_name = "CPU")]
     pub cpu: Option<usize>,
 
+    /// Print no table on stdout (the --json report holds every row); notes still go to
+    /// stderr. `tracer sweep` runs a workload once per N and round this way.
+    #[arg(short, long)]
+    pub quiet: bool,
+
     /// Log setup steps and every phase begin/end to stderr. Per-N progress is printed to
     /// stderr anyway when it is a terminal.
     #[arg(short, long)]

@@ -36,6 +36,7 @@ pub struct Session {
     json: Option<PathBuf>,
     verbose: bool,
     progress: bool,
+    quiet: bool,
 }
 
 impl Session {
@@ -70,6 +71,7 @@ impl Session {
             json: common.json.clone(),
             verbose: common.verbose,
             progress: common.verbose || std::io::stderr().is_terminal(),
+            quiet: common.quiet,
         }
     }
 
@@ -84,6 +86,9 @@ impl Session {
 
     /// Prints the table header (once the op unit is known).
     pub fn start_table(&self, unit: &str) {
+        if self.quiet {
+            return;
+        }
         table::print(&[table::header(self.workload, &self.report.kernel, unit)
             .trim_end()
             .to_string()]);
@@ -201,7 +206,9 @@ impl Session {
             r.counters
                 .extend(counters.iter().map(|(k, v)| (k.clone(), *v)));
         }
-        table::print(&table::rows(&rows, self.plan.repeats));
+        if !self.quiet {
+            table::print(&table::rows(&rows, self.plan.repeats));
+        }
         self.report.results.extend(rows);
     }
 
