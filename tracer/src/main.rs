@@ -312,8 +312,9 @@ struct SweepArgs {
     #[arg(long, value_name = "R")]
     repeat: Option<u32>,
     /// After the R rounds, a size whose runs still disagree (the relative standard error of
-    /// its value above 10%, for any target) runs again, the least settled first, up to M runs
-    /// in all (default 2R; M = R: no extra runs). Needs R of 2 or more.
+    /// its value above 10%, for any target; for a workload's case, the target it exists for)
+    /// runs again, the least settled first, up to M runs in all (default 2R; M = R: no extra
+    /// runs). Needs R of 2 or more.
     #[arg(long, value_name = "M")]
     max_repeat: Option<u32>,
     /// Most wall time for those extra runs together (e.g. 30s, 5m; default: half the time

@@ -712,3 +712,69 @@ fn raw_events_make_the_reported_percentiles_exact() {
     let md = std::fs::read_to_string(rep.join("tables/getpid.md")).unwrap();
     assert!(md.contains("percentiles: exact"), "{md}");
 }
+
+/// `--repeat` on a built-in workload: one workload process per N and round, each run's calls
+/// kept per case (exact: one do_wait per timed wait), the runs adding up to the run's spans,
+/// the workload's own rows merged as repeats, and the tables fitting the median of the runs.
+#[test]
+fn a_workload_swept_by_rounds_keeps_each_run_apart() {
+    let _g = serial();
+    let tmp = tmpdir();
+    let out = tmp.path().join("sweep");
+    let o = tracer()
+        .args([
+            "sweep",
+            "waitpid",
+            "-t",
+            "do_wait",
+            "--no-samples",
+            "--no-flamegraphs",
+        ])
+        .args(["--repeat", "3", "--max-repeat", "3", "--n", "1,200", "-o"])
+        .arg(&out)
+        .args(["--", "--variant", "waitpid-pid,waitpid-any"])
+        .args(["--iterations", "10", "--warmup", "0"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{text}");
+    let run = read_run(&out.join("waitpid"));
+    let invs = run["invocations"].as_array().unwrap();
+    let ns: Vec<u64> = invs.iter().map(|i| i["n"].as_u64().unwrap()).collect();
+    assert_eq!(ns.len(), 6, "{ns:?}");
+    assert_eq!(ns.iter().filter(|&&n| n == 200).count(), 3, "{ns:?}");
+    let mut total: std::collections::BTreeMap<(u64, u64), u64> = Default::default();
+    for i in invs {
+        assert_eq!(i["exit"], 0, "{i}");
+        let n = i["n"].as_u64().unwrap();
+        let spans = i["spans"].as_array().unwrap();
+        assert_eq!(spans.len(), 2, "one span per case: {i}");
+        for s in spans {
+            assert_eq!(s["target"], "do_wait");
+            assert_eq!(s["calls"], 10, "N={n}: each timed wait once: {s}");
+            *total.entry((s["case"].as_u64().unwrap(), n)).or_default() += 10;
+        }
+    }
+    for r in run["spans"].as_array().unwrap() {
+        if r["target"] == "do_wait" && r["case_name"] != "unphased" {
+            let key = (r["case"].as_u64().unwrap(), r["n"].as_u64().unwrap());
+            assert_eq!(r["calls"].as_u64(), total.get(&key).copied(), "{r}");
+        }
+    }
+    let rows = run["workload"]["results"].as_array().unwrap();
+    let mut repeats: Vec<u64> = rows
+        .iter()
+        .filter(|r| r["case"] == "waitpid-any" && r["n"] == 200)
+        .map(|r| r["repeat"].as_u64().unwrap())
+        .collect();
+    repeats.sort_unstable();
+    assert_eq!(repeats, [0, 1, 2], "each run's row a repeat");
+    assert_eq!(run["workload"]["config"]["n"], serde_json::json!([1, 200]));
+    let md = std::fs::read_to_string(out.join("report/tables/do_wait.md")).unwrap();
+    assert!(
+        md.contains("median over the runs of each run's"),
+        "the fitted value is the runs' median:\n{md}"
+    );
+    assert!(nothing_loaded(), "{:?}", loaded_tracer_programs());
+}
