@@ -521,76 +521,48 @@ fn a_command_without_n_in_its_arguments_is_swept_and_the_note_says_so() {
 #[test]
 fn external_sweep_input_errors_are_usage_errors() {
     let _g = serial();
-    let run = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_tracer"))
+    // `tracer sweep ARGS` exits 2 and says `why`.
+    let refused = |args: &[&str], why: &str| {
+        let o = Command::new(env!("CARGO_BIN_EXE_tracer"))
             .arg("sweep")
             .args(args)
             .output()
-            .unwrap()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        assert!(text(&o).contains(why), "{args:?}: {}", text(&o));
     };
-    let o = run(&["--", "true", "{n}"]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("needs --n"), "{}", text(&o));
-    let o = run(&["--n", "1,2", "--", "/no/such/bench", "{n}"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o).contains("not found"), "{}", text(&o));
-    let o = run(&["--n", "1,2", "--ops", "{n}*", "--", "true"]);
-    assert_eq!(o.status.code(), Some(2));
-    let o = run(&[
-        "--n",
-        "1,2",
-        "--repeat",
-        "3",
-        "--max-repeat",
-        "2",
-        "--",
-        "true",
-    ]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        text(&o).contains("--max-repeat 2: must be at least --repeat (3)"),
-        "{}",
-        text(&o)
+    refused(&["--", "true", "{n}"], "needs --n");
+    refused(&["--n", "1,2", "--", "/no/such/bench", "{n}"], "not found");
+    refused(
+        &["--n", "1,2", "--ops", "{n}*", "--", "true"],
+        "the expression ends early",
     );
-    let o = run(&["waitpid", "--n", "1,2", "--ops", "4"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        text(&o).contains("--ops, --name and --phase-fn apply to a command"),
-        "{}",
-        text(&o)
+    let repeat_3_max_2 = ["--repeat", "3", "--max-repeat", "2"];
+    let too_few = "--max-repeat 2: must be at least --repeat (3)";
+    refused(
+        &[&["--n", "1,2"], &repeat_3_max_2[..], &["--", "true"]].concat(),
+        too_few,
+    );
+    refused(
+        &["waitpid", "--n", "1,2", "--ops", "4"],
+        "--ops, --name and --phase-fn apply to a command",
     );
     // A workload's rounds (with --repeat) are checked as a command's are; without, it sweeps
     // in one process and there is nothing to run again.
-    let o = run(&["waitpid", "--n", "1,2", "--max-repeat", "4"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        text(&o).contains("--max-repeat and --extra-time act on a workload's rounds"),
-        "{}",
-        text(&o)
+    refused(
+        &["waitpid", "--n", "1,2", "--max-repeat", "4"],
+        "--max-repeat and --extra-time act on a workload's rounds",
     );
-    let o = run(&[
-        "waitpid",
-        "--n",
-        "1,2",
-        "--repeat",
-        "3",
-        "--max-repeat",
-        "2",
-    ]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        text(&o).contains("--max-repeat 2: must be at least --repeat (3)"),
-        "{}",
-        text(&o)
+    refused(
+        &[&["waitpid", "--n", "1,2"], &repeat_3_max_2[..]].concat(),
+        too_few,
     );
-    let o = run(&["--n", "1,2", "--extra-time", "0", "--", "true"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o).contains("must be positive"), "{}", text(&o));
-    let o = run(&["--n", "1,2", "--targets", "not a function", "--", "true"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        text(&o).contains("not a kernel function name"),
-        "{}",
-        text(&o)
+    refused(
+        &["--n", "1,2", "--extra-time", "0", "--", "true"],
+        "must be positive",
+    );
+    refused(
+        &["--n", "1,2", "--targets", "not a function", "--", "true"],
+        "not a kernel function name",
     );
 }

@@ -4,8 +4,8 @@
 //!
 //! A size is settled when, for every traced target (and workload case) with calls there, the
 //! relative standard error of its value (the spread of its runs' centres over √runs, as the
-//! tables compute it) is at most [`MIN_POINT_ERROR`]: the least error `tracer compare` gives any point, so below
-//! it another run narrows no interval and changes no decision. A size needs two successful
+//! tables compute it) is at most [`MIN_POINT_ERROR`]: the least error `tracer compare` gives
+//! any point, so below it another run narrows no interval and changes no decision. A size needs two successful
 //! runs for a spread at all: with `--repeat 1` nothing is measured and nothing is added.
 //! Sizes whose command failed are not run again.
 
@@ -74,6 +74,11 @@ fn centres(invocations: &[Invocation]) -> (Centres<'_>, Vec<u64>) {
         .filter(|s| s.oncpu.sum_ns > 0)
         .map(|s| s.target.as_str())
         .collect();
+    // A built-in workload's case decides on the target it exists for; what else it traced is
+    // incidental and runs no size again.
+    let decides = |s: &&crate::rundata::InvocationSpan| {
+        workloads::cases::is_thread_target(&workloads::cases::case_name(s.case), &s.target)
+    };
     let mut by_n = Centres::new();
     let mut failed = Vec::new();
     for inv in invocations.iter().filter(|i| i.n > 0) {
@@ -81,11 +86,6 @@ fn centres(invocations: &[Invocation]) -> (Centres<'_>, Vec<u64>) {
             failed.push(inv.n);
             continue;
         }
-        // A built-in workload's case decides on the target it exists for; what else it
-        // traced is incidental and runs no size again.
-        let decides = |s: &&crate::rundata::InvocationSpan| {
-            workloads::cases::is_thread_target(&workloads::cases::case_name(s.case), &s.target)
-        };
         for s in inv.spans.iter().filter(decides) {
             if let Some(c) = run_centre(s, oncpu.contains(s.target.as_str())) {
                 by_n.entry(inv.n)
@@ -373,7 +373,7 @@ mod tests {
             command: vec!["bench".into()],
             env: vec![],
             n: 1000,
-            phase: Some((100, 1000)),
+            case: Some(100),
         }];
         let settled = vec![inv(1000, 0, 1000), inv(1000, 0, 1000)];
         let open = vec![inv(1000, 0, 1000), inv(1000, 0, 3000)];
@@ -403,7 +403,7 @@ mod tests {
         };
         let mut s = Scheduler::new(limits, &plan, "bench");
         let (next, label) = s.next(&open).unwrap();
-        assert_eq!(next.phase, Some((100, 1000)));
+        assert_eq!(next.phase(), Some((100, 1000)));
         assert!(
             label.starts_with("bench N=1000 [extra run 1: do_wait ±"),
             "{label}"

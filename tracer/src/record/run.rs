@@ -244,7 +244,7 @@ impl Session {
             let inv = &inv;
             // With --phase-fn, a recording without N is phase (command, N=1) inside the
             // function.
-            let phase = match (inv.phase, &spec.phase_fn) {
+            let phase = match (inv.phase(), &spec.phase_fn) {
                 (None, Some(_)) => Some((workloads::cases::CASE_COMMAND, 1)),
                 (p, _) => p,
             };
@@ -268,7 +268,7 @@ impl Session {
                     .log(&format!("tracer: {label}: {:.1} s", res.wall.as_secs_f64()));
             }
             // With --phase-fn the return probe counted each call of the function as a phase.
-            if let (Some((case, n)), Some(0), None) = (inv.phase, exit, &spec.phase_fn) {
+            if let (Some((case, n)), Some(0), None) = (inv.phase(), exit, &spec.phase_fn) {
                 let ops = ops_at(n).unwrap_or(1);
                 self.engine
                     .add_phase_stats(case, n, ops, res.wall.as_nanos() as u64)?;

@@ -134,8 +134,15 @@ pub struct Invocation {
     pub env: Vec<(String, String)>,
     /// The N of a sweep's run (0 for a plain recording).
     pub n: u64,
-    /// (case, N) for every process of this run that announces no phase itself.
-    pub phase: Option<(u32, u64)>,
+    /// The case every process of this run that announces no phase itself is in, at `n`.
+    pub case: Option<u32>,
+}
+
+impl Invocation {
+    /// The phase set for the run's processes: (case, N).
+    pub fn phase(&self) -> Option<(u32, u64)> {
+        self.case.map(|c| (c, self.n))
+    }
 }
 
 /// The command runs a run consists of: one, or for a sweep one per N and repeat.
@@ -145,7 +152,7 @@ pub(super) fn invocation_plan(spec: &RunSpec) -> Vec<Invocation> {
             command: spec.command.clone(),
             env: Vec::new(),
             n: 0,
-            phase: None,
+            case: None,
         }],
         Some(ext) => sweep_order(&ext.n_values, ext.repeat)
             .into_iter()
@@ -153,7 +160,7 @@ pub(super) fn invocation_plan(spec: &RunSpec) -> Vec<Invocation> {
                 command: substitute_n(&spec.command, n),
                 env: vec![("TRACER_N".into(), n.to_string())],
                 n,
-                phase: (!ext.announces_phases).then_some((workloads::cases::CASE_COMMAND, n)),
+                case: (!ext.announces_phases).then_some(workloads::cases::CASE_COMMAND),
             })
             .collect(),
     }
