@@ -134,7 +134,10 @@ fn add_stack_in(key: &StackKey, count: u64, ns: u64, nmi: bool) {
                 atomic_add(v, count);
                 atomic_add(unsafe { v.add(1) }, ns);
             }
-            None => bump(counter::STACK_ERRORS),
+            None => {
+                bump(counter::STACK_ERRORS);
+                bump(counter::STACK_AGGREGATES_FULL);
+            }
         }
     }
 }

@@ -518,8 +518,11 @@ pub mod counter {
     /// Syscalls of traced threads that could not be counted (the in-syscall or entry-count
     /// map was full).
     pub const ENTRIES_LOST: u32 = 16;
+    /// Stacks taken but not filed because the stack-aggregate map (`STACKS`: one entry per
+    /// kind, target, case, N, stack pair and process) was full: part of `STACK_ERRORS`.
+    pub const STACK_AGGREGATES_FULL: u32 = 17;
     /// Number of counters.
-    pub const COUNT: u32 = 17;
+    pub const COUNT: u32 = 18;
 }
 
 /// Frames kept per recorded stack (kernel or user); deeper stacks keep their innermost

@@ -72,6 +72,69 @@ fn a_full_phase_map_is_counted_and_reported() {
     );
 }
 
+/// A session of many runs files each process's caller stacks under keys of its own: the
+/// stack-aggregate map must hold one run's at a time, not the whole session's. With the map
+/// made small (`TRACER_STACK_AGGREGATES`), one run of 200 shells each forking a child fills
+/// it (the control), while five runs of 40 each lose nothing: the ended runs' aggregates left
+/// the kernel's map between runs and are still in the result.
+#[test]
+fn a_sweeps_runs_share_the_stack_aggregate_map_one_run_at_a_time() {
+    let _g = serial();
+    let tmp = tmpdir();
+    // Each item is a shell that forks a child and waits for it: a clone and a wait4 whose
+    // caller stacks carry that shell's process id.
+    let script = "i=0; while [ $i -lt $1 ]; do sh -c 'true & wait'; i=$((i+1)); done";
+    let sweep = |name: &str, n: &str, repeat: &str| {
+        let out = tmp.path().join(name);
+        let what = format!("sweep {name} (N={n}, {repeat} runs)");
+        run(
+            tracer()
+                .env("TRACER_STACK_AGGREGATES", "160")
+                .args(["sweep", "--no-verify", "--no-samples", "--no-report"])
+                .args(["-t", "dup_mmap,do_wait", "--n", n, "--repeat", repeat, "-o"])
+                .arg(&out)
+                .args(["--", "sh", "-c", script, "spawn", "{n}"]),
+            Duration::from_secs(180),
+            &what,
+        )
+        .expect(0, &what);
+        (read_json(&out.join("sh/run.json")), what)
+    };
+    let (control, what) = sweep("control", "200", "1");
+    assert!(
+        counter(&control, "stack_aggregates_full") > 0,
+        "{what}: precondition: 200 processes' stacks must overfill a map of 160"
+    );
+    let (runj, what) = sweep("rounds", "40", "5");
+    for c in ["stack_aggregates_full", "stack_errors"] {
+        assert_eq!(counter(&runj, c), 0, "{what}: counter {c}");
+    }
+    // Every run's clones are in the stacks written: a clone takes longer than the 20 µs
+    // above which every call's caller stack is taken at weight 1, so the clone stacks' count
+    // and time are the calls' own, exactly, drained or not.
+    let spans = runj["spans"].as_array().unwrap();
+    let clones = spans.iter().find(|s| s["target"] == "dup_mmap").unwrap();
+    let files: Vec<&Value> = runj["stack_files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "callers" && f["target"] == "dup_mmap")
+        .collect();
+    let sum = |k: &str| files.iter().map(|f| f[k].as_u64().unwrap()).sum::<u64>();
+    assert_eq!(
+        clones["calls"], 400,
+        "{what}: two clones per item, 200 items"
+    );
+    assert_eq!(sum("count"), 400, "{what}: clone caller stacks");
+    assert_eq!(
+        sum("total_ns"),
+        clones["wall"]["sum_ns"].as_u64().unwrap(),
+        "{what}: clone caller stacks' time"
+    );
+    assert_nothing_loaded(&what);
+    assert_no_strays(&what);
+}
+
 /// Environment variable that turns `helper_sysvipc_read_flood` on.
 const HELPER_ENV: &str = "TRACER_RELIABILITY_HELPER";
 /// Phases of the flood: each a distinct (case, N) key of its own.

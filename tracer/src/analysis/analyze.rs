@@ -387,5 +387,6 @@ fn stack_loss(counters: &BTreeMap<String, u64>) -> Option<StackLoss> {
         caller: get("stacks_lost_caller"),
         offcpu: get("stacks_lost_offcpu"),
         sampled: get("stacks_lost_sampled"),
+        aggregates_full: get("stack_aggregates_full"),
     })
 }

@@ -72,6 +72,8 @@ pub struct StackLoss {
     pub caller: u64,
     pub offcpu: u64,
     pub sampled: u64,
+    /// Stacks taken whose aggregate entry found the stack-aggregate map full (any kind).
+    pub aggregates_full: u64,
 }
 
 /// The warning for a run whose sampling the kernel throttled: its perf sample-rate limit

@@ -164,14 +164,60 @@ impl Engine {
         Ok(snap)
     }
 
+    /// Move the stack aggregates of processes that have ended out of the kernel's map into
+    /// this engine's memory, where the snapshot reads them beside the live ones; how many
+    /// entries moved. A session of many runs (a sweep by rounds, a script that starts a
+    /// process per item) files every process's caller stacks under keys of its own, and the
+    /// map is sized for one run: without this, a long sweep found it full and lost a quarter
+    /// of its stacks (`stack_aggregates_full`). An ended process adds nothing more under its
+    /// keys, so reading and deleting them loses nothing; a live one's stay where they are.
+    /// The keys of no process (kernel-only stacks: samples, blocking points) move too when
+    /// `tree_ended`: the caller knows that nothing it traces still runs. Call between runs.
+    /// The stack traces the moved keys name stay in the kernel's stack maps (other keys may
+    /// name the same stacks).
+    pub fn drain_ended_stacks(&mut self, tree_ended: bool) -> Result<usize, EngineError> {
+        let mut m: HashMap<&mut MapData, StackKey, StackVal> =
+            HashMap::try_from(self.bpf.map_mut("STACKS").expect("STACKS"))
+                .map_err(map_error("STACKS"))?;
+        let mut ended = std::collections::HashMap::<u32, bool>::new();
+        let keys: Vec<StackKey> = m
+            .keys()
+            .filter_map(Result::ok)
+            .filter(|k| match k.tgid {
+                0 => tree_ended,
+                // The pid as the probes read it: the tracer's own namespace's (see spans.rs).
+                tgid => *ended
+                    .entry(tgid)
+                    .or_insert_with(|| !std::path::Path::new(&format!("/proc/{tgid}")).exists()),
+            })
+            .collect();
+        let mut moved = 0;
+        for k in keys {
+            let Ok(v) = m.get(&k, 0) else { continue };
+            m.remove(&k).map_err(map_error("STACKS"))?;
+            let d = self.drained_stacks.entry(k).or_default();
+            d.count += v.count;
+            d.ns += v.ns;
+            moved += 1;
+        }
+        Ok(moved)
+    }
+
     /// Stacks, phases, counters and stack traces into `snap`.
     fn read_rest(&self, snap: &mut Snapshot) -> Result<(), EngineError> {
         let m: HashMap<&MapData, StackKey, StackVal> =
             HashMap::try_from(self.bpf.map("STACKS").expect("STACKS"))
                 .map_err(map_error("STACKS"))?;
+        // The live aggregates, then those drained from ended processes (a key in both when
+        // its process id came round again: summed).
+        let mut stacks = self.drained_stacks.clone();
         for item in m.iter() {
-            snap.stacks.push(item.map_err(map_error("STACKS"))?);
+            let (k, v) = item.map_err(map_error("STACKS"))?;
+            let d = stacks.entry(k).or_default();
+            d.count += v.count;
+            d.ns += v.ns;
         }
+        snap.stacks.extend(stacks);
         // The kernel-entry counts, as stacks of their kind (no frames).
         let m: HashMap<&MapData, AggKey, StackVal> =
             HashMap::try_from(self.bpf.map("ENTRY_COUNTS").expect("ENTRY_COUNTS"))
@@ -355,6 +401,7 @@ impl Engine {
             }
         }
         clear_hash::<StackKey, StackVal>(&mut self.bpf, "STACKS")?;
+        self.drained_stacks.clear();
         clear_hash::<AggKey, StackVal>(&mut self.bpf, "ENTRY_COUNTS")?;
         clear_hash::<PhaseKey, PhaseStats>(&mut self.bpf, "PHASE_STATS")?;
         clear_hash::<u32, CurrentPhase>(&mut self.bpf, "CURRENT_PHASE")?;

@@ -82,6 +82,22 @@ pub struct EngineOptions {
 /// histograms per target and phase).
 pub const DEFAULT_MAX_PHASES: u32 = 256;
 
+/// Sets the stack-aggregate map's size instead of [`stack_aggregates`]' choice: for tests of
+/// what happens when it fills, which the real sizes need hours of processes to reach.
+pub const STACK_AGGREGATES_ENV: &str = "TRACER_STACK_AGGREGATES";
+
+/// Entries of the stack-aggregate map (`STACKS`). A whole-process profile files every
+/// distinct stack per phase: four times the aggregates (a shell script's sweep filled 32768
+/// and lost a fifth of its samples). Between the runs of a session the entries of ended
+/// processes move out of it ([`Engine::drain_ended_stacks`]), so this bounds one run.
+fn stack_aggregates(discover: bool) -> u32 {
+    std::env::var(STACK_AGGREGATES_ENV)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n: &u32| n > 0)
+        .unwrap_or(if discover { 131072 } else { 32768 })
+}
+
 impl Default for EngineOptions {
     fn default() -> Self {
         EngineOptions {
@@ -125,6 +141,9 @@ pub struct Engine {
     floor_raw: bool,
     /// Discover mode: why kernel entries are not counted (None: counted, or not discover).
     pub entries_unavailable: Option<String>,
+    /// Stack aggregates of ended processes, moved out of the kernel's map between runs
+    /// (`drain_ended_stacks`).
+    drained_stacks: std::collections::HashMap<StackKey, StackVal>,
 }
 
 impl Engine {
@@ -160,9 +179,7 @@ impl Engine {
         // Stack maps are the big consumers of locked memory: size them by what is recorded.
         let stacks_for_calls = options.caller_stacks || options.offcpu_stacks || options.discover;
         loader.map_max_entries("STACK_TRACES", if stacks_for_calls { 16384 } else { 1 });
-        // A whole-process profile files every distinct stack per phase: four times the
-        // aggregates (a shell script's sweep filled 32768 and lost a fifth of its samples).
-        loader.map_max_entries("STACKS", if options.discover { 131072 } else { 32768 });
+        loader.map_max_entries("STACKS", stack_aggregates(options.discover));
         loader.map_max_entries(
             "SAMPLED_STACKS",
             match (options.sample_freq_hz > 0, options.discover) {
@@ -211,6 +228,7 @@ impl Engine {
             raw_used: false,
             floor_raw: false,
             entries_unavailable: None,
+            drained_stacks: Default::default(),
         };
         engine.init_config()?;
         if engine.options.scheduler {

@@ -292,6 +292,13 @@ impl Session {
             if let Some(w) = ran.workload.as_mut() {
                 w.take_run();
             }
+            // Each run starts its processes afresh, each filing its caller stacks under keys
+            // of its own: once they have ended, their aggregates leave the kernel's map, which
+            // then holds one run's at a time (and the kernel-only ones too when the run left
+            // nothing of its tree running to add to them).
+            if plan.len() > 1 || extra.is_some() {
+                self.engine.drain_ended_stacks(res.outlived == 0)?;
+            }
             if res.outlived > 0 {
                 self.progress.println(&format!(
                     "tracer: {}{} process{} of the command's tree still running when it \

@@ -79,10 +79,14 @@ pub fn text(w: &Warning) -> String {
 }
 
 /// " of T stacks taken (caller c, off-CPU o, sampled s)": the share lost, and which kind of
-/// stack it was.
+/// stack it was; then how many of them found the stack-aggregate map full, when any did.
 fn stack_loss(l: &StackLoss) -> String {
+    let full = match l.aggregates_full {
+        0 => String::new(),
+        f => format!("; {f} found the stack-aggregate map full"),
+    };
     format!(
-        " of {} stacks taken (caller {}, off-CPU {}, sampled {})",
+        " of {} stacks taken (caller {}, off-CPU {}, sampled {}{full})",
         l.taken, l.caller, l.offcpu, l.sampled
     )
 }

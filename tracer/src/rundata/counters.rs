@@ -21,16 +21,19 @@ pub const COUNTER_NAMES: [&str; counter::COUNT as usize] = [
     "stacks_lost_offcpu",
     "stacks_lost_sampled",
     "entries_lost",
+    "stack_aggregates_full",
 ];
 
 /// The counters that count, not losses: a non-zero value is no warning, and
 /// [`counter_meaning`] has nothing to say about them.
-pub const INFORMATIONAL_COUNTERS: [&str; 9] = [
-    // The denominator and the per-kind parts of stack_errors, which warns for them.
+pub const INFORMATIONAL_COUNTERS: [&str; 10] = [
+    // The denominator and the parts of stack_errors (per kind, and the full aggregate map),
+    // which warns for them.
     "stacks_taken",
     "stacks_lost_caller",
     "stacks_lost_offcpu",
     "stacks_lost_sampled",
+    "stack_aggregates_full",
     // Sampling, phase and floor bookkeeping.
     "samples_in_target",
     "samples_total",
