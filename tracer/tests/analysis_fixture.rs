@@ -202,11 +202,22 @@ fn cause_of<'a>(
 /// N=500 on (8 samples there; N=1 has 3 and is left out), so its share does not grow beyond the
 /// noise; do_wait's time per call grows 0.97 ms -> 12.6 ms and the walk carries three quarters
 /// of that. It must be named.
+///
+/// The class is of the times, one run per size: 215 µs, 497 µs, 1.65, 2.54, 3.90 and 12.1 ms
+/// (trimmed centres of 20 calls) over N = 1, 500, 1000, 2000, 3000, 4000, the last a threefold
+/// jump on a thousand more children. Each centre's error is the trimmed mean's own (a few of
+/// the calls took ten times the others; the plain deviation made every size ±50% and kept
+/// every growing shape in the set), and those times exclude O(n): the set is superlinear.
 #[test]
 fn vm_5_10_waitpid_at_999_hz_names_the_walk_by_added_time() {
     let a = vm("vm-5.10-waitpid-999hz");
     let v = verdict_of(&a, "do_wait");
-    assert_eq!(v.class(), Some(Complexity::Linear), "{}", verdict_line(v));
+    assert_eq!(
+        v.classes(),
+        vec![Complexity::NLogN, Complexity::Quadratic],
+        "{}",
+        verdict_line(v)
+    );
     let rc = cause_of(&a, "do_wait");
     assert_eq!(rc.sizes_used, vec![500, 1000, 2000, 3000, 4000]);
     let c = rc

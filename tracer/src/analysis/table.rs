@@ -97,8 +97,9 @@ pub struct Row {
     /// `target_ns_per_op / op_ns`.
     pub share_of_op: Option<f64>,
     /// The fitted metric per call (the robust centre: the calls' mean with the fastest and the
-    /// slowest [`hist::TRIM`] of them left out), its estimated standard deviation per call
-    /// (histogram), and the number of timed calls behind it.
+    /// slowest [`hist::TRIM`] of them left out), the calls' spread as that centre sees it
+    /// ([`hist::trimmed_sd`], from the histogram: over √calls, the centre's standard error),
+    /// and the number of timed calls behind it.
     pub time_per_call_ns: Option<f64>,
     pub time_per_call_sd_ns: Option<f64>,
     pub timed_calls: u64,
@@ -517,7 +518,8 @@ fn row(
             } else {
                 hist::trimmed_mean(fitted, hist::TRIM)
             },
-            hist::std_dev(fitted),
+            // The spread that goes with the trimmed mean: sd/√calls is its error.
+            hist::trimmed_sd(fitted, hist::TRIM),
         )
     } else {
         (None, None)
