@@ -247,17 +247,25 @@ fn split_line(rc: &RootCause, (t0, t1): (f64, f64), n0: u64, n1: u64) -> String 
 fn no_growth_line(rc: &RootCause, target_ns: Option<(f64, f64)>, n0: u64, n1: u64) -> String {
     let anchor = anchor(rc);
     let sizes_note = sizes_note(rc);
+    // Over the sizes with stacks. When those are fewer than the sweep's, the verdict may see a
+    // rise this cannot: the claim names its sizes before any detail, so that a shortened form
+    // (the summary table's, which drops the parentheses) cannot read as the verdict's.
+    let over = if rc.sizes_used.len() < rc.samples.len() {
+        format!(" at the sizes with stacks, N={n0}..{n1}")
+    } else {
+        String::new()
+    };
     match target_ns {
-        // Over the sizes with stacks; the verdict's fit may span more sizes and call a rise
-        // of this size a class, so "does not grow" is kept for times that did not rise.
+        // The verdict's fit may span more sizes and call a rise of this size a class, so
+        // "does not grow" is kept for times that did not rise.
         Some((t0, t1)) if t1 > t0 => format!(
-            "{anchor}: its time per call grows by less than {:.0}% ({} -> {} per call, N={n0}..{n1}): too little added time to attribute{sizes_note}",
+            "{anchor}: its time per call grows by less than {:.0}%{over} ({} -> {} per call, N={n0}..{n1}): too little added time to attribute{sizes_note}",
             TIME_GROWTH * 100.0,
             ns(t0),
             ns(t1)
         ),
         Some((t0, t1)) => format!(
-            "{anchor}: its time per call does not grow ({} -> {} per call, N={n0}..{n1}): no added time to attribute{sizes_note}",
+            "{anchor}: its time per call does not grow{over} ({} -> {} per call, N={n0}..{n1}): no added time to attribute{sizes_note}",
             ns(t0),
             ns(t1)
         ),

@@ -232,6 +232,32 @@ fn stand_in_anchor_and_whole_stack_fallback() {
     );
 }
 
+/// Stacks at fewer sizes than the sweep's: "does not grow" names the sizes it rests on before
+/// any detail, so the summary table's short form (which drops the parentheses) cannot be read
+/// as the verdict's claim about the whole sweep.
+#[test]
+fn no_growth_over_some_sizes_says_which() {
+    let mut profile = do_wait_profile(false);
+    for (i, s) in profile.iter_mut().enumerate() {
+        s.samples = Some(if i < 2 { 3 } else { 100 });
+    }
+    let anchors = Anchors::new("do_wait", None);
+    let rc = root_cause("do_wait", "waitpid-pid", &anchors, &profile).unwrap();
+    assert_eq!(rc.sizes_used, vec![500, 1000, 4000, 8000]);
+    assert!(
+        line(&rc).starts_with(
+            "do_wait [waitpid-pid]: its time per call does not grow at the sizes with stacks, \
+             N=500..8000 (1.05µs -> 1.05µs per call, N=500..8000)"
+        ),
+        "{}",
+        line(&rc)
+    );
+    assert_eq!(
+        crate::render::summary::cause(&rc),
+        "its time per call does not grow at the sizes with stacks, N=500..8000"
+    );
+}
+
 #[test]
 fn needs_two_sizes_with_enough_samples() {
     let anchors = Anchors::new("do_wait", None);
