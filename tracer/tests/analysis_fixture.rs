@@ -205,16 +205,15 @@ fn cause_of<'a>(
 ///
 /// The class is of the times, one run per size: 215 µs, 497 µs, 1.65, 2.54, 3.90 and 12.1 ms
 /// (trimmed centres of 20 calls) over N = 1, 500, 1000, 2000, 3000, 4000, the last a threefold
-/// jump on a thousand more children. Each centre's error is the trimmed mean's own (a few of
-/// the calls took ten times the others; the plain deviation made every size ±50% and kept
-/// every growing shape in the set), and those times exclude O(n): the set is superlinear.
+/// jump on a thousand more children. With one run per size only the best fit's residuals (four
+/// degrees of freedom) say how far a size strays, too few to exclude O(n) against that jump.
 #[test]
 fn vm_5_10_waitpid_at_999_hz_names_the_walk_by_added_time() {
     let a = vm("vm-5.10-waitpid-999hz");
     let v = verdict_of(&a, "do_wait");
     assert_eq!(
         v.classes(),
-        vec![Complexity::NLogN, Complexity::Quadratic],
+        vec![Complexity::Linear, Complexity::NLogN, Complexity::Quadratic],
         "{}",
         verdict_line(v)
     );
@@ -249,22 +248,19 @@ fn vm_5_10_waitpid_at_999_hz_names_the_walk_by_added_time() {
 }
 
 /// 5.10 at 4999 Hz, N=1..2000: under TCG the time per call jumps 1.1 ms -> 8.5 ms from N=1000
-/// to 2000, so growth is visible at two sizes only: three sizes exclude O(log n), not the
-/// steeper shapes, and the verdict names the set, with the points behind it so a reader can
-/// judge. The walk carries most of the added time.
+/// to 2000, so growth is visible at two sizes only. Run once each, the sizes' scatter is known
+/// only from the best fit's residuals, two degrees of freedom against that jump: no growing
+/// shape is excluded, and the verdict names the whole set, with the points behind it so a
+/// reader can judge. The walk carries most of the added time.
 #[test]
 fn vm_5_10_waitpid_shows_the_points_behind_a_two_size_class() {
     let a = vm("vm-5.10-waitpid");
     let v = verdict_of(&a, "do_wait");
     assert_eq!(v.sole_class(), None, "{}", verdict_line(v));
-    assert_eq!(
-        v.classes(),
-        [Complexity::Linear, Complexity::NLogN, Complexity::Quadratic],
-        "{}",
-        verdict_line(v)
-    );
+    assert_eq!(v.classes(), Complexity::GROWING, "{}", verdict_line(v));
     assert!(
-        verdict_line(v).starts_with("do_wait [waitpid-pid]: O(n), O(n log n) or O(n^2), slope"),
+        verdict_line(v)
+            .starts_with("do_wait [waitpid-pid]: O(log n), O(n), O(n log n) or O(n^2), slope"),
         "{}",
         verdict_line(v)
     );
@@ -286,14 +282,17 @@ fn vm_5_10_waitpid_shows_the_points_behind_a_two_size_class() {
 
 /// 5.10 at 4999 Hz, N=1..6000 (the sizes the VM test now sweeps): with three sizes past the
 /// point where the walk outweighs do_wait's TCG-inflated fixed cost, the fit is O(n) with a
-/// slope near 1, and the walk carries most of the added time.
+/// slope near 1, and the walk carries most of the added time. One run per size leaves
+/// O(n log n) in the set (its log factor changes by x1.5 over the sweep; the residuals of
+/// seven sizes, five degrees of freedom, cannot exclude it).
 #[test]
 fn vm_5_10_waitpid_to_6000_children_is_linear() {
     let a = vm("vm-5.10-waitpid-6000");
     let v = verdict_of(&a, "do_wait");
+    assert_eq!(v.class(), Some(Complexity::Linear), "{}", verdict_line(v));
     assert_eq!(
-        v.sole_class(),
-        Some(Complexity::Linear),
+        v.classes(),
+        [Complexity::Linear, Complexity::NLogN],
         "{}",
         verdict_line(v)
     );

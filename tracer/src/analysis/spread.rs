@@ -126,9 +126,11 @@ mod tests {
     }
 
     /// The 5.10 sweep of the module docs: three sizes of a walk with a fixed part, a thousand
-    /// samples or more each. Against the samples alone the fit names O(log n) by itself;
-    /// with runs that differ by 20% the data leaves O(n) in the set. With runs that agree
-    /// to 1% the set stays what the samples say.
+    /// samples or more each. Against the samples alone the fit once named O(log n) by
+    /// itself; three sizes leave one degree of freedom to the best fit's residuals, and an
+    /// error variance estimated from one is uncertain enough that the set keeps O(n) too. With
+    /// runs that differ by 20% the data leaves O(n) in the set; with runs that agree to 1% the
+    /// set stays what the samples say.
     #[test]
     fn runs_that_differ_keep_the_neighbouring_classes() {
         let pts: Vec<Point> = [
@@ -144,7 +146,14 @@ mod tests {
         })
         .collect();
         let alone = crate::analysis::fit::fit_scaling(&pts).unwrap();
-        assert_eq!(alone.classes, vec![Complexity::Log], "{alone:?}");
+        assert_eq!(alone.class, Complexity::Log, "{alone:?}");
+        assert!(
+            alone
+                .classes
+                .starts_with(&[Complexity::Log, Complexity::Linear]),
+            "{:?}",
+            alone.classes
+        );
         let pair = |n: u64, a: f64, b: f64| [(n, a), (n, b)];
         let noisy = RunSpread::of(
             &runs(

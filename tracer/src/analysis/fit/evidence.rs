@@ -4,9 +4,13 @@
 
 use serde::Serialize;
 
+use super::super::stats::t975;
 use super::{
     Complexity, EVIDENCE_RATIO, MIN_REL_ERROR, ModelFit, Point, fit_model, weighted_noise,
 };
+
+/// The standard normal's 97.5% quantile: [`t975`] with infinitely many degrees of freedom.
+const Z975: f64 = 1.959_964;
 
 /// One growing class's evidence against the best-fitting one.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -53,8 +57,21 @@ pub(super) fn class_evidence(raw: &[Point], sizes: &[Point]) -> Vec<ClassEvidenc
     let k = raw.len() as f64;
     let rss = |m: &ModelFit| m.nrms * m.nrms * k;
     let best = fits.iter().map(rss).fold(f64::INFINITY, f64::min);
-    let sigma2 = (best / (k - 2.0).max(1.0))
-        .max(pure_error(&raw))
+    // The error variance: the largest of the best fit's residual variance, the runs' pure
+    // error, the points' own errors and the floor. The first two are estimates from few
+    // degrees of freedom, themselves uncertain: each is taken at (t(dof) / z)² times its value
+    // (95%), so that a difference in fit must be as much larger to exclude a class as an F
+    // test rather than a chi-squared one asks: x4.8 from the two residual degrees of freedom
+    // of four sizes run once (where one knee made O(n^2) the sole class of a linear walk),
+    // x1.7 from five, x1.1 from thirty.
+    let inflate = |v: f64, dof: f64| v * (t975(dof) / Z975).powi(2);
+    let (pure, pure_dof) = pure_error(&raw);
+    let sigma2 = inflate(best / (k - 2.0).max(1.0), (k - 2.0).max(1.0))
+        .max(if pure_dof > 0.0 {
+            inflate(pure, pure_dof)
+        } else {
+            0.0
+        })
         .max(weighted_noise(&raw).powi(2))
         .max(MIN_REL_ERROR * MIN_REL_ERROR);
     let deltas: Vec<f64> = fits.iter().map(|m| (rss(m) - best) / sigma2).collect();
@@ -89,8 +106,9 @@ pub(super) fn plausible_set(evidence: &[ClassEvidence]) -> Vec<Complexity> {
 }
 
 /// The relative variance between runs of one size (pooled over the sizes measured more than
-/// once): the error no model can explain. 0 without repeated sizes.
-fn pure_error(raw: &[Point]) -> f64 {
+/// once): the error no model can explain, and its degrees of freedom. 0 without repeated
+/// sizes.
+fn pure_error(raw: &[Point]) -> (f64, f64) {
     let (mut ss, mut dof) = (0.0, 0usize);
     let mut i = 0;
     while i < raw.len() {
@@ -105,5 +123,9 @@ fn pure_error(raw: &[Point]) -> f64 {
         }
         i = j;
     }
-    if dof == 0 { 0.0 } else { ss / dof as f64 }
+    if dof == 0 {
+        (0.0, 0.0)
+    } else {
+        (ss / dof as f64, dof as f64)
+    }
 }

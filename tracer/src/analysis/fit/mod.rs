@@ -48,7 +48,8 @@
 //!    squared relative residuals are compared with the best one's in units of the error
 //!    variance `σ²`: the largest of the best model's residual variance (k − 2 degrees of
 //!    freedom), the spread between runs of one size (pure error), the points' own errors and
-//!    [`MIN_REL_ERROR`]². With equal parameter counts that difference over `σ²` is the models'
+//!    [`MIN_REL_ERROR`]², the two estimates taken at `(t(dof)/z)²` times their value (an
+//!    error estimated from few degrees of freedom may be that much larger). With equal parameter counts that difference over `σ²` is the models'
 //!    AIC difference, so `exp(Δ/2)` is their evidence ratio (Akaike weights). Every class within
 //!    [`EVIDENCE_RATIO`] of the best stays in the set ([`Scaling::classes`], least growth
 //!    first, gaps filled); with two sizes every growing shape fits exactly and the set is every
