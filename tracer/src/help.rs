@@ -84,11 +84,14 @@ Verdict: whether the time per call grows with N, and which classes of t = a + b*
 (O(1), O(log n), O(n), O(n log n), O(n^2)) the data leaves. The value at each N is robust:
 the calls' mean without the fastest and slowest 10%, and the median over the runs when the
 command ran more than once (the mean stays a column). Grows: the largest N is above the
-smallest by at least 20% (the least growth worth a claim) and by 3 standard errors, at two
+smallest by at least 20% (the least growth worth a claim) and by 3 standard errors (of that
+robust value: the kept calls' spread over the square root of their number), at two
 sizes or more, and with four sizes or more the growth term's 95% interval excludes 0 (a
 one-sided 2.5% error rate) or the rise is 3 times the scatter around the fit. Class: every growing model is fitted to every run as its own point; a class
 is named alone only when it fits 10 times more likely than each other (Akaike weights, each
-point's error at least 5%); otherwise the line names the set (\"O(n) or O(n log n)\",
+point's error at least 5%; an error estimated from the data's own scatter, the best fit's
+residuals or the runs' spread, counted as large as its degrees of freedom leave possible:
+x4.8 for four sizes run once); otherwise the line names the set (\"O(n) or O(n log n)\",
 summary.json `classes`; `class` only when the set has one member). Root cause: the callee
 frame under the target whose share of the target's time grows most with N.";
 
