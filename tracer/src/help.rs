@@ -93,7 +93,10 @@ point's error at least 5%; an error estimated from the data's own scatter, the b
 residuals or the runs' spread, counted as large as its degrees of freedom leave possible:
 x4.8 for four sizes run once); otherwise the line names the set (\"O(n) or O(n log n)\",
 summary.json `classes`; `class` only when the set has one member). Root cause: the callee
-frame under the target whose share of the target's time grows most with N.";
+frame under the target that carries most of the time the target adds per call from the
+smallest to the largest N with stacks (a frame's time per call is its share of the samples
+times the fitted value above), at least half of it and by 2 standard errors of sampling;
+where the fitted value grows by less than 20% there is no added time to give a frame.";
 
 pub const COMPARE_HELP: &str =
     "Per target and case, the growth with N decides, not the class labels: the growth is the

@@ -327,7 +327,9 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Analysis {
 /// (off-CPU stacks explain time blocked, which that verdict is not about), saying so when they
 /// are too few. When it is wall time: from on-CPU stacks when two sizes have enough samples,
 /// else from off-CPU stacks when they do, else the "too few samples" answer of whichever kind
-/// has stacks (on-CPU first).
+/// has stacks (on-CPU first). The time per call the on-CPU stacks split is the fitted robust
+/// centre where the fitted metric is on-CPU time, so verdict and root cause agree on whether
+/// the time grows.
 fn case_root_cause(
     stacks: &[StackData],
     run: usize,
@@ -358,8 +360,14 @@ fn case_root_cause(
                         stacks: file.map(|f| f.folded.clone()).unwrap_or_default(),
                         calls: Some(r.calls),
                         samples: Some(file.map_or(0, |f| f.file.count)),
-                        ns_per_call: match kind {
-                            StackKind::Offcpu => r.offcpu_mean_ns,
+                        ns_per_call: match (kind, t.metric, r.oncpu_mean_ns) {
+                            (StackKind::Offcpu, _, _) => r.offcpu_mean_ns,
+                            // On-CPU stacks split the verdict's own value when it is on-CPU
+                            // time (the calls' robust centre), so the root cause attributes
+                            // the growth the verdict sees: the plain mean, which one slow call
+                            // moves, could have it blame a frame for time added beside an
+                            // O(1) verdict.
+                            (_, Metric::OncpuMean, Some(mean)) => r.time_per_call_ns.or(Some(mean)),
                             _ => r.oncpu_mean_ns.or(r.wall_mean_ns),
                         },
                     }
@@ -389,4 +397,87 @@ fn stack_loss(counters: &BTreeMap<String, u64>) -> Option<StackLoss> {
         sampled: get("stacks_lost_sampled"),
         aggregates_full: get("stack_aggregates_full"),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::stacks::Folded;
+    use crate::analysis::table::Row;
+    use crate::rundata::StackFile;
+
+    /// Ten sampled stacks per size: `slow` of them in `finish_task_switch`, the rest in the
+    /// walk below do_wait.
+    fn stacks_at(n: u64, slow: u64) -> StackData {
+        let mut folded = Folded::new();
+        let path = |leaf: &str| vec!["do_wait".to_string(), leaf.to_string()];
+        folded.add(path("finish_task_switch"), slow * 1000);
+        folded.add(path("wait_consider_task"), (10 - slow) * 1000);
+        StackData {
+            run: 0,
+            file: StackFile {
+                kind: StackKind::Oncpu,
+                target: "do_wait".into(),
+                case: 0,
+                case_name: "waitpid-pid".into(),
+                n,
+                path: String::new(),
+                total_ns: 10_000,
+                count: 10,
+            },
+            folded,
+        }
+    }
+
+    fn row(n: u64, mean: f64, centre: f64) -> Row {
+        Row {
+            n,
+            calls: 100,
+            timed_calls: 100,
+            oncpu_mean_ns: Some(mean),
+            wall_mean_ns: Some(mean),
+            time_per_call_ns: Some(centre),
+            ..Row::default()
+        }
+    }
+
+    /// One call preempted for long at the largest size lifts the plain on-CPU mean by half
+    /// and puts half the samples in the scheduler, while the robust centre the verdict fits
+    /// stays flat (O(1)). The root cause must agree with the verdict: no added time to give
+    /// the scheduler frame, whose share grew from 0 to 50%.
+    #[test]
+    fn root_cause_attributes_the_growth_the_verdict_fits() {
+        let table = |metric| CaseTable {
+            run: "r".into(),
+            kernel: "6.1".into(),
+            target: "do_wait".into(),
+            case: 0,
+            case_name: "waitpid-pid".into(),
+            plan: None,
+            timed: true,
+            metric,
+            rows: vec![
+                row(10, 300_000.0, 300_000.0),
+                row(100, 310_000.0, 301_000.0),
+                row(1000, 450_000.0, 298_000.0),
+            ],
+            probe_cost: None,
+        };
+        let stacks = [stacks_at(10, 0), stacks_at(100, 0), stacks_at(1000, 5)];
+        let anchors = Anchors::new("do_wait", None);
+
+        let (_, flat) = case_root_cause(&stacks, 0, &table(Metric::OncpuMean), &anchors).unwrap();
+        assert_eq!(flat.target_ns, Some((300_000.0, 298_000.0)));
+        assert!(!flat.attributes());
+        assert!(flat.culprit.is_none(), "{:?}", flat.culprit);
+
+        // Fitting wall time, the on-CPU stacks still split the on-CPU mean, which grew.
+        let (_, by_mean) = case_root_cause(&stacks, 0, &table(Metric::WallMean), &anchors).unwrap();
+        assert_eq!(by_mean.target_ns, Some((300_000.0, 450_000.0)));
+        assert!(by_mean.attributes());
+        assert_eq!(
+            by_mean.culprit.as_ref().map(|c| c.frame()),
+            Some("finish_task_switch")
+        );
+    }
 }

@@ -7,7 +7,8 @@
 //!
 //! **Added-time attribution (the primary rule).** A frame's time per call at N is its share
 //! times the target's *measured* time per call at N (the span histograms are exact, samples
-//! are not). Between the smallest and the largest usable N the target adds `Δt = t₁ − t₀` per
+//! are not): the value the verdict fits, the calls' robust centre, so that the root cause finds
+//! added time exactly where the verdict sees growth. Between the smallest and the largest usable N the target adds `Δt = t₁ − t₀` per
 //! call; a frame adds `Δf = s₁·t₁ − s₀·t₀`, and carries `Δf / Δt` of the target's added time.
 //! Its sampling noise is the binomial standard error of each share (`√(q(1−q)/k)` with k the
 //! samples at that N, q kept one sample inside 0 and 1, so an absent frame is not certain to
@@ -81,8 +82,9 @@ pub struct StacksAtN {
     pub calls: Option<u64>,
     /// Samples (or off-CPU episodes) behind `stacks`; None when unknown (taken as enough).
     pub samples: Option<u64>,
-    /// The target's measured time per call at this N, of the kind the stacks show (on-CPU
-    /// mean for on-CPU stacks, off-CPU mean for off-CPU stacks).
+    /// The target's measured time per call at this N, of the kind the stacks show (for on-CPU
+    /// stacks the fitted robust centre when the verdict fits on-CPU time, else the on-CPU
+    /// mean; the off-CPU mean for off-CPU stacks).
     pub ns_per_call: Option<f64>,
 }
 
