@@ -55,7 +55,7 @@ pub(super) fn why_missed(md: &mut String, r: &Results) {
                     md,
                     "  - {}: timing alone costs {:.2}x the bare floor ({} vs {} ns added per \
                      call); the lean tracer, the best configuration measured, costs {:.2}x that \
-                     timed floor ({} ns): the thread-state lookups and the aggregation.",
+                     timed floor ({} ns).",
                     set.title,
                     t / f,
                     ns(t),
@@ -76,8 +76,8 @@ pub(super) fn why_missed(md: &mut String, r: &Results) {
             let _ = writeln!(
                 md,
                 "- One perf profile per tool (share of the workload's CPU samples, tracer-lean / \
-                 tracer / bpftrace; one run each, a few hundred samples: coarse, and perf named \
-                 none of the tracer's own program instructions, so its program bodies read 0%): \
+                 tracer / bpftrace; one run each, a few hundred samples: coarse; the programs' \
+                 JIT images are named by perf as bpf_prog_TAG_NAME): \
                  BPF map operations {:.0}% / {:.0}% / {:.0}%, stack walks \
                  {:.0}% / {:.0}% / {:.0}%, BPF program bodies {:.0}% / {:.0}% / {:.0}%, clock \
                  reads {:.0}% / {:.0}% / {:.0}%.",
@@ -94,6 +94,42 @@ pub(super) fn why_missed(md: &mut String, r: &Results) {
                 get("tracer", "clock"),
                 get("bpftrace", "clock"),
             );
+        }
+        if let Some(lean) = r
+            .profile
+            .as_ref()
+            .and_then(|p| p.profiles.iter().find(|t| t.name == "tracer-lean"))
+        {
+            let share = |cat: &str| {
+                lean.categories
+                    .iter()
+                    .find(|c| c.symbol.starts_with(cat))
+                    .map_or(0.0, |c| c.percent)
+            };
+            let programs: Vec<String> = lean
+                .top
+                .iter()
+                .filter(|s| s.symbol.starts_with("bpf_prog_"))
+                .map(|s| format!("`{}` {:.0}%", s.symbol, s.percent))
+                .collect();
+            let (bodies, maps) = (share("BPF program"), share("BPF map"));
+            if !programs.is_empty() {
+                let _ = writeln!(
+                    md,
+                    "- Where the lean tracer's time goes: its programs' own instructions ({}) are \
+                     {:.0}% of the workload's samples, the map operations they call (the \
+                     thread-state hash among them) {:.0}%: {}",
+                    programs.join(", "),
+                    bodies,
+                    maps,
+                    if bodies > maps {
+                        "the work in the program bodies (the routing, the filter, the \
+                         aggregation), more than the lookups, is what a cheaper path must cut."
+                    } else {
+                        "the lookups weigh at least as much as the program bodies."
+                    }
+                );
+            }
         }
         if let Some(top) = r.profile.as_ref().and_then(|p| {
             p.profiles
