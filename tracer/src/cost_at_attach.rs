@@ -49,9 +49,15 @@ pub const CHILD_SUBCOMMAND: &str = "__probe_cost";
 pub const CALLS: u32 = 2000;
 pub const ROUNDS: u32 = 9;
 
-/// Cheap syscalls without arguments: the first one the run does not trace is the untraced
-/// reference, the next ones carry one kind of probe each.
-const SYSCALLS: [&str; 5] = ["getgid", "getuid", "geteuid", "getegid", "getppid"];
+/// Cheap syscalls that cannot fail, called with zero arguments (`getpgid(0)` and `getsid(0)`
+/// ask about the caller): the first one the run does not trace is the untraced reference, the
+/// next ones carry one kind of probe each. The last two are there for fentry: a kernel may
+/// leave the argument-less syscalls' functions out of its BTF (Debian's 6.12 has none of
+/// `__x64_sys_getuid`, `_geteuid`, `_getgid`, `_getegid`, `_getppid`, but has
+/// `__x64_sys_getpgid` and `__x64_sys_getsid`).
+const SYSCALLS: [&str; 7] = [
+    "getgid", "getuid", "geteuid", "getegid", "getppid", "getpgid", "getsid",
+];
 
 /// The kinds of probe a plan uses, each measured once per run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -126,11 +132,12 @@ pub fn measure_all(
         .filter_map(|r| r.active.as_ref())
         .flat_map(|a| a.attach_points.iter())
         .collect();
-    let mut free = SYSCALLS
+    let mut free: Vec<&'static str> = SYSCALLS
         .iter()
         .copied()
-        .filter(|sc| !used.iter().any(|p| names_syscall(p, sc)));
-    let reference = free.next();
+        .filter(|sc| !used.iter().any(|p| names_syscall(p, sc)))
+        .collect();
+    let reference = (!free.is_empty()).then(|| free.remove(0));
     let mut probes: Vec<Probe> = Vec::new();
     let mut costs: Vec<(ProbeKind, ProbeCost)> = Vec::new();
     for r in resolved.iter() {
@@ -139,7 +146,16 @@ pub fn measure_all(
         if probes.iter().any(|p| p.kind == kind) || costs.iter().any(|c| c.0 == kind) {
             continue;
         }
-        match (reference, free.next()) {
+        // fentry needs the syscall's function in the kernel's BTF: the first free syscall
+        // whose function is there, else the first (refused, with the reason, at attach).
+        let pick = match kind {
+            ProbeKind::Fentry => free
+                .iter()
+                .position(|sc| syscall_function(ksyms, sc).is_some_and(|f| engine.in_btf(&f))),
+            _ => None,
+        }
+        .or((!free.is_empty()).then_some(0));
+        match (reference, pick.map(|i| free.remove(i))) {
             (Some(_), Some(syscall)) => probes.push(Probe {
                 kind,
                 index: r.index,
@@ -179,6 +195,14 @@ pub fn measure_all(
     Ok(t0.elapsed())
 }
 
+/// The kernel function of syscall `sc` (`__x64_sys_getuid` on x86_64), when kallsyms has it.
+fn syscall_function(ksyms: &Kallsyms, sc: &str) -> Option<String> {
+    ["__x64_sys_", "__arm64_sys_", "sys_"]
+        .iter()
+        .map(|pre| format!("{pre}{sc}"))
+        .find(|s| ksyms.contains(s))
+}
+
 /// True when attach point `point` is syscall `sc` (its tracepoint or its kernel function).
 fn names_syscall(point: &str, sc: &str) -> bool {
     point.ends_with(&format!("_sys_{sc}"))
@@ -205,11 +229,7 @@ fn attach(
     let fail = |f: AttachFailure| f.message().to_string();
     match p.kind {
         ProbeKind::Fentry | ProbeKind::Kprobe => {
-            let Some(sym) = ["__x64_sys_", "__arm64_sys_", "sys_"]
-                .iter()
-                .map(|pre| format!("{pre}{}", p.syscall))
-                .find(|s| ksyms.contains(s))
-            else {
+            let Some(sym) = syscall_function(ksyms, p.syscall) else {
                 return Ok(Err(format!(
                     "no kernel function for {}() in kallsyms",
                     p.syscall
@@ -444,6 +464,8 @@ fn syscall_number(name: &str) -> Option<libc::c_long> {
         "geteuid" => libc::SYS_geteuid,
         "getegid" => libc::SYS_getegid,
         "getppid" => libc::SYS_getppid,
+        "getpgid" => libc::SYS_getpgid,
+        "getsid" => libc::SYS_getsid,
         _ => return None,
     })
 }
@@ -452,9 +474,10 @@ fn syscall_number(name: &str) -> Option<libc::c_long> {
 fn batch(nr: libc::c_long, count: u32) -> f64 {
     let t = Instant::now();
     for _ in 0..count {
-        // SAFETY: the calibration syscalls take no arguments and cannot fail; the raw
-        // syscall, since libc could cache them.
-        unsafe { libc::syscall(nr) };
+        // SAFETY: the calibration syscalls take no pointer and cannot fail (getpgid(0) and
+        // getsid(0) ask about the caller; the others ignore the argument); the raw syscall,
+        // since libc could cache them.
+        unsafe { libc::syscall(nr, 0 as libc::c_long) };
     }
     t.elapsed().as_nanos() as f64 / f64::from(count.max(1))
 }

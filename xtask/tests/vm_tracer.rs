@@ -258,6 +258,7 @@ fn assert_sweep(out: &Path, label: &str, expect: &[(&str, &str)]) {
         assert_eq!(all.plan(target), *plan, "{label}: plan of {target}");
     }
     all.assert_counts_match(label);
+    assert_function_probe_costs_measured(&all.run, label);
     // Verification ran and passed for each chosen plan.
     for t in all.run["targets"].as_array().unwrap() {
         if !t["plan"].is_null() {
@@ -288,6 +289,28 @@ fn assert_forced(out: &Path, label: &str, forced: &[(&str, &str)]) {
         assert_eq!(v.plan(target), *plan, "{label}: forced plan of {target}");
     }
     v.assert_counts_match(label);
+    assert_function_probe_costs_measured(&v.run, label);
+}
+
+/// Every function probe's own cost was measured at attach: a figure, not a reason. fentry
+/// needs the calibration syscall's function in the kernel's BTF, which Debian's kernels have
+/// for `getpgid` and `getsid` but not for the argument-less `getuid` and its kin.
+fn assert_function_probe_costs_measured(run: &Value, label: &str) {
+    let mut seen = 0;
+    for t in run["targets"].as_array().unwrap() {
+        let pc = &t["probe_cost"];
+        let mech = pc["mechanism"].as_str().unwrap_or("");
+        if mech.starts_with("fentry") || mech.starts_with("kprobe") {
+            seen += 1;
+            let ns = pc["probe_cost_ns"].as_f64();
+            assert!(
+                ns.is_some_and(|ns| ns > 0.0),
+                "{label}: {}: {mech} probe cost not measured: {pc}",
+                t["name"]
+            );
+        }
+    }
+    assert!(seen > 0, "{label}: no function probe in {run}");
 }
 
 /// The forced syscall brackets count every wait and every read of /proc/sysvipc/*, fed by

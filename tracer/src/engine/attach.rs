@@ -98,18 +98,15 @@ impl Engine {
     ) -> Result<Result<Slot, AttachFailure>, EngineError> {
         match mech {
             FnMech::Fentry => {
-                let Some(btf) = self.btf.as_ref() else {
+                if self.btf.is_none() {
                     return Ok(Err(AttachFailure::NotInBtf(format!(
                         "no kernel BTF ({})",
                         self.btf_error
                             .as_deref()
                             .unwrap_or("/sys/kernel/btf/vmlinux missing")
                     ))));
-                };
-                if btf
-                    .id_by_type_name_kind(symbol, aya_obj::btf::BtfKind::Func)
-                    .is_err()
-                {
+                }
+                if !self.in_btf(symbol) {
                     return Ok(Err(AttachFailure::NotInBtf(format!(
                         "{symbol} is not in the kernel's BTF (inlined or not built)"
                     ))));

@@ -257,6 +257,14 @@ impl Engine {
         self.raw_used
     }
 
+    /// True when the kernel's BTF has function `name` (fentry can attach to it).
+    pub fn in_btf(&self, name: &str) -> bool {
+        self.btf.as_ref().is_some_and(|b| {
+            b.id_by_type_name_kind(name, aya_obj::btf::BtfKind::Func)
+                .is_ok()
+        })
+    }
+
     pub fn btf_error(&self) -> Option<&str> {
         self.btf_error.as_deref()
     }
