@@ -196,6 +196,9 @@ pub const FLAG_DISCOVER: u32 = 1 << 4;
 /// function (its entry uprobe begins the phase, its return probe ends it); outside it, and
 /// without a phase of its own, it is unphased.
 pub const FLAG_PHASE_FN: u32 = 1 << 5;
+/// The per-CPU fast path of span pairing (`fastpath` in the programs): set only when the
+/// scheduler programs are attached, since `sched_switch` moves a blocked call off it.
+pub const FLAG_FAST_PATH: u32 = 1 << 6;
 
 /// What one attach slot does, element `slot` of a `*_SLOTS` array.
 #[repr(C)]
@@ -521,8 +524,11 @@ pub mod counter {
     /// Stacks taken but not filed because the stack-aggregate map (`STACKS`: one entry per
     /// kind, target, case, N, stack pair and process) was full: part of `STACK_ERRORS`.
     pub const STACK_AGGREGATES_FULL: u32 = 17;
+    /// Calls moved from a CPU's fast-path slot to their thread's state (switched out, nested,
+    /// or another target's exit while open): informational.
+    pub const FAST_PATH_SPILLS: u32 = 18;
     /// Number of counters.
-    pub const COUNT: u32 = 18;
+    pub const COUNT: u32 = 19;
 }
 
 /// Frames kept per recorded stack (kernel or user); deeper stacks keep their innermost

@@ -8,8 +8,10 @@
 //! an array, and stack weights. Userspace reads a few maps at the end, so nothing is lost at
 //! any call rate.
 //!
-//! The hot path (one entry and one exit per traced call) does one hash lookup each, for the
-//! thread's state; everything else it touches is an array element. A phase (case, N) gets an
+//! The hot path (one entry and one exit per traced call) keeps a call that neither blocks,
+//! migrates, nests nor recurses in its CPU's slot (`fastpath`) and touches only array
+//! elements; any other call is paired through the thread's state, one hash lookup at entry
+//! and one at exit. A phase (case, N) gets an
 //! aggregate *row* when it begins, and threads cache their process's phase and row, checked
 //! against a generation number that every phase change bumps.
 //!
@@ -29,6 +31,7 @@ mod util;
 
 // What every slot program runs: span pairing, the stack store, aggregation.
 mod aggregation;
+mod fastpath;
 mod spans;
 mod stacks;
 

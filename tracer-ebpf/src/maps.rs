@@ -7,7 +7,7 @@ use aya_ebpf::{
 };
 use tracer_ebpf::*;
 
-use crate::spans::ThreadState;
+use crate::{fastpath::CpuCall, spans::ThreadState};
 
 #[map]
 pub(crate) static CONFIG: Array<Config> = Array::with_max_entries(1, 0);
@@ -31,6 +31,10 @@ pub(crate) static NS_SEEDS: HashMap<u32, u32> = HashMap::with_max_entries(MAX_NS
 
 #[map]
 pub(crate) static THREADS: HashMap<u32, ThreadState> = HashMap::with_max_entries(16384, 0);
+
+/// The call open on each CPU, for the fast path (see `fastpath`).
+#[map]
+pub(crate) static CPU_CALL: PerCpuArray<CpuCall> = PerCpuArray::with_max_entries(1, 0);
 
 /// Never written: a zeroed ThreadState to insert from (kept off the 512-byte BPF stack).
 #[map]

@@ -18,7 +18,7 @@ use crate::{
 
 /// The phase generation, plus one (so that a zeroed cache is never valid).
 #[inline(always)]
-fn phase_gen() -> u64 {
+pub(crate) fn phase_gen() -> u64 {
     match PHASE_GEN.get(0) {
         Some(g) => *g + 1,
         None => 0,

@@ -7,6 +7,7 @@ use tracer_ebpf::*;
 use crate::{
     aggregation::add_stack_nmi,
     entries::current_entry,
+    fastpath,
     filter::filter_pass,
     maps::{SAMPLED_STACKS, THREADS},
     phases::{lookup_phase, peek_phase},
@@ -28,19 +29,26 @@ pub fn sampler(ctx: PerfEventContext) -> u32 {
             profile_sample(&ctx, cfg, pid_tgid);
         }
     }
-    let Some(st) = (unsafe { THREADS.get(&tid) }) else {
-        return 0;
-    };
-    if st.active == 0 {
-        return 0;
-    }
     let Some(cfg) = config() else { return 0 };
     if cfg.flags & FLAG_ONCPU_SAMPLES == 0 {
         return 0;
     }
+    let tgid = (pid_tgid >> 32) as u32;
+    // The call open on this CPU's fast path is the innermost one, else the thread state's.
+    let (target, case, n) = match fastpath::peek(cfg, tid, tgid) {
+        Some(open) => open,
+        None => {
+            let Some(st) = (unsafe { THREADS.get(&tid) }) else {
+                return 0;
+            };
+            if st.active == 0 {
+                return 0;
+            }
+            let (case, n) = peek_phase(st, tgid);
+            (top_target(st), case, n)
+        }
+    };
     bump(counter::SAMPLES_IN_TARGET);
-    let target = top_target(st);
-    let (case, n) = peek_phase(st, (pid_tgid >> 32) as u32);
     let kstack = store_stack(&ctx, &SAMPLED_STACKS, 0, counter::STACKS_LOST_SAMPLED);
     let key = StackKey {
         agg: AggKey { target, case, n },

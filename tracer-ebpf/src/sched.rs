@@ -14,6 +14,7 @@ use tracer_ebpf::*;
 
 use crate::{
     aggregation::add_stack,
+    fastpath,
     filter::{current_ns_tgid, filter_pass, is_followed},
     maps::{
         CONFIG, COUNTERS, CURRENT_PHASE, FOLLOW, IN_SYSCALL, NS_SEEDS, OFF_START, PENDING_OPEN,
@@ -56,6 +57,8 @@ fn on_switch<C: EbpfContext>(ctx: &C, cfg: &Config, next: Option<i32>) {
     let pid_tgid = bpf_get_current_pid_tgid();
     let prev = pid_tgid as u32;
     if prev != 0 {
+        // A call open on the fast path moves to the thread's state, whose accounting follows.
+        fastpath::switch_out(cfg, prev);
         if let Some(st) = THREADS.get_ptr_mut(&prev) {
             let st = unsafe { &mut *st };
             if st.active > 0 && st.off_since_ns == 0 {
@@ -83,7 +86,10 @@ fn on_switch<C: EbpfContext>(ctx: &C, cfg: &Config, next: Option<i32>) {
             bump(counter::STACK_ERRORS);
         }
     }
-    let Some(next) = next else { return };
+    let Some(next) = next else {
+        fastpath::switch_in(cfg, None, None);
+        return;
+    };
     let next = next as u32;
     if cfg.flags & FLAG_DISCOVER != 0 && next != 0 {
         if let Some(start) = unsafe { OFF_START.get(&next) } {
@@ -103,27 +109,32 @@ fn on_switch<C: EbpfContext>(ctx: &C, cfg: &Config, next: Option<i32>) {
             add_stack(&key, ts.saturating_sub(start.since_ns));
         }
     }
-    if next != 0 {
-        if let Some(st) = THREADS.get_ptr_mut(&next) {
-            let st = unsafe { &mut *st };
-            if st.active > 0 && st.off_since_ns != 0 {
-                let blocked = ts.saturating_sub(st.off_since_ns);
-                st.last_in_ns = ts;
-                st.off_since_ns = 0;
-                if cfg.flags & FLAG_OFFCPU_STACKS != 0 && st.off_kstack >= 0 {
-                    let key = StackKey {
-                        agg: AggKey {
-                            target: st.off_target,
-                            case: st.off_case,
-                            n: st.off_n,
-                        },
-                        kind: STACK_OFFCPU,
-                        kstack: st.off_kstack,
-                        ustack: -1,
-                        tgid: 0,
-                    };
-                    add_stack(&key, blocked);
-                }
+    let st = if next != 0 {
+        THREADS.get_ptr_mut(&next)
+    } else {
+        None
+    };
+    // Whether `next` has open calls decides whether its calls here take the fast path.
+    fastpath::switch_in(cfg, Some(next), st.map(|s| unsafe { &*s }));
+    if let Some(st) = st {
+        let st = unsafe { &mut *st };
+        if st.active > 0 && st.off_since_ns != 0 {
+            let blocked = ts.saturating_sub(st.off_since_ns);
+            st.last_in_ns = ts;
+            st.off_since_ns = 0;
+            if cfg.flags & FLAG_OFFCPU_STACKS != 0 && st.off_kstack >= 0 {
+                let key = StackKey {
+                    agg: AggKey {
+                        target: st.off_target,
+                        case: st.off_case,
+                        n: st.off_n,
+                    },
+                    kind: STACK_OFFCPU,
+                    kstack: st.off_kstack,
+                    ustack: -1,
+                    tgid: 0,
+                };
+                add_stack(&key, blocked);
             }
         }
     }
@@ -187,6 +198,9 @@ fn on_exit_task() {
     let pid_tgid = bpf_get_current_pid_tgid();
     let tid = pid_tgid as u32;
     let tgid = (pid_tgid >> 32) as u32;
+    if fastpath::thread_exits(tid) {
+        bump(counter::ABANDONED_FRAMES);
+    }
     if let Some(st) = unsafe { THREADS.get(&tid) } {
         if st.active > 0 {
             if let Some(c) = COUNTERS.get_ptr_mut(counter::ABANDONED_FRAMES) {

@@ -9,6 +9,7 @@ use tracer_ebpf::*;
 
 use crate::{
     aggregation::{add_stack_weighted, record_span, record_untimed},
+    fastpath::{self, CpuCall, cpu_call},
     filter::{current_ns_tgid, filter_pass},
     maps::{CALLER_TICK, COUNTERS, EVENTS, SLOTS, THREADS, ZERO_THREAD},
     phases::{lookup_phase, thread_phase},
@@ -67,7 +68,7 @@ fn slot_target(slot: u32) -> Option<u32> {
 }
 
 #[inline(always)]
-fn thread_state(tid: u32) -> Option<*mut ThreadState> {
+pub(crate) fn thread_state(tid: u32) -> Option<*mut ThreadState> {
     if let Some(st) = THREADS.get_ptr_mut(&tid) {
         return Some(st);
     }
@@ -94,8 +95,18 @@ pub(crate) fn on_enter(slot: u32) {
     }
     let ts = now();
     let tid = bpf_get_current_pid_tgid() as u32;
+    if let Some(c) = cpu_call(cfg) {
+        if fastpath::try_enter(c, tid, target, ts) {
+            return;
+        }
+    }
     let Some(st) = thread_state(tid) else { return };
-    let st = unsafe { &mut *st };
+    push_frame(unsafe { &mut *st }, target, ts);
+}
+
+/// Open a call of `target` entered at `ts` on the thread whose state is `st`.
+#[inline(always)]
+pub(crate) fn push_frame(st: &mut ThreadState, target: u32, ts: u64) {
     if st.active == 0 {
         st.oncpu_ns = 0;
         st.last_in_ns = ts;
@@ -130,39 +141,80 @@ pub(crate) fn on_exit<C: EbpfContext>(ctx: &C, slot: u32, count_unpaired: bool) 
     let pid_tgid = bpf_get_current_pid_tgid();
     let tid = pid_tgid as u32;
     let tgid = (pid_tgid >> 32) as u32;
+    let Some(cfg) = config() else { return };
+    // One call of `complete` for both paths: it is the larger part of the program.
+    let fast = cpu_call(cfg).and_then(|c| fast_exit(c, target, tid, tgid, ts));
+    let span = match fast {
+        Some(span) => span,
+        None => match exact_exit(cfg, target, tid, tgid, ts, count_unpaired) {
+            Some(span) => span,
+            None => return,
+        },
+    };
+    complete(ctx, cfg, &span, tid, tgid);
+}
+
+/// The exit closes the call open on this CPU's fast path.
+#[inline(always)]
+fn fast_exit(c: &mut CpuCall, target: u32, tid: u32, tgid: u32, ts: u64) -> Option<Span> {
+    let wall = fastpath::try_exit(c, tid, target, ts)?;
+    let (case, n, row) = fastpath::phase(c, tgid);
+    Some(Span {
+        key: AggKey { target, case, n },
+        row,
+        wall,
+        // It never left the CPU: a switch would have moved it to the exact path.
+        oncpu: wall,
+        outer: NO_TARGET,
+        end_ns: ts,
+    })
+}
+
+/// The exit paired through the thread's state: the span, or None when there is none to time
+/// (no state, a missed entry, or a call counted untimed here).
+#[inline(always)]
+fn exact_exit(
+    cfg: &Config,
+    target: u32,
+    tid: u32,
+    tgid: u32,
+    ts: u64,
+    count_unpaired: bool,
+) -> Option<Span> {
     // Exits fire for every task (the filter is applied at entry): a task without state was
     // never traced. A traced task with no open call of this target missed an entry (the
     // probe was attached mid-call); for exit tracepoints that also happens for every
     // unfiltered call (reads of untracked fds), so only function probes count it.
-    let Some(st) = THREADS.get_ptr_mut(&tid) else {
-        return;
-    };
+    let st = THREADS.get_ptr_mut(&tid)?;
     let st = unsafe { &mut *st };
     if target as usize >= MAX_TARGETS {
-        return;
+        return None;
     }
     let t = target_ix(target);
     if st.depth[t] == 0 {
         if count_unpaired {
             bump(counter::UNPAIRED_EXIT);
         }
-        return;
+        return None;
     }
     st.depth[t] -= 1;
-    let Some(cfg) = config() else { return };
     let (case, n, row) = thread_phase(st, tgid);
     let key = AggKey { target, case, n };
     let ix = span_index(row, cfg.target_stride, target);
     let a = st.active;
     if a == 0 {
         record_untimed(row, ix);
-        return;
+        return None;
     }
     let mut top = a - 1;
     st.active = top;
+    if top == 0 {
+        // The thread's last open call: its next calls may take the fast path again.
+        fastpath::exact_done(tid);
+    }
     if top as usize >= MAX_NEST {
         record_untimed(row, ix);
-        return;
+        return None;
     }
     // Calls exit innermost first. If the innermost open call is another target's, its exit
     // was lost (a kretprobe miss): drop the frames above this target's.
@@ -175,13 +227,16 @@ pub(crate) fn on_exit<C: EbpfContext>(ctx: &C, slot: u32, count_unpaired: bool) 
     }
     if !found {
         record_untimed(row, ix);
-        return;
+        return None;
     }
     if top != a - 1 {
         if let Some(c) = COUNTERS.get_ptr_mut(counter::ABANDONED_FRAMES) {
             unsafe { *c += (a - 1 - top) as u64 };
         }
         st.active = top;
+        if top == 0 {
+            fastpath::exact_done(tid);
+        }
     }
     let f = st.frames[nest_ix(top)];
     // The enclosing traced call, when it is another target's (a recursive call of the same
@@ -195,7 +250,35 @@ pub(crate) fn on_exit<C: EbpfContext>(ctx: &C, slot: u32, count_unpaired: bool) 
     let wall = ts.saturating_sub(f.entry_ns);
     let oncpu_now = st.oncpu_ns + ts.saturating_sub(st.last_in_ns);
     let oncpu = oncpu_now.saturating_sub(f.oncpu_at_entry).min(wall);
-    record_span(row, ix, wall, oncpu, outer);
+    Some(Span {
+        key,
+        row,
+        wall,
+        oncpu,
+        outer,
+        end_ns: ts,
+    })
+}
+
+/// A closed call, as the exact or the fast path paired it.
+struct Span {
+    key: AggKey,
+    row: u32,
+    wall: u64,
+    oncpu: u64,
+    /// The enclosing traced call's target (`NO_TARGET` when none).
+    outer: u32,
+    end_ns: u64,
+}
+
+/// Aggregate a closed call of thread `tid` of process `tgid`, with its caller stacks and raw
+/// event when those are on.
+#[inline(always)]
+fn complete<C: EbpfContext>(ctx: &C, cfg: &Config, span: &Span, tid: u32, tgid: u32) {
+    let key = span.key;
+    let (row, wall, oncpu) = (span.row, span.wall, span.oncpu);
+    let ix = span_index(row, cfg.target_stride, key.target);
+    record_span(row, ix, wall, oncpu, span.outer);
 
     if cfg.flags & FLAG_CALLER_STACKS != 0 {
         // Walking two stacks costs about a microsecond: always worth it for a call that
@@ -236,12 +319,12 @@ pub(crate) fn on_exit<C: EbpfContext>(ctx: &C, slot: u32, count_unpaired: bool) 
     }
     if cfg.flags & FLAG_RAW_EVENTS != 0 {
         let ev = SpanEvent {
-            end_ns: ts,
+            end_ns: span.end_ns,
             wall_ns: wall,
             oncpu_ns: oncpu,
-            n,
-            case,
-            target,
+            n: key.n,
+            case: key.case,
+            target: key.target,
             tid,
             tgid,
         };

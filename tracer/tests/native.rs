@@ -125,6 +125,186 @@ fn a_32_bit_process_syscalls_are_not_read_by_the_x86_64_numbers() {
     );
 }
 
+// Functions the fast-path fallback test attaches to: one that blocks, one that migrates.
+#[unsafe(no_mangle)]
+#[inline(never)]
+pub extern "C" fn tracer_test_sleep(us: u64) -> u64 {
+    std::thread::sleep(Duration::from_micros(us));
+    std::hint::black_box(us)
+}
+
+/// Pins the calling thread to `cpu`: the kernel moves it there before the call returns, so
+/// the call enters on one CPU and exits on another. Returns the CPU it returned on.
+#[unsafe(no_mangle)]
+#[inline(never)]
+pub extern "C" fn tracer_test_move_to(cpu: u32) -> i32 {
+    pin_to(&[cpu as usize]);
+    unsafe { libc::sched_getcpu() }
+}
+
+#[unsafe(no_mangle)]
+#[inline(never)]
+pub extern "C" fn tracer_test_quick(x: u64) -> u64 {
+    std::hint::black_box(x + 1)
+}
+
+fn pin_to(cpus: &[usize]) {
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &c in cpus {
+        unsafe { libc::CPU_SET(c, &mut set) };
+    }
+    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    assert_eq!(rc, 0, "sched_setaffinity {cpus:?}");
+}
+
+/// The CPUs this process may run on.
+fn allowed_cpus() -> Vec<usize> {
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let rc =
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    assert_eq!(rc, 0, "sched_getaffinity");
+    (0..libc::CPU_SETSIZE as usize)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect()
+}
+
+/// One session of the fallback test: 5 sleeps of 20 ms, 10 migrations, 1000 quick calls.
+/// Returns the snapshot and the number of calls that returned on the CPU they were sent to.
+fn block_migrate_and_quick(cpus: &[usize]) -> (tracer::engine::Snapshot, usize) {
+    let opts = EngineOptions {
+        sample_freq_hz: 0,
+        caller_stacks: false,
+        offcpu_stacks: true,
+        ..Default::default()
+    };
+    let mut engine = Engine::load(opts).expect("load");
+    let me = std::env::current_exe().unwrap();
+    engine
+        .set_filter(&Filter::Follow(vec![std::process::id()]))
+        .unwrap();
+    for (i, f) in [
+        "tracer_test_sleep",
+        "tracer_test_move_to",
+        "tracer_test_quick",
+    ]
+    .iter()
+    .enumerate()
+    {
+        engine
+            .attach_user_function(i as u32, &me, f)
+            .unwrap()
+            .unwrap_or_else(|e| panic!("uprobe {f}: {e:?}"));
+    }
+    for _ in 0..5 {
+        tracer_test_sleep(20_000);
+    }
+    let mut moved = 0;
+    for i in 0..10 {
+        let to = cpus[i % 2];
+        if tracer_test_move_to(to as u32) == to as i32 {
+            moved += 1;
+        }
+    }
+    pin_to(cpus);
+    for i in 0..1000 {
+        tracer_test_quick(i);
+    }
+    engine.detach_all();
+    let snap = engine.snapshot().unwrap();
+    drop(engine);
+    (snap, moved)
+}
+
+/// Calls that block (a 20 ms sleep) and calls that migrate (the thread re-pinned to the other
+/// CPU inside the call) leave the per-CPU fast path at the switch and are paired exactly by the
+/// thread-state path: every call counted and timed, the sleeps' wall time at least 20 ms and
+/// mostly off-CPU, nothing unpaired or abandoned; the calls moved off the fast path are counted
+/// (`fast_path_spills`), and a session with the fast path off (`TRACER_NO_FAST_PATH`) counts
+/// the same calls and moves none.
+#[test]
+fn blocking_and_migrating_calls_leave_the_fast_path_and_are_timed_exactly() {
+    let _g = serial();
+    let cpus = allowed_cpus();
+    assert!(
+        cpus.len() >= 2,
+        "precondition: two CPUs to migrate between (allowed: {cpus:?})"
+    );
+    let two = [cpus[0], cpus[1]];
+    let check = |snap: &tracer::engine::Snapshot, moved: usize, label: &str| {
+        let rows = |t: u32| -> Vec<tracer_ebpf::SpanStats> {
+            snap.spans
+                .iter()
+                .filter(|(k, v)| k.target == t && v.calls > 0)
+                .map(|(_, v)| *v)
+                .collect()
+        };
+        let sum = |t: u32| {
+            rows(t)
+                .into_iter()
+                .fold(tracer_ebpf::SpanStats::default(), |mut a, v| {
+                    a.calls += v.calls;
+                    a.untimed += v.untimed;
+                    a.wall_sum += v.wall_sum;
+                    a.oncpu_sum += v.oncpu_sum;
+                    a
+                })
+        };
+        let (sleep, mv, quick) = (sum(0), sum(1), sum(2));
+        assert_eq!((sleep.calls, sleep.untimed), (5, 0), "{label}: sleeps");
+        let shortest = rows(0).iter().map(|v| v.wall_min).min().unwrap_or(0);
+        assert!(
+            shortest >= 20_000_000,
+            "{label}: a 20 ms sleep took {shortest} ns"
+        );
+        assert!(
+            sleep.oncpu_sum * 2 < sleep.wall_sum,
+            "{label}: sleeps mostly off-CPU: {} of {} ns on-CPU",
+            sleep.oncpu_sum,
+            sleep.wall_sum
+        );
+        assert_eq!((mv.calls, mv.untimed), (10, 0), "{label}: migrating calls");
+        assert_eq!(
+            moved, 10,
+            "{label}: every call returned on the CPU it was sent to"
+        );
+        assert_eq!(
+            (quick.calls, quick.untimed),
+            (1000, 0),
+            "{label}: quick calls"
+        );
+        let c = &snap.counters;
+        assert_eq!(
+            c[tracer_ebpf::counter::UNPAIRED_EXIT as usize],
+            0,
+            "{label}: unpaired"
+        );
+        assert_eq!(
+            c[tracer_ebpf::counter::ABANDONED_FRAMES as usize],
+            0,
+            "{label}: abandoned"
+        );
+        c[tracer_ebpf::counter::FAST_PATH_SPILLS as usize]
+    };
+    let (snap, moved) = block_migrate_and_quick(&two);
+    let spills = check(&snap, moved, "fast path");
+    // Each sleep is switched out inside its call, and so is every migration after the first
+    // (the first may find the thread on its CPU already; the rest alternate).
+    assert!(
+        spills >= 5 + 9,
+        "fast path: {spills} calls moved off it, expected >= 14"
+    );
+
+    // SAFETY: the serial guard keeps the other tests of this binary from reading the
+    // environment meanwhile.
+    unsafe { std::env::set_var(tracer::engine::NO_FAST_PATH_ENV, "1") };
+    let (snap, moved) = block_migrate_and_quick(&two);
+    unsafe { std::env::remove_var(tracer::engine::NO_FAST_PATH_ENV) };
+    pin_to(&cpus);
+    let spills = check(&snap, moved, "exact path only");
+    assert_eq!(spills, 0, "without the fast path nothing is moved off it");
+    assert!(nothing_loaded());
+}
+
 // Functions the uprobe pairing test attaches to in this very test binary.
 #[unsafe(no_mangle)]
 #[inline(never)]

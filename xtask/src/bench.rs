@@ -381,17 +381,27 @@ pub fn run(opts: BenchOptions) -> Result<()> {
             lean: false,
             plan: None,
             perf_events: false,
+            exact_path: false,
         },
         Config::Tracer {
             lean: true,
             plan: None,
             perf_events: false,
+            exact_path: false,
+        },
+        // The same without the per-CPU fast path: what it saves.
+        Config::Tracer {
+            lean: true,
+            plan: None,
+            perf_events: false,
+            exact_path: true,
         },
         // The same without raw tracepoints: what they change.
         Config::Tracer {
             lean: true,
             plan: None,
             perf_events: true,
+            exact_path: false,
         },
     ];
     if tools.bpftrace.is_some() {

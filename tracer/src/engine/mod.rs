@@ -98,6 +98,10 @@ fn stack_aggregates(discover: bool) -> u32 {
         .unwrap_or(if discover { 131072 } else { 32768 })
 }
 
+/// Set (to anything) to pair every traced call through the thread-state map, as before the
+/// per-CPU fast path: for benchmarks and tests that compare the two.
+pub const NO_FAST_PATH_ENV: &str = "TRACER_NO_FAST_PATH";
+
 impl Default for EngineOptions {
     fn default() -> Self {
         EngineOptions {
@@ -295,6 +299,10 @@ impl Engine {
         }
         if self.options.discover && self.options.sample_freq_hz > 0 {
             c.flags |= FLAG_DISCOVER;
+        }
+        // The fast path needs sched_switch to move a call that blocks off its CPU's slot.
+        if self.options.scheduler && std::env::var_os(NO_FAST_PATH_ENV).is_none() {
+            c.flags |= FLAG_FAST_PATH;
         }
         c.default_case = CASE_UNPHASED;
         c.default_row = ROW_UNPHASED;

@@ -22,11 +22,12 @@ pub const COUNTER_NAMES: [&str; counter::COUNT as usize] = [
     "stacks_lost_sampled",
     "entries_lost",
     "stack_aggregates_full",
+    "fast_path_spills",
 ];
 
 /// The counters that count, not losses: a non-zero value is no warning, and
 /// [`counter_meaning`] has nothing to say about them.
-pub const INFORMATIONAL_COUNTERS: [&str; 10] = [
+pub const INFORMATIONAL_COUNTERS: [&str; 11] = [
     // The denominator and the parts of stack_errors (per kind, and the full aggregate map),
     // which warns for them.
     "stacks_taken",
@@ -40,6 +41,8 @@ pub const INFORMATIONAL_COUNTERS: [&str; 10] = [
     "phase_markers",
     "floor_hits",
     "floor_ns",
+    // Calls the per-CPU fast path handed to the exact one.
+    "fast_path_spills",
 ];
 
 /// Session counters of a sampling run: the kernel's perf sample-rate limit (Hz) when

@@ -110,6 +110,9 @@ pub enum Config {
         lean: bool,
         plan: Option<String>,
         perf_events: bool,
+        /// With `TRACER_NO_FAST_PATH=1`: every call paired through the thread-state map, as
+        /// before the per-CPU fast path (for comparison; no goal applies).
+        exact_path: bool,
     },
     Bpftrace,
     /// `tracer __floor`: a counter on the same attach points, of the same mechanism as the
@@ -132,11 +135,15 @@ impl Config {
         match self {
             Config::Untraced => "untraced".into(),
             Config::Tracer {
-                lean, perf_events, ..
+                lean,
+                perf_events,
+                exact_path,
+                ..
             } => format!(
-                "tracer{}{}",
+                "tracer{}{}{}",
                 if *lean { "-lean" } else { "" },
-                if *perf_events { "-perf-events" } else { "" }
+                if *perf_events { "-perf-events" } else { "" },
+                if *exact_path { EXACT_PATH } else { "" }
             ),
             Config::Bpftrace => "bpftrace".into(),
             Config::Floor { perf_events } => {
@@ -166,6 +173,11 @@ pub const LEAN_FLAGS: [&str; 3] = ["--no-callers", "--no-samples", "--no-offcpu"
 
 /// The environment that makes the tracer attach one perf event per tracepoint.
 pub const PERF_EVENTS_ENV: &str = "TRACER_PERF_TRACEPOINTS=1";
+
+/// The environment that turns the per-CPU fast path off, and the suffix of the configurations
+/// run with it.
+pub const NO_FAST_PATH_ENV: &str = "TRACER_NO_FAST_PATH=1";
+pub const EXACT_PATH: &str = "-exact-path";
 
 /// `tracer record --targets TARGET --no-verify --force -o OUT`, then `--attach-json JSON`
 /// when the workload's report is to go into the run: how every traced run here starts.
@@ -223,11 +235,20 @@ pub fn run_config(
             lean,
             plan,
             perf_events,
+            exact_path,
         } => {
             let out = dir.join(tag);
             let mut a = Vec::new();
-            if *perf_events {
-                a.extend(argv(["/usr/bin/env", PERF_EVENTS_ENV]));
+            let env: Vec<&str> = [
+                (*perf_events, PERF_EVENTS_ENV),
+                (*exact_path, NO_FAST_PATH_ENV),
+            ]
+            .into_iter()
+            .filter_map(|(on, e)| on.then_some(e))
+            .collect();
+            if !env.is_empty() {
+                a.push("/usr/bin/env".to_string());
+                a.extend(env.into_iter().map(String::from));
             }
             a.extend(record_argv(tools, &w.target, &out, Some(&json)));
             if *lean {

@@ -4,7 +4,7 @@
 use anyhow::{Result, ensure};
 use serde::{Deserialize, Serialize};
 
-use super::measure::{Attach, Config, Sample, Tools, Workload, run_config};
+use super::measure::{Attach, Config, EXACT_PATH, Sample, Tools, Workload, run_config};
 use super::stats::{Summary, paired_diff, ratio};
 
 /// One configuration over all rounds.
@@ -103,7 +103,11 @@ pub fn measure(
 pub fn ratio_pairs(names: &[String]) -> Vec<(String, String, f64)> {
     let mut out = Vec::new();
     let has = |n: &str| names.iter().any(|x| x == n);
-    for num in names.iter().filter(|n| n.starts_with("tracer")) {
+    // The exact-path configuration is there for comparison with the fast path, under no goal.
+    for num in names
+        .iter()
+        .filter(|n| n.starts_with("tracer") && !n.ends_with(EXACT_PATH))
+    {
         let timed_limit = if num.starts_with("tracer-lean") {
             1.3
         } else {

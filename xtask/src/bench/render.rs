@@ -129,6 +129,10 @@ pub fn markdown(r: &Results) -> String {
          - **tracer**: `tracer record --targets T --no-verify` (default options: caller stacks \
          at every call, 999 Hz on-CPU sampling, off-CPU stacks);\n\
          - **tracer-lean**: the same with `--no-callers --no-samples --no-offcpu`;\n\
+         - **tracer-lean-exact-path**: tracer-lean with `TRACER_NO_FAST_PATH=1`: every call \
+         paired through the thread-state hash map, without the per-CPU fast path (for \
+         comparison, under no goal); **-perf-events**: one perf event per tracepoint instead \
+         of raw tracepoints;\n\
          - **bpftrace**: the equivalent probe, on the same attach points: a start-time map \
          keyed by tid on entry (`/pid == cpid/`), `hist()` of the delta and `count()` on exit;\n\
          - **floor**: `tracer __floor`: only a counter-only eBPF program of the same mechanism \

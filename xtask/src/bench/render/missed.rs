@@ -26,10 +26,11 @@ pub(super) fn why_missed(md: &mut String, r: &Results) {
              counter, a clock read at entry and at exit and the entry time carried between \
              them in a per-CPU slot (right only for calls that neither block nor migrate), the \
              least any timing probe of that mechanism can cost. Per call the tracer does, \
-             beyond that, one hash lookup at entry and one at exit (the thread's state, where \
-             open calls are kept so that nested, recursive, blocking and migrating calls pair \
-             exactly, and where the phase and its aggregate row are cached), the process-tree \
-             filter, and the aggregation: counts, sums, extremes and the loop trip count in a \
+             beyond that, the pairing (a call that neither blocks, migrates, nests nor \
+             recurses is kept in its CPU's own slot and cached phase; any other moves to the \
+             thread's state in a hash map, one lookup at entry and one at exit, so nested, \
+             recursive, blocking and migrating calls pair exactly), the process-tree filter, \
+             the syscall routing of the raw tracepoints, and the aggregation: counts, sums, extremes and the loop trip count in a \
              per-CPU array, two histogram buckets by atomic add. With default options, calls \
              shorter than 20 us also have their kernel and user stacks walked 1 time in 64 \
              (longer calls every time), the on-CPU sampler runs at 999 Hz and blocked calls \
@@ -151,7 +152,7 @@ pub(super) fn why_missed(md: &mut String, r: &Results) {
             md.push_str(
                 "- The fentry/kprobe floors count both ends of the function (fentry + fexit, \
                  kprobe + kretprobe), as the tracer must; what remains is the body: the clock \
-                 reads, the thread-state lookup, the filter and the aggregation.\n",
+                 reads, the pairing, the filter and the aggregation.\n",
             );
         }
     }
