@@ -52,9 +52,9 @@ pub const ROUNDS: u32 = 9;
 /// Cheap syscalls that cannot fail, called with zero arguments (`getpgid(0)` and `getsid(0)`
 /// ask about the caller): the first one the run does not trace is the untraced reference, the
 /// next ones carry one kind of probe each. The last two are there for fentry: a kernel may
-/// leave the argument-less syscalls' functions out of its BTF (Debian's 6.12 has none of
-/// `__x64_sys_getuid`, `_geteuid`, `_getgid`, `_getegid`, `_getppid`, but has
-/// `__x64_sys_getpgid` and `__x64_sys_getsid`).
+/// leave the argument-less syscalls' functions out of its BTF (Debian's 5.10, 6.1 and 6.12
+/// have none of `__x64_sys_getuid`, `_geteuid`, `_getgid`, `_getegid`, `_getppid` there, but
+/// have `__x64_sys_getpgid` and `__x64_sys_getsid`).
 const SYSCALLS: [&str; 7] = [
     "getgid", "getuid", "geteuid", "getegid", "getppid", "getpgid", "getsid",
 ];
