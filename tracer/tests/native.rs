@@ -168,9 +168,9 @@ fn allowed_cpus() -> Vec<usize> {
         .collect()
 }
 
-/// One session of the fallback test: 5 sleeps of 20 ms, 10 migrations, 1000 quick calls.
-/// Returns the snapshot and the number of calls that returned on the CPU they were sent to.
-fn block_migrate_and_quick(cpus: &[usize]) -> (tracer::engine::Snapshot, usize) {
+/// An engine following this test process (no sampler, no caller stacks), and the path of this
+/// binary, whose functions the uprobe tests attach to.
+fn engine_on_this_process() -> (Engine, PathBuf) {
     let opts = EngineOptions {
         sample_freq_hz: 0,
         caller_stacks: false,
@@ -178,10 +178,16 @@ fn block_migrate_and_quick(cpus: &[usize]) -> (tracer::engine::Snapshot, usize) 
         ..Default::default()
     };
     let mut engine = Engine::load(opts).expect("load");
-    let me = std::env::current_exe().unwrap();
     engine
         .set_filter(&Filter::Follow(vec![std::process::id()]))
         .unwrap();
+    (engine, std::env::current_exe().unwrap())
+}
+
+/// One session of the fallback test: 5 sleeps of 20 ms, 10 migrations, 1000 quick calls.
+/// Returns the snapshot and the number of calls that returned on the CPU they were sent to.
+fn block_migrate_and_quick(cpus: &[usize]) -> (tracer::engine::Snapshot, usize) {
+    let (mut engine, me) = engine_on_this_process();
     for (i, f) in [
         "tracer_test_sleep",
         "tracer_test_move_to",
@@ -324,17 +330,7 @@ pub extern "C" fn tracer_test_leaf(x: u32) -> u64 {
 #[test]
 fn pairs_nested_and_recursive_calls_exactly() {
     let _g = serial();
-    let opts = EngineOptions {
-        sample_freq_hz: 0,
-        caller_stacks: false,
-        offcpu_stacks: true,
-        ..Default::default()
-    };
-    let mut engine = Engine::load(opts).expect("load");
-    let me = std::env::current_exe().unwrap();
-    engine
-        .set_filter(&Filter::Follow(vec![std::process::id()]))
-        .unwrap();
+    let (mut engine, me) = engine_on_this_process();
     engine
         .attach_user_function(0, &me, "tracer_test_recurse")
         .unwrap()
