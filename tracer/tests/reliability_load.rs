@@ -444,7 +444,10 @@ fn soak_of_an_external_discover_sweep_keeps_memory_and_maps_flat() {
     // Repeats enough to last the soak, from the quickest of three untraced rounds of the N
     // list: a round slowed by a load spike (a build beside the test) once made the traced
     // sweep end after 17 s of a 60 s soak. Tracing only lengthens a round, so the soak lasts
-    // at least `secs` (the sampling limits below leave room for it taking 4x as long).
+    // at least `secs` (the sampling limits below leave room for it taking 4x as long). The
+    // tracer takes at most MAX_REPEAT runs per size: on a machine quick enough to need more,
+    // each invocation forks more children instead (a round's time is mostly the forks).
+    const MAX_REPEAT: u64 = 1000;
     let ns = ["1", "100", "1000"];
     let round = (0..3)
         .map(|_| {
@@ -457,7 +460,10 @@ fn soak_of_an_external_discover_sweep_keeps_memory_and_maps_flat() {
         })
         .fold(f64::INFINITY, f64::min)
         .max(0.001);
-    let repeat = ((secs as f64 / round) as u64).clamp(3, 5000);
+    let rounds_needed = (secs as f64 / round).ceil().max(3.0) as u64;
+    let stretch = rounds_needed.div_ceil(MAX_REPEAT);
+    let repeat = rounds_needed.div_ceil(stretch);
+    let forks = (50 * stretch).to_string();
     let out = tmp.path().join("sweep");
     let child = spawn(
         tracer()
@@ -466,7 +472,7 @@ fn soak_of_an_external_discover_sweep_keeps_memory_and_maps_flat() {
             .arg(&out)
             .arg("--")
             .arg(&bench)
-            .args(["{n}", "50"]),
+            .args(["{n}", &forks]),
     );
     // Past loading and attaching: the steady state.
     std::thread::sleep(Duration::from_secs(3));
