@@ -6,6 +6,18 @@
 //!
 //! A pair of its own rather than the `raw_syscalls` routes' programs: these are attached only
 //! in discover mode, so the routes' per-syscall path stays as short as it was.
+//!
+//! The syscall a running thread is inside is kept in its CPU's slot ([`CpuEntry`]) until it
+//! leaves the CPU: a `sched_switch` away from the thread moves it into `IN_SYSCALL`, keyed by
+//! thread ([`switch_out`]), where its exit (on whichever CPU) finds it. So `sys_enter` and
+//! `sys_exit`, which run for every syscall on the machine, touch a hash map only for a syscall
+//! that blocked or migrated (and, at the exit, for the syscalls of threads not traced here).
+//! The exit looks in the map whenever the slot is not its own rather than trusting a
+//! switch-in to have brought the entry back: a version that moved it back at the switch-in
+//! lost about one blocked syscall in a thousand on 6.18 (threads ran again after their
+//! switch-out with no sign of the switch-in program having run). Only with the scheduler
+//! programs attached (`FLAG_FAST_PATH`); without them every entry is kept in `IN_SYSCALL`.
+//! `TRACER_NO_FAST_PATH=1` turns it off with the span fast path.
 
 use aya_ebpf::{
     bindings::BPF_NOEXIST, helpers::bpf_get_current_pid_tgid, macros::raw_tracepoint,
@@ -15,17 +27,16 @@ use tracer_ebpf::*;
 
 use crate::{
     filter::filter_pass,
-    maps::{ENTRY_COUNTS, IN_SYSCALL},
-    phases::lookup_phase,
+    maps::{CPU_ENTRY, ENTRY_COUNTS, IN_SYSCALL},
+    phases::{PhaseCache, lookup_phase},
     raw_syscalls::reg,
     util::{atomic_add, bump, config, now},
 };
 
-/// One call of entry `entry` by process `tgid`, `ns` from entry to exit, counted in the
-/// process's phase. Not called from the sampler (no NMI): a plain insert is safe.
+/// One call of entry `entry`, `ns` from entry to exit, counted in phase (case, n). Not called
+/// from the sampler (no NMI): a plain insert is safe.
 #[inline(always)]
-fn count_entry(entry: u32, tgid: u32, ns: u64) {
-    let (case, n, _) = lookup_phase(tgid);
+fn count_entry(entry: u32, (case, n): (u32, u64), ns: u64) {
     let key = AggKey {
         target: entry,
         case,
@@ -83,6 +94,16 @@ pub fn ent_sys_enter(ctx: RawTracePointContext) -> u32 {
         nr: nr as u32,
         _pad: 0,
     };
+    if let Some(c) = cpu_entry() {
+        // Another thread's entry here missed its switch-out: it waits in the map.
+        if c.open != 0 && c.tid != tid {
+            spill(c);
+        }
+        c.entry = e;
+        c.tid = tid;
+        c.open = 1;
+        return 0;
+    }
     if IN_SYSCALL.insert(&tid, &e, 0).is_err() {
         bump(counter::ENTRIES_LOST);
     }
@@ -95,15 +116,27 @@ pub fn ent_sys_enter(ctx: RawTracePointContext) -> u32 {
 pub fn ent_sys_exit(_ctx: RawTracePointContext) -> u32 {
     let pid_tgid = bpf_get_current_pid_tgid();
     let tid = pid_tgid as u32;
-    // One lookup for every syscall on the machine; only threads that entered one here
-    // have an entry.
-    let Some(e) = (unsafe { IN_SYSCALL.get(&tid) }) else {
-        return 0;
+    let tgid = (pid_tgid >> 32) as u32;
+    // For every syscall on the machine: only threads that entered one here have an entry, in
+    // this CPU's slot if the thread never left the CPU, else in the map.
+    let (e, phase) = match cpu_entry() {
+        Some(c) if c.open != 0 && c.tid == tid => {
+            c.open = 0;
+            let (case, n, _) = c.phase.get(tgid);
+            (c.entry, (case, n))
+        }
+        _ => {
+            let Some(e) = (unsafe { IN_SYSCALL.get(&tid) }) else {
+                return 0;
+            };
+            let e = *e;
+            let _ = IN_SYSCALL.remove(&tid);
+            let (case, n, _) = lookup_phase(tgid);
+            (e, (case, n))
+        }
     };
-    let e = *e;
-    let _ = IN_SYSCALL.remove(&tid);
     let wall = now().saturating_sub(e.since_ns);
-    count_entry(ENTRY_SYSCALL + e.nr, (pid_tgid >> 32) as u32, wall);
+    count_entry(ENTRY_SYSCALL + e.nr, phase, wall);
     0
 }
 
@@ -115,15 +148,88 @@ pub fn ent_fault(_ctx: RawTracePointContext) -> u32 {
         return 0;
     }
     let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
-    count_entry(ENTRY_PAGE_FAULT, tgid, 0);
+    let (case, n, _) = match cpu_entry() {
+        Some(c) => c.phase.get(tgid),
+        None => lookup_phase(tgid),
+    };
+    count_entry(ENTRY_PAGE_FAULT, (case, n), 0);
     0
 }
 
-/// The entry the current thread's sample ran under: its syscall, or `ENTRY_NONE`.
+/// The entry the current thread's sample ran under: its syscall, or `ENTRY_NONE`. Reads only:
+/// the sampler interrupts this CPU's programs.
 #[inline(always)]
 pub(crate) fn current_entry(tid: u32) -> u32 {
+    if config().is_some_and(|cfg| cfg.flags & FLAG_FAST_PATH != 0) {
+        if let Some(c) = CPU_ENTRY.get(0) {
+            if c.open != 0 && c.tid == tid {
+                return ENTRY_SYSCALL + c.entry.nr;
+            }
+        }
+    }
     match unsafe { IN_SYSCALL.get(&tid) } {
         Some(e) => ENTRY_SYSCALL + e.nr,
         None => ENTRY_NONE,
     }
+}
+
+/// The syscall of the traced thread running on one CPU.
+#[repr(C)]
+pub(crate) struct CpuEntry {
+    entry: EntryNow,
+    tid: u32,
+    /// 1 while `entry` is `tid`'s open syscall.
+    open: u32,
+    /// The phase of the last traced process that left a syscall here.
+    phase: PhaseCache,
+}
+
+/// This CPU's slot, when the scheduler programs keep it right.
+#[inline(always)]
+fn cpu_entry() -> Option<&'static mut CpuEntry> {
+    let cfg = config()?;
+    if cfg.flags & FLAG_FAST_PATH == 0 {
+        return None;
+    }
+    CPU_ENTRY.get_ptr_mut(0).map(|c| unsafe { &mut *c })
+}
+
+/// Move the slot's open entry into `IN_SYSCALL`.
+#[inline(always)]
+fn spill(c: &mut CpuEntry) {
+    c.open = 0;
+    if IN_SYSCALL.insert(&c.tid, &c.entry, 0).is_err() {
+        bump(counter::ENTRIES_LOST);
+    }
+}
+
+/// `sched_switch` away from `prev`: its open syscall waits in `IN_SYSCALL`.
+#[inline(always)]
+pub(crate) fn switch_out(prev: u32) {
+    if let Some(c) = cpu_entry() {
+        if c.open != 0 && c.tid == prev {
+            spill(c);
+        }
+    }
+}
+
+/// `sched_switch` to `next` (None: its pid was unreadable): an entry still here is another
+/// thread's (one whose switch-out was missed), and waits in `IN_SYSCALL` for its exit.
+#[inline(always)]
+pub(crate) fn switch_in(next: Option<u32>) {
+    let Some(c) = cpu_entry() else { return };
+    if c.open != 0 && next != Some(c.tid) {
+        spill(c);
+    }
+}
+
+/// The exiting thread `tid` (current on this CPU) leaves no entry behind.
+#[inline(always)]
+pub(crate) fn thread_exits(tid: u32) {
+    if let Some(c) = cpu_entry() {
+        if c.open != 0 && c.tid == tid {
+            c.open = 0;
+        }
+    }
+    let _ = IN_SYSCALL.remove(&tid);
 }

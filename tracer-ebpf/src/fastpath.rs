@@ -18,7 +18,7 @@ use tracer_ebpf::*;
 
 use crate::{
     maps::CPU_CALL,
-    phases::{lookup_phase, phase_gen},
+    phases::PhaseCache,
     spans::{ThreadState, push_frame, thread_state},
     util::{bump, config},
 };
@@ -35,11 +35,8 @@ pub(crate) struct CpuCall {
     /// [`SLOW_ALL`] (unknown: the switched-in task's pid was unreadable), 0 = no.
     pub(crate) slow: u32,
     pub(crate) slow_tid: u32,
-    pub(crate) phase_tgid: u32,
-    pub(crate) phase_gen: u64,
-    pub(crate) phase_n: u64,
-    pub(crate) phase_case: u32,
-    pub(crate) phase_row: u32,
+    /// The phase of the last process that closed a call here.
+    pub(crate) phase: PhaseCache,
 }
 
 pub(crate) const SLOW_TID: u32 = 1;
@@ -166,21 +163,6 @@ pub(crate) fn thread_exits(tid: u32) -> bool {
     false
 }
 
-/// (case, n, row) of process `tgid`, cached per CPU as the thread state caches it.
-#[inline(always)]
-pub(crate) fn phase(c: &mut CpuCall, tgid: u32) -> (u32, u64, u32) {
-    let current = phase_gen();
-    if current == 0 || c.phase_gen != current || c.phase_tgid != tgid {
-        let (case, n, row) = lookup_phase(tgid);
-        c.phase_case = case;
-        c.phase_n = n;
-        c.phase_row = row;
-        c.phase_tgid = tgid;
-        c.phase_gen = current;
-    }
-    (c.phase_case, c.phase_n, c.phase_row)
-}
-
 /// For the sampler, which interrupts this CPU's programs: the target of `tid`'s call open
 /// here and its (case, n), without writing the slot.
 #[inline(always)]
@@ -192,12 +174,6 @@ pub(crate) fn peek(cfg: &Config, tid: u32, tgid: u32) -> Option<(u32, u32, u64)>
     if c.open == 0 || c.tid != tid {
         return None;
     }
-    let current = phase_gen();
-    let (case, n) = if current != 0 && c.phase_gen == current && c.phase_tgid == tgid {
-        (c.phase_case, c.phase_n)
-    } else {
-        let (case, n, _) = lookup_phase(tgid);
-        (case, n)
-    };
+    let (case, n) = c.phase.peek(tgid);
     Some((c.target, case, n))
 }

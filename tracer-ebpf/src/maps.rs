@@ -7,7 +7,7 @@ use aya_ebpf::{
 };
 use tracer_ebpf::*;
 
-use crate::{fastpath::CpuCall, spans::ThreadState};
+use crate::{entries::CpuEntry, fastpath::CpuCall, spans::ThreadState};
 
 #[map]
 pub(crate) static CONFIG: Array<Config> = Array::with_max_entries(1, 0);
@@ -119,7 +119,12 @@ pub(crate) static EVENTS: RingBuf = RingBuf::with_byte_size(4 << 20, 0);
 #[map]
 pub(crate) static ENTRY_COUNTS: HashMap<AggKey, StackVal> = HashMap::with_max_entries(16384, 0);
 
-/// Discover mode: the syscall each traced thread is inside (see `entries`).
+/// Discover mode: the syscall of the traced thread running on each CPU (see `entries`).
+#[map]
+pub(crate) static CPU_ENTRY: PerCpuArray<CpuEntry> = PerCpuArray::with_max_entries(1, 0);
+
+/// Discover mode: the syscall each traced thread is inside, while it is off its CPU (or
+/// always, without the scheduler programs; see `entries`).
 #[map]
 pub(crate) static IN_SYSCALL: HashMap<u32, EntryNow> = HashMap::with_max_entries(16384, 0);
 

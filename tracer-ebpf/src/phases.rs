@@ -12,7 +12,6 @@ use tracer_ebpf::*;
 use crate::{
     filter::filter_pass,
     maps::{CURRENT_PHASE, NEXT_ROW, PHASE_GEN, PHASE_ROWS, PHASE_STATS, ROW_OWNER},
-    spans::ThreadState,
     util::{atomic_add, bump, config, now},
 };
 
@@ -40,32 +39,49 @@ pub(crate) fn lookup_phase(tgid: u32) -> (u32, u64, u32) {
     }
 }
 
-/// The current thread's phase, from its cache when no phase changed since it was filled.
-/// The generation is read before the lookup, so a change racing with it invalidates the
-/// cache again.
-#[inline(always)]
-pub(crate) fn thread_phase(st: &mut ThreadState, tgid: u32) -> (u32, u64, u32) {
-    let current = phase_gen();
-    if current == 0 || st.phase_gen != current {
-        let (case, n, row) = lookup_phase(tgid);
-        st.phase_case = case;
-        st.phase_n = n;
-        st.phase_row = row;
-        st.phase_gen = current;
-    }
-    (st.phase_case, st.phase_n, st.phase_row)
+/// A process's phase as last looked up: in a thread's state, in the fast path's per-CPU slot
+/// and in the syscall-entry slot, so that a traced call or syscall finds its phase without a
+/// hash lookup while no phase changes. Valid while `PHASE_GEN` equals `generation - 1` (a zeroed
+/// cache, generation 0, is never valid) and the process is `tgid`.
+#[repr(C)]
+pub(crate) struct PhaseCache {
+    generation: u64,
+    n: u64,
+    case: u32,
+    row: u32,
+    tgid: u32,
+    _pad: u32,
 }
 
-/// The same without filling the cache, for the sampler: it interrupts the exit program of
-/// the same thread, so it must not write fields that program may be writing.
-#[inline(always)]
-pub(crate) fn peek_phase(st: &ThreadState, tgid: u32) -> (u32, u64) {
-    let current = phase_gen();
-    if current != 0 && st.phase_gen == current {
-        (st.phase_case, st.phase_n)
-    } else {
-        let (case, n, _) = lookup_phase(tgid);
-        (case, n)
+impl PhaseCache {
+    /// (case, n, row) of process `tgid`, looked up again when a phase changed since the cache
+    /// was filled. The generation is read before the lookup, so a change racing with it
+    /// invalidates the cache again.
+    #[inline(always)]
+    pub(crate) fn get(&mut self, tgid: u32) -> (u32, u64, u32) {
+        let current = phase_gen();
+        if current == 0 || self.generation != current || self.tgid != tgid {
+            let (case, n, row) = lookup_phase(tgid);
+            self.case = case;
+            self.n = n;
+            self.row = row;
+            self.tgid = tgid;
+            self.generation = current;
+        }
+        (self.case, self.n, self.row)
+    }
+
+    /// The same without filling the cache, for the sampler: it interrupts the programs of
+    /// the same CPU, so it must not write fields they may be writing.
+    #[inline(always)]
+    pub(crate) fn peek(&self, tgid: u32) -> (u32, u64) {
+        let current = phase_gen();
+        if current != 0 && self.generation == current && self.tgid == tgid {
+            (self.case, self.n)
+        } else {
+            let (case, n, _) = lookup_phase(tgid);
+            (case, n)
+        }
     }
 }
 

@@ -10,7 +10,7 @@ use crate::{
     fastpath,
     filter::filter_pass,
     maps::{SAMPLED_STACKS, THREADS},
-    phases::{lookup_phase, peek_phase},
+    phases::lookup_phase,
     spans::top_target,
     stacks::store_stack,
     util::{bump, config},
@@ -44,7 +44,7 @@ pub fn sampler(ctx: PerfEventContext) -> u32 {
             if st.active == 0 {
                 return 0;
             }
-            let (case, n) = peek_phase(st, tgid);
+            let (case, n) = st.phase.peek(tgid);
             (top_target(st), case, n)
         }
     };

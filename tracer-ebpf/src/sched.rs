@@ -14,13 +14,10 @@ use tracer_ebpf::*;
 
 use crate::{
     aggregation::add_stack,
-    fastpath,
+    entries, fastpath,
     filter::{current_ns_tgid, filter_pass, is_followed},
-    maps::{
-        CONFIG, COUNTERS, CURRENT_PHASE, FOLLOW, IN_SYSCALL, NS_SEEDS, OFF_START, PENDING_OPEN,
-        THREADS,
-    },
-    phases::{bump_phase_gen, lookup_phase, thread_phase},
+    maps::{CONFIG, COUNTERS, CURRENT_PHASE, FOLLOW, NS_SEEDS, OFF_START, PENDING_OPEN, THREADS},
+    phases::{bump_phase_gen, lookup_phase},
     spans::top_target,
     stacks::stack_id,
     util::{bump, config, now},
@@ -59,13 +56,16 @@ fn on_switch<C: EbpfContext>(ctx: &C, cfg: &Config, next: Option<i32>) {
     if prev != 0 {
         // A call open on the fast path moves to the thread's state, whose accounting follows.
         fastpath::switch_out(cfg, prev);
+        if cfg.flags & FLAG_DISCOVER != 0 {
+            entries::switch_out(prev);
+        }
         if let Some(st) = THREADS.get_ptr_mut(&prev) {
             let st = unsafe { &mut *st };
             if st.active > 0 && st.off_since_ns == 0 {
                 st.oncpu_ns += ts.saturating_sub(st.last_in_ns);
                 st.off_since_ns = ts;
                 if cfg.flags & FLAG_OFFCPU_STACKS != 0 {
-                    let (case, n, _) = thread_phase(st, (pid_tgid >> 32) as u32);
+                    let (case, n, _) = st.phase.get((pid_tgid >> 32) as u32);
                     st.off_case = case;
                     st.off_n = n;
                     st.off_target = top_target(st);
@@ -85,6 +85,9 @@ fn on_switch<C: EbpfContext>(ctx: &C, cfg: &Config, next: Option<i32>) {
         if OFF_START.insert(&prev, &start, 0).is_err() {
             bump(counter::STACK_ERRORS);
         }
+    }
+    if cfg.flags & FLAG_DISCOVER != 0 {
+        entries::switch_in(next.map(|n| n as u32));
     }
     let Some(next) = next else {
         fastpath::switch_in(cfg, None, None);
@@ -211,7 +214,7 @@ fn on_exit_task() {
     }
     let _ = PENDING_OPEN.remove(&tid);
     let _ = OFF_START.remove(&tid);
-    let _ = IN_SYSCALL.remove(&tid);
+    entries::thread_exits(tid);
     if tid == tgid {
         let _ = FOLLOW.remove(&tgid);
         // A namespace seed that exits (found or not) is forgotten, so a process that later

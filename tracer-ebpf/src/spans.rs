@@ -12,7 +12,7 @@ use crate::{
     fastpath::{self, CpuCall, cpu_call},
     filter::{current_ns_tgid, filter_pass},
     maps::{CALLER_TICK, COUNTERS, EVENTS, SLOTS, THREADS, ZERO_THREAD},
-    phases::{lookup_phase, thread_phase},
+    phases::{PhaseCache, lookup_phase},
     stacks::stack_id,
     util::{bump, config, nest_ix, now, target_ix},
 };
@@ -50,12 +50,8 @@ pub(crate) struct ThreadState {
     depth: [u32; MAX_TARGETS],
     /// The open calls, innermost at `active - 1`.
     frames: [Frame; MAX_NEST],
-    /// The process's phase as last looked up, valid while `PHASE_GEN` equals
-    /// `phase_gen - 1` (0 = never looked up).
-    pub(crate) phase_gen: u64,
-    pub(crate) phase_n: u64,
-    pub(crate) phase_case: u32,
-    pub(crate) phase_row: u32,
+    /// The process's phase as last looked up.
+    pub(crate) phase: PhaseCache,
 }
 
 #[inline(always)]
@@ -158,7 +154,7 @@ pub(crate) fn on_exit<C: EbpfContext>(ctx: &C, slot: u32, count_unpaired: bool) 
 #[inline(always)]
 fn fast_exit(c: &mut CpuCall, target: u32, tid: u32, tgid: u32, ts: u64) -> Option<Span> {
     let wall = fastpath::try_exit(c, tid, target, ts)?;
-    let (case, n, row) = fastpath::phase(c, tgid);
+    let (case, n, row) = c.phase.get(tgid);
     Some(Span {
         key: AggKey { target, case, n },
         row,
@@ -198,7 +194,7 @@ fn exact_exit(
         return None;
     }
     st.depth[t] -= 1;
-    let (case, n, row) = thread_phase(st, tgid);
+    let (case, n, row) = st.phase.get(tgid);
     let key = AggKey { target, case, n };
     let ix = span_index(row, cfg.target_stride, target);
     let a = st.active;

@@ -566,3 +566,88 @@ fn external_sweep_input_errors_are_usage_errors() {
         "not a kernel function name",
     );
 }
+
+/// `tracer record --discover` of `tests/c/entry_moves` (1000 nanosleeps that block, 50 ppolls
+/// that are woken on another CPU than they entered on, 100000 getppids that never leave their
+/// CPU, then a count of the ppolls that did move), with `env` set: the run.json, and the
+/// number of ppolls that returned on the other CPU.
+fn record_entry_moves(env: &[(&str, &str)]) -> (Value, u64) {
+    let cpus = common::allowed_cpus();
+    assert!(
+        cpus.len() >= 2,
+        "precondition: two CPUs to migrate between (allowed: {cpus:?})"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let o = common::tracer()
+        .envs(env.iter().copied())
+        .args(["record", "--discover", "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg(bench("entry_moves"))
+        .args([cpus[0].to_string(), cpus[1].to_string()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let moved = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .find_map(|l| l.trim().parse().ok())
+        .unwrap_or_else(|| panic!("entry_moves printed no count: {}", text(&o)));
+    (common::read_json(&out.join("run.json")), moved)
+}
+
+/// Discover counts every syscall of the traced tree and times it from entry to exit, keeping
+/// the open one in its CPU's slot while the thread stays there: syscalls that block, and
+/// syscalls that return on another CPU, are counted and timed as exactly as the ones that do
+/// neither, with the slot and without it.
+#[test]
+fn discover_counts_and_times_syscalls_that_block_or_migrate_exactly() {
+    let _g = serial();
+    for (label, env) in [
+        ("per-CPU slot", vec![]),
+        ("map only", vec![(tracer::engine::NO_FAST_PATH_ENV, "1")]),
+    ] {
+        let (run, moved) = record_entry_moves(&env);
+        assert_eq!(
+            moved, 50,
+            "{label}: every ppoll returned on the CPU it was sent to"
+        );
+        let entry = |name: &str| -> (u64, u64) {
+            run["entries"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|e| e["entry"] == name)
+                .fold((0, 0), |(c, w), e| {
+                    (
+                        c + e["calls"].as_u64().unwrap(),
+                        w + e["wall_ns"].as_u64().unwrap(),
+                    )
+                })
+        };
+        let (sleeps, sleep_ns) = entry("nanosleep");
+        assert_eq!(sleeps, 1000, "{label}: nanosleep calls");
+        assert!(
+            sleep_ns >= 1000 * 1_000_000,
+            "{label}: 1000 sleeps of 1 ms took {sleep_ns} ns in all"
+        );
+        let (polls, poll_ns) = entry("ppoll");
+        assert_eq!(polls, 50, "{label}: ppoll calls");
+        // Each waits for the helper's 2 ms sleep before its wake-up.
+        assert!(
+            poll_ns >= 50 * 2_000_000,
+            "{label}: 50 ppolls took {poll_ns} ns in all"
+        );
+        let (quick, quick_ns) = entry("getppid");
+        assert_eq!(quick, 100_000, "{label}: getppid calls");
+        assert!(
+            quick_ns < 100_000 * 1_000_000,
+            "{label}: getppid wall time {quick_ns} ns"
+        );
+        assert_eq!(
+            run["counters"]["entries_lost"].as_u64().unwrap_or(0),
+            0,
+            "{label}: entries lost"
+        );
+    }
+}

@@ -10,8 +10,8 @@ use tracer::engine::{Engine, EngineOptions, Filter};
 
 mod common;
 use common::{
-    getpid_syscall, loaded_tracer_programs, nothing_loaded, record_targets, serial, tracer,
-    workloads_bin,
+    allowed_cpus, getpid_syscall, loaded_tracer_programs, nothing_loaded, record_targets, serial,
+    tracer, workloads_bin,
 };
 
 fn read_run(dir: &Path) -> Value {
@@ -155,17 +155,6 @@ fn pin_to(cpus: &[usize]) {
     }
     let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
     assert_eq!(rc, 0, "sched_setaffinity {cpus:?}");
-}
-
-/// The CPUs this process may run on.
-fn allowed_cpus() -> Vec<usize> {
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    let rc =
-        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
-    assert_eq!(rc, 0, "sched_getaffinity");
-    (0..libc::CPU_SETSIZE as usize)
-        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
-        .collect()
 }
 
 /// An engine following this test process (no sampler, no caller stacks), and the path of this

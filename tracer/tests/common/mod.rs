@@ -124,3 +124,14 @@ pub fn nothing_loaded() -> bool {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// The CPUs this process may run on.
+pub fn allowed_cpus() -> Vec<usize> {
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let rc =
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    assert_eq!(rc, 0, "sched_getaffinity");
+    (0..libc::CPU_SETSIZE as usize)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect()
+}
