@@ -117,9 +117,10 @@ pub struct Results {
     pub meta: Meta,
     pub plan: Plan,
     pub overhead: Vec<overhead::OverheadSet>,
-    /// `--discover`'s sampling cost: the command's time per op with and without it.
+    /// `--discover`'s sampling cost: the command's time per op with and without it, and with
+    /// `perf record -g` at the same frequency instead, one set per workload.
     #[serde(default)]
-    pub discover: Option<overhead::OverheadSet>,
+    pub discover: Vec<overhead::OverheadSet>,
     pub loss: Option<loss::Loss>,
     pub startup: Option<startup::Startup>,
     pub memory: Option<memory::Memory>,
@@ -279,15 +280,26 @@ pub fn evaluate(r: &Results) -> Vec<TargetCheck> {
             }
         }
     }
-    if let Some(set) = &r.discover
-        && let Some(p) = overhead::discover_overhead(set)
-    {
-        out.push(TargetCheck {
-            target: format!("{}: added to the command's time per op", set.title),
-            measured: format!("{:+.1}% ({:+.1}% to {:+.1}%)", p.median, p.min, p.max),
-            met: None,
-            info: true,
-        });
+    for set in &r.discover {
+        if let Some(p) = overhead::discover_overhead(set) {
+            out.push(TargetCheck {
+                target: format!("{}: added to the command's time per op", set.title),
+                measured: format!("{:+.1}% ({:+.1}% to {:+.1}%)", p.median, p.min, p.max),
+                met: None,
+                info: true,
+            });
+        }
+        for ratio in &set.ratios {
+            out.push(TargetCheck {
+                target: format!(
+                    "{}: {} / {} added ns per op <= {}",
+                    set.title, ratio.numerator, ratio.denominator, ratio.limit
+                ),
+                measured: fmt_ratio(ratio.of_medians),
+                met: ratio.met,
+                info: false,
+            });
+        }
     }
     if let Some(m) = &r.memory {
         let peak = m.peak_rss_kib.max(m.sampled_peak_rss_kib);
@@ -325,6 +337,7 @@ fn rerender() -> Result<()> {
     let text = std::fs::read_to_string(&path).with_context(|| format!("{}", path.display()))?;
     let mut r: Results = serde_json::from_str(&text).context("bench.json")?;
     r.overhead = r.overhead.iter().map(overhead::reassemble).collect();
+    r.discover = r.discover.iter().map(overhead::reassemble).collect();
     if let Some(v) = &mut r.vm {
         v.sets = v.sets.iter().map(overhead::reassemble).collect();
     }
@@ -431,15 +444,25 @@ pub fn run(opts: BenchOptions) -> Result<()> {
         overhead_sets.push(set);
     }
 
-    // Discover mode: sampling only, on the workload with the deepest kernel stacks.
-    let discover = overhead::measure(
-        &tools,
-        &format!("{}, --discover sampling (host)", waitpid.label),
-        &waitpid,
-        &wait_attach,
-        &[Config::Untraced, Config::Discover],
-        plan.rounds,
-    )?;
+    // Discover mode: sampling only, against perf record -g at the same frequency, on the
+    // workload with the deepest kernel stacks and on the syscall-heavy one.
+    let mut discover_configs = vec![Config::Untraced, Config::Discover];
+    if profile::available() {
+        discover_configs.push(Config::PerfRecord);
+    } else {
+        skipped.push("perf is not installed: discover is not compared with perf record".into());
+    }
+    let mut discover = Vec::new();
+    for (w, a) in [(&waitpid, &wait_attach), (&getpid, &getpid_attach)] {
+        discover.push(overhead::measure(
+            &tools,
+            &format!("{}, --discover sampling (host)", w.label),
+            w,
+            a,
+            &discover_configs,
+            plan.rounds,
+        )?);
+    }
 
     // 2. Loss.
     let loss_w = Workload::getpid(plan.getpid_n, plan.loss_iterations);
@@ -499,7 +522,7 @@ pub fn run(opts: BenchOptions) -> Result<()> {
         meta: meta(started),
         plan,
         overhead: overhead_sets,
-        discover: Some(discover),
+        discover,
         loss: Some(loss),
         startup: Some(startup),
         memory: Some(memory),

@@ -125,10 +125,16 @@ pub enum Config {
     TimedFloor {
         perf_events: bool,
     },
-    /// `tracer record --discover` with no target: sampling only (every kernel stack of the
-    /// command's tree, and where it blocks), the mode's whole cost.
+    /// `tracer record --discover -F DISCOVER_FREQ` with no target: sampling only (every
+    /// kernel stack of the command's tree, and where it blocks), the mode's whole cost.
     Discover,
+    /// `perf record -F DISCOVER_FREQ -g -- CMD`: what a user would run instead of discover,
+    /// at the same frequency with call graphs.
+    PerfRecord,
 }
+
+/// The sampling frequency of the discover comparison: `tracer sweep --discover`'s default.
+pub const DISCOVER_FREQ: &str = "4999";
 
 impl Config {
     pub fn name(&self) -> String {
@@ -156,6 +162,7 @@ impl Config {
                 )
             }
             Config::Discover => "discover".into(),
+            Config::PerfRecord => "perf-record".into(),
         }
     }
 }
@@ -277,6 +284,8 @@ pub fn run_config(
                 path_str(&tools.tracer).as_str(),
                 "record",
                 "--discover",
+                "-F",
+                DISCOVER_FREQ,
                 "--force",
                 "-o",
                 &path_str(&out),
@@ -293,6 +302,31 @@ pub fn run_config(
             let _ = std::fs::remove_dir_all(&out);
             let samples = run["counters"]["samples_total"].as_u64().unwrap_or(0);
             ensure!(samples > 0, "{tag}: --discover took no sample");
+            let r = read_workload(&json)?;
+            Ok(Sample {
+                ns_per_op: r.ns_per_op(),
+                ops: r.ops,
+                counted: Some(samples),
+            })
+        }
+        Config::PerfRecord => {
+            let data = dir.join(format!("{tag}.perf.data"));
+            let mut a = argv([
+                "perf",
+                "record",
+                "-F",
+                DISCOVER_FREQ,
+                "-g",
+                "-o",
+                &path_str(&data),
+                "--",
+            ]);
+            a.extend(cmd);
+            let out = Cmd::new(a, &dir, tag).run()?;
+            let _ = std::fs::remove_file(&data);
+            let samples = perf_record_samples(&out.stderr)
+                .ok_or_else(|| anyhow!("{tag}: perf record printed no sample count"))?;
+            ensure!(samples > 0, "{tag}: perf record took no sample");
             let r = read_workload(&json)?;
             Ok(Sample {
                 ns_per_op: r.ns_per_op(),
@@ -395,6 +429,18 @@ pub fn floor_hits(stdout: &str) -> Option<u64> {
     })
 }
 
+/// The sample count of perf record's closing line, "[ perf record: Captured and wrote 0.041
+/// MB /path/perf.data (123 samples) ]".
+fn perf_record_samples(stderr: &str) -> Option<u64> {
+    stderr
+        .lines()
+        .filter(|l| l.contains("perf record: Captured"))
+        .find_map(|l| {
+            let (head, _) = l.rsplit_once(" samples)")?;
+            head.rsplit_once('(')?.1.trim().parse().ok()
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -406,5 +452,12 @@ mod tests {
         assert_eq!(bpftrace_count("@calls:\n", "@calls"), None);
         assert_eq!(floor_hits("table\n{\"hits\": 42}\n"), Some(42));
         assert_eq!(floor_hits("table only\n"), None);
+        let perf = "[ perf record: Woken up 3 times to write data ]\n\
+                    [ perf record: Captured and wrote 0.412 MB /t/p.data (1523 samples) ]\n";
+        assert_eq!(perf_record_samples(perf), Some(1523));
+        assert_eq!(
+            perf_record_samples("[ perf record: Woken up 1 times ]\n"),
+            None
+        );
     }
 }

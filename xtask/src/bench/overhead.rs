@@ -131,6 +131,10 @@ pub fn ratio_pairs(names: &[String]) -> Vec<(String, String, f64)> {
             out.push((t, f, 1.5));
         }
     }
+    // Discover against what a user would run instead: perf's own sampler, same frequency.
+    if has("discover") && has("perf-record") {
+        out.push(("discover".into(), "perf-record".into(), 1.0));
+    }
     out
 }
 

@@ -144,7 +144,7 @@ pub fn markdown(r: &Results) -> String {
     for set in &r.overhead {
         overhead::overhead_table(&mut md, set);
     }
-    if let Some(set) = &r.discover {
+    for set in &r.discover {
         overhead::discover_section(&mut md, set);
     }
     if let Some(l) = &r.loss {
@@ -251,7 +251,7 @@ mod tests {
                 render_only: false,
             }),
             overhead: vec![set],
-            discover: None,
+            discover: Vec::new(),
             loss: Some(loss::Loss {
                 workload: Workload::getpid(200_000, 25),
                 aggregate: vec![loss::AggregateRun {
@@ -404,7 +404,7 @@ mod tests {
             "{p:?}"
         );
         let mut r = results();
-        r.discover = Some(set);
+        r.discover = vec![set];
         let md = markdown(&r);
         assert!(
             md.contains("### fork+waitpid, --discover sampling (host)"),
@@ -416,6 +416,69 @@ mod tests {
         );
         assert!(md.contains("| discover | "), "{md}");
         assert!(md.contains("| 900–1800 |"), "{md}");
+    }
+
+    #[test]
+    fn discover_is_held_to_perf_record_per_round() {
+        let names: Vec<String> = ["untraced", "discover", "perf-record"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let mk = |v: &[f64]| -> Vec<Sample> {
+            v.iter()
+                .map(|&ns_per_op| Sample {
+                    ns_per_op,
+                    ops: 1000,
+                    counted: Some(500),
+                })
+                .collect()
+        };
+        // Added per op: discover 150, 160, 140; perf 10, 12, 8: 15x perf.
+        let samples = vec![
+            mk(&[70.0, 72.0, 68.0]),
+            mk(&[220.0, 232.0, 208.0]),
+            mk(&[80.0, 84.0, 76.0]),
+        ];
+        let set = assemble(
+            "getpid, --discover sampling (host)",
+            &Workload::getpid(1000, 1),
+            &Attach {
+                mechanism: "tracepoint".into(),
+                plan: "p".into(),
+                points: vec![],
+            },
+            &names,
+            &samples,
+            &ratio_pairs(&names),
+        );
+        let ratio = set
+            .ratios
+            .iter()
+            .find(|r| r.numerator == "discover" && r.denominator == "perf-record")
+            .expect("discover against perf record");
+        assert_eq!(ratio.limit, 1.0);
+        assert!((ratio.of_medians.unwrap() - 15.0).abs() < 1e-9, "{ratio:?}");
+        assert_eq!(ratio.met, Some(false));
+        let mut r = results();
+        r.overhead.clear();
+        r.discover = vec![set];
+        r.targets = evaluate(&r);
+        let t = r
+            .targets
+            .iter()
+            .find(|t| t.target.contains("discover / perf-record"))
+            .expect("a target");
+        assert_eq!(
+            (t.measured.as_str(), t.met),
+            ("15.00", Some(false)),
+            "{t:?}"
+        );
+        let md = markdown(&r);
+        assert!(md.contains("| discover / perf-record | 15.00 |"), "{md}");
+        assert!(
+            md.contains("discover adds 150 ns per op, perf record 10.0 ns"),
+            "{md}"
+        );
     }
 
     #[test]

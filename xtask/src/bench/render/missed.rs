@@ -156,6 +156,44 @@ pub(super) fn why_missed(md: &mut String, r: &Results) {
             );
         }
     }
+    if missed.iter().any(|t| t.contains("discover / perf-record")) {
+        md.push_str(
+            "- **Discover against perf record.** Both sample the command's tree at the same \
+             frequency; discover also counts and times every syscall the tree makes (a raw \
+             `sys_enter` and `sys_exit` program and a clock read at each end, per syscall; the \
+             open syscall is kept in its CPU's slot unless the thread leaves the CPU), which \
+             is what tells a syscall whose time per call grows from a benchmark that makes more \
+             calls; perf records none of it. Where the command's ops are a few short syscalls, \
+             that per-syscall work, not the sampling, is discover's cost:",
+        );
+        for set in &r.discover {
+            let added = |name: &str| {
+                set.configs
+                    .iter()
+                    .find(|c| c.name == name)
+                    .and_then(|c| c.added_ns)
+                    .map(|a| a.median)
+            };
+            if let (Some(d), Some(p)) = (added("discover"), added("perf-record")) {
+                let unit = |v: f64| {
+                    let s = ns(v);
+                    if s.ends_with("µs") {
+                        s
+                    } else {
+                        format!("{s} ns")
+                    }
+                };
+                let _ = write!(
+                    md,
+                    " {}: discover adds {} per op, perf record {};",
+                    set.title,
+                    unit(d),
+                    unit(p)
+                );
+            }
+        }
+        md.push_str(" see section 1's discover tables.\n");
+    }
     if missed.iter().any(|t| t.contains("attached in")) {
         md.push_str(
             "- **Start-up.** The launch → command starts time includes loading and verifying \

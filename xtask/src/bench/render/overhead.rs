@@ -4,6 +4,7 @@
 use std::fmt::Write;
 
 use super::{ns, spread, verdict};
+use crate::bench::measure::DISCOVER_FREQ;
 use crate::bench::overhead::{OverheadSet, discover_overhead};
 use crate::bench::vmbench::VmSection;
 
@@ -17,11 +18,15 @@ pub(super) fn discover_section(md: &mut String, set: &OverheadSet) {
     let _ = writeln!(md, "### {}\n", set.title);
     let _ = writeln!(
         md,
-        "`tracer record --discover -- workloads {}`: sampling only (cpu-clock kernel stacks of \
-         the command's tree and where it blocks, no function probe), against the same command \
-         untraced, {} interleaved rounds; the command's own time per op.\n",
-        set.workload.args.join(" "),
-        set.rounds
+        "`tracer record --discover -F {f} -- workloads {args}`: sampling only (cpu-clock kernel \
+         stacks of the command's tree, the kernel entry each sample ran under and where the \
+         tree blocks; no function probe); **perf-record**: `perf record -F {f} -g -- workloads \
+         {args}` (cpu-clock samples of the command's tree with kernel and user call chains), \
+         what one would run instead; both against the same command untraced, {} interleaved \
+         rounds; the command's own time per op.\n",
+        set.rounds,
+        f = DISCOVER_FREQ,
+        args = set.workload.args.join(" "),
     );
     md.push_str(
         "| configuration | ns/op (median) | IQR | min–max | added ns/op (median) | samples per run |\n\
@@ -49,6 +54,7 @@ pub(super) fn discover_section(md: &mut String, set: &OverheadSet) {
         }
         None => md.push_str("\nNo round measured both configurations.\n\n"),
     }
+    ratio_table(md, set);
 }
 
 pub(super) fn overhead_table(md: &mut String, set: &OverheadSet) {
@@ -92,36 +98,42 @@ pub(super) fn overhead_table(md: &mut String, set: &OverheadSet) {
         );
     }
     md.push('\n');
-    if !set.ratios.is_empty() {
-        md.push_str(
-            "| figure of merit | ratio of median added costs | per-round ratios: median (min–max) | target | |\n\
-             | --- | ---: | ---: | ---: | --- |\n",
-        );
-        for r in &set.ratios {
-            let per = r.per_round.map_or("–".into(), |s| {
-                format!("{:.2} ({:.2}–{:.2})", s.median, s.min, s.max)
-            });
-            let _ = writeln!(
-                md,
-                "| {} / {} | {} | {per} | ≤ {} | {} |",
-                r.numerator,
-                r.denominator,
-                r.of_medians
-                    .map_or("n/a (an added cost within noise)".into(), |v| format!(
-                        "{v:.2}"
-                    )),
-                r.limit,
-                verdict(r.met)
-            );
-        }
-        md.push('\n');
-    }
+    ratio_table(md, set);
     for n in &set.notes {
         let _ = writeln!(md, "- {n}");
     }
     if !set.notes.is_empty() {
         md.push('\n');
     }
+}
+
+/// The figures of merit of one set: each ratio of median added costs against its target.
+fn ratio_table(md: &mut String, set: &OverheadSet) {
+    if set.ratios.is_empty() {
+        return;
+    }
+    md.push_str(
+        "| figure of merit | ratio of median added costs | per-round ratios: median (min–max) | target | |\n\
+         | --- | ---: | ---: | ---: | --- |\n",
+    );
+    for r in &set.ratios {
+        let per = r.per_round.map_or("–".into(), |s| {
+            format!("{:.2} ({:.2}–{:.2})", s.median, s.min, s.max)
+        });
+        let _ = writeln!(
+            md,
+            "| {} / {} | {} | {per} | ≤ {} | {} |",
+            r.numerator,
+            r.denominator,
+            r.of_medians
+                .map_or("n/a (an added cost within noise)".into(), |v| format!(
+                    "{v:.2}"
+                )),
+            r.limit,
+            verdict(r.met)
+        );
+    }
+    md.push('\n');
 }
 
 /// Section 6: the fentry/kprobe sets measured in a VM.
