@@ -6,6 +6,16 @@ use std::fmt::Write;
 use super::ns;
 use crate::bench::Results;
 
+/// `ns`'s figure with its unit: "134 ns", "248.7 µs".
+fn with_unit(v: f64) -> String {
+    let s = ns(v);
+    if s.ends_with("µs") {
+        s
+    } else {
+        format!("{s} ns")
+    }
+}
+
 /// For each missed target, the reason the figures and the profile give.
 pub(super) fn why_missed(md: &mut String, r: &Results) {
     let missed: Vec<&str> = r
@@ -54,15 +64,15 @@ pub(super) fn why_missed(md: &mut String, r: &Results) {
             {
                 let _ = writeln!(
                     md,
-                    "  - {}: timing alone costs {:.2}x the bare floor ({} vs {} ns added per \
+                    "  - {}: timing alone costs {:.2}x the bare floor ({} against {} added per \
                      call); the lean tracer, the best configuration measured, costs {:.2}x that \
-                     timed floor ({} ns).",
+                     timed floor ({}).",
                     set.title,
                     t / f,
-                    ns(t),
-                    ns(f),
+                    with_unit(t),
+                    with_unit(f),
                     lean / t,
-                    ns(lean)
+                    with_unit(lean)
                 );
             }
         }
