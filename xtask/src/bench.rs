@@ -418,7 +418,14 @@ pub fn run(opts: BenchOptions) -> Result<()> {
         },
     ];
     if tools.bpftrace.is_some() {
-        configs.push(Config::Bpftrace);
+        configs.push(Config::Bpftrace {
+            phase_uprobes: false,
+        });
+        // The same with the tracer's phase-marker uprobes in the workload binary: what the
+        // markers themselves cost (for comparison, under no goal).
+        configs.push(Config::Bpftrace {
+            phase_uprobes: true,
+        });
     }
     for perf_events in [false, true] {
         configs.push(Config::Floor { perf_events });

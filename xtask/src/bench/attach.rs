@@ -51,7 +51,9 @@ impl Attach {
 
     /// The equivalent bpftrace program: a start-time map keyed by tid on entry (filtered to
     /// the command's pid) and a histogram of the delta on exit, as funclatency does.
-    pub fn bpftrace_script(&self) -> Result<String> {
+    /// The bpftrace program timing the same calls; with `phase_uprobes` (the workload binary),
+    /// also counting its phase markers with uprobes, as the tracer places them.
+    pub fn bpftrace_script(&self, phase_uprobes: Option<&str>) -> Result<String> {
         let (enters, exits): (Vec<String>, Vec<String>) = match self.mechanism.as_str() {
             "tracepoint" => {
                 let mut en = Vec::new();
@@ -83,12 +85,18 @@ impl Attach {
             "no entry/exit pair in {:?}",
             self.points
         );
-        Ok(format!(
+        let mut script = format!(
             "{} /pid == cpid/ {{ @start[tid] = nsecs; }}\n\
              {} /@start[tid]/ {{ @ns = hist(nsecs - @start[tid]); delete(@start[tid]); @calls = count(); }}\n",
             enters.join(","),
             exits.join(",")
-        ))
+        );
+        if let Some(bin) = phase_uprobes {
+            script.push_str(&format!(
+                "uprobe:{bin}:tracer_phase_begin,uprobe:{bin}:tracer_phase_end {{ @phases = count(); }}\n"
+            ));
+        }
+        Ok(script)
     }
 
     /// Arguments of `tracer __floor` and the hits one traced call makes: 2 either way. For
@@ -137,7 +145,7 @@ mod tests {
 
     #[test]
     fn bpftrace_script_pairs_entries_and_exits() {
-        let s = tp_attach().bpftrace_script().unwrap();
+        let s = tp_attach().bpftrace_script(None).unwrap();
         let lines: Vec<&str> = s.lines().collect();
         assert!(lines[0].starts_with(
             "tracepoint:syscalls:sys_enter_wait4,tracepoint:syscalls:sys_enter_waitid /pid == cpid/"
@@ -152,7 +160,7 @@ mod tests {
             points: vec!["__x64_sys_getpid".into()],
         };
         assert!(
-            k.bpftrace_script()
+            k.bpftrace_script(None)
                 .unwrap()
                 .contains("kretprobe:__x64_sys_getpid /@start")
         );
@@ -160,7 +168,14 @@ mod tests {
             points: vec!["sched:sched_switch".into()],
             ..tp_attach()
         };
-        assert!(bad.bpftrace_script().is_err());
+        assert!(bad.bpftrace_script(None).is_err());
+        let u = tp_attach().bpftrace_script(Some("/b/workloads")).unwrap();
+        assert!(
+            u.contains(
+                "uprobe:/b/workloads:tracer_phase_begin,uprobe:/b/workloads:tracer_phase_end {"
+            ),
+            "{u}"
+        );
     }
 
     #[test]

@@ -114,7 +114,11 @@ pub enum Config {
         /// before the per-CPU fast path (for comparison; no goal applies).
         exact_path: bool,
     },
-    Bpftrace,
+    /// `phase_uprobes`: also uprobes on the workload binary's phase markers, as the tracer
+    /// places them (what the markers alone cost).
+    Bpftrace {
+        phase_uprobes: bool,
+    },
     /// `tracer __floor`: a counter on the same attach points, of the same mechanism as the
     /// tracer's (`perf_events`: as the tracer with `TRACER_PERF_TRACEPOINTS=1`).
     Floor {
@@ -151,7 +155,10 @@ impl Config {
                 if *perf_events { "-perf-events" } else { "" },
                 if *exact_path { EXACT_PATH } else { "" }
             ),
-            Config::Bpftrace => "bpftrace".into(),
+            Config::Bpftrace { phase_uprobes } => format!(
+                "bpftrace{}",
+                if *phase_uprobes { PHASE_UPROBES } else { "" }
+            ),
             Config::Floor { perf_events } => {
                 format!("floor{}", if *perf_events { "-perf-events" } else { "" })
             }
@@ -185,6 +192,9 @@ pub const PERF_EVENTS_ENV: &str = "TRACER_PERF_TRACEPOINTS=1";
 /// run with it.
 pub const NO_FAST_PATH_ENV: &str = "TRACER_NO_FAST_PATH=1";
 pub const EXACT_PATH: &str = "-exact-path";
+
+/// The suffix of the bpftrace configuration that also places the phase-marker uprobes.
+pub const PHASE_UPROBES: &str = "-phase-uprobes";
 
 /// `tracer record --targets TARGET --no-verify --force -o OUT`, then `--attach-json JSON`
 /// when the workload's report is to go into the run: how every traced run here starts.
@@ -334,12 +344,13 @@ pub fn run_config(
                 counted: Some(samples),
             })
         }
-        Config::Bpftrace => {
+        Config::Bpftrace { phase_uprobes } => {
             let bt = tools
                 .bpftrace
                 .as_ref()
                 .ok_or_else(|| anyhow!("bpftrace is not installed"))?;
-            let script = attach.bpftrace_script()?;
+            let bin = path_str(&tools.workloads);
+            let script = attach.bpftrace_script(phase_uprobes.then_some(bin.as_str()))?;
             let out = run_bpftrace(bt, &script, &cmd, &dir, tag)?;
             let r = read_workload(&json)?;
             let calls = bpftrace_count(&out.stdout, "@calls")

@@ -173,7 +173,7 @@ pub fn measure(tools: &Tools, w: &Workload, attach: &Attach) -> Result<Profile> 
             argv([
                 path_str(bt).as_str(),
                 "-e",
-                &attach.bpftrace_script()?,
+                &attach.bpftrace_script(None)?,
                 "-c",
                 &cmd.join(" "),
             ]),

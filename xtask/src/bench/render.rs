@@ -135,6 +135,9 @@ pub fn markdown(r: &Results) -> String {
          of raw tracepoints;\n\
          - **bpftrace**: the equivalent probe, on the same attach points: a start-time map \
          keyed by tid on entry (`/pid == cpid/`), `hist()` of the delta and `count()` on exit;\n\
+         - **bpftrace-phase-uprobes**: the same plus uprobes on the workload binary's \
+         `tracer_phase_begin`/`_end`, where the tracer places its phase markers: what the \
+         markers cost a workload (for comparison, under no goal);\n\
          - **floor**: `tracer __floor`: only a counter-only eBPF program of the same mechanism \
          on the same points, entry and exit (no filter, no maps but a per-CPU counter);\n\
          - **timed-floor**: `tracer __floor --timed`: the floor plus a clock read at both ends \
@@ -479,6 +482,82 @@ mod tests {
             md.contains("discover adds 150 ns per op, perf record 10.0 ns"),
             "{md}"
         );
+    }
+
+    #[test]
+    fn phase_marker_uprobes_are_named_when_they_are_most_of_the_cost() {
+        let names: Vec<String> = [
+            "untraced",
+            "tracer-lean",
+            "bpftrace",
+            "bpftrace-phase-uprobes",
+            "timed-floor",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let mk = |v: &[f64]| -> Vec<Sample> {
+            v.iter()
+                .map(|&ns_per_op| Sample {
+                    ns_per_op,
+                    ops: 5000,
+                    counted: Some(5000),
+                })
+                .collect()
+        };
+        // Added per op: lean 15 us, bpftrace 2 us, with the uprobes 14 us, floor ~1 us.
+        let samples = vec![
+            mk(&[60_000.0, 61_000.0, 59_000.0]),
+            mk(&[75_000.0, 76_000.0, 74_000.0]),
+            mk(&[62_000.0, 63_000.0, 61_000.0]),
+            mk(&[74_000.0, 75_000.0, 73_000.0]),
+            mk(&[61_000.0, 62_000.0, 60_000.0]),
+        ];
+        let attach = Attach {
+            mechanism: "tracepoint".into(),
+            plan: "syscall-bracket".into(),
+            points: vec!["syscalls:sys_enter_wait4".into()],
+        };
+        let set = assemble(
+            "fork+waitpid, tracepoint (host)",
+            &Workload::waitpid(5000),
+            &attach,
+            &names,
+            &samples,
+            &ratio_pairs(&names),
+        );
+        assert!(
+            set.ratios
+                .iter()
+                .all(|r| r.denominator != "bpftrace-phase-uprobes"),
+            "no goal against the markers' configuration"
+        );
+        let mut r = results();
+        r.overhead = vec![set];
+        r.targets = evaluate(&r);
+        let md = markdown(&r);
+        assert!(
+            md.contains(
+                "fork+waitpid, tracepoint (host): the phase markers are most of it. bpftrace adds \
+                 2000 ns per call; with uprobes"
+            ),
+            "{md}"
+        );
+        assert!(md.contains(", 14000 ns (tracer-lean: 15000 ns)"), "{md}");
+        // Where the uprobes add little, nothing is said of them.
+        let mut quiet = samples.clone();
+        quiet[3] = mk(&[62_500.0, 63_500.0, 61_500.0]);
+        let set = assemble(
+            "fork+waitpid, tracepoint (host)",
+            &Workload::waitpid(5000),
+            &attach,
+            &names,
+            &quiet,
+            &ratio_pairs(&names),
+        );
+        r.overhead = vec![set];
+        r.targets = evaluate(&r);
+        assert!(!markdown(&r).contains("phase markers are most of it"));
     }
 
     #[test]

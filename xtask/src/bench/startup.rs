@@ -108,7 +108,7 @@ pub fn measure(tools: &Tools, getpid: &Attach, reps: usize) -> Result<Startup> {
         cases.push((
             "bpftrace, same getpid probes".into(),
             Tool::Bpftrace {
-                script: getpid.bpftrace_script()?,
+                script: getpid.bpftrace_script(None)?,
             },
         ));
     }

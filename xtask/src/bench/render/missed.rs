@@ -76,6 +76,36 @@ pub(super) fn why_missed(md: &mut String, r: &Results) {
                 );
             }
         }
+        for set in &r.overhead {
+            let added = |name: &str| {
+                set.configs
+                    .iter()
+                    .find(|c| c.name == name)
+                    .and_then(|c| c.added_ns)
+                    .map(|a| a.median)
+            };
+            if let (Some(bt), Some(up), Some(lean)) = (
+                added("bpftrace"),
+                added("bpftrace-phase-uprobes"),
+                added("tracer-lean"),
+            ) && up - bt > 0.5 * lean
+            {
+                let _ = writeln!(
+                    md,
+                    "  - {}: the phase markers are most of it. bpftrace adds {} per call; with \
+                     uprobes on the workload's `tracer_phase_begin`/`_end`, where the tracer \
+                     places its phase markers, {} (tracer-lean: {}). A process with a uprobe in \
+                     its text copies that mapping's page tables at every fork and frees them at \
+                     every exit (the breakpoint's copy-on-write page gives the mapping an \
+                     `anon_vma`, so fork can no longer leave its page tables to be faulted in), \
+                     whatever the tool that placed it.",
+                    set.title,
+                    with_unit(bt),
+                    with_unit(up),
+                    with_unit(lean)
+                );
+            }
+        }
         if let Some(p) = &r.profile {
             let get = |tool: &str, cat: &str| {
                 p.profiles
