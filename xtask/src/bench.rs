@@ -199,30 +199,35 @@ fn resolve(tools: &Tools, target: &str) -> Result<Attach> {
     Attach::from_probes(&v, target)
 }
 
+/// One target per figure of merit of `set`, its added cost counted per `per` (call, op).
+fn ratio_targets<'a>(
+    set: &'a overhead::OverheadSet,
+    per: &'a str,
+) -> impl Iterator<Item = TargetCheck> + 'a {
+    set.ratios.iter().map(move |ratio| TargetCheck {
+        target: format!(
+            "{}: {} / {} added ns per {per} <= {}",
+            set.title, ratio.numerator, ratio.denominator, ratio.limit
+        ),
+        measured: ratio
+            .of_medians
+            .map_or("n/a (an added cost not above noise)".into(), |v| {
+                format!("{v:.2}")
+            }),
+        met: ratio.met,
+        info: false,
+    })
+}
+
 /// The targets against the figures.
 pub fn evaluate(r: &Results) -> Vec<TargetCheck> {
     let mut out = Vec::new();
-    let fmt_ratio = |x: Option<f64>| {
-        x.map_or("n/a (an added cost not above noise)".into(), |v| {
-            format!("{v:.2}")
-        })
-    };
     for set in r
         .overhead
         .iter()
         .chain(r.vm.iter().flat_map(|v| v.sets.iter()))
     {
-        for ratio in &set.ratios {
-            out.push(TargetCheck {
-                target: format!(
-                    "{}: {} / {} added ns per call <= {}",
-                    set.title, ratio.numerator, ratio.denominator, ratio.limit
-                ),
-                measured: fmt_ratio(ratio.of_medians),
-                met: ratio.met,
-                info: false,
-            });
-        }
+        out.extend(ratio_targets(set, "call"));
     }
     if let Some(l) = &r.loss {
         for a in &l.aggregate {
@@ -289,17 +294,7 @@ pub fn evaluate(r: &Results) -> Vec<TargetCheck> {
                 info: true,
             });
         }
-        for ratio in &set.ratios {
-            out.push(TargetCheck {
-                target: format!(
-                    "{}: {} / {} added ns per op <= {}",
-                    set.title, ratio.numerator, ratio.denominator, ratio.limit
-                ),
-                measured: fmt_ratio(ratio.of_medians),
-                met: ratio.met,
-                info: false,
-            });
-        }
+        out.extend(ratio_targets(set, "op"));
     }
     if let Some(m) = &r.memory {
         let peak = m.peak_rss_kib.max(m.sampled_peak_rss_kib);

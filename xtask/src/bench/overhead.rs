@@ -48,12 +48,17 @@ pub struct OverheadSet {
     pub notes: Vec<String>,
 }
 
-#[cfg(test)]
 impl OverheadSet {
     pub fn config(&self, name: &str) -> Option<&ConfigResult> {
         self.configs.iter().find(|c| c.name == name)
     }
 
+    /// The median added cost of configuration `name`, if measured.
+    pub fn added_median(&self, name: &str) -> Option<f64> {
+        self.config(name)?.added_ns.map(|a| a.median)
+    }
+
+    #[cfg(test)]
     pub fn ratio(&self, num: &str, den: &str) -> Option<&RatioResult> {
         self.ratios
             .iter()

@@ -193,6 +193,18 @@ mod tests {
         assert_eq!(ns_range(120.0, 480.0), "120–480");
     }
 
+    /// One configuration's runs: these ns per op, each of `ops` ops and `counted` calls.
+    fn runs(ns_per_op: &[f64], ops: u64, counted: u64) -> Vec<Sample> {
+        ns_per_op
+            .iter()
+            .map(|&ns_per_op| Sample {
+                ns_per_op,
+                ops,
+                counted: Some(counted),
+            })
+            .collect()
+    }
+
     fn results() -> Results {
         let names: Vec<String> = [
             "untraced",
@@ -204,15 +216,7 @@ mod tests {
         .iter()
         .map(|s| s.to_string())
         .collect();
-        let mk = |v: &[f64]| -> Vec<Sample> {
-            v.iter()
-                .map(|&ns_per_op| Sample {
-                    ns_per_op,
-                    ops: 1000,
-                    counted: Some(1000),
-                })
-                .collect()
-        };
+        let mk = |v: &[f64]| runs(v, 1000, 1000);
         let samples = vec![
             mk(&[150.0, 140.0, 160.0]),
             mk(&[2010.0, 1900.0, 2100.0]),
@@ -427,15 +431,7 @@ mod tests {
             .iter()
             .map(|s| s.to_string())
             .collect();
-        let mk = |v: &[f64]| -> Vec<Sample> {
-            v.iter()
-                .map(|&ns_per_op| Sample {
-                    ns_per_op,
-                    ops: 1000,
-                    counted: Some(500),
-                })
-                .collect()
-        };
+        let mk = |v: &[f64]| runs(v, 1000, 500);
         // Added per op: discover 150, 160, 140; perf 10, 12, 8: 15x perf.
         let samples = vec![
             mk(&[70.0, 72.0, 68.0]),
@@ -496,15 +492,7 @@ mod tests {
         .iter()
         .map(|s| s.to_string())
         .collect();
-        let mk = |v: &[f64]| -> Vec<Sample> {
-            v.iter()
-                .map(|&ns_per_op| Sample {
-                    ns_per_op,
-                    ops: 5000,
-                    counted: Some(5000),
-                })
-                .collect()
-        };
+        let mk = |v: &[f64]| runs(v, 5000, 5000);
         // Added per op: lean 15 us, bpftrace 2 us, with the uprobes 14 us, floor ~1 us.
         let samples = vec![
             mk(&[60_000.0, 61_000.0, 59_000.0]),

@@ -51,10 +51,9 @@ pub(super) fn why_missed(md: &mut String, r: &Results) {
             .iter()
             .chain(r.vm.iter().flat_map(|v| v.sets.iter()))
         {
+            // Only costs clearly above zero: a ratio to one lost in noise says nothing.
             let added = |name: &str| {
-                set.configs
-                    .iter()
-                    .find(|c| c.name == name)
+                set.config(name)
                     .and_then(|c| c.added_ns)
                     .filter(|a| a.q1 > 0.0)
                     .map(|a| a.median)
@@ -77,13 +76,7 @@ pub(super) fn why_missed(md: &mut String, r: &Results) {
             }
         }
         for set in &r.overhead {
-            let added = |name: &str| {
-                set.configs
-                    .iter()
-                    .find(|c| c.name == name)
-                    .and_then(|c| c.added_ns)
-                    .map(|a| a.median)
-            };
+            let added = |name: &str| set.added_median(name);
             if let (Some(bt), Some(up), Some(lean)) = (
                 added("bpftrace"),
                 added("bpftrace-phase-uprobes"),
@@ -207,28 +200,14 @@ pub(super) fn why_missed(md: &mut String, r: &Results) {
              that per-syscall work, not the sampling, is discover's cost:",
         );
         for set in &r.discover {
-            let added = |name: &str| {
-                set.configs
-                    .iter()
-                    .find(|c| c.name == name)
-                    .and_then(|c| c.added_ns)
-                    .map(|a| a.median)
-            };
+            let added = |name: &str| set.added_median(name);
             if let (Some(d), Some(p)) = (added("discover"), added("perf-record")) {
-                let unit = |v: f64| {
-                    let s = ns(v);
-                    if s.ends_with("µs") {
-                        s
-                    } else {
-                        format!("{s} ns")
-                    }
-                };
                 let _ = write!(
                     md,
                     " {}: discover adds {} per op, perf record {};",
                     set.title,
-                    unit(d),
-                    unit(p)
+                    with_unit(d),
+                    with_unit(p)
                 );
             }
         }
