@@ -150,10 +150,10 @@ Ctrl-C keeps the runs finished so far and marks the sweep partial. If the tracer
 with it; the output is not written, and the next tracer writing in that directory removes
 the temporary one. A second sweep into an output another one is writing exits 5.
 
-Your command runs --repeat times per N (default 3), each round in its own shuffled order
-of the sizes, so a drift over the sweep does not line up with N. A workload sweeps its whole
-list in one process (each size built on the last) unless --repeat is given; then it runs
-once per N and round, the same way, each run setting up its N afresh. Each run's calls are kept apart (run.json `invocations[].spans`, per target and
+Your command, or a workload, runs --repeat times per N (default 3), each round in its own
+shuffled order of the sizes, so a drift over the sweep does not line up with N; each run sets
+up its N afresh (a workload's extra arguments, e.g. -- --iterations 10, go to every run).
+Each run's calls are kept apart (run.json `invocations[].spans`, per target and
 case): each run is its own point in the fits, a size's value is the median of its runs, and
 their spread is its error. A size whose runs still disagree after the rounds (its value's
 relative standard error above 10% for some target, a workload case's own target only: the
@@ -165,6 +165,11 @@ still unsettled.
 Name what a loop calls beside the target (--targets do_wait,wait_consider_task): its calls
 inside each target call, counted in the kernel, are the loop's trips per call, and give a
 growing verdict its class (\"O(n) by loop count\") where the time per item creeps up with N.
+A built-in workload does this by itself: after its rounds it runs once more per N (run
+<WORKLOAD>-loops) with its target's per-trip function traced (do_wait: wait_consider_task,
+dup_mmap: vm_area_dup, sysvipc_find_ipc: idr_find), where the kernel allows function probes;
+the timed rounds stay free of a probe per trip, and the pass's counts join their verdicts
+(\"counted in the kernel by waitpid-loops\"). --no-loop-count skips it.
 
 A benchmark's setup and teardown often call the target too (N reaps after 100 timed waits).
 Where the calls per op follow a + b*N exactly at three sizes or more, the report splits the

@@ -305,10 +305,10 @@ struct SweepArgs {
     /// from the more calls (no function probe needed; no other target unless --targets).
     #[arg(long)]
     discover: bool,
-    /// Runs per N of your command (default 3), or of each workload (default: one process over
-    /// the whole list): each run is its own point in the fits, the median of the runs is a
-    /// size's value, the spread between them its error. Each round runs the sizes in its own
-    /// shuffled order, a workload once per N, setting up its N afresh.
+    /// Runs per N of your command or of each workload (default 3): each run is its own point
+    /// in the fits, the median of the runs is a size's value, the spread between them its
+    /// error. Each round runs the sizes in its own shuffled order, each run setting up its N
+    /// afresh.
     #[arg(long, value_name = "R")]
     repeat: Option<u32>,
     /// After the R rounds, a size whose runs still disagree (the relative standard error of
@@ -341,6 +341,12 @@ struct SweepArgs {
     /// caller (the loop's trips); 0 = off.
     #[arg(long, default_value_t = 3, value_name = "K")]
     confirm: usize,
+    /// Built-in workloads: skip the loop-count pass (run <WORKLOAD>-loops), which runs each
+    /// workload once more per N with its target's per-trip function traced (do_wait's
+    /// wait_consider_task, dup_mmap's vm_area_dup, sysvipc_find_ipc's idr_find), where the
+    /// kernel allows function probes, so that the verdicts' classes rest on exact trip counts.
+    #[arg(long)]
+    no_loop_count: bool,
     /// With no workload named: the command to run once per N ({N} replaced by N).
     /// With workloads: extra arguments passed to every workload, e.g. -- --iterations 50.
     #[arg(last = true, value_name = "COMMAND | WORKLOAD ARGS")]
@@ -565,6 +571,7 @@ fn run_sweep(a: SweepArgs, verbose: bool) -> Result<i32, TracerError> {
         phase_fn: a.phase_fn,
         name: a.name,
         confirm: a.confirm,
+        loop_count: !a.no_loop_count,
     };
     let report = (!a_no_report).then(|| tracer::render::ReportOptions {
         flamegraphs: !a_no_flame,

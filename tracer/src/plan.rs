@@ -145,6 +145,10 @@ pub struct Target {
     /// with, and what that loop is in plain words: `(frame, what)`, `frame` a function name
     /// or `prefix*`. Root cause names a culprit by these; the first match wins.
     pub loops: &'static [(&'static str, &'static str)],
+    /// Functions the target's loop calls once per trip (a child considered, a VMA copied, an
+    /// id looked up). A sweep of the target's workload counts their calls per target call in
+    /// a loop-count pass (`sweep::loops`), where the kernel lets them be probed.
+    pub trips_of: &'static [&'static str],
 }
 
 const fn f(
@@ -198,6 +202,7 @@ pub const DO_WAIT: Target = Target {
         ("__do_wait", "the walk over the children list"),
         ("do_wait", "the walk over the children list"),
     ],
+    trips_of: &["wait_consider_task"],
 };
 
 pub const DUP_MMAP: Target = Target {
@@ -267,6 +272,7 @@ pub const DUP_MMAP: Target = Target {
         ("dup_mmap", "the per-VMA loop in dup_mmap"),
         ("dup_mm", "the per-VMA loop in dup_mmap"),
     ],
+    trips_of: &["vm_area_dup"],
 };
 
 pub const SYSVIPC_FIND_IPC: Target = Target {
@@ -334,6 +340,9 @@ pub const SYSVIPC_FIND_IPC: Target = Target {
         ("sysvipc_proc_start", "the id scan in /proc/sysvipc"),
         ("sysvipc_proc_next", "the id scan in /proc/sysvipc"),
     ],
+    // Up to 5.15 each position up to the next id is looked up; since, one idr_get_next per
+    // call (no loop to count).
+    trips_of: &["idr_find"],
 };
 
 pub const GET_TASK_POLICY: Target = Target {
@@ -403,6 +412,7 @@ pub const GET_TASK_POLICY: Target = Target {
     expect: expect_pages,
     default: true,
     loops: &[],
+    trips_of: &[],
 };
 
 /// Not a mission target: the cheapest syscall, used to measure what a probe costs per call
@@ -436,6 +446,7 @@ pub const GETPID: Target = Target {
     expect: expect_getpid,
     default: false,
     loops: &[],
+    trips_of: &[],
 };
 
 /// Not a mission target: page allocations of the traced processes, counted at the
@@ -456,6 +467,7 @@ pub const PAGE_ALLOC: Target = Target {
     expect: expect_pages,
     default: false,
     loops: &[],
+    trips_of: &[],
 };
 
 /// The built-in targets, in target-index order (the index is the kernel-side target id).
@@ -541,6 +553,7 @@ pub fn arbitrary_target(name: &str) -> &'static Target {
         },
         default: false,
         loops: &[],
+        trips_of: &[],
     }))
 }
 

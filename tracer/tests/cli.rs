@@ -672,7 +672,8 @@ fn sweep_reports_show_the_smallest_and_largest_n_histograms_of_each_target() {
 /// A real sweep of the waitpid workload on this kernel: its terminal output leads with the
 /// summary table of the target the workload exists for (do_wait, one row per case), counts the
 /// incidental target/case pairs (the default targets also trace dup_mmap and get_task_policy
-/// during it) instead of listing them, and report.txt lists those in full.
+/// during it) instead of listing them, and report.txt lists those in full. With no --repeat,
+/// each size ran three times at least, each run its own workload process with its own calls.
 #[test]
 fn sweep_terminal_leads_with_the_summary_of_what_the_workload_exists_for() {
     let _g = root();
@@ -695,6 +696,33 @@ fn sweep_terminal_leads_with_the_summary_of_what_the_workload_exists_for() {
         ]),
         "tracer sweep waitpid",
     );
+    let run = read_json(&dir.join("waitpid/run.json"));
+    let pid_case = run["spans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["case_name"] == "waitpid-pid")
+        .map(|r| r["case"].clone())
+        .expect("a waitpid-pid row");
+    for n in [1, 100, 1000] {
+        let runs: Vec<&Value> = run["invocations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|i| i["n"] == n)
+            .collect();
+        assert!(runs.len() >= 3, "N={n}: {} runs by default", runs.len());
+        for i in runs {
+            assert_eq!(i["exit"], 0, "{i}");
+            let waits = i["spans"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|s| s["target"] == "do_wait" && s["case"] == pid_case)
+                .unwrap_or_else(|| panic!("N={n}: no waitpid-pid span: {i}"));
+            assert_eq!(waits["calls"], 10, "N={n}: one do_wait per timed wait: {i}");
+        }
+    }
     let at = stdout
         .find("\nSummary:\n")
         .unwrap_or_else(|| panic!("no summary: {stdout}"));

@@ -904,6 +904,26 @@ fn a_workload_swept_by_rounds_keeps_each_run_apart() {
         .unwrap();
     let text = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{text}");
+    // The loop-count pass counts do_wait's walk where wait_consider_task can be probed, and
+    // says why not where it cannot (this project's kernel refuses function probes).
+    let pass = out.join("waitpid-loops");
+    if pass.exists() {
+        let counted = read_run(&pass);
+        assert!(
+            counted["spans"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r["target"] == "wait_consider_task"
+                    && r["within"]["do_wait"].as_u64() > Some(0)),
+            "{counted}"
+        );
+    } else {
+        assert!(
+            text.contains("no loop count: wait_consider_task cannot be probed here"),
+            "{text}"
+        );
+    }
     let run = read_run(&out.join("waitpid"));
     let invs = run["invocations"].as_array().unwrap();
     let ns: Vec<u64> = invs.iter().map(|i| i["n"].as_u64().unwrap()).collect();

@@ -833,6 +833,21 @@ fn waitpid_do_wait_grows_on_5_10_and_is_constant_on_6_1() {
         v61["line"]
     );
     assert_walk_is_the_root_cause(&summaries[0], "waitpid-pid", "5.10");
+    // The sweep's loop-count pass (waitpid-loops, on by default) counted the walk exactly:
+    // each waitpid(pid) on 5.10 considers the N + 1 children once, or twice when it sleeps
+    // before the child exits; on 6.1 it looks the child up, whatever N is.
+    let largest = 6000.0;
+    let walk510 = pid_walk(&summaries[0]);
+    let last = walk510.last().unwrap();
+    assert!(
+        (largest + 1.0..=2.0 * (largest + 1.0) + 2.0).contains(last),
+        "5.10 wait_consider_task per waitpid(pid) at N=6000: {walk510:?}"
+    );
+    let walk61 = pid_walk(&summaries[1]);
+    assert!(
+        walk61.len() == 5 && walk61.iter().all(|c| (1.0..=3.0).contains(c)),
+        "6.1 wait_consider_task per waitpid(pid): {walk61:?}"
+    );
     // waitpid(-1) still walks the children on 6.1 (only the PIDTYPE_PID case was fixed):
     // growing on both kernels, through the same loop.
     for (summary, kernel) in [(&summaries[0], "5.10"), (&summaries[1], "6.1")] {
@@ -883,6 +898,28 @@ fn waitpid_do_wait_grows_on_5_10_and_is_constant_on_6_1() {
     assert!(cmp.join("index.html").exists());
 }
 
+/// wait_consider_task calls per do_wait call under waitpid(pid), per N, as the sweep's
+/// loop-count pass counted them.
+fn pid_walk(summary: &Value) -> Vec<f64> {
+    let t = summary["trip_counts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| {
+            t["run"] == "waitpid-loops"
+                && t["outer"] == "do_wait"
+                && t["inner"] == "wait_consider_task"
+                && t["case_name"] == "waitpid-pid"
+        })
+        .unwrap_or_else(|| panic!("no loop count of waitpid(pid): {}", summary["trip_counts"]));
+    t["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["per_call"].as_f64().unwrap())
+        .collect()
+}
+
 /// Issue 5's acceptance test on 6.1: fork time is O(n) in VMAs and the per-VMA work is named.
 #[test]
 #[ignore = "boots a VM: run through cargo xtask test"]
@@ -900,6 +937,29 @@ fn spawn_dup_mmap_is_linear_in_vmas_on_6_1_and_names_per_vma_work() {
         "dup_mmap class {class}: {}",
         v["line"]
     );
+    // The default loop-count pass (spawn-loops) counted one vm_area_dup per VMA, and that
+    // count, not the time's fit, names the class.
+    let copies = summary["trip_counts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| {
+            t["run"] == "spawn-loops" && t["inner"] == "vm_area_dup" && t["case_name"] == "spawn"
+        })
+        .unwrap_or_else(|| panic!("no loop count of dup_mmap: {}", summary["trip_counts"]));
+    let at_4000 = copies["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["n"] == 4000)
+        .and_then(|p| p["per_call"].as_f64())
+        .unwrap_or_default();
+    assert!(
+        (4000.0..=4100.0).contains(&at_4000),
+        "vm_area_dup per fork at N=4000: {copies}"
+    );
+    assert_eq!(v["class"], "O(n)", "{}", v["line"]);
+    assert_eq!(v["by_loop"]["inner"], "vm_area_dup", "{}", v["line"]);
     let rc = root_cause(&summary, "dup_mmap", "spawn");
     let line = rc["cause"]["line"].as_str().unwrap_or_default().to_string();
     let description = rc["cause"]["description"].as_str().unwrap_or_default();

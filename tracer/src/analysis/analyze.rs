@@ -247,6 +247,10 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Analysis {
 
         a.trips
             .extend(super::trips::trip_counts(&lr.label, &run.spans));
+        // A loop-count pass's times hold a probe per trip: only its counts are used (below).
+        if counts_only(ds, &lr.label) {
+            continue;
+        }
         // Rows that lost raw spans (ringbuf_drops, warned above) keep histogram percentiles.
         for t in tables(run, &lr.label, &topts, lr.raw.as_ref()) {
             let mut verdict = verdict(&t);
@@ -289,6 +293,7 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Analysis {
             entries_unavailable: run.entries_unavailable.clone(),
         });
     }
+    join_loop_counts(&mut a);
     a.discoveries = discover(&a.stacks, &profile_runs);
     // A discover sweep's second pass timed its top functions exactly: put those verdicts
     // beside the sampled ranking.
@@ -321,6 +326,39 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Analysis {
         }
     }
     a
+}
+
+/// Is `label` the loop-count pass of another run of the data set (`<run>-loops` beside
+/// `<run>`, `sweep::loops`)?
+fn counts_only(ds: &Dataset, label: &str) -> bool {
+    label
+        .strip_suffix(crate::rundata::LOOPS_SUFFIX)
+        .is_some_and(|base| ds.runs.iter().any(|r| r.label == base))
+}
+
+/// A built-in sweep's loop-count pass counted the trips of its targets' loops, once per N:
+/// they join the timed run's cases of the same target and case, and a growing verdict takes
+/// its class from them as from trips counted in its own run (the time per trip is the timed
+/// run's time over the pass's count).
+fn join_loop_counts(a: &mut Analysis) {
+    for c in &mut a.cases {
+        let pass = format!("{}{}", c.table.run, crate::rundata::LOOPS_SUFFIX);
+        let counted: Vec<TripCount> = a
+            .trips
+            .iter()
+            .filter(|x| {
+                x.run == pass && x.outer == c.table.target && x.case_name == c.table.case_name
+            })
+            .cloned()
+            .collect();
+        if counted.is_empty() {
+            continue;
+        }
+        c.trips.extend(counted);
+        if let Some(time) = &c.verdict.scaling {
+            c.verdict.by_loop = loop_class(time, &c.trips.iter().collect::<Vec<_>>());
+        }
+    }
 }
 
 /// The root cause of one table. When the fitted time is on-CPU time, from on-CPU stacks only
@@ -402,6 +440,7 @@ fn stack_loss(counters: &BTreeMap<String, u64>) -> Option<StackLoss> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::fit::Complexity;
     use crate::analysis::stacks::Folded;
     use crate::analysis::table::Row;
     use crate::rundata::StackFile;
@@ -439,6 +478,77 @@ mod tests {
             time_per_call_ns: Some(centre),
             ..Row::default()
         }
+    }
+
+    /// A sweep's loop-count pass (`waitpid-loops`) counted wait_consider_task inside do_wait:
+    /// its counts give the timed run's verdict its class (the time per child creeps up with N,
+    /// so the time alone reads faster than linear), its own times (with a probe per trip) are
+    /// not fitted, and without the pass the same timed run keeps its time's class.
+    #[test]
+    fn a_loop_count_pass_gives_the_timed_runs_verdict_its_class() {
+        use crate::analysis::load::{Dataset, LoadedRun};
+        use crate::analysis::testdata;
+        let ns = [100, 1000, 2000, 4000];
+        // 50 ns per child at N = 100, 100 ns at 4000: N^1.2 over the sweep.
+        let per_child = |n: u64| 50.0 * (n as f64 / 100.0).powf(0.19);
+        let timed = testdata::waitpid_run(&ns, |n| 2000 + (n as f64 * per_child(n)) as u64);
+        let mut pass = testdata::waitpid_run(&ns, |n| 2000 + n * 1500);
+        pass.targets
+            .extend(testdata::empty_run("5.10.0-test", &["wait_consider_task"]).targets);
+        for &n in &ns {
+            let outer = pass.spans.iter_mut().find(|r| r.n == n).unwrap();
+            outer.within.clear();
+            let inner_calls = 200 * (n + 1);
+            let mut inner = outer.clone();
+            inner.target = "wait_consider_task".into();
+            inner.calls = inner_calls;
+            inner.wall = Default::default();
+            inner.oncpu = Default::default();
+            inner.within = [("do_wait".to_string(), inner_calls)].into();
+            pass.spans.push(inner);
+        }
+        let load = |label: &str, run: &crate::rundata::Run| {
+            LoadedRun::read(label.into(), "/nonexistent".into(), run.clone()).unwrap()
+        };
+        let with = |runs: Vec<LoadedRun>| {
+            analyze(
+                &Dataset {
+                    root: "/x".into(),
+                    is_sweep: true,
+                    runs,
+                    notes: vec![],
+                },
+                &AnalysisOptions::default(),
+            )
+        };
+        let a = with(vec![load("waitpid", &timed), load("waitpid-loops", &pass)]);
+        let cases: Vec<(&str, &str)> = a
+            .cases
+            .iter()
+            .map(|c| (c.table.run.as_str(), c.table.target.as_str()))
+            .collect();
+        assert_eq!(
+            cases,
+            [("waitpid", "do_wait")],
+            "the pass's times are not fitted"
+        );
+        let v = &a.cases[0].verdict;
+        assert!(
+            v.time_class().is_some_and(|c| c > Complexity::Linear),
+            "{:?}",
+            v.scaling
+        );
+        let by_loop = v.by_loop.as_ref().expect("a class from the pass's count");
+        assert_eq!(
+            (by_loop.inner.as_str(), by_loop.run.as_str(), by_loop.class),
+            ("wait_consider_task", "waitpid-loops", Complexity::Linear)
+        );
+        assert_eq!(v.class(), Some(Complexity::Linear));
+        assert_eq!(a.cases[0].trips.len(), 1);
+        // The timed run alone: the time's own class.
+        let alone = with(vec![load("waitpid", &timed)]);
+        assert!(alone.cases[0].verdict.by_loop.is_none());
+        assert_eq!(alone.cases[0].verdict.class(), v.time_class());
     }
 
     /// One call preempted for long at the largest size lifts the plain on-CPU mean by half

@@ -51,7 +51,7 @@ use super::stacks::StackData;
 /// see all of it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Coverage {
-    /// None: the whole run (built-in workloads run every N in one process).
+    /// None: the whole run (a recording of a workload that runs every N in one process).
     pub n: Option<u64>,
     pub sampled_kernel_s: f64,
     pub sampled_user_s: f64,

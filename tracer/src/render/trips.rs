@@ -70,11 +70,16 @@ fn several_runs(a: &Analysis) -> bool {
     a.runs.len() > 1
 }
 
-/// The series not already stated under a discovery (its `counted:` lines).
+/// The series not already stated under a discovery (its `counted:` lines), and of a
+/// loop-count pass only those that joined a timed case (the pass traces every counted target
+/// during every workload it runs: do_wait's trips while `spawn` reaps its children are no
+/// finding).
 fn unshown(a: &Analysis) -> impl Iterator<Item = &TripCount> {
-    a.trips
-        .iter()
-        .filter(|t| !a.discoveries.iter().any(|d| d.trips.contains(t)))
+    a.trips.iter().filter(|t| {
+        !a.discoveries.iter().any(|d| d.trips.contains(t))
+            && (!t.run.ends_with(crate::rundata::LOOPS_SUFFIX)
+                || a.cases.iter().any(|c| c.trips.contains(t)))
+    })
 }
 
 /// The terminal's paragraph; empty when no run had nested targets.

@@ -34,10 +34,15 @@ pub fn line(v: &Verdict) -> String {
                 // The count decides; the time's own fit is kept beside it.
                 Some(l) => format!(
                     "{head}: {} by its loop count ({} per call, slope {:.2}, counted in the \
-                     kernel); time per call alone: {time}",
+                     kernel{}); time per call alone: {time}",
                     l.class.label(),
                     l.inner,
                     l.slope,
+                    if l.run == v.run {
+                        String::new()
+                    } else {
+                        format!(" by {}", l.run)
+                    },
                 ),
                 None => format!("{head}: {time}"),
             }
@@ -348,6 +353,7 @@ mod tests {
         assert_eq!(v.time_class(), Some(Complexity::Quadratic));
         v.by_loop = Some(crate::analysis::trips::LoopClass {
             inner: "wait_consider_task".into(),
+            run: "r".into(),
             class: Complexity::Linear,
             slope: 1.0,
             per_trip_slope: 0.3,

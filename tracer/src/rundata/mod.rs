@@ -41,6 +41,10 @@ pub const EVENTS_CSV: &str = "events.csv";
 pub const EVENTS_HEADER: &str = "end_ns,tid,tgid,target,case,n,wall_ns,oncpu_ns\n";
 /// Suffix of the run directory where a discover sweep's top functions were timed exactly.
 pub const CONFIRM_SUFFIX: &str = "-confirm";
+/// Suffix of the run directory where a built-in sweep counted its targets' loop trips
+/// (`sweep::loops`): its counts join the timed run's verdicts; its times, which hold the
+/// per-trip probes, are not fitted.
+pub const LOOPS_SUFFIX: &str = "-loops";
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Run {

@@ -27,11 +27,10 @@ impl Job {
     }
 }
 
-/// A built-in workload to sweep: its name and N list (as given, and parsed).
+/// A built-in workload to sweep: its name and N list.
 pub(super) struct WorkloadPlan {
     pub(super) name: String,
     pub(super) values: Vec<u64>,
-    pub(super) list: String,
 }
 
 /// The workloads `opts` names, with their N lists, checked: each known, named once, with a
@@ -70,32 +69,29 @@ pub(super) fn plan_workloads(opts: &SweepOptions) -> Result<Vec<WorkloadPlan>, T
         plan.push(WorkloadPlan {
             name: w.clone(),
             values,
-            list,
         });
     }
     Ok(plan)
 }
 
-/// The run of each planned workload: the workloads binary `bin` over its N list in one
-/// process (building each size on the last), or with `rounds` once per N and round (the
-/// rounds' sizes shuffled, as for a command, each run setting up its N afresh); its JSON
-/// reports through a temporary under `tmp_root` (run.json embeds them, merged).
+/// The run of each planned workload: the workloads binary `bin` once per N and round (each
+/// round's sizes in its own shuffled order, as for a command, each run setting up its N
+/// afresh, so that the spread between runs is each size's error and a drift over the sweep
+/// does not line up with N); its JSON reports through a temporary under `tmp_root` (run.json
+/// embeds them, merged).
 pub(super) fn workload_jobs(
     opts: &SweepOptions,
     plan: &[WorkloadPlan],
     bin: &Path,
     tmp_root: &Path,
-    rounds: Option<(u32, record::ExtraRuns)>,
+    (repeat, extra): (u32, record::ExtraRuns),
 ) -> Vec<Job> {
     let mut jobs = Vec::new();
-    for (i, WorkloadPlan { name, values, list }) in plan.iter().enumerate() {
+    for (i, WorkloadPlan { name, values }) in plan.iter().enumerate() {
         let json = tmp_root.join(format!(".{name}.workload.json"));
         let mut command = vec![bin.to_string_lossy().into_owned(), name.clone()];
-        match rounds {
-            // Its table once per run would bury the sweep's progress; run.json keeps the rows.
-            Some(_) => command.extend(["--n".into(), "{n}".into(), "--quiet".into()]),
-            None => command.extend(["--n".into(), list.clone()]),
-        }
+        // Its table once per run would bury the sweep's progress; run.json keeps the rows.
+        command.extend(["--n".into(), "{n}".into(), "--quiet".into()]);
         command.push("--json".into());
         command.push(json.to_string_lossy().into_owned());
         command.extend(opts.extra_args.iter().cloned());
@@ -111,7 +107,7 @@ pub(super) fn workload_jobs(
                 marker_binaries: Vec::new(),
                 label: format!("{name} ({}/{})", i + 1, plan.len()),
                 n_values: values.clone(),
-                external: rounds.map(|(repeat, extra)| record::ExternalSweep {
+                external: Some(record::ExternalSweep {
                     n_values: values.clone(),
                     repeat,
                     announces_phases: true,
@@ -124,25 +120,6 @@ pub(super) fn workload_jobs(
         });
     }
     jobs
-}
-
-/// A built-in workload's rounds: with `--repeat`, as a command's ([`rounds`]); without, one
-/// pass over the list in one process, and then `--max-repeat` and `--extra-time` have nothing
-/// to act on.
-pub(super) fn workload_rounds(
-    opts: &SweepOptions,
-) -> Result<Option<(u32, record::ExtraRuns)>, TracerError> {
-    if opts.repeat.is_none() {
-        if opts.max_repeat.is_some() || opts.extra_budget.is_some() {
-            return Err(TracerError::Usage(
-                "--max-repeat and --extra-time act on a workload's rounds: give --repeat R \
-                 (a workload sweeps its N list in one process unless --repeat is given)"
-                    .into(),
-            ));
-        }
-        return Ok(None);
-    }
-    rounds(opts).map(Some)
 }
 
 /// The planned rounds (`--repeat`, default [`DEFAULT_REPEAT`]) and the limits on extra runs

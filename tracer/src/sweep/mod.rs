@@ -23,6 +23,7 @@ use workloads::catalog;
 
 mod confirm;
 mod jobs;
+mod loops;
 
 use jobs::Job;
 pub use jobs::find_workloads_bin;
@@ -71,6 +72,9 @@ pub struct SweepOptions {
     /// With discover on an external command: time this many of the top-ranked functions
     /// exactly in a second pass, where the kernel allows function probes (0 = no second pass).
     pub confirm: usize,
+    /// Built-in workloads: count their targets' loop trips in a pass of their own
+    /// (`loops`), where the kernel allows function probes.
+    pub loop_count: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -142,11 +146,7 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
         ));
     }
     let plan = jobs::plan_workloads(&opts)?;
-    let rounds = if external {
-        None
-    } else {
-        jobs::workload_rounds(&opts)?
-    };
+    let rounds = jobs::rounds(&opts)?;
     let external_job = if external {
         Some(jobs::external_spec(&opts)?)
     } else {
@@ -250,10 +250,16 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
                 break;
             }
         }
-        let interrupted = session.interrupted;
+        let mut interrupted = session.interrupted;
         session.finish();
-        // Every job ran; the confirmation pass below is one run more, not one of the jobs.
+        // Every job ran; the confirmation and loop-count passes below are runs more, not
+        // jobs.
         let all_ran = runs.len() == jobs.len();
+        if interrupted.is_none() && opts.loop_count && !opts.engine.discover {
+            let (more, stopped) = loops::loop_pass(&opts, &jobs, &targets, &tmp_root).await?;
+            runs.extend(more);
+            interrupted = stopped;
+        }
         if interrupted.is_none()
             && let Some(first) = first_pass
             && let Some(job) = jobs.iter().find(|j| j.is_command())
@@ -329,6 +335,7 @@ mod tests {
             phase_fn: None,
             name: None,
             confirm: 0,
+            loop_count: true,
         };
         let e = sweep(base.clone()).err().unwrap();
         assert!(matches!(e, TracerError::Usage(_)), "{e}");
