@@ -211,7 +211,8 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Analysis {
                     attach_points: p.attach_points.clone(),
                 });
             }
-            if t.plan.is_none() {
+            // A loop-count pass attaches what it can; the sweep said which loop went uncounted.
+            if t.plan.is_none() && !counts_only(ds, &lr.label) {
                 a.warnings.push(Warning::NotTraced {
                     run: lr.label.clone(),
                     target: t.name.clone(),

@@ -59,9 +59,15 @@ pub(super) async fn loop_pass(
     targets: &[(u32, &'static Target)],
     tmp_root: &Path,
 ) -> Result<(Vec<SweepRun>, Option<&'static str>), TracerError> {
-    let counted = counted(targets);
+    let mut counted = counted(targets);
     let names: Vec<&str> = counted.iter().map(|(t, _)| t.name).collect();
     let chosen = jobs_for(jobs, &names);
+    // Only the loops of the workloads swept.
+    counted.retain(|(t, _)| {
+        chosen
+            .iter()
+            .any(|j| catalog::by_name(&j.name).and_then(|w| w.target) == Some(t.name))
+    });
     if chosen.is_empty() {
         return Ok((Vec::new(), None));
     }
