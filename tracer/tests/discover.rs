@@ -547,12 +547,8 @@ fn external_sweep_input_errors_are_usage_errors() {
         &["waitpid", "--n", "1,2", "--ops", "4"],
         "--ops, --name and --phase-fn apply to a command",
     );
-    // A workload's rounds (with --repeat) are checked as a command's are; without, it sweeps
-    // in one process and there is nothing to run again.
-    refused(
-        &["waitpid", "--n", "1,2", "--max-repeat", "4"],
-        "--max-repeat and --extra-time act on a workload's rounds",
-    );
+    // A workload's rounds are checked as a command's are, three by default.
+    refused(&["waitpid", "--n", "1,2", "--max-repeat", "2"], too_few);
     refused(
         &[&["waitpid", "--n", "1,2"], &repeat_3_max_2[..]].concat(),
         too_few,
