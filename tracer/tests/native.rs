@@ -920,7 +920,7 @@ fn a_workload_swept_by_rounds_keeps_each_run_apart() {
         );
     } else {
         assert!(
-            text.contains("no loop count: wait_consider_task cannot be probed here"),
+            text.contains("no loop count for do_wait: wait_consider_task cannot be probed here"),
             "{text}"
         );
     }

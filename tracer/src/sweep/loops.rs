@@ -36,15 +36,18 @@ pub(super) fn counted(
         .collect()
 }
 
+/// The target a built-in workload's job exists for (none for a command or `getpid`).
+fn target_of(job: &Job) -> Option<&'static str> {
+    if job.is_command() {
+        return None;
+    }
+    catalog::by_name(&job.name).and_then(|w| w.target)
+}
+
 /// The jobs a pass over `counted` runs: the built-in workloads that exist for one of them.
 fn jobs_for<'a>(jobs: &'a [Job], counted: &[&str]) -> Vec<&'a Job> {
     jobs.iter()
-        .filter(|j| {
-            !j.is_command()
-                && catalog::by_name(&j.name)
-                    .and_then(|w| w.target)
-                    .is_some_and(|t| counted.contains(&t))
-        })
+        .filter(|j| target_of(j).is_some_and(|t| counted.contains(&t)))
         .collect()
 }
 
@@ -63,11 +66,7 @@ pub(super) async fn loop_pass(
     let names: Vec<&str> = counted.iter().map(|(t, _)| t.name).collect();
     let chosen = jobs_for(jobs, &names);
     // Only the loops of the workloads swept.
-    counted.retain(|(t, _)| {
-        chosen
-            .iter()
-            .any(|j| catalog::by_name(&j.name).and_then(|w| w.target) == Some(t.name))
-    });
+    counted.retain(|(t, _)| chosen.iter().any(|j| target_of(j) == Some(t.name)));
     if chosen.is_empty() {
         return Ok((Vec::new(), None));
     }
@@ -109,43 +108,28 @@ pub(super) async fn loop_pass(
         .map(|r| r.target.name)
         .collect();
     let active = |name: &str| attached.contains(&name);
-    // Only a workload whose target and at least one of its per-trip functions attached.
-    let runnable: Vec<&Job> = chosen
-        .into_iter()
-        .filter(|j| {
-            counted.iter().any(|(t, fs)| {
-                catalog::by_name(&j.name).and_then(|w| w.target) == Some(t.name)
-                    && active(t.name)
-                    && fs.iter().any(|f| active(f))
-            })
-        })
-        .collect();
-    if runnable.is_empty() {
-        session.println(&format!(
-            "tracer: no loop count: {} cannot be probed here; the verdicts rest on time",
-            counted
-                .iter()
-                .flat_map(|(_, fs)| fs.iter().copied())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-        session.finish();
-        return Ok((Vec::new(), None));
-    }
     let mut runs = Vec::new();
-    for job in runnable {
+    for job in chosen {
+        let Some((target, fns)) = counted.iter().find(|(t, _)| target_of(job) == Some(t.name))
+        else {
+            continue;
+        };
+        // The workload runs again only if its target and a per-trip function attached.
+        let of: Vec<&str> = fns.iter().copied().filter(|f| active(f)).collect();
+        if !active(target.name) || of.is_empty() {
+            session.println(&format!(
+                "tracer: no loop count for {}: {} cannot be probed here; its verdicts rest on \
+                 time",
+                target.name,
+                fns.join(", ")
+            ));
+            continue;
+        }
         let name = format!("{}{}", job.name, crate::rundata::LOOPS_SUFFIX);
-        let of: Vec<&str> = counted
-            .iter()
-            .filter(|(t, _)| catalog::by_name(&job.name).and_then(|w| w.target) == Some(t.name))
-            .flat_map(|(_, fs)| fs.iter().copied().filter(|f| active(f)))
-            .collect();
         session.println(&format!(
             "counting {} per call of {} once per N ({name})",
             of.join(", "),
-            catalog::by_name(&job.name)
-                .and_then(|w| w.target)
-                .unwrap_or("its target"),
+            target.name
         ));
         let mut spec = job.spec.clone();
         spec.label = name.clone();
