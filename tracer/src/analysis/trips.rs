@@ -345,13 +345,17 @@ mod tests {
     fn a_fixed_cost_per_call_does_not_hide_the_loop_from_its_count() {
         let ns = [1u64, 100, 1000, 3000];
         let trips_at = |n: u64| 2 * (n + 1);
-        let mut spans = Vec::new();
-        for n in ns {
-            spans.push(row("do_wait", n, 100, &[]));
-            let inner = 100 * trips_at(n);
-            spans.push(row("wait_consider_task", n, inner, &[("do_wait", inner)]));
-        }
-        let trips = trip_counts("r", &spans);
+        // 100 do_wait calls per N, each walking the N + 1 children twice.
+        let walks = |ns: &[u64]| {
+            let mut spans = Vec::new();
+            for &n in ns {
+                spans.push(row("do_wait", n, 100, &[]));
+                let inner = 100 * trips_at(n);
+                spans.push(row("wait_consider_task", n, inner, &[("do_wait", inner)]));
+            }
+            trip_counts("r", &spans)
+        };
+        let trips = walks(&ns);
         let refs: Vec<&TripCount> = trips.iter().collect();
         let t = time(&ns.map(|n| {
             (
@@ -378,13 +382,7 @@ mod tests {
         let times = [
             153870.0, 245031.0, 361178.0, 1180244.0, 2398872.0, 4479283.0, 5933425.0,
         ];
-        let mut spans = Vec::new();
-        for n in ns {
-            spans.push(row("do_wait", n, 100, &[]));
-            let inner = 100 * trips_at(n);
-            spans.push(row("wait_consider_task", n, inner, &[("do_wait", inner)]));
-        }
-        let trips = trip_counts("r", &spans);
+        let trips = walks(&ns);
         let refs: Vec<&TripCount> = trips.iter().collect();
         let pts: Vec<(f64, f64)> = ns.iter().map(|&n| n as f64).zip(times).collect();
         let l = loop_class(&time(&pts), &refs).expect("the count gives the class");

@@ -121,12 +121,5 @@ pub(super) async fn confirm_pass(
     spec.label = name.clone();
     let outcome = session.run(&spec, writer, false).await?;
     session.finish();
-    Ok(Some(SweepRun {
-        workload: name.clone(),
-        dir: name,
-        n: job.values.clone(),
-        command: job.spec.command.clone(),
-        command_exit: outcome.run.command_exit,
-        status: outcome.run.status,
-    }))
+    Ok(Some(SweepRun::pass(name, job, &outcome.run)))
 }

@@ -142,14 +142,7 @@ pub(super) async fn loop_pass(
         if let Some(json) = &job.json {
             let _ = std::fs::remove_file(json);
         }
-        runs.push(SweepRun {
-            workload: name.clone(),
-            dir: name,
-            n: job.values.clone(),
-            command: job.spec.command.clone(),
-            command_exit: outcome.run.command_exit,
-            status: outcome.run.status,
-        });
+        runs.push(SweepRun::pass(name, job, &outcome.run));
         if session.interrupted.is_some() {
             break;
         }

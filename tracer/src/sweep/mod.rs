@@ -100,6 +100,20 @@ pub struct SweepRun {
     pub status: RunStatus,
 }
 
+impl SweepRun {
+    /// A pass's run `name` of `job` (the confirmation or the loop-count pass), as recorded.
+    fn pass(name: String, job: &jobs::Job, run: &crate::rundata::Run) -> SweepRun {
+        SweepRun {
+            workload: name.clone(),
+            dir: name,
+            n: job.values.clone(),
+            command: job.spec.command.clone(),
+            command_exit: run.command_exit,
+            status: run.status,
+        }
+    }
+}
+
 impl Sweep {
     pub fn read(dir: &Path) -> Result<Sweep, String> {
         let path = dir.join(SWEEP_FILE);
