@@ -314,7 +314,9 @@ struct SweepArgs {
     /// After the R rounds, a size whose runs still disagree (the relative standard error of
     /// its value above 10%, for any target; for a workload's case, the target it exists for)
     /// runs again, the least settled first, up to M runs in all (default 2R; M = R: no extra
-    /// runs). Needs R of 2 or more.
+    /// runs). Needs R of 2 or more. With --discover, a size short of samples to decide a
+    /// "kernel loop undecided" frame runs again until it should have them: up to M when
+    /// given, else within --extra-time only.
     #[arg(long, value_name = "M")]
     max_repeat: Option<u32>,
     /// Most wall time for those extra runs together (e.g. 30s, 5m; default: half the time

@@ -1066,11 +1066,29 @@ fn discover_names_a_shells_wait_walk_as_the_loop() {
 fn discover_names_sysvipc_find_ipc_under_ipcs_on_5_10_only() {
     for kernel in [Kernel::V5_10, Kernel::V6_1] {
         let v = kernel.version();
-        let (summary, _) = report(kernel, &IPC);
+        let (summary, run) = report(kernel, &IPC);
         let d = &summary["discoveries"][0];
         let loops = entry_loops(d);
         let more = more_calls(d);
         eprintln!("{v}: loops {loops:?}\n{v}: more calls {more:?}");
+        // After its rounds the sweep read its runs so far as the report does; a size it
+        // named as short of samples for an undecided frame ran again.
+        let out = kernel_out(kernel);
+        let log = log(&out, &IPC);
+        let read = log
+            .lines()
+            .find(|l| l.contains("the runs so far analysed in"))
+            .unwrap_or_else(|| panic!("{v}: no analysis between runs:\n{log}"));
+        let runs = run["invocations"].as_array().unwrap().len();
+        let planned = n_list(&IPC).len() * 2;
+        if read.contains("no undecided loop") {
+            assert_eq!(runs, planned, "{v}:\n{log}");
+        } else {
+            assert!(
+                runs > planned && log.contains("[extra run 1: "),
+                "{v}:\n{log}"
+            );
+        }
         // The scan: sysvipc_find_ipc itself, or the id lookup it repeats with it as caller.
         let scans: Vec<bool> = d["entries"]["loops"]
             .as_array()

@@ -203,6 +203,77 @@ impl Entries {
         let e = self.undecided.first()?;
         Some((e, e.undecided.first()?))
     }
+
+    /// The sizes whose runs would decide an undecided frame (its [`Remedy`]'s more runs),
+    /// most added time first, one per size: what a sweep runs again by itself.
+    pub fn more_runs(&self) -> Vec<MoreRuns> {
+        let mut out: Vec<MoreRuns> = Vec::new();
+        for e in &self.undecided {
+            let Some(g) = e.undecided.first() else {
+                continue;
+            };
+            let Some(r) = Remedy::of(g) else { continue };
+            if let Some((n, samples)) = r.more_runs
+                && !out.iter().any(|m| m.n == n)
+            {
+                out.push(MoreRuns {
+                    n,
+                    samples,
+                    starved: r.starved(),
+                    entry: e.entry.clone(),
+                    function: g.function.clone(),
+                });
+            }
+        }
+        out
+    }
+}
+
+/// Samples of a first size under which more runs of it would narrow its time enough to
+/// matter (±10% at 100): below it, a sweep runs that size again by itself
+/// (`record::extra`).
+pub const FEW_SAMPLES: u64 = 100;
+
+/// What would decide an undecided frame, as the data says.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Remedy {
+    /// A rise at the largest size only: a size between these two would show it or not.
+    pub between: Option<(u64, u64)>,
+    /// More runs of this size (the smallest the fit used), which has this many samples: when
+    /// they are fewer than [`FEW_SAMPLES`], or when nothing else would decide it (a rise
+    /// within its noise).
+    pub more_runs: Option<(u64, u64)>,
+}
+
+impl Remedy {
+    /// Of undecided frame `g`; None when its fit used fewer than two sizes.
+    pub fn of(g: &Grower) -> Option<Remedy> {
+        let p = g.fitted_points();
+        let [f, .., prev, l] = p.as_slice() else {
+            return None;
+        };
+        let between = (g.scaling.flat_reason == Some(super::fit::FlatReason::OneSize))
+            .then_some((prev.n, l.n));
+        let more_runs = (f.samples < FEW_SAMPLES || between.is_none()).then_some((f.n, f.samples));
+        Some(Remedy { between, more_runs })
+    }
+
+    /// Whether the size to run again has too few samples to time the frame at all.
+    pub fn starved(&self) -> bool {
+        self.more_runs.is_some_and(|(_, s)| s < FEW_SAMPLES)
+    }
+}
+
+/// A size whose runs would decide whether `function`'s rise in `entry` is a loop.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MoreRuns {
+    pub n: u64,
+    /// The frame's samples there so far.
+    pub samples: u64,
+    /// Fewer than [`FEW_SAMPLES`]: its time there is not yet measured well enough to compare.
+    pub starved: bool,
+    pub entry: String,
+    pub function: String,
 }
 
 /// What the entries of one (run, case) of a discovery are found from.
@@ -860,9 +931,58 @@ pub(crate) mod tests {
             g.scaling.flat_reason,
             Some(crate::analysis::fit::FlatReason::OneSize)
         );
+        // What would decide it: a size between the two largest, or more runs of the first,
+        // whose 13 samples are too few; that size is what a sweep runs again.
+        assert_eq!(
+            Remedy::of(g),
+            Some(Remedy {
+                between: Some((100, 400)),
+                more_runs: Some((10, 13)),
+            })
+        );
+        assert_eq!(
+            d.entries.more_runs(),
+            [MoreRuns {
+                n: 10,
+                samples: 13,
+                starved: true,
+                entry: "read".into(),
+                function: "sysvipc_find_ipc".into(),
+            }]
+        );
+        // Twenty times the runs of N = 10 decide it: its 13 samples were a high draw (its
+        // time per call 0.038 periods; twenty times the calls have 172 samples, 0.025 per
+        // call), and the second size's rise is then beyond the first's noise.
+        let more = |n: u64| {
+            let (s, mut rows) = ipcs(n);
+            let s = match n {
+                10 => {
+                    let (calls, scan) = (6900, 172);
+                    let read = "e;do_syscall_64;ksys_read;vfs_read;seq_read";
+                    let text = format!(
+                        "{read};sysvipc_find_ipc {}\n{read};copy_user_generic {}\n",
+                        scan * PERIOD,
+                        calls * 3 / 10 * PERIOD
+                    );
+                    rows.retain(|r| r.entry != "read");
+                    rows.push(row("read", n, calls));
+                    let mut s: Vec<StackData> =
+                        s.into_iter().filter(|x| x.file.target != "read").collect();
+                    s.push(entry_data("read", n, &text));
+                    s
+                }
+                _ => s,
+            };
+            (s, rows)
+        };
+        let d = discovered_at(&[10, 100, 400], more);
+        assert!(d.entries.undecided.is_empty(), "{:#?}", d.entries.undecided);
+        assert_eq!(d.entries.loops[0].frame(), Some("sysvipc_find_ipc"));
+        assert!(d.entries.more_runs().is_empty());
         // A size between the two largest decides it: the same scan is then a loop.
         let d = discovered_at(&[10, 100, 200, 400], ipcs);
         assert!(d.entries.undecided.is_empty(), "{:#?}", d.entries.undecided);
+        assert!(d.entries.more_runs().is_empty());
         assert_eq!(d.entries.loops[0].entry, "read");
         assert_eq!(d.entries.loops[0].frame(), Some("sysvipc_find_ipc"));
     }

@@ -8,12 +8,23 @@
 //! any point, so below it another run narrows no interval and changes no decision. A size needs two successful
 //! runs for a spread at all: with `--repeat 1` nothing is measured and nothing is added.
 //! Sizes whose command failed are not run again.
+//!
+//! A discover sweep has a second rule, read from its analysis: a frame whose time per call
+//! rose as a loop's does, but at sizes the data cannot tell apart (`analysis::entries`'
+//! undecided frames), names the size whose runs would decide it ([`MoreRuns`]). Where that
+//! size has fewer than `FEW_SAMPLES` samples of the frame, it runs again until it should have
+//! them (its samples per run so far say how many runs that takes), within the time budget and
+//! `--max-repeat` when given; otherwise up to the cap of runs per size. The analysis is read
+//! again after each batch, at most [`MAX_SAMPLE_ROUNDS`] times: a 5.10 guest's `ipcs` swept at
+//! N = 10, 100, 200, 400 twice had 14 samples of `sysvipc_find_ipc` at N = 10, two runs of
+//! 2 s each, and that size's noise (±27%) left the walk undecided.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use super::spec::Invocation as Planned;
 use crate::analysis::compare::MIN_POINT_ERROR;
+use crate::analysis::entries::{FEW_SAMPLES, MoreRuns};
 use crate::analysis::table::{rel_se_of_runs, run_centre};
 use crate::rundata::Invocation;
 
@@ -21,6 +32,10 @@ use crate::rundata::Invocation;
 pub const DEFAULT_MAX_RUNS_FACTOR: u32 = 2;
 /// The default time budget for the extra runs, as a share of the planned runs' wall time.
 pub const DEFAULT_BUDGET_SHARE: f64 = 0.5;
+/// The most times a discover sweep's analysis is read for sizes to run again: each read
+/// plans a batch of runs from the samples per run so far, so the second usually finds the
+/// size measured; more would spend the budget chasing a rise that more runs do not settle.
+pub const MAX_SAMPLE_ROUNDS: u32 = 3;
 
 /// The limits on extra runs of an external sweep.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -28,6 +43,9 @@ pub struct ExtraRuns {
     /// Most runs of one size, the planned ones included (no extra run at or under the planned
     /// rounds).
     pub max_runs: u32,
+    /// The user set `max_runs` (`--max-repeat`): it then caps a discover sweep's runs for
+    /// samples too, which otherwise only the budget does.
+    pub max_given: bool,
     /// Most wall time for the extra runs together; None: [`DEFAULT_BUDGET_SHARE`] of the time
     /// the planned runs took.
     pub budget: Option<Duration>,
@@ -38,6 +56,7 @@ impl ExtraRuns {
     pub fn for_repeat(repeat: u32) -> Self {
         ExtraRuns {
             max_runs: repeat.saturating_mul(DEFAULT_MAX_RUNS_FACTOR),
+            max_given: false,
             budget: None,
         }
     }
@@ -149,11 +168,28 @@ pub struct Scheduler<'a> {
     added: BTreeMap<u64, u32>,
     /// The budget stopped them with sizes still unsettled.
     out_of_time: bool,
+    /// A discover sweep's runs for samples: planned and not yet run (size, why), those run
+    /// per size, how many times the analysis was read, and what it asked for last.
+    samples: Option<SampleRuns>,
+}
+
+/// The state of a discover sweep's runs for samples.
+#[derive(Default)]
+struct SampleRuns {
+    queue: std::collections::VecDeque<(u64, String)>,
+    added: BTreeMap<u64, u32>,
+    rounds: u32,
+    /// The frames runs were planned for ("sysvipc_find_ipc in read").
+    frames: Vec<String>,
+    last: Vec<MoreRuns>,
+    /// The last read asked for nothing more runs can give (or nothing at all).
+    done: bool,
 }
 
 impl<'a> Scheduler<'a> {
     /// For a sweep's `plan` (its planned runs, about to start); `label` names the command.
-    pub fn new(limits: ExtraRuns, plan: &'a [Planned], label: &'a str) -> Self {
+    /// With `discover`, the sweep's analysis may ask for runs too ([`Self::wants_analysis`]).
+    pub fn new(limits: ExtraRuns, plan: &'a [Planned], label: &'a str, discover: bool) -> Self {
         Scheduler {
             limits,
             plan,
@@ -163,59 +199,129 @@ impl<'a> Scheduler<'a> {
             budget: Duration::ZERO,
             added: BTreeMap::new(),
             out_of_time: false,
+            samples: discover.then(SampleRuns::default),
         }
     }
 
     /// The next extra run after the runs `done`, with its progress label; None when every
-    /// size is settled, at its cap, or the next run would not fit in the budget.
+    /// size is settled, at its cap, or the next run would not fit in the budget. A size whose
+    /// runs disagree comes first, then the discover analysis's sizes planned by
+    /// [`Self::plan_samples`].
     pub fn next(&mut self, done: &[Invocation]) -> Option<(Planned, String)> {
         let t0 = *self.extra_started.get_or_insert_with(|| {
             self.budget = self.limits.budget_after(self.started.elapsed());
             Instant::now()
         });
-        let u = next_size(done, &self.limits)?;
+        let (n, why) = match next_size(done, &self.limits) {
+            Some(u) => (
+                u.n,
+                format!(
+                    "{} ±{:.0}% over {} runs",
+                    u.target,
+                    u.rel_se * 100.0,
+                    u.runs
+                ),
+            ),
+            None => self.samples.as_mut()?.queue.front().cloned()?,
+        };
         // The next run is about as long as this size's runs so far.
-        let runs: Vec<f64> = done
-            .iter()
-            .filter(|i| i.n == u.n)
-            .map(|i| i.wall_s)
-            .collect();
+        let runs: Vec<f64> = done.iter().filter(|i| i.n == n).map(|i| i.wall_s).collect();
         let expected = Duration::from_secs_f64(runs.iter().sum::<f64>() / runs.len() as f64);
         if t0.elapsed() + expected > self.budget {
             self.out_of_time = true;
             return None;
         }
-        let inv = self.plan.iter().find(|i| i.n == u.n)?;
-        *self.added.entry(u.n).or_default() += 1;
-        let label = format!(
-            "{} N={} [extra run {}: {} ±{:.0}% over {} runs]",
-            self.label,
-            u.n,
-            self.added.values().sum::<u32>(),
-            u.target,
-            u.rel_se * 100.0,
-            u.runs
-        );
+        let inv = self.plan.iter().find(|i| i.n == n)?;
+        let s = self.samples.as_mut();
+        match s {
+            Some(s) if s.queue.front().is_some_and(|q| q.0 == n && q.1 == why) => {
+                s.queue.pop_front();
+                *s.added.entry(n).or_default() += 1;
+            }
+            _ => *self.added.entry(n).or_default() += 1,
+        }
+        let extra = self.added.values().sum::<u32>()
+            + self
+                .samples
+                .as_ref()
+                .map_or(0, |s| s.added.values().sum::<u32>());
+        let label = format!("{} N={n} [extra run {extra}: {why}]", self.label);
         Some((inv.clone(), label))
     }
 
-    /// What the extra runs did, for the terminal: None when there were none and every size
-    /// was settled.
-    pub fn summary(&self, done: &[Invocation]) -> Option<String> {
-        let open = unsettled(done);
-        if self.added.is_empty() && open.is_empty() {
-            return None;
+    /// Whether a discover sweep's analysis should be read for sizes to run again: nothing
+    /// planned is left, the budget is not spent, and it was not read too often already.
+    pub fn wants_analysis(&self) -> bool {
+        self.samples
+            .as_ref()
+            .is_some_and(|s| s.queue.is_empty() && !s.done && s.rounds < MAX_SAMPLE_ROUNDS)
+            && !self.out_of_time
+    }
+
+    /// Plan the runs the discover analysis asks for (`wants`, read after the runs `done`):
+    /// a size short of samples until it should have [`FEW_SAMPLES`] (from its samples per run
+    /// so far), within `--max-repeat` when given; any other up to the cap of runs per size.
+    pub fn plan_samples(&mut self, wants: Vec<MoreRuns>, done: &[Invocation]) {
+        let limits = self.limits;
+        let Some(s) = self.samples.as_mut() else {
+            return;
+        };
+        s.rounds += 1;
+        for w in &wants {
+            let runs = done.iter().filter(|i| i.n == w.n && !i.failed()).count() as u64;
+            // A size whose command failed is not run again; one already planned (another
+            // case's undecided frame at the same size) once.
+            if runs == 0
+                || done.iter().any(|i| i.n == w.n && i.failed())
+                || s.queue.iter().any(|q| q.0 == w.n)
+            {
+                continue;
+            }
+            let target = if w.starved {
+                let needed = (runs * FEW_SAMPLES).div_ceil(w.samples.max(1));
+                if limits.max_given {
+                    needed.min(limits.max_runs as u64)
+                } else {
+                    needed
+                }
+            } else {
+                limits.max_runs as u64
+            };
+            let why = format!(
+                "{} in {}, {} samples at N={} over {runs} runs",
+                w.function, w.entry, w.samples, w.n
+            );
+            for _ in runs..target {
+                s.queue.push_back((w.n, why.clone()));
+            }
+            let frame = format!("{} in {}", w.function, w.entry);
+            if target > runs && !s.frames.contains(&frame) {
+                s.frames.push(frame);
+            }
         }
+        s.done = s.queue.is_empty();
+        s.last = wants;
+    }
+
+    /// What the extra runs did, for the terminal: None when there were none and nothing
+    /// was left open.
+    pub fn summary(&self, done: &[Invocation]) -> Option<String> {
+        let mut parts = self.spread_summary(done);
+        parts.extend(self.samples_summary());
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
+
+    /// The runs for sizes whose runs disagreed.
+    fn spread_summary(&self, done: &[Invocation]) -> Vec<String> {
+        let open = unsettled(done);
         let mut parts = Vec::new();
+        if self.added.is_empty() && open.is_empty() {
+            return parts;
+        }
         if !self.added.is_empty() {
-            let sizes: Vec<String> = self
-                .added
-                .iter()
-                .map(|(n, k)| format!("N={n} +{k}"))
-                .collect();
             parts.push(format!(
                 "extra runs where the runs disagreed: {}",
-                sizes.join(", ")
+                sizes_added(&self.added)
             ));
         }
         if open.is_empty() {
@@ -236,8 +342,59 @@ impl<'a> Scheduler<'a> {
             };
             parts.push(format!("still unsettled, {why}: {}", sizes.join(", ")));
         }
-        Some(parts.join("; "))
+        parts
     }
+
+    /// A discover sweep's runs for samples.
+    fn samples_summary(&self) -> Vec<String> {
+        let Some(s) = &self.samples else {
+            return Vec::new();
+        };
+        let mut parts = Vec::new();
+        if !s.added.is_empty() {
+            parts.push(format!(
+                "extra runs for samples of an undecided loop ({}): {}",
+                s.frames.join(", "),
+                sizes_added(&s.added)
+            ));
+        }
+        if !s.queue.is_empty() {
+            parts.push(format!(
+                "the time for extra runs is spent (--extra-time) with {} more planned",
+                s.queue.len()
+            ));
+        } else if s.done && !s.last.is_empty() {
+            let open: Vec<String> = s
+                .last
+                .iter()
+                .map(|w| {
+                    format!(
+                        "{} in {} at N={} ({} samples)",
+                        w.function, w.entry, w.n, w.samples
+                    )
+                })
+                .collect();
+            parts.push(format!(
+                "still undecided at --max-repeat: {}",
+                open.join(", ")
+            ));
+        } else if !s.added.is_empty() && !s.done {
+            parts.push(format!(
+                "the analysis was read {MAX_SAMPLE_ROUNDS} times; the report says what is \
+                 still undecided"
+            ));
+        }
+        parts
+    }
+}
+
+/// "N=10 +2, N=100 +1".
+fn sizes_added(added: &BTreeMap<u64, u32>) -> String {
+    added
+        .iter()
+        .map(|(n, k)| format!("N={n} +{k}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[cfg(test)]
@@ -377,7 +534,7 @@ mod tests {
         }];
         let settled = vec![inv(1000, 0, 1000), inv(1000, 0, 1000)];
         let open = vec![inv(1000, 0, 1000), inv(1000, 0, 3000)];
-        let s = Scheduler::new(ExtraRuns::for_repeat(2), &plan, "bench");
+        let s = Scheduler::new(ExtraRuns::for_repeat(2), &plan, "bench", false);
         assert_eq!(s.summary(&settled), None);
         // No time at all: the open size is not run, and the line says why.
         let mut s = Scheduler::new(
@@ -387,6 +544,7 @@ mod tests {
             },
             &plan,
             "bench",
+            false,
         );
         assert!(s.next(&open).is_none());
         let line = s.summary(&open).unwrap();
@@ -401,7 +559,7 @@ mod tests {
             budget: Some(Duration::from_secs(60)),
             ..ExtraRuns::for_repeat(2).with_max(3)
         };
-        let mut s = Scheduler::new(limits, &plan, "bench");
+        let mut s = Scheduler::new(limits, &plan, "bench", false);
         let (next, label) = s.next(&open).unwrap();
         assert_eq!(next.phase(), Some((100, 1000)));
         assert!(
@@ -416,6 +574,123 @@ mod tests {
             line.starts_with("extra runs where the runs disagreed: N=1000 +1; still unsettled, at --max-repeat: N=1000 ±"),
             "{line}"
         );
+    }
+
+    fn want(n: u64, samples: u64) -> MoreRuns {
+        MoreRuns {
+            n,
+            samples,
+            starved: samples < FEW_SAMPLES,
+            entry: "read".into(),
+            function: "sysvipc_find_ipc".into(),
+        }
+    }
+
+    /// A discover sweep: the size the analysis names runs again, until it should have the
+    /// samples it lacks, or to the cap when it has them; never a failed size.
+    #[test]
+    fn a_size_short_of_samples_runs_until_it_should_have_them() {
+        let plan = [10, 100].map(|n| Planned {
+            command: vec!["ipc.sh".into()],
+            env: vec![],
+            n,
+            case: Some(100),
+        });
+        let done: Vec<Invocation> = [10, 100, 10, 100]
+            .iter()
+            .map(|&n| inv(n, 0, 1000))
+            .collect();
+        let limits = ExtraRuns {
+            budget: Some(Duration::from_secs(600)),
+            ..ExtraRuns::for_repeat(2)
+        };
+        // Not a discover sweep: the analysis is never asked.
+        assert!(!Scheduler::new(limits, &plan, "ipc.sh", false).wants_analysis());
+        let mut s = Scheduler::new(limits, &plan, "ipc.sh", true);
+        assert!(s.next(&done).is_none());
+        assert!(s.wants_analysis());
+        // 14 samples over 2 runs: 15 runs should give 100.
+        s.plan_samples(vec![want(10, 14)], &done);
+        let mut ran = done.clone();
+        let mut labels = Vec::new();
+        while let Some((p, label)) = s.next(&ran) {
+            assert_eq!(p.n, 10);
+            labels.push(label);
+            ran.push(inv(10, 0, 1000));
+        }
+        assert_eq!(labels.len(), 13, "{labels:?}");
+        assert_eq!(
+            labels[0],
+            "ipc.sh N=10 [extra run 1: sysvipc_find_ipc in read, 14 samples at N=10 over 2 runs]"
+        );
+        assert!(s.wants_analysis());
+        // Read again, nothing left to decide by runs: done, and the line says what was added.
+        s.plan_samples(vec![], &ran);
+        assert!(!s.wants_analysis());
+        assert_eq!(
+            s.summary(&ran).unwrap(),
+            "extra runs for samples of an undecided loop (sysvipc_find_ipc in read): N=10 +13"
+        );
+
+        // --max-repeat caps them; a size with samples enough runs to the cap, 2R.
+        let mut s = Scheduler::new(
+            ExtraRuns {
+                max_given: true,
+                ..limits
+            },
+            &plan,
+            "ipc.sh",
+            true,
+        );
+        s.plan_samples(vec![want(10, 14)], &done);
+        assert_eq!(s.samples.as_ref().unwrap().queue.len(), 2);
+        let mut s = Scheduler::new(limits, &plan, "ipc.sh", true);
+        s.plan_samples(vec![want(100, 400), want(10, 500)], &done);
+        assert_eq!(s.samples.as_ref().unwrap().queue.len(), 4);
+        // At the cap already: nothing planned, and the line says the frame is still open.
+        let mut s = Scheduler::new(limits, &plan, "ipc.sh", true);
+        let capped: Vec<Invocation> = done.iter().chain(&done).cloned().collect();
+        s.plan_samples(vec![want(10, 500)], &capped);
+        assert!(s.next(&capped).is_none());
+        assert!(!s.wants_analysis());
+        assert_eq!(
+            s.summary(&capped).unwrap(),
+            "still undecided at --max-repeat: sysvipc_find_ipc in read at N=10 (500 samples)"
+        );
+        // A failed size is not run again.
+        let mut failed = done.clone();
+        failed.push(inv(10, 1, 1000));
+        let mut s = Scheduler::new(limits, &plan, "ipc.sh", true);
+        s.plan_samples(vec![want(10, 14)], &failed);
+        assert!(s.next(&failed).is_none());
+        // No time: the planned runs are left, and said.
+        let mut s = Scheduler::new(
+            ExtraRuns {
+                budget: Some(Duration::ZERO),
+                ..limits
+            },
+            &plan,
+            "ipc.sh",
+            true,
+        );
+        s.plan_samples(vec![want(10, 14)], &done);
+        assert!(s.next(&done).is_none());
+        assert!(!s.wants_analysis());
+        assert_eq!(
+            s.summary(&done).unwrap(),
+            "the time for extra runs is spent (--extra-time) with 13 more planned"
+        );
+        // The analysis is read at most MAX_SAMPLE_ROUNDS times.
+        let mut s = Scheduler::new(limits, &plan, "ipc.sh", true);
+        let mut ran = done.clone();
+        for _ in 0..MAX_SAMPLE_ROUNDS {
+            assert!(s.wants_analysis());
+            s.plan_samples(vec![want(10, 99)], &ran);
+            while s.next(&ran).is_some() {
+                ran.push(inv(10, 0, 1000));
+            }
+        }
+        assert!(!s.wants_analysis());
     }
 
     #[test]

@@ -10,6 +10,10 @@ use super::spec::{RunSpec, invocation_plan};
 use super::targets::usdt_sites;
 use super::workload_report::WorkloadReports;
 use super::{RecordOutcome, Session};
+use std::path::PathBuf;
+
+use crate::analysis::entries::MoreRuns;
+use crate::analysis::{self, AnalysisOptions, Dataset, LoadedRun};
 use crate::collect::{self, RunFacts};
 use crate::dir_writer::DirWriter;
 use crate::engine::Snapshot;
@@ -221,7 +225,7 @@ impl Session {
         let mut extra = spec
             .external
             .as_ref()
-            .map(|e| Scheduler::new(e.extra, &plan, &spec.label));
+            .map(|e| Scheduler::new(e.extra, &plan, &spec.label, self.engine_opts.discover));
         for i in 0.. {
             let (inv, label) = match (plan.get(i), extra.as_mut()) {
                 (Some(inv), _) => {
@@ -231,14 +235,42 @@ impl Session {
                     };
                     (inv.clone(), label)
                 }
-                (None, Some(s)) => match s.next(&ran.invocations) {
-                    Some((inv, label)) => {
-                        // Said on a line of its own: the status line is a terminal's only.
-                        self.progress.println(&format!("tracer: {label}"));
-                        (inv, label)
+                (None, Some(s)) => {
+                    let mut next = s.next(&ran.invocations);
+                    if next.is_none() && s.wants_analysis() {
+                        let read = Instant::now();
+                        let wants = self.undecided_sizes(spec, &ran, target_names, usyms)?;
+                        self.progress.log(&format!(
+                            "tracer: {}: the runs so far analysed in {:.1} s: {}",
+                            spec.label,
+                            read.elapsed().as_secs_f64(),
+                            if wants.is_empty() {
+                                "no undecided loop that more runs of a size would decide".into()
+                            } else {
+                                wants
+                                    .iter()
+                                    .map(|w| {
+                                        format!(
+                                            "{} in {} undecided, {} samples at N={}",
+                                            w.function, w.entry, w.samples, w.n
+                                        )
+                                    })
+                                    .collect::<Vec<_>>()
+                                    .join("; ")
+                            }
+                        ));
+                        s.plan_samples(wants, &ran.invocations);
+                        next = s.next(&ran.invocations);
                     }
-                    None => break,
-                },
+                    match next {
+                        Some((inv, label)) => {
+                            // Said on a line of its own: the status line is a terminal's only.
+                            self.progress.println(&format!("tracer: {label}"));
+                            (inv, label)
+                        }
+                        None => break,
+                    }
+                }
                 (None, None) => break,
             };
             let inv = &inv;
@@ -335,6 +367,60 @@ impl Session {
                 .println(&format!("tracer: {}: {line}", spec.label));
         }
         Ok(ran)
+    }
+
+    /// A discover sweep between runs: the sizes whose runs would decide a frame the
+    /// analysis leaves undecided so far (`Entries::more_runs`). The run so far is built from
+    /// the maps as they are (nothing is cleared or detached) and analysed as the report
+    /// will be; a second under TCG, against runs of seconds.
+    fn undecided_sizes(
+        &mut self,
+        spec: &RunSpec,
+        ran: &Ran,
+        target_names: &[String],
+        usyms: &mut UserSymbolizer,
+    ) -> Result<Vec<MoreRuns>, TracerError> {
+        self.progress.set(format!(
+            "{}: reading the runs so far for sizes that more runs would decide",
+            spec.label
+        ));
+        let snap = self.engine.snapshot()?;
+        let ksyms = KernelSymbolizer::load().unwrap_or_default();
+        let facts = RunFacts {
+            started: Instant::now(),
+            started_unix: unix_now(),
+            command: spec.command.clone(),
+            command_exit: None,
+            filter: ran.filter_desc.clone(),
+            partial_reason: None,
+            sample_freq_hz: self.engine_opts.sample_freq_hz,
+            targets: self.resolved.iter().map(Resolved::report).collect(),
+            session_counters: Vec::new(),
+            workload: None,
+            invocations: ran.invocations.clone(),
+            discover: true,
+            attach_time: Duration::ZERO,
+            verify_time: Duration::ZERO,
+            probe_cost_time: Duration::ZERO,
+            detach_time: Duration::ZERO,
+            raw_tracepoints: self.engine.raw_tracepoints(),
+            entries_unavailable: self.engine.entries_unavailable.clone(),
+        };
+        let (run, stacks) = collect::build_run(&snap, target_names, &ksyms, usyms, facts);
+        let loaded = LoadedRun::recorded(spec.label.clone(), PathBuf::new(), run, &stacks)
+            .map_err(|e| TracerError::Other(format!("internal: the runs so far: {e}")))?;
+        let ds = Dataset {
+            root: PathBuf::new(),
+            is_sweep: false,
+            runs: vec![loaded],
+            notes: Vec::new(),
+        };
+        let a = analysis::analyze(&ds, &AnalysisOptions::default());
+        self.progress.set(String::new());
+        Ok(a.discoveries
+            .iter()
+            .flat_map(|d| d.entries.more_runs())
+            .collect())
     }
 
     /// After the last command: the kernel symbols for this run's stacks, every probe detached

@@ -5,7 +5,7 @@
 use super::fmt::{fmt_n, ns, pct};
 use crate::analysis::discover::Discovery;
 use crate::analysis::discover::Grower;
-use crate::analysis::entries::{EntryPoint, KernelEntry};
+use crate::analysis::entries::{EntryPoint, KernelEntry, Remedy};
 use crate::analysis::fit::FlatReason;
 use crate::analysis::growers::FnPoint;
 
@@ -150,10 +150,6 @@ pub fn more_calls_line(d: &Discovery) -> Option<String> {
     Some(s)
 }
 
-/// A first size's samples under which more runs of it would narrow its time enough to
-/// matter (±10% at 100).
-const FEW_SAMPLES: u64 = 100;
-
 /// The sizes an undecided frame's fit used, with its time there (the self time, when the
 /// class was fitted on it).
 pub(super) fn fitted_points(g: &Grower) -> Vec<(&FnPoint, f64)> {
@@ -180,27 +176,24 @@ pub fn undecided_why(g: &Grower) -> String {
     }
 }
 
-/// What would decide an undecided frame: for a rise at the largest size only, a size below
-/// it, where the rise would show or not; and more runs of the smallest size when its time
-/// rests on few samples (the only remedy for a rise within its noise).
+/// What would decide an undecided frame (`Remedy`): "a size between 100 and 400, or more
+/// runs of N=10 (13 samples there), would decide it".
 pub fn undecided_remedy(g: &Grower) -> String {
-    let p = fitted_points(g);
-    let [f, .., prev, l] = p.as_slice() else {
+    let Some(r) = Remedy::of(g) else {
         return String::new();
     };
     let mut parts = Vec::new();
-    if g.scaling.flat_reason == Some(FlatReason::OneSize) {
+    if let Some((a, b)) = r.between {
         parts.push(format!(
             "a size between {} and {}",
-            fmt_n(prev.0.n as f64),
-            fmt_n(l.0.n as f64)
+            fmt_n(a as f64),
+            fmt_n(b as f64)
         ));
     }
-    if f.0.samples < FEW_SAMPLES || parts.is_empty() {
+    if let Some((n, samples)) = r.more_runs {
         parts.push(format!(
-            "more runs of N={} ({} samples there)",
-            fmt_n(f.0.n as f64),
-            f.0.samples
+            "more runs of N={} ({samples} samples there)",
+            fmt_n(n as f64)
         ));
     }
     match parts.as_slice() {

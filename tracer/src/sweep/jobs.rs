@@ -139,6 +139,7 @@ pub(super) fn rounds(opts: &SweepOptions) -> Result<(u32, record::ExtraRuns), Tr
             )));
         }
         extra.max_runs = m;
+        extra.max_given = true;
     }
     extra.budget = opts.extra_budget;
     Ok((repeat, extra))
