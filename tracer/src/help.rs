@@ -151,8 +151,8 @@ with it; the output is not written, and the next tracer writing in that director
 the temporary one. A second sweep into an output another one is writing exits 5.
 
 Your command, or a workload, runs --repeat times per N (default 3), each round in its own
-shuffled order of the sizes, so a drift over the sweep does not line up with N; each run sets
-up its N afresh (a workload's extra arguments, e.g. -- --iterations 10, go to every run).
+shuffled order of the sizes (never starting with the size the last round ended with), so a
+drift over the sweep does not line up with N; each run sets up its N afresh (a workload's extra arguments, e.g. -- --iterations 10, go to every run).
 Each run's calls are kept apart (run.json `invocations[].spans`, per target and
 case): each run is its own point in the fits, a size's value is the median of its runs, and
 their spread is its error. A size whose runs still disagree after the rounds (its value's

@@ -322,9 +322,8 @@ fn external_sweep_keeps_the_other_sizes_when_one_fails() {
     assert!(text(&o).contains("failed at N = 20"), "{}", text(&o));
     // Three runs per N by default, each round in its own order.
     let mut exits = exits_by_n(&out.path().join("sweep/sh/run.json"));
-    assert_ne!(
-        exits[..3],
-        exits[3..6],
+    assert!(
+        !(exits[..3] == exits[3..6] && exits[3..6] == exits[6..9]),
         "the rounds are shuffled: {exits:?}"
     );
     exits.sort_unstable();

@@ -239,9 +239,11 @@ pub const FEW_SAMPLES: u64 = 100;
 pub struct Remedy {
     /// A rise at the largest size only: a size between these two would show it or not.
     pub between: Option<(u64, u64)>,
-    /// More runs of this size (the smallest the fit used), which has this many samples: when
-    /// they are fewer than [`FEW_SAMPLES`], or when nothing else would decide it (a rise
-    /// within its noise).
+    /// More runs of this size, which has this many samples: the smallest size when its
+    /// samples are fewer than [`FEW_SAMPLES`] (in the fit or left out of it for too few: a
+    /// 5.10 `ipcs` sweep over N = 10..400 had 4 samples of the scan at N = 10, so its fit
+    /// started at N = 100, 4.29 µs per call, where N = 10 read 1.16 µs), else the smallest
+    /// the fit used when nothing else would decide it (a rise within its noise).
     pub more_runs: Option<(u64, u64)>,
 }
 
@@ -254,7 +256,11 @@ impl Remedy {
         };
         let between = (g.scaling.flat_reason == Some(super::fit::FlatReason::OneSize))
             .then_some((prev.n, l.n));
-        let more_runs = (f.samples < FEW_SAMPLES || between.is_none()).then_some((f.n, f.samples));
+        let smallest = g.points.first().filter(|p| p.samples < FEW_SAMPLES);
+        let more_runs = match smallest {
+            Some(p) => Some((p.n, p.samples)),
+            None => between.is_none().then_some((f.n, f.samples)),
+        };
         Some(Remedy { between, more_runs })
     }
 
@@ -975,6 +981,37 @@ pub(crate) mod tests {
             };
             (s, rows)
         };
+        // With 4 samples at N = 10 the fit starts at N = 100, and N = 200 (5% above it) is
+        // within its noise: more runs of N = 10 would still decide it, and the remedy says
+        // so beside the size between (a 5.10 sweep: 4.29, 5.39, 10.3 µs per call at N = 100,
+        // 200, 400, 1.16 µs at N = 10 on 4 samples).
+        let few = |n: u64| {
+            let (s, mut rows) = ipcs(n);
+            let (calls, scan) = match n {
+                10 => (345, 4),
+                200 => (5800, 280),
+                _ => return (s, rows),
+            };
+            let read = "e;do_syscall_64;ksys_read;vfs_read;seq_read";
+            let text = format!(
+                "{read};sysvipc_find_ipc {}\n{read};copy_user_generic {}\n",
+                scan * PERIOD,
+                calls * 3 / 10 * PERIOD
+            );
+            rows.retain(|r| r.entry != "read");
+            rows.push(row("read", n, calls));
+            let mut s: Vec<StackData> = s.into_iter().filter(|x| x.file.target != "read").collect();
+            s.push(entry_data("read", n, &text));
+            (s, rows)
+        };
+        let d = discovered_at(&[10, 100, 200, 400], few);
+        let (_, g) = d
+            .entries
+            .first_undecided()
+            .unwrap_or_else(|| panic!("{:#?}", d.entries));
+        assert_eq!(g.fitted_points()[0].n, 100, "{g:#?}");
+        assert_eq!(Remedy::of(g).and_then(|r| r.more_runs), Some((10, 4)));
+        assert_eq!(d.entries.more_runs()[0].n, 10);
         let d = discovered_at(&[10, 100, 400], more);
         assert!(d.entries.undecided.is_empty(), "{:#?}", d.entries.undecided);
         assert_eq!(d.entries.loops[0].frame(), Some("sysvipc_find_ipc"));

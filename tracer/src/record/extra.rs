@@ -14,8 +14,9 @@
 //! undecided frames), names the size whose runs would decide it ([`MoreRuns`]). Where that
 //! size has fewer than `FEW_SAMPLES` samples of the frame, it runs again until it should have
 //! them (its samples per run so far say how many runs that takes), within the time budget and
-//! `--max-repeat` when given; otherwise up to the cap of runs per size. The analysis is read
-//! again after each batch, at most [`MAX_SAMPLE_ROUNDS`] times: a 5.10 guest's `ipcs` swept at
+//! `--max-repeat` when given; otherwise up to the cap of runs per size. The runs come in
+//! batches of at most twice the size's runs so far, the analysis read again after each, at
+//! most [`MAX_SAMPLE_ROUNDS`] times: a 5.10 guest's `ipcs` swept at
 //! N = 10, 100, 200, 400 twice had 14 samples of `sysvipc_find_ipc` at N = 10, two runs of
 //! 2 s each, and that size's noise (±27%) left the walk undecided.
 
@@ -33,9 +34,14 @@ pub const DEFAULT_MAX_RUNS_FACTOR: u32 = 2;
 /// The default time budget for the extra runs, as a share of the planned runs' wall time.
 pub const DEFAULT_BUDGET_SHARE: f64 = 0.5;
 /// The most times a discover sweep's analysis is read for sizes to run again: each read
-/// plans a batch of runs from the samples per run so far, so the second usually finds the
-/// size measured; more would spend the budget chasing a rise that more runs do not settle.
-pub const MAX_SAMPLE_ROUNDS: u32 = 3;
+/// plans a batch of runs (at most [`BATCH_GROWTH`] times the runs so far), so the reads stop
+/// as soon as the size is measured well enough to decide; more would spend the budget
+/// chasing a rise that more runs do not settle.
+pub const MAX_SAMPLE_ROUNDS: u32 = 4;
+/// A batch of runs for samples is at most this many times the size's runs so far: a size
+/// with next to no samples of the frame (4 in two runs) asks for dozens of runs, and a few
+/// may already decide it (the fit takes a size from 5 samples on).
+pub const BATCH_GROWTH: u64 = 2;
 
 /// The limits on extra runs of an external sweep.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -286,7 +292,8 @@ impl<'a> Scheduler<'a> {
                 }
             } else {
                 limits.max_runs as u64
-            };
+            }
+            .min(runs + BATCH_GROWTH * runs);
             let why = format!(
                 "{} in {}, {} samples at N={} over {runs} runs",
                 w.function, w.entry, w.samples, w.n
@@ -609,7 +616,7 @@ mod tests {
         let mut s = Scheduler::new(limits, &plan, "ipc.sh", true);
         assert!(s.next(&done).is_none());
         assert!(s.wants_analysis());
-        // 14 samples over 2 runs: 15 runs should give 100.
+        // 14 samples over 2 runs: 15 runs should give 100; the first batch is twice the runs.
         s.plan_samples(vec![want(10, 14)], &done);
         let mut ran = done.clone();
         let mut labels = Vec::new();
@@ -618,12 +625,18 @@ mod tests {
             labels.push(label);
             ran.push(inv(10, 0, 1000));
         }
-        assert_eq!(labels.len(), 13, "{labels:?}");
+        assert_eq!(labels.len(), 4, "{labels:?}");
         assert_eq!(
             labels[0],
             "ipc.sh N=10 [extra run 1: sysvipc_find_ipc in read, 14 samples at N=10 over 2 runs]"
         );
         assert!(s.wants_analysis());
+        // Read again with 42 samples over 6 runs: 15 should give 100, 9 more.
+        s.plan_samples(vec![want(10, 42)], &ran);
+        while s.next(&ran).is_some() {
+            ran.push(inv(10, 0, 1000));
+        }
+        assert_eq!(ran.iter().filter(|i| i.n == 10).count(), 15);
         // Read again, nothing left to decide by runs: done, and the line says what was added.
         s.plan_samples(vec![], &ran);
         assert!(!s.wants_analysis());
@@ -678,7 +691,7 @@ mod tests {
         assert!(!s.wants_analysis());
         assert_eq!(
             s.summary(&done).unwrap(),
-            "the time for extra runs is spent (--extra-time) with 13 more planned"
+            "the time for extra runs is spent (--extra-time) with 4 more planned"
         );
         // The analysis is read at most MAX_SAMPLE_ROUNDS times.
         let mut s = Scheduler::new(limits, &plan, "ipc.sh", true);

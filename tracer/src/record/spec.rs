@@ -169,8 +169,12 @@ pub(super) fn invocation_plan(spec: &RunSpec) -> Vec<Invocation> {
 /// The order a sweep runs its sizes in: `repeat` rounds, each size once per round.
 /// With one round, the sizes as given. With more, each round in its own shuffled order, so
 /// that a drift over the sweep (a warming cache, a neighbour's load, the page cache filling)
-/// does not line up with N and bend the fit. The shuffle is seeded by the round and the list,
-/// so the same command line runs in the same order.
+/// does not line up with N and bend the fit; and no round starts with the size the round
+/// before ended with, so that no two runs of a size are back to back in one slow spell of
+/// the machine (a 6.1 guest's two runs of N = 1000 in a row took 33 and 35 s where other
+/// sweeps' took 21 and 22, and every syscall's time per call seemed to double with N). The
+/// shuffle is seeded by the round and the list, so the same command line runs in the same
+/// order.
 pub fn sweep_order(n_values: &[u64], repeat: u32) -> Vec<u64> {
     let repeat = repeat.max(1);
     if repeat == 1 {
@@ -189,10 +193,17 @@ pub fn sweep_order(n_values: &[u64], repeat: u32) -> Vec<u64> {
     };
     let mut out = Vec::with_capacity(n_values.len() * repeat as usize);
     for _ in 0..repeat {
-        let mut round = n_values.to_vec();
-        for i in (1..round.len()).rev() {
-            round.swap(i, (next() % (i as u64 + 1)) as usize);
-        }
+        // Drawn again while it starts where the last round ended: uniform over the orders
+        // that do not (with two sizes or more, three in four draws or better succeed).
+        let round = loop {
+            let mut round = n_values.to_vec();
+            for i in (1..round.len()).rev() {
+                round.swap(i, (next() % (i as u64 + 1)) as usize);
+            }
+            if round.len() < 2 || out.last() != round.first() {
+                break round;
+            }
+        };
         out.extend(round);
     }
     out
@@ -240,6 +251,23 @@ mod tests {
             order,
             "the same command line, the same order"
         );
+        // No size runs twice in a row, whatever the list and the rounds.
+        for len in 2..8u64 {
+            for first in [1u64, 10, 250] {
+                let ns: Vec<u64> = (0..len)
+                    .map(|i| first * 10u64.pow(i as u32 % 4) + i)
+                    .collect();
+                for repeat in 2..6 {
+                    let order = sweep_order(&ns, repeat);
+                    assert!(
+                        order.windows(2).all(|w| w[0] != w[1]),
+                        "{ns:?} x{repeat}: {order:?}"
+                    );
+                    assert_eq!(order.len(), ns.len() * repeat as usize);
+                }
+            }
+        }
+        assert_eq!(sweep_order(&[7], 3), [7, 7, 7]);
     }
 
     #[test]
