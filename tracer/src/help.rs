@@ -161,10 +161,11 @@ least error tracer compare allows a point) runs again, the least settled size fi
 --max-repeat runs in all (default twice --repeat) and --extra-time for all extra runs
 (default half the rounds' time); the last line says which sizes got more and which are
 still unsettled. A --discover sweep then reads its runs so far as the report will: a frame
-left undecided (below) names the size whose runs would decide it, and where that size has
-fewer than 100 of the frame's samples it runs again until it should have them (its samples
-per run say how many runs), within --extra-time and --max-repeat when given; the analysis
-is read again after each batch, three times at most.
+left undecided (below) names the size whose runs would decide it, and where its smallest
+size has fewer than 100 of the frame's samples that size runs again until it should have
+them (its samples per run say how many runs), in batches of at most twice its runs so far,
+within --extra-time and --max-repeat when given; the runs so far are read again after each
+batch, four times at most.
 
 Name what a loop calls beside the target (--targets do_wait,wait_consider_task): its calls
 inside each target call, counted in the kernel, are the loop's trips per call, and give a
