@@ -219,7 +219,6 @@ impl Entries {
                 out.push(MoreRuns {
                     n,
                     samples,
-                    starved: r.starved(),
                     entry: e.entry.clone(),
                     function: g.function.clone(),
                 });
@@ -263,21 +262,15 @@ impl Remedy {
         };
         Some(Remedy { between, more_runs })
     }
-
-    /// Whether the size to run again has too few samples to time the frame at all.
-    pub fn starved(&self) -> bool {
-        self.more_runs.is_some_and(|(_, s)| s < FEW_SAMPLES)
-    }
 }
 
 /// A size whose runs would decide whether `function`'s rise in `entry` is a loop.
 #[derive(Clone, Debug, PartialEq)]
 pub struct MoreRuns {
     pub n: u64,
-    /// The frame's samples there so far.
+    /// The frame's samples there so far: under [`FEW_SAMPLES`], its time there is not yet
+    /// measured well enough to compare.
     pub samples: u64,
-    /// Fewer than [`FEW_SAMPLES`]: its time there is not yet measured well enough to compare.
-    pub starved: bool,
     pub entry: String,
     pub function: String,
 }
@@ -904,13 +897,18 @@ pub(crate) mod tests {
     /// it. With a size at 200 (its time there between the others') the rise shows at two
     /// sizes.
     pub(crate) fn ipcs(n: u64) -> (Vec<StackData>, Vec<EntryRow>) {
-        let (mut s, mut rows) = shell(n);
         let (calls, scan) = match n {
             10 => (345, 13),
             100 => (2985, 137),
             200 => (5800, 640),
             _ => (11785, 2629),
         };
+        ipcs_with(n, calls, scan)
+    }
+
+    /// [`ipcs`] at size `n` with `calls` reads and `scan` samples of the scan among them.
+    fn ipcs_with(n: u64, calls: u64, scan: u64) -> (Vec<StackData>, Vec<EntryRow>) {
+        let (mut s, mut rows) = shell(n);
         let read = "e;do_syscall_64;ksys_read;vfs_read;seq_read";
         let text = format!(
             "{read};sysvipc_find_ipc {}\n{read};copy_user_generic {}\n",
@@ -951,7 +949,6 @@ pub(crate) mod tests {
             [MoreRuns {
                 n: 10,
                 samples: 13,
-                starved: true,
                 entry: "read".into(),
                 function: "sysvipc_find_ipc".into(),
             }]
@@ -959,50 +956,18 @@ pub(crate) mod tests {
         // Twenty times the runs of N = 10 decide it: its 13 samples were a high draw (its
         // time per call 0.038 periods; twenty times the calls have 172 samples, 0.025 per
         // call), and the second size's rise is then beyond the first's noise.
-        let more = |n: u64| {
-            let (s, mut rows) = ipcs(n);
-            let s = match n {
-                10 => {
-                    let (calls, scan) = (6900, 172);
-                    let read = "e;do_syscall_64;ksys_read;vfs_read;seq_read";
-                    let text = format!(
-                        "{read};sysvipc_find_ipc {}\n{read};copy_user_generic {}\n",
-                        scan * PERIOD,
-                        calls * 3 / 10 * PERIOD
-                    );
-                    rows.retain(|r| r.entry != "read");
-                    rows.push(row("read", n, calls));
-                    let mut s: Vec<StackData> =
-                        s.into_iter().filter(|x| x.file.target != "read").collect();
-                    s.push(entry_data("read", n, &text));
-                    s
-                }
-                _ => s,
-            };
-            (s, rows)
+        let more = |n: u64| match n {
+            10 => ipcs_with(10, 6900, 172),
+            _ => ipcs(n),
         };
         // With 4 samples at N = 10 the fit starts at N = 100, and N = 200 (5% above it) is
         // within its noise: more runs of N = 10 would still decide it, and the remedy says
         // so beside the size between (a 5.10 sweep: 4.29, 5.39, 10.3 µs per call at N = 100,
         // 200, 400, 1.16 µs at N = 10 on 4 samples).
-        let few = |n: u64| {
-            let (s, mut rows) = ipcs(n);
-            let (calls, scan) = match n {
-                10 => (345, 4),
-                200 => (5800, 280),
-                _ => return (s, rows),
-            };
-            let read = "e;do_syscall_64;ksys_read;vfs_read;seq_read";
-            let text = format!(
-                "{read};sysvipc_find_ipc {}\n{read};copy_user_generic {}\n",
-                scan * PERIOD,
-                calls * 3 / 10 * PERIOD
-            );
-            rows.retain(|r| r.entry != "read");
-            rows.push(row("read", n, calls));
-            let mut s: Vec<StackData> = s.into_iter().filter(|x| x.file.target != "read").collect();
-            s.push(entry_data("read", n, &text));
-            (s, rows)
+        let few = |n: u64| match n {
+            10 => ipcs_with(10, 345, 4),
+            200 => ipcs_with(200, 5800, 280),
+            _ => ipcs(n),
         };
         let d = discovered_at(&[10, 100, 200, 400], few);
         let (_, g) = d

@@ -283,7 +283,7 @@ impl<'a> Scheduler<'a> {
             {
                 continue;
             }
-            let target = if w.starved {
+            let target = if w.samples < FEW_SAMPLES {
                 let needed = (runs * FEW_SAMPLES).div_ceil(w.samples.max(1));
                 if limits.max_given {
                     needed.min(limits.max_runs as u64)
@@ -587,7 +587,6 @@ mod tests {
         MoreRuns {
             n,
             samples,
-            starved: samples < FEW_SAMPLES,
             entry: "read".into(),
             function: "sysvipc_find_ipc".into(),
         }
