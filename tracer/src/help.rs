@@ -192,7 +192,11 @@ under. Two things can grow with N, and the report keeps them apart:
   kernel loops  an entry inside which a frame's on-CPU time per call of the entry grows
                 (a growth class, 4 standard errors of sampling, and at least twofold from
                 the smallest to the largest N; of its self time when that carries half
-                its growth): `wait4: wait_consider_task O(n) per call`.
+                its growth): `wait4: wait_consider_task O(n) per call`. Where five
+                entries or more are well sampled at both ends, the median of their
+                time-per-call ratios is a slowdown common to them (the machine's, not a
+                loop's: \"every entry slower per call: x1.86 ...\"), and a loop must
+                also grow 1.5 times beyond it.
                 The answer line, the summary row and the report lead with the top one:
                 most time added per op by its growth per call (the top frame's time per
                 call at the largest N less at the smallest, times the calls per op), except
@@ -201,7 +205,8 @@ under. Two things can grow with N, and the report keeps them apart:
                 faster gets a line saying near which N it would overtake it (an
                 extrapolation of the three largest sizes).
   more calls    an entry made at least 1.5 times as often per op at the largest N while its
-                whole time per call does not double: the command's own scaling (N more
+                whole time per call does not double (beyond the common slowdown): the
+                command's own scaling (N more
                 forks, execs and page faults per run), stated, never the answer.
   undecided     an entry with no loop but a frame that rose as a loop's would, above its
                 time at the smallest N at the largest N only (or within the noise of a

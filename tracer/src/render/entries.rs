@@ -5,7 +5,9 @@
 use super::fmt::{fmt_n, ns, pct};
 use crate::analysis::discover::Discovery;
 use crate::analysis::discover::Grower;
-use crate::analysis::entries::{EntryPoint, KernelEntry, Remedy};
+use crate::analysis::entries::{
+    CommonSlowdown, EntryPoint, KernelEntry, MIN_GROWTH_BEYOND_COMMON, MIN_LOOP_GROWTH, Remedy,
+};
 use crate::analysis::fit::FlatReason;
 use crate::analysis::growers::FnPoint;
 
@@ -129,14 +131,45 @@ pub fn more_calls_item(d: &Discovery, e: &KernelEntry) -> String {
     )
 }
 
+/// The entries' common slowdown when it raised the bar for a loop (a factor above
+/// `MIN_LOOP_GROWTH / MIN_GROWTH_BEYOND_COMMON`); None when it did not or was not measured.
+fn judged_beyond(d: &Discovery) -> Option<&CommonSlowdown> {
+    d.entries
+        .common
+        .as_ref()
+        .filter(|c| c.factor * MIN_GROWTH_BEYOND_COMMON > MIN_LOOP_GROWTH)
+}
+
+/// "every entry slower per call: ×1.95 at N=1000 against N=10, the median of 11 entries'
+/// own time per call (the machine, not a loop of one); a loop must grow 1.5 times beyond it"
+pub fn common_line(d: &Discovery) -> Option<String> {
+    let c = judged_beyond(d)?;
+    Some(format!(
+        "every entry slower per call: ×{} at N={} against N={}, the median of {} entries' own \
+         time per call (the machine, not a loop of one); a loop must grow {} times beyond it",
+        super::fmt::sig3(c.factor),
+        fmt_n(*d.ns.last()? as f64),
+        fmt_n(*d.ns.first()? as f64),
+        c.entries,
+        MIN_GROWTH_BEYOND_COMMON,
+    ))
+}
+
 /// The more-calls line, or None when no entry is made more often.
 pub fn more_calls_line(d: &Discovery) -> Option<String> {
     let m = &d.entries.more_calls;
     if m.is_empty() {
         return None;
     }
+    let slower = match judged_beyond(d) {
+        Some(c) => format!(
+            "none of them twice as slow beyond the common ×{}",
+            super::fmt::sig3(c.factor)
+        ),
+        None => "none of them twice as slow".to_string(),
+    };
     let mut s = format!(
-        "more calls per {} (the command's own scaling; none of them twice as slow): {}",
+        "more calls per {} (the command's own scaling; {slower}): {}",
         d.per,
         m.iter()
             .take(MORE_CALLS_NAMED)
@@ -243,6 +276,7 @@ pub fn lines(d: &Discovery) -> Vec<String> {
         );
         return out;
     }
+    out.extend(common_line(d));
     if en.loops.is_empty() && !en.undecided.is_empty() {
         out.push(format!(
             "kernel loops: none decided over {} sizes",
@@ -326,6 +360,7 @@ mod tests {
     use crate::analysis::discover::tests::PERIOD;
     use crate::analysis::entries::tests::{
         discovered, discovered_at, entry_data, ipcs, light_walk, reaping_walk, row, shell,
+        slow_machine, slowdown_to,
     };
 
     fn text(d: &Discovery) -> String {
@@ -365,6 +400,28 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("of wait4's added time per call"), "{t}");
+    }
+
+    #[test]
+    fn a_common_slowdown_is_said_where_it_raised_the_bar_for_a_loop() {
+        let t = text(&discovered(|n| slow_machine(n, slowdown_to(1.9), 6)));
+        assert!(
+            t.contains("every entry slower per call: ×1.9")
+                && t.contains(
+                    "at N=3000 against N=10, the median of 8 entries' own time per call (the \
+                     machine, not a loop of one); a loop must grow 1.5 times beyond it"
+                ),
+            "{t}"
+        );
+        assert!(
+            t.contains("none of them twice as slow beyond the common ×1.9"),
+            "{t}"
+        );
+        let t = text(&discovered(|n| slow_machine(n, |_| 1.0, 6)));
+        assert!(
+            !t.contains("every entry slower") && !t.contains("beyond the common"),
+            "{t}"
+        );
     }
 
     #[test]
