@@ -17,7 +17,8 @@
 //! samples with its calls as the ops, and the frame's time per call (or its self time, when
 //! that carries the growth) at least [`MIN_LOOP_GROWTH`] times its value at the smallest N,
 //! and [`MIN_GROWTH_BEYOND_COMMON`] times beyond the slowdown common to the entries
-//! ([`CommonSlowdown`]: a machine that runs every syscall slower at the largest N) (`grows_enough`). The frame decides, not the entry's whole time per call: at small N a
+//! ([`CommonSlowdown`]: a machine that runs every syscall slower at the largest N)
+//! (`grows_enough`). The frame decides, not the entry's whole time per call: at small N a
 //! `wait4` can spend most of its time spinning on a lock that the children's exits hold,
 //! which falls as the walk over the children grows.
 //!
