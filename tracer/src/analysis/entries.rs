@@ -1004,7 +1004,7 @@ pub(crate) mod tests {
     }
 
     /// [`ipcs`] at size `n` with `calls` reads and `scan` samples of the scan among them.
-    fn ipcs_with(n: u64, calls: u64, scan: u64) -> (Vec<StackData>, Vec<EntryRow>) {
+    pub(crate) fn ipcs_with(n: u64, calls: u64, scan: u64) -> (Vec<StackData>, Vec<EntryRow>) {
         let (mut s, mut rows) = shell(n);
         let read = "e;do_syscall_64;ksys_read;vfs_read;seq_read";
         let text = format!(

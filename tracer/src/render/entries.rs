@@ -51,6 +51,20 @@ pub fn class_text(g: &Grower) -> String {
 /// them: "O(n), slope 0.71, 14.0µs → 233µs self (176µs → 358µs with its callees)".
 pub fn growth_text(g: &Grower) -> String {
     let (f, l) = (&g.points[0], &g.points[g.points.len() - 1]);
+    if f.samples == 0 {
+        // Not a time of 0: below what the samples resolve (its fit starts at a later size).
+        let none = format!("no sample at N={}", fmt_n(f.n as f64));
+        return if g.fitted_on_self {
+            format!(
+                "{}, {none} → {} self ({} with its callees)",
+                class_text(g),
+                ns(l.self_ns),
+                ns(l.incl_ns)
+            )
+        } else {
+            format!("{}, {none} → {}", class_text(g), ns(l.incl_ns))
+        };
+    }
     if g.fitted_on_self {
         format!(
             "{}, {} → {} self ({} → {} with its callees)",
@@ -359,8 +373,8 @@ mod tests {
     }
     use crate::analysis::discover::tests::PERIOD;
     use crate::analysis::entries::tests::{
-        discovered, discovered_at, entry_data, ipcs, light_walk, reaping_walk, row, shell,
-        slow_machine, slowdown_to,
+        discovered, discovered_at, entry_data, ipcs, ipcs_with, light_walk, reaping_walk, row,
+        shell, slow_machine, slowdown_to,
     };
 
     fn text(d: &Discovery) -> String {
@@ -422,6 +436,23 @@ mod tests {
             !t.contains("every entry slower") && !t.contains("beyond the common"),
             "{t}"
         );
+    }
+
+    #[test]
+    fn a_loop_with_no_sample_at_the_smallest_size_says_so_not_zero() {
+        let d = discovered_at(&[10, 100, 200, 400], |n| match n {
+            10 => ipcs_with(10, 345, 0),
+            _ => ipcs(n),
+        });
+        let l = d
+            .entries
+            .loops
+            .first()
+            .expect("the scan is a loop from N = 100");
+        assert_eq!(l.top().unwrap().points[0].samples, 0, "{l:#?}");
+        let t = text(&d);
+        assert!(t.contains("no sample at N=10 → "), "{t}");
+        assert!(!t.contains(" 0ns → "), "{t}");
     }
 
     #[test]
