@@ -155,17 +155,28 @@ shuffled order of the sizes (never starting with the size the last round ended w
 drift over the sweep does not line up with N; each run sets up its N afresh (a workload's extra arguments, e.g. -- --iterations 10, go to every run).
 Each run's calls are kept apart (run.json `invocations[].spans`, per target and
 case): each run is its own point in the fits, a size's value is the median of its runs, and
-their spread is its error. A size whose runs still disagree after the rounds (its value's
-relative standard error above 10% for some target, a workload case's own target only: the
-least error tracer compare allows a point) runs again, the least settled size first, up to
---max-repeat runs in all (default twice --repeat) and --extra-time for all extra runs
-(default half the rounds' time); the last line says which sizes got more and which are
-still unsettled. A --discover sweep then reads its runs so far as the report will: a frame
-left undecided (below) names the size whose runs would decide it, and where its smallest
-size has fewer than 100 of the frame's samples that size runs again until it should have
-them (its samples per run say how many runs), in batches of at most twice its runs so far,
-within --extra-time and --max-repeat when given; the runs so far are read again after each
-batch, four times at most.
+their spread is its error. After the rounds, a size runs again only while a verdict could
+still change by it (for a workload's case, the target it exists for): the verdict fitted
+from the runs so far differs from what the same runs would give at the cap of runs per size
+(a class set more runs would narrow, a rise still within noise); the noisiest size of such a
+verdict runs next, the verdicts are read again after each run, and the runs stop as soon as
+none could change, or at --max-repeat runs in all (default twice --repeat) or --extra-time
+for all extra runs (default half the rounds' time). A verdict that names one class, or that
+the sizes cannot narrow however many runs (two sizes fit every growing shape), runs nothing
+more. The last line says the runs per size, what the extra runs were for, and which
+verdicts are still open and why. A --discover sweep then reads its runs so far as the
+report will: a frame left undecided (below) names the size whose runs would decide it, and
+where its smallest size has fewer than 100 of the frame's samples that size runs again
+until it should have them (its samples per run say how many runs), in batches of at most
+twice its runs so far, within --extra-time and --max-repeat when given; the runs so far are
+read again after each batch, four times at most.
+
+--budget DURATION caps the sweep's wall time. It cuts, in this order: extra runs, a run's
+rounds after the first (a round starts only while one as long as the last fits in the run's
+share: each run, a workload or your command, gets an equal share of what is left when it
+starts, after one round's share is set aside for the loop-count or confirmation pass), then
+that pass (it runs only when the first rounds' time fits again). A run's first round always
+runs. Each cut is printed and kept in sweep.json (budget_cuts).
 
 Name what a loop calls beside the target (--targets do_wait,wait_consider_task): its calls
 inside each target call, counted in the kernel, are the loop's trips per call, and give a

@@ -311,18 +311,23 @@ struct SweepArgs {
     /// afresh.
     #[arg(long, value_name = "R")]
     repeat: Option<u32>,
-    /// After the R rounds, a size whose runs still disagree (the relative standard error of
-    /// its value above 10%, for any target; for a workload's case, the target it exists for)
-    /// runs again, the least settled first, up to M runs in all (default 2R; M = R: no extra
-    /// runs). Needs R of 2 or more. With --discover, a size short of samples to decide a
-    /// "kernel loop undecided" frame runs again until it should have them: up to M when
-    /// given, else within --extra-time only.
+    /// After the R rounds, a size runs again while a verdict could still change by more runs
+    /// (the fit of the runs so far differs from the same runs' at M per size; for a
+    /// workload's case, the target it exists for), the noisiest size of that verdict first,
+    /// up to M runs in all (default 2R; M = R: no extra runs). Needs R of 2 or more. With
+    /// --discover, a size short of samples to decide a "kernel loop undecided" frame runs
+    /// again until it should have them: up to M when given, else within --extra-time only.
     #[arg(long, value_name = "M")]
     max_repeat: Option<u32>,
     /// Most wall time for those extra runs together (e.g. 30s, 5m; default: half the time
     /// the R rounds took).
     #[arg(long, value_parser = cli::parse_duration, value_name = "DURATION")]
     extra_time: Option<std::time::Duration>,
+    /// The sweep's wall time (e.g. 10m): cut, in this order, extra runs, rounds after the
+    /// first, then the loop-count or confirmation pass; a run's first round always runs.
+    /// Each cut gets a line and is kept in sweep.json (budget_cuts). Default: no limit.
+    #[arg(long, value_parser = cli::parse_duration, value_name = "DURATION")]
+    budget: Option<std::time::Duration>,
     /// Operations per run of your command, e.g. 100 or {N}*10: gives per-op columns.
     #[arg(long, value_parser = cli::parse_ops, value_name = "EXPR")]
     ops: Option<cli::OpsExpr>,
@@ -569,6 +574,7 @@ fn run_sweep(a: SweepArgs, verbose: bool) -> Result<i32, TracerError> {
         repeat: a.repeat,
         max_repeat: a.max_repeat,
         extra_budget: a.extra_time,
+        budget: a.budget,
         ops: a.ops,
         phase_fn: a.phase_fn,
         name: a.name,

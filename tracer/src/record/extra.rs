@@ -1,13 +1,21 @@
-//! More runs where they are needed. After a sweep's planned rounds, a size whose runs still
-//! disagree gets more runs, one at a time, the least settled size first, up to a cap of runs
-//! per size and a time budget for all of them.
+//! More runs where they can still change a verdict. After a sweep's planned rounds, a size
+//! gets more runs, one at a time, only while a verdict its runs feed could still change, up to
+//! a cap of runs per size and a time budget for all of them.
 //!
-//! A size is settled when, for every traced target (and workload case) with calls there, the
-//! relative standard error of its value (the spread of its runs' centres over √runs, as the
-//! tables compute it) is at most [`MIN_POINT_ERROR`]: the least error `tracer compare` gives
-//! any point, so below it another run narrows no interval and changes no decision. A size needs two successful
-//! runs for a spread at all: with `--repeat 1` nothing is measured and nothing is added.
-//! Sizes whose command failed are not run again.
+//! A verdict (a traced target, with its case for a built-in workload's, that case's own
+//! target only) is fitted from the runs so far as the report fits it: each size's centre is
+//! the median of its runs' centres, its error their spread over √runs, each run its own
+//! point in the class evidence ([`verdicts`]). It could still change when the same data at
+//! the cap would say something else: each size's runs repeated to the cap, its error shrunk
+//! as √runs (what more runs like these would show). Where the two agree, more runs of these
+//! sizes cannot move it, whether it names one class, stays flat, or leaves a set the sizes do
+//! not separate (two sizes fit every growing shape): nothing more runs for it, however much
+//! its runs scatter. Where they differ, the size with the largest error under the cap runs
+//! again, and the verdict is read again after each run: the extra runs stop as soon as it
+//! is decided. A size needs two successful runs for a spread at all: with `--repeat 1`
+//! nothing is measured and nothing is added. Sizes whose command failed are not run again.
+//! Decisions `tracer compare` will make later are not known here; a point's error there
+//! never goes under 10% anyway (its `MIN_POINT_ERROR`).
 //!
 //! A discover sweep has a second rule, read from its analysis: a frame whose time per call
 //! rose as a loop's does, but at sizes the data cannot tell apart (`analysis::entries`'
@@ -24,8 +32,8 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use super::spec::Invocation as Planned;
-use crate::analysis::compare::MIN_POINT_ERROR;
 use crate::analysis::entries::{FEW_SAMPLES, MoreRuns};
+use crate::analysis::fit::{Complexity, Point, Scaling, classes_label, fit_scaling_runs};
 use crate::analysis::table::{rel_se_of_runs, run_centre};
 use crate::rundata::Invocation;
 
@@ -55,6 +63,10 @@ pub struct ExtraRuns {
     /// Most wall time for the extra runs together; None: [`DEFAULT_BUDGET_SHARE`] of the time
     /// the planned runs took.
     pub budget: Option<Duration>,
+    /// `tracer sweep --budget`: when this run's share of the sweep's time ends. A planned
+    /// round that would end after it is not started (the first always runs), and the extra
+    /// runs keep within it too.
+    pub deadline: Option<Instant>,
 }
 
 impl ExtraRuns {
@@ -64,31 +76,72 @@ impl ExtraRuns {
             max_runs: repeat.saturating_mul(DEFAULT_MAX_RUNS_FACTOR),
             max_given: false,
             budget: None,
+            deadline: None,
         }
     }
 
-    /// The budget once the planned runs took `planned`.
+    /// The budget once the planned runs took `planned`, and within the deadline.
     pub fn budget_after(&self, planned: Duration) -> Duration {
-        self.budget
-            .unwrap_or_else(|| planned.mul_f64(DEFAULT_BUDGET_SHARE))
+        let own = self
+            .budget
+            .unwrap_or_else(|| planned.mul_f64(DEFAULT_BUDGET_SHARE));
+        match self.deadline {
+            Some(d) => own.min(d.saturating_duration_since(Instant::now())),
+            None => own,
+        }
     }
 }
 
-/// How settled one size is.
+/// What a verdict says, as far as more runs could change it: flat, or growing within a
+/// set of classes.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Unsettled {
-    pub n: u64,
-    /// Successful runs so far.
-    pub runs: usize,
-    /// The largest relative standard error among the targets with calls at this size.
-    pub rel_se: f64,
-    /// The target it belongs to (with its case, for a built-in workload's).
+pub enum Decision {
+    Flat,
+    Grows(Vec<Complexity>),
+}
+
+impl Decision {
+    fn of(s: Option<Scaling>) -> Decision {
+        match s {
+            Some(s) if s.class != Complexity::Constant => Decision::Grows(s.classes),
+            _ => Decision::Flat,
+        }
+    }
+
+    /// "O(1)", "O(n)", "O(n) or O(n log n)".
+    pub fn label(&self) -> String {
+        match self {
+            Decision::Flat => "O(1)".into(),
+            Decision::Grows(c) => classes_label(c),
+        }
+    }
+}
+
+/// One verdict of the runs so far (a target, with its case for a built-in workload's), and
+/// what the same data would say at the cap of runs per size.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Open {
+    /// `do_wait`, or `do_wait [waitpid-any]`.
     pub target: String,
+    pub now: Decision,
+    /// The verdict with every size at the cap: its runs so far repeated, its error shrunk
+    /// as √runs. Equal to `now`: more runs of these sizes cannot change it.
+    pub at_cap: Decision,
+    /// The size to run next for it (the one with the largest error among those under the
+    /// cap), its runs so far and its relative error; None when every size is at the cap.
+    pub next: Option<(u64, usize, f64)>,
+}
+
+impl Open {
+    /// More runs could change the verdict, and a size has runs to spare.
+    pub fn wants_runs(&self) -> bool {
+        self.now != self.at_cap && self.next.is_some()
+    }
 }
 
 /// Each successful run's centre per N and (target, case) (the tables' fitted centre of its
 /// calls).
-type Centres<'a> = BTreeMap<u64, BTreeMap<(&'a str, u32), Vec<f64>>>;
+type Centres<'a> = BTreeMap<(&'a str, u32), BTreeMap<u64, Vec<f64>>>;
 
 /// Every successful run's centre, and the sizes where a run failed.
 fn centres(invocations: &[Invocation]) -> (Centres<'_>, Vec<u64>) {
@@ -104,7 +157,7 @@ fn centres(invocations: &[Invocation]) -> (Centres<'_>, Vec<u64>) {
     let decides = |s: &&crate::rundata::InvocationSpan| {
         workloads::cases::is_thread_target(&workloads::cases::case_name(s.case), &s.target)
     };
-    let mut by_n = Centres::new();
+    let mut by_key = Centres::new();
     let mut failed = Vec::new();
     for inv in invocations.iter().filter(|i| i.n > 0) {
         if inv.failed() {
@@ -113,51 +166,96 @@ fn centres(invocations: &[Invocation]) -> (Centres<'_>, Vec<u64>) {
         }
         for s in inv.spans.iter().filter(decides) {
             if let Some(c) = run_centre(s, oncpu.contains(s.target.as_str())) {
-                by_n.entry(inv.n)
-                    .or_default()
+                by_key
                     .entry((s.target.as_str(), s.case))
+                    .or_default()
+                    .entry(inv.n)
                     .or_default()
                     .push(c);
             }
         }
     }
-    (by_n, failed)
+    (by_key, failed)
 }
 
-/// Every size that is not settled yet, least settled first.
-pub fn unsettled(invocations: &[Invocation]) -> Vec<Unsettled> {
-    let (by_n, failed) = centres(invocations);
-    let mut out: Vec<Unsettled> = by_n
-        .into_iter()
-        .filter(|(n, _)| !failed.contains(n))
-        .filter_map(|(n, targets)| {
-            targets
-                .into_iter()
-                .filter_map(|(t, runs)| Some((t, runs.len(), rel_se_of_runs(&runs)?)))
-                .max_by(|a, b| a.2.total_cmp(&b.2))
-                .filter(|(_, _, se)| *se > MIN_POINT_ERROR)
-                .map(|((t, case), runs, rel_se)| Unsettled {
-                    n,
-                    runs,
-                    rel_se,
-                    target: if case == workloads::cases::CASE_COMMAND {
-                        t.to_string()
-                    } else {
-                        format!("{t} [{}]", workloads::cases::case_name(case))
-                    },
-                })
-        })
-        .collect();
-    out.sort_by(|a, b| b.rel_se.total_cmp(&a.rel_se).then(a.n.cmp(&b.n)));
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let m = s.len() / 2;
+    if s.len() % 2 == 1 {
+        s[m]
+    } else {
+        (s[m - 1] + s[m]) / 2.0
+    }
+}
+
+/// The verdict of one target's sizes, each size's runs repeated to `runs_each` (None: as
+/// they are): the sizes' centres (the median of their runs, error the runs' spread over
+/// √runs) and every run as its own point, as the report fits them.
+fn decision(sizes: &BTreeMap<u64, Vec<f64>>, runs_each: Option<usize>) -> Decision {
+    let mut points = Vec::new();
+    let mut run_points = Vec::new();
+    for (&n, runs) in sizes {
+        let k = runs_each.unwrap_or(runs.len()).max(runs.len());
+        let rel_se = rel_se_of_runs(runs).map(|se| se * (runs.len() as f64 / k as f64).sqrt());
+        points.push(Point {
+            n: n as f64,
+            t: median(runs),
+            rel_se,
+        });
+        run_points.extend(runs.iter().cycle().take(k).map(|&t| Point {
+            n: n as f64,
+            t,
+            rel_se: None,
+        }));
+    }
+    Decision::of(fit_scaling_runs(&points, &run_points))
+}
+
+/// Every verdict of the runs so far with two sizes or more, each size run at least twice
+/// (the spread between runs is what the cap's projection shrinks): what it says now, at
+/// `max_runs` per size, and the size to run next for it. Sizes whose command failed are
+/// left out, and are never run again.
+pub fn verdicts(invocations: &[Invocation], max_runs: u32) -> Vec<Open> {
+    let (by_key, failed) = centres(invocations);
+    let ran = |n: u64| invocations.iter().filter(|i| i.n == n).count();
+    let mut out = Vec::new();
+    for ((t, case), mut sizes) in by_key {
+        sizes.retain(|n, _| !failed.contains(n));
+        if sizes.len() < 2 || sizes.values().any(|r| r.len() < 2) {
+            continue;
+        }
+        let now = decision(&sizes, None);
+        let at_cap = decision(&sizes, Some(max_runs as usize));
+        let next = sizes
+            .iter()
+            .filter(|(n, _)| ran(**n) < max_runs as usize)
+            .filter_map(|(&n, r)| Some((n, r.len(), rel_se_of_runs(r)?)))
+            .max_by(|a, b| a.2.total_cmp(&b.2).then(b.0.cmp(&a.0)));
+        out.push(Open {
+            target: if case == workloads::cases::CASE_COMMAND {
+                t.to_string()
+            } else {
+                format!("{t} [{}]", workloads::cases::case_name(case))
+            },
+            now,
+            at_cap,
+            next,
+        });
+    }
     out
 }
 
-/// The next size to run again under `limits`: the least settled one with runs to spare.
-pub fn next_size(invocations: &[Invocation], limits: &ExtraRuns) -> Option<Unsettled> {
-    let ran = |n: u64| invocations.iter().filter(|i| i.n == n).count();
-    unsettled(invocations)
+/// The next verdict to run a size again for: the first that more runs could change, with a
+/// size under the cap. None: every verdict is decided, or cannot change by more runs.
+pub fn next_size(invocations: &[Invocation], limits: &ExtraRuns) -> Option<Open> {
+    verdicts(invocations, limits.max_runs)
         .into_iter()
-        .find(|u| ran(u.n) < limits.max_runs as usize)
+        .filter(Open::wants_runs)
+        .max_by(|a, b| {
+            let (ea, eb) = (a.next.map_or(0.0, |x| x.2), b.next.map_or(0.0, |x| x.2));
+            ea.total_cmp(&eb)
+        })
 }
 
 /// The extra runs of one external sweep as they happen: asked for the next command run once
@@ -209,9 +307,10 @@ impl<'a> Scheduler<'a> {
         }
     }
 
-    /// The next extra run after the runs `done`, with its progress label; None when every
-    /// size is settled, at its cap, or the next run would not fit in the budget. A size whose
-    /// runs disagree comes first, then the discover analysis's sizes planned by
+    /// The next extra run after the runs `done`, with its progress label; None when no
+    /// verdict could change by more runs, every size that could change one is at its cap,
+    /// or the next run would not fit in the budget. A verdict that more runs could change
+    /// comes first ([`next_size`]), then the discover analysis's sizes planned by
     /// [`Self::plan_samples`].
     pub fn next(&mut self, done: &[Invocation]) -> Option<(Planned, String)> {
         let t0 = *self.extra_started.get_or_insert_with(|| {
@@ -219,16 +318,21 @@ impl<'a> Scheduler<'a> {
             Instant::now()
         });
         let (n, why) = match next_size(done, &self.limits) {
-            Some(u) => (
-                u.n,
+            Some(Open {
+                target,
+                now,
+                at_cap,
+                next: Some((n, runs, rel_se)),
+            }) => (
+                n,
                 format!(
-                    "{} ±{:.0}% over {} runs",
-                    u.target,
-                    u.rel_se * 100.0,
-                    u.runs
+                    "{target} {} could read {} (N={n} ±{:.0}% over {runs} runs)",
+                    now.label(),
+                    at_cap.label(),
+                    rel_se * 100.0,
                 ),
             ),
-            None => self.samples.as_mut()?.queue.front().cloned()?,
+            _ => self.samples.as_mut()?.queue.front().cloned()?,
         };
         // The next run is about as long as this size's runs so far.
         let runs: Vec<f64> = done.iter().filter(|i| i.n == n).map(|i| i.wall_s).collect();
@@ -318,36 +422,60 @@ impl<'a> Scheduler<'a> {
         (!parts.is_empty()).then(|| parts.join("; "))
     }
 
-    /// The runs for sizes whose runs disagreed.
+    /// The runs per size and why: the extra runs and the verdicts they were for, and what
+    /// each verdict that is not one class came to (more runs could still change it, but the
+    /// budget or the cap stopped them; or none could).
     fn spread_summary(&self, done: &[Invocation]) -> Vec<String> {
-        let open = unsettled(done);
-        let mut parts = Vec::new();
-        if self.added.is_empty() && open.is_empty() {
-            return parts;
+        let verdicts = verdicts(done, self.limits.max_runs);
+        let wide = |o: &&Open| matches!(&o.now, Decision::Grows(c) if c.len() > 1);
+        if self.added.is_empty() && !verdicts.iter().any(|o| o.wants_runs() || wide(&o)) {
+            return Vec::new();
         }
+        let mut parts = vec![format!("runs per size: {}", runs_per_size(done))];
         if !self.added.is_empty() {
             parts.push(format!(
-                "extra runs where the runs disagreed: {}",
+                "extra runs where a verdict could still change: {}",
                 sizes_added(&self.added)
             ));
         }
-        if open.is_empty() {
-            parts.push(format!(
-                "every size settled (±{:.0}% or better)",
-                MIN_POINT_ERROR * 100.0
-            ));
-        } else {
-            let sizes: Vec<String> = open
-                .iter()
-                .map(|u| format!("N={} ±{:.0}% ({} runs)", u.n, u.rel_se * 100.0, u.runs))
-                .collect();
-            // next() stops for the budget, or when every unsettled size is at its cap.
-            let why = if self.out_of_time {
+        let still: Vec<String> = verdicts
+            .iter()
+            .filter(|o| o.now != o.at_cap)
+            .map(|o| {
+                format!(
+                    "{} {} (could read {})",
+                    o.target,
+                    o.now.label(),
+                    o.at_cap.label()
+                )
+            })
+            .collect();
+        if !still.is_empty() {
+            // next() stops for the budget, or when every size that could change one is at
+            // its cap.
+            let why = if self.out_of_time && self.limits.deadline.is_some() {
+                "the time for extra runs is spent (--extra-time, --budget)"
+            } else if self.out_of_time {
                 "the time for extra runs is spent (--extra-time)"
             } else {
                 "at --max-repeat"
             };
-            parts.push(format!("still unsettled, {why}: {}", sizes.join(", ")));
+            parts.push(format!("still open, {why}: {}", still.join(", ")));
+        }
+        let settled: Vec<String> = verdicts
+            .iter()
+            .filter(|o| o.now == o.at_cap)
+            .filter(wide)
+            .map(|o| format!("{} {}", o.target, o.now.label()))
+            .collect();
+        if !settled.is_empty() {
+            parts.push(format!(
+                "more runs of these sizes would not narrow {}",
+                settled.join(", ")
+            ));
+        }
+        if still.is_empty() && settled.is_empty() {
+            parts.push("every verdict decided".into());
         }
         parts
     }
@@ -395,6 +523,18 @@ impl<'a> Scheduler<'a> {
     }
 }
 
+/// "N=10 3, N=100 5": successful runs of each size.
+fn runs_per_size(done: &[Invocation]) -> String {
+    let mut by_n: BTreeMap<u64, u32> = BTreeMap::new();
+    for i in done.iter().filter(|i| i.n > 0 && !i.failed()) {
+        *by_n.entry(i.n).or_default() += 1;
+    }
+    by_n.iter()
+        .map(|(n, k)| format!("N={n} {k}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// "N=10 +2, N=100 +1".
 fn sizes_added(added: &BTreeMap<u64, u32>) -> String {
     added
@@ -430,54 +570,80 @@ mod tests {
         }
     }
 
+    /// Runs of `(n, [t...])`, in order.
+    fn runs_of(data: &[(u64, &[u64])]) -> Vec<Invocation> {
+        data.iter()
+            .flat_map(|(n, ts)| ts.iter().map(move |&t| inv(*n, 0, t)))
+            .collect()
+    }
+
+    /// A linear rise whose runs scatter by ±25% leaves O(n) or O(n log n); the same means at
+    /// the cap's six runs per size name O(n) alone: the noisiest size runs again, until the
+    /// cap. The same rise with runs within ±4% names O(n) already: nothing runs again,
+    /// although its runs differ by more than a few percent (the old rule ran every size to
+    /// ±5%).
     #[test]
-    fn the_least_settled_size_runs_again_until_the_cap() {
+    fn a_size_runs_again_only_while_more_runs_could_change_the_verdict() {
         let limits = ExtraRuns::for_repeat(3);
         assert_eq!(limits.max_runs, 6);
-        // N=10 agrees within 1%, N=100 differs by ±20%, N=1000 by ±50%.
-        let mut runs: Vec<Invocation> = [
-            (10, 1000),
-            (100, 8000),
-            (1000, 50_000),
-            (10, 1010),
-            (100, 10_000),
-            (1000, 100_000),
-            (10, 1005),
-            (100, 12_000),
-            (1000, 150_000),
-        ]
-        .iter()
-        .map(|&(n, t)| inv(n, 0, t))
-        .collect();
-        let u = unsettled(&runs);
+        let noisy = runs_of(&[
+            (10, &[1000, 1300, 900]),
+            (100, &[2000, 2600, 1700]),
+            (1000, &[11000, 14000, 8500]),
+            (4000, &[41000, 52000, 33000]),
+        ]);
+        let open = next_size(&noisy, &limits).unwrap();
+        assert_eq!(open.target, "do_wait");
         assert_eq!(
-            u.iter().map(|u| u.n).collect::<Vec<_>>(),
-            vec![1000, 100],
-            "{u:?}"
+            open.now,
+            Decision::Grows(vec![Complexity::Linear, Complexity::NLogN])
         );
-        assert_eq!(u[0].target, "do_wait");
-        assert_eq!(u[0].runs, 3);
-        assert_eq!(next_size(&runs, &limits).unwrap().n, 1000);
-        // At the cap, the next one.
-        for t in [100_000, 100_000, 100_000] {
-            runs.push(inv(1000, 0, t));
-        }
-        assert_eq!(next_size(&runs, &limits).unwrap().n, 100);
-        // Runs that agree settle a size: N=100 with three more at its median.
-        for _ in 0..3 {
-            runs.push(inv(100, 0, 10_000));
-        }
-        assert!(
-            unsettled(&runs).iter().all(|u| u.n != 100),
-            "{:?}",
-            unsettled(&runs)
-        );
-        assert_eq!(next_size(&runs, &limits), None);
+        assert_eq!(open.at_cap, Decision::Grows(vec![Complexity::Linear]));
+        let (n, runs, rel_se) = open.next.unwrap();
+        assert_eq!((n, runs), (1000, 3), "the largest error: {open:?}");
+        assert!((0.1..0.2).contains(&rel_se), "{rel_se}");
+        // At the cap that size runs no more: the next noisiest does.
+        let mut capped = noisy.clone();
+        capped.extend(runs_of(&[(1000, &[11000, 14000, 8500])]));
+        assert_ne!(next_size(&capped, &limits).unwrap().next.unwrap().0, 1000);
         // No extra run when the cap is the planned rounds.
         assert_eq!(
-            next_size(&runs[..9], &ExtraRuns::for_repeat(3).with_max(3)),
+            next_size(&noisy, &ExtraRuns::for_repeat(3).with_max(3)),
             None
         );
+
+        let steady = runs_of(&[
+            (10, &[1000, 1080, 1040]),
+            (100, &[2000, 2150, 1900]),
+            (1000, &[11000, 12000, 10500]),
+            (4000, &[41000, 44000, 40000]),
+        ]);
+        assert_eq!(next_size(&steady, &limits), None);
+        let v = verdicts(&steady, limits.max_runs);
+        assert_eq!(v[0].now, Decision::Grows(vec![Complexity::Linear]));
+    }
+
+    /// Verdicts more runs of these sizes cannot change run nothing more, however their runs
+    /// scatter: flat within ±30%, and two sizes (every growing class fits two points).
+    #[test]
+    fn a_verdict_that_cannot_change_runs_nothing_more() {
+        let limits = ExtraRuns::for_repeat(3);
+        let flat = runs_of(&[
+            (10, &[1000, 1300, 900]),
+            (100, &[1100, 800, 1000]),
+            (1000, &[1000, 1200, 900]),
+        ]);
+        let v = verdicts(&flat, limits.max_runs);
+        assert_eq!(
+            (&v[0].now, &v[0].at_cap),
+            (&Decision::Flat, &Decision::Flat)
+        );
+        assert_eq!(next_size(&flat, &limits), None);
+        let two = runs_of(&[(10, &[1000, 1500, 800]), (1000, &[10000, 15000, 8000])]);
+        let v = verdicts(&two, limits.max_runs);
+        assert_eq!(v[0].now, Decision::Grows(Complexity::GROWING.to_vec()));
+        assert_eq!(v[0].now, v[0].at_cap);
+        assert_eq!(next_size(&two, &limits), None);
     }
 
     /// A built-in workload's runs: each case of the target it exists for is judged on its own;
@@ -486,7 +652,7 @@ mod tests {
     fn a_workload_case_is_judged_on_its_own_target_only() {
         use workloads::cases::{WAITPID_ANY, WAITPID_PID, case_id};
         let id = |name: &str| case_id(name).unwrap();
-        let limits = ExtraRuns::for_repeat(2);
+        let limits = ExtraRuns::for_repeat(3);
         let run = |n: u64, pid_t: u64, any_t: u64, incidental_t: u64| {
             let mut i = inv(n, 0, pid_t);
             i.spans[0].case = id(WAITPID_PID);
@@ -501,13 +667,30 @@ mod tests {
             i.spans.extend([any, dup]);
             i
         };
-        // dup_mmap's calls in the waitpid cases disagree five-fold: nothing runs again.
-        let runs = vec![run(100, 1000, 5000, 100), run(100, 1000, 5000, 500)];
+        // waitpid(pid) steady and flat, waitpid(-1) steady and linear; dup_mmap's calls in
+        // the waitpid cases scatter wildly: nothing runs again.
+        let sizes = [10u64, 100, 1000, 4000];
+        let linear = |n: u64| 1000 + 10 * n;
+        let mut runs = Vec::new();
+        for (k, &n) in sizes.iter().chain(&sizes).chain(&sizes).enumerate() {
+            let wild = [100, 900, 300][k / sizes.len()] * (1 + n / 100);
+            runs.push(run(n, 1000, linear(n), wild));
+        }
         assert_eq!(next_size(&runs, &limits), None);
-        // waitpid(-1)'s own calls disagreeing do, and the line names the case.
-        let runs = vec![run(100, 1000, 5000, 100), run(100, 1000, 9000, 100)];
-        let u = next_size(&runs, &limits).unwrap();
-        assert_eq!((u.n, u.target.as_str()), (100, "do_wait [waitpid-any]"));
+        // waitpid(-1)'s own calls scattering by ±25% do, and the line names the case.
+        let mut runs = Vec::new();
+        // The runs of `a_size_runs_again_only_while_more_runs_could_change_the_verdict`.
+        let any_t = [
+            [1000, 2000, 11000, 41000],
+            [1300, 2600, 14000, 52000],
+            [900, 1700, 8500, 33000],
+        ];
+        for (k, &n) in sizes.iter().chain(&sizes).chain(&sizes).enumerate() {
+            runs.push(run(n, 1000, any_t[k / sizes.len()][k % sizes.len()], 100));
+        }
+        let u = next_size(&runs, &limits)
+            .unwrap_or_else(|| panic!("{:?}", verdicts(&runs, limits.max_runs)));
+        assert_eq!(u.target, "do_wait [waitpid-any]");
     }
 
     #[test]
@@ -533,52 +716,77 @@ mod tests {
 
     #[test]
     fn the_summary_says_what_was_added_and_what_is_still_open() {
-        let plan = [Planned {
+        let plan = [10, 100, 1000, 4000].map(|n| Planned {
             command: vec!["bench".into()],
             env: vec![],
-            n: 1000,
+            n,
             case: Some(100),
-        }];
-        let settled = vec![inv(1000, 0, 1000), inv(1000, 0, 1000)];
-        let open = vec![inv(1000, 0, 1000), inv(1000, 0, 3000)];
-        let s = Scheduler::new(ExtraRuns::for_repeat(2), &plan, "bench", false);
-        assert_eq!(s.summary(&settled), None);
-        // No time at all: the open size is not run, and the line says why.
+        });
+        let steady = runs_of(&[
+            (10, &[1000, 1080, 1040]),
+            (100, &[2000, 2150, 1900]),
+            (1000, &[11000, 12000, 10500]),
+            (4000, &[41000, 44000, 40000]),
+        ]);
+        let open = runs_of(&[
+            (10, &[1000, 1300, 900]),
+            (100, &[2000, 2600, 1700]),
+            (1000, &[11000, 14000, 8500]),
+            (4000, &[41000, 52000, 33000]),
+        ]);
+        let s = Scheduler::new(ExtraRuns::for_repeat(3), &plan, "bench", false);
+        assert_eq!(s.summary(&steady), None);
+        // No time at all: the open verdict gets no run, and the line says why.
         let mut s = Scheduler::new(
             ExtraRuns {
                 budget: Some(Duration::ZERO),
-                ..ExtraRuns::for_repeat(2)
+                ..ExtraRuns::for_repeat(3)
             },
             &plan,
             "bench",
             false,
         );
         assert!(s.next(&open).is_none());
-        let line = s.summary(&open).unwrap();
-        assert!(
-            line.starts_with(
-                "still unsettled, the time for extra runs is spent (--extra-time): N=1000 ±"
-            ),
-            "{line}"
+        assert_eq!(
+            s.summary(&open).unwrap(),
+            "runs per size: N=10 3, N=100 3, N=1000 3, N=4000 3; still open, the time for \
+             extra runs is spent (--extra-time): do_wait O(n) or O(n log n) (could read O(n))"
         );
-        // Time enough: one more run of it, labelled, then the cap.
+        // Time enough: one more run of its noisiest size, labelled, then the cap.
         let limits = ExtraRuns {
             budget: Some(Duration::from_secs(60)),
-            ..ExtraRuns::for_repeat(2).with_max(3)
+            ..ExtraRuns::for_repeat(3)
         };
         let mut s = Scheduler::new(limits, &plan, "bench", false);
         let (next, label) = s.next(&open).unwrap();
         assert_eq!(next.phase(), Some((100, 1000)));
         assert!(
-            label.starts_with("bench N=1000 [extra run 1: do_wait ±"),
+            label.starts_with(
+                "bench N=1000 [extra run 1: do_wait O(n) or O(n log n) could read O(n) (N=1000 ±"
+            ),
             "{label}"
         );
+        // Runs on the line decide it: the extra runs stop as soon as it reads O(n) alone.
         let mut done = open.clone();
-        done.push(inv(1000, 0, 5000));
-        assert!(s.next(&done).is_none());
+        done.push(inv(1000, 0, 11000));
+        let mut extra = 1;
+        while let Some((p, _)) = s.next(&done) {
+            done.push(inv(p.n, 0, 10 * p.n + 1000));
+            extra += 1;
+        }
+        assert!(
+            extra < 4 * 3,
+            "{extra} extra runs: stopped by the cap, not the decision"
+        );
+        assert_eq!(
+            verdicts(&done, 6)[0].now,
+            Decision::Grows(vec![Complexity::Linear])
+        );
         let line = s.summary(&done).unwrap();
         assert!(
-            line.starts_with("extra runs where the runs disagreed: N=1000 +1; still unsettled, at --max-repeat: N=1000 ±"),
+            line.starts_with("runs per size: N=10 ")
+                && line.contains("; extra runs where a verdict could still change: ")
+                && line.ends_with("; every verdict decided"),
             "{line}"
         );
     }

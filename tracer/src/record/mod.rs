@@ -3,7 +3,7 @@
 //!
 //! Layout: `session` (probes loaded and attached once, shared with `sweep`), `run` (one run
 //! of a session, step by step), `command` (one command run within it), `spec` (what a run
-//! traces), `extra` (more runs of an external sweep's unsettled sizes), `targets` (target
+//! traces), `extra` (more runs where a sweep's verdicts could still change), `targets` (target
 //! selection and the checks made before anything loads), `process` (held commands, /proc), `events` (`events.csv` while recording), `signals` and
 //! `progress`.
 use std::path::PathBuf;

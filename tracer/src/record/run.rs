@@ -220,13 +220,24 @@ impl Session {
             Some(_) => Some(self.engine.span_snapshot()?),
             None => None,
         };
-        // After the planned runs, an external sweep's unsettled sizes run again (extra.rs).
+        // After the planned runs, sizes run again while a verdict could still change (extra.rs).
         let mut extra = spec
             .external
             .as_ref()
             .map(|e| Scheduler::new(e.extra, &plan, &spec.label, self.engine_opts.discover));
+        // Planned runs end here: the plan's length, or the round `--budget` did not start.
+        let mut planned_end = plan.len();
+        let round_len = spec.external.as_ref().map_or(0, |e| e.n_values.len());
+        let mut round_started = Instant::now();
         for i in 0.. {
-            let (inv, label) = match (plan.get(i), extra.as_mut()) {
+            if i < planned_end
+                && let Some(cut) = self.budget_cut(spec, i, round_len, &mut round_started)
+            {
+                self.progress.println(&format!("tracer: {cut}"));
+                self.budget_cuts.push(cut);
+                planned_end = i;
+            }
+            let (inv, label) = match (plan.get(i).filter(|_| i < planned_end), extra.as_mut()) {
                 (Some(inv), _) => {
                     let label = match inv.n {
                         0 => spec.label.clone(),
@@ -305,7 +316,7 @@ impl Session {
             }
             let exit = res.status.map(exit_code_of);
             // (An extra run's line was printed as it began.)
-            if inv.n > 0 && i < plan.len() {
+            if inv.n > 0 && i < planned_end {
                 self.progress
                     .log(&format!("tracer: {label}: {:.1} s", res.wall.as_secs_f64()));
             }
@@ -377,6 +388,44 @@ impl Session {
                 .println(&format!("tracer: {}: {line}", spec.label));
         }
         Ok(ran)
+    }
+
+    /// At the start of planned run `i`: when it begins a round after the first (rounds of
+    /// `round_len` runs) and that round, as long as the last, would end after the run's
+    /// `--budget` share, the line that says the remaining rounds are cut. `round_started`
+    /// is when the current round began.
+    fn budget_cut(
+        &self,
+        spec: &RunSpec,
+        i: usize,
+        round_len: usize,
+        round_started: &mut Instant,
+    ) -> Option<String> {
+        let ext = spec.external.as_ref()?;
+        if round_len == 0
+            || i == 0
+            || !i.is_multiple_of(round_len)
+            || i >= round_len * ext.repeat as usize
+        {
+            return None;
+        }
+        let last_round = round_started.elapsed();
+        *round_started = Instant::now();
+        let deadline = ext.extra.deadline?;
+        let left = deadline.saturating_duration_since(Instant::now());
+        (last_round > left).then(|| {
+            let done = i / round_len;
+            format!(
+                "{}: --budget: rounds {} to {} cut, {done} of {} run (a round took {:.1} s, \
+                 {:.0} s of this sweep's share left)",
+                spec.label,
+                done + 1,
+                ext.repeat,
+                ext.repeat,
+                last_round.as_secs_f64(),
+                left.as_secs_f64()
+            )
+        })
     }
 
     /// A discover sweep between runs: the sizes whose runs would decide a frame the

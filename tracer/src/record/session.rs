@@ -37,6 +37,8 @@ pub struct Session {
     pub(super) events: Option<EventRing>,
     /// Set once a run was stopped by a signal: the session must not start another.
     pub interrupted: Option<&'static str>,
+    /// What `tracer sweep --budget` cut from this session's runs, one line each.
+    pub budget_cuts: Vec<String>,
     pub(super) attach_time: Duration,
     pub(super) verify_time: Duration,
     pub(super) probe_cost_time: Duration,
@@ -124,6 +126,7 @@ impl Session {
             engine_opts,
             events,
             interrupted: None,
+            budget_cuts: Vec::new(),
             attach_time: attach_started.elapsed(),
             verify_time,
             probe_cost_time,

@@ -39,7 +39,7 @@ pub struct ExternalSweep {
     pub announces_phases: bool,
     /// Operations per run, when the user knows them (`--ops`).
     pub ops: Option<crate::cli::OpsExpr>,
-    /// More runs for the sizes whose runs still disagree after the planned rounds.
+    /// More runs for the sizes of verdicts that could still change after the planned rounds.
     pub extra: super::ExtraRuns,
 }
 

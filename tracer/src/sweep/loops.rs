@@ -51,6 +51,13 @@ fn jobs_for<'a>(jobs: &'a [Job], counted: &[&str]) -> Vec<&'a Job> {
         .collect()
 }
 
+/// Whether a pass would run anything: a swept built-in workload exists for a target with a
+/// per-trip function (whether it attaches here is found when the pass attaches).
+pub(super) fn planned(jobs: &[Job], targets: &[(u32, &'static Target)]) -> bool {
+    let names: Vec<&str> = counted(targets).iter().map(|(t, _)| t.name).collect();
+    !jobs_for(jobs, &names).is_empty()
+}
+
 /// Runs the pass: one session with the counted targets and their per-trip functions (no
 /// stacks, no samples: only counts are wanted), each chosen workload once per N, into
 /// `<workload>-loops`. Prints why and returns nothing when no per-trip function attaches

@@ -21,6 +21,7 @@ use crate::resolve::ResolveOptions;
 use crate::rundata::{KernelInfo, RunStatus};
 use workloads::catalog;
 
+pub mod budget;
 mod confirm;
 mod jobs;
 mod loops;
@@ -57,7 +58,7 @@ pub struct SweepOptions {
     pub command: Vec<String>,
     /// Runs of the command per N (external sweeps); None: [`DEFAULT_REPEAT`].
     pub repeat: Option<u32>,
-    /// Most runs of one N, extra runs of unsettled sizes included (external sweeps); None:
+    /// Most runs of one N, extra runs for open verdicts included; None:
     /// twice the repeat.
     pub max_repeat: Option<u32>,
     /// Most wall time for those extra runs; None: half the planned runs' time.
@@ -75,6 +76,8 @@ pub struct SweepOptions {
     /// Built-in workloads: count their targets' loop trips in a pass of their own
     /// (`loops`), where the kernel allows function probes.
     pub loop_count: bool,
+    /// `--budget`: the sweep's wall time (see [`budget`]).
+    pub budget: Option<std::time::Duration>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -87,6 +90,12 @@ pub struct Sweep {
     pub hostname: String,
     pub duration_s: f64,
     pub runs: Vec<SweepRun>,
+    /// `--budget` in seconds, when one was set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_s: Option<f64>,
+    /// What the budget cut, one line each (rounds of a run, a pass).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub budget_cuts: Vec<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -187,14 +196,25 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
         .build()
         .map_err(|e| TracerError::Other(format!("starting the runtime: {e}")))?;
     let started = Instant::now();
-    let (runs, interrupted, all_ran) = runtime.block_on(async {
+    let (runs, interrupted, all_ran, budget_cuts) = runtime.block_on(async {
         let mut session =
             Session::attach(opts.engine.clone(), &targets, &opts.resolve, opts.progress).await?;
         let mut runs = Vec::new();
         let mut first_pass: Option<LoadedRun> = None;
-        for job in &jobs {
+        let passes = budget::passes_planned(&opts, &jobs, &targets);
+        let budget = opts
+            .budget
+            .map(|b| budget::Budget::new(started, b, rounds.0, passes));
+        // The first round of each job, for the passes' estimate.
+        let mut first_rounds = std::time::Duration::ZERO;
+        for (k, job) in jobs.iter().enumerate() {
             let run_writer = DirWriter::prepare(&tmp_root.join(&job.name), false)?;
-            let outcome = session.run(&job.spec, run_writer, false).await?;
+            let mut spec = job.spec.clone();
+            if let (Some(b), Some(ext)) = (&budget, spec.external.as_mut()) {
+                ext.extra.deadline = Some(b.share(jobs.len() - k));
+            }
+            let outcome = session.run(&spec, run_writer, false).await?;
+            first_rounds += budget::first_round(&outcome.run.invocations, job.values.len());
             // The discover run the confirmation pass starts from, kept as recorded.
             if opts.engine.discover && opts.confirm > 0 && job.is_command() {
                 let loaded = LoadedRun::recorded(
@@ -265,23 +285,44 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
             }
         }
         let mut interrupted = session.interrupted;
+        let mut cuts = std::mem::take(&mut session.budget_cuts);
         session.finish();
         // Every job ran; the confirmation and loop-count passes below are runs more, not
-        // jobs.
+        // jobs. Each takes about one round of what it runs: it is skipped when that no
+        // longer fits the budget.
         let all_ran = runs.len() == jobs.len();
-        if interrupted.is_none() && opts.loop_count && !opts.engine.discover {
+        let pass_fits = |what: &str, cuts: &mut Vec<String>| match &budget {
+            Some(b) => match b.pass_cut(what, first_rounds) {
+                Some(cut) => {
+                    eprintln!("tracer: {cut}");
+                    cuts.push(cut);
+                    false
+                }
+                None => true,
+            },
+            None => true,
+        };
+        if interrupted.is_none()
+            && opts.loop_count
+            && !opts.engine.discover
+            && passes
+            && pass_fits("the loop-count pass", &mut cuts)
+        {
             let (more, stopped) = loops::loop_pass(&opts, &jobs, &targets, &tmp_root).await?;
             runs.extend(more);
             interrupted = stopped;
         }
         if interrupted.is_none()
+            && opts.engine.discover
+            && passes
+            && pass_fits("the confirmation pass", &mut cuts)
             && let Some(first) = first_pass
             && let Some(job) = jobs.iter().find(|j| j.is_command())
             && let Some(run) = confirm::confirm_pass(&opts, job, &tmp_root, first).await?
         {
             runs.push(run);
         }
-        Ok::<_, TracerError>((runs, interrupted, all_ran))
+        Ok::<_, TracerError>((runs, interrupted, all_ran, cuts))
     })?;
 
     let complete = interrupted.is_none() && all_ran;
@@ -297,6 +338,8 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
         hostname: kernel::hostname(),
         duration_s: started.elapsed().as_secs_f64(),
         runs,
+        budget_s: opts.budget.map(|b| b.as_secs_f64()),
+        budget_cuts,
     };
     writer.write(
         SWEEP_FILE,
@@ -350,6 +393,7 @@ mod tests {
             name: None,
             confirm: 0,
             loop_count: true,
+            budget: None,
         };
         let e = sweep(base.clone()).err().unwrap();
         assert!(matches!(e, TracerError::Usage(_)), "{e}");
