@@ -108,6 +108,15 @@ pub struct RunArgs {
     /// Kernels for the VM sweeps, oldest first; each is compared with the next.
     #[arg(long, value_delimiter = ',', default_value = "5.10,6.1,6.12")]
     pub kernels: Vec<Kernel>,
+    /// Guests at once (default: one per host core, as memory allows; single-threaded TCG
+    /// keeps each guest on one core).
+    #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=64))]
+    pub jobs: Option<u64>,
+    /// The whole job's wall time, setup and build included (15m, 900s; default 15m, --quick
+    /// 8m). What is left after the build is shared by the kernels' sweeps; each cuts, in
+    /// order, extra runs, rounds after the first, then the loop-count pass, and says what.
+    #[arg(long, value_name = "DURATION", value_parser = crate::run::parse_budget)]
+    pub budget: Option<std::time::Duration>,
 }
 
 #[derive(Debug, Args)]
@@ -170,6 +179,14 @@ pub struct TestArgs {
     /// Only the VM tests.
     #[arg(long)]
     pub vm_only: bool,
+    /// The inner loop (a few minutes): unit tests, the native eBPF tests, and one boot of
+    /// one real kernel (xtask/tests/vm_quick.rs).
+    #[arg(long)]
+    pub quick: bool,
+    /// Guests at once (default: one per host core, as memory allows; single-threaded TCG
+    /// keeps each guest on one core).
+    #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=64))]
+    pub jobs: Option<u64>,
 }
 
 fn parse_key_value(s: &str) -> Result<(String, String), String> {
@@ -272,10 +289,21 @@ mod tests {
             parse(&["test", "--no-vm"]).unwrap().cmd,
             Cmd::Test(TestArgs {
                 no_vm: true,
-                vm_only: false
+                vm_only: false,
+                quick: false,
+                jobs: None,
             })
         ));
         assert!(parse(&["test", "--no-vm", "--vm-only"]).is_err());
+        assert!(matches!(
+            parse(&["test", "--quick", "-j", "3"]).unwrap().cmd,
+            Cmd::Test(TestArgs {
+                quick: true,
+                jobs: Some(3),
+                ..
+            })
+        ));
+        assert!(parse(&["test", "-j", "0"]).is_err());
         assert!(matches!(
             parse(&["kernel", "--kernel", "trixie"]).unwrap().cmd,
             Cmd::Kernel {

@@ -34,3 +34,4 @@ pub mod run;
 pub mod setup;
 pub mod testcmd;
 pub mod vm;
+pub mod vmtests;

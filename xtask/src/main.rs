@@ -39,10 +39,16 @@ fn main() -> ExitCode {
                 })
                 .map_err(Into::into),
         ),
-        Cmd::Test(t) => report(testcmd::run(testcmd::TestOptions {
-            no_vm: t.no_vm,
-            vm_only: t.vm_only,
-        })),
+        Cmd::Test(t) => {
+            // The VM test binaries run as children: an interrupt must stop them too.
+            vm::install_interrupt_handler();
+            report(testcmd::run(testcmd::TestOptions {
+                no_vm: t.no_vm,
+                vm_only: t.vm_only,
+                quick: t.quick,
+                jobs: t.jobs.map(|j| j as usize),
+            }))
+        }
         Cmd::Vm(args) => run_vm(args),
         Cmd::Bench(b) => {
             vm::install_interrupt_handler();
@@ -75,6 +81,12 @@ fn main() -> ExitCode {
                 place: r.place,
                 quick: r.quick,
                 kernels: r.kernels,
+                jobs: r.jobs.map(|j| j as usize),
+                budget: r.budget.unwrap_or(if r.quick {
+                    xtask::run::QUICK_BUDGET
+                } else {
+                    xtask::run::DEFAULT_BUDGET
+                }),
             }))
         }
     };

@@ -9,7 +9,7 @@
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 pub struct Progress {
     what: String,
@@ -22,11 +22,24 @@ pub struct Progress {
 impl Progress {
     /// `total` units of `what`; drawn as a bar when stderr is a terminal.
     pub fn new(what: &str, total: u64) -> Progress {
-        // Plain lines where indicatif would draw nothing (and drop what is printed through
-        // it): not a terminal, or one it cannot drive (TERM=dumb).
-        let drawable = std::io::stderr().is_terminal() && !ProgressDrawTarget::stderr().is_hidden();
-        let bar = drawable.then(|| {
+        Progress::new_in(what, total, None)
+    }
+
+    /// Whether bars can be drawn: plain lines where indicatif would draw nothing (and drop
+    /// what is printed through it): not a terminal, or one it cannot drive (TERM=dumb).
+    pub fn drawable() -> bool {
+        std::io::stderr().is_terminal() && !ProgressDrawTarget::stderr().is_hidden()
+    }
+
+    /// The same, its bar one of several in `board` (kernels swept side by side): each
+    /// keeps its line, redrawn in place.
+    pub fn new_in(what: &str, total: u64, board: Option<&MultiProgress>) -> Progress {
+        let bar = Progress::drawable().then(|| {
             let b = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+            let b = match board {
+                Some(m) => m.add(b),
+                None => b,
+            };
             b.set_style(
                 ProgressStyle::with_template(
                     "{prefix} [{bar:24}] {pos}/{len} {elapsed} elapsed, about {eta} left  {msg}",

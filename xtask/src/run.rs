@@ -9,17 +9,17 @@
 //!    workload inside VMs on Debian's 5.10, 6.1 and 6.12 kernels, render each report, and
 //!    compare each kernel with the next with `tracer compare`;
 //! 5. print the verdicts and where everything is.
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+use indicatif::MultiProgress;
 
 use crate::kernel::Kernel;
 use crate::progress::Progress;
-use crate::{guest, paths, setup, vm};
+use crate::{guest, setup, vm};
 
 /// Where the sweeps run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +49,10 @@ pub struct RunOptions {
     /// Smaller N lists and fewer iterations: minutes instead of tens of minutes.
     pub quick: bool,
     pub kernels: Vec<Kernel>,
+    /// Guests at once (None: one per core, as memory allows).
+    pub jobs: Option<usize>,
+    /// The whole job's wall time, setup and build included (see [`sweep_budget`]).
+    pub budget: Duration,
 }
 
 /// N lists per workload for sweeps under TCG, where everything is 3-20x slower than bare
@@ -105,23 +109,55 @@ fn sweep_args(quick: bool, vm: bool) -> Vec<String> {
     a
 }
 
-/// The host's tracer, built in release mode.
+/// The host's tracer: the guest's static musl build, which runs natively as well (one
+/// release build of the tracer instead of two).
 fn host_tracer() -> PathBuf {
-    paths::workspace_root().join("target/release/tracer")
+    guest::release_dir().join("tracer")
 }
 
-fn cargo_build_release() -> Result<()> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    eprintln!("xtask run: building tracer and workloads (release)");
-    let st = Command::new(cargo)
-        .args(["build", "--release", "-p", "tracer", "-p", "workloads"])
-        .current_dir(paths::workspace_root())
-        .status()
-        .context("starting cargo")?;
-    if !st.success() {
-        bail!("cargo build --release -p tracer -p workloads failed ({st})");
+/// `--budget` unless given: the main job from nothing on a 2-core host, setup and build
+/// included.
+pub const DEFAULT_BUDGET: Duration = Duration::from_secs(15 * 60);
+/// `--quick`'s.
+pub const QUICK_BUDGET: Duration = Duration::from_secs(8 * 60);
+
+/// How `cargo xtask run` spends `--budget`, counted from its start: setup and the build
+/// first (whatever they take), then the sweeps, then [`REPORT_RESERVE`] for the reports
+/// and compares. Guests run in waves of as many as the host has slots for; each sweep gets
+/// an equal part of what is left for its wave, less [`GUEST_OVERHEAD`], and cuts what does
+/// not fit (`tracer sweep --budget`).
+pub const REPORT_RESERVE: Duration = Duration::from_secs(45);
+/// A guest's time outside its sweep: boot, attach and verify, the files' way back.
+pub const GUEST_OVERHEAD: Duration = Duration::from_secs(40);
+/// Least budget a sweep is given, however late it starts: its first rounds run anyway.
+pub const MIN_SWEEP: Duration = Duration::from_secs(60);
+
+/// Each sweep's budget when `left` remains for `sweeps` sweeps (`in_guest`: each in a guest)
+/// run `at_once` at a time.
+pub fn sweep_budget(left: Duration, sweeps: usize, at_once: usize, in_guest: bool) -> Duration {
+    let waves = sweeps.div_ceil(at_once.max(1)).max(1) as u32;
+    let each = left.saturating_sub(REPORT_RESERVE) / waves;
+    let each = if in_guest {
+        each.saturating_sub(GUEST_OVERHEAD)
+    } else {
+        each
+    };
+    each.max(MIN_SWEEP)
+}
+
+/// `--budget` values: `15m`, `900s`, `1h`, or plain seconds.
+pub fn parse_budget(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let (num, mult) = match s.char_indices().last() {
+        Some((i, 'm')) => (&s[..i], 60.0),
+        Some((i, 'h')) => (&s[..i], 3600.0),
+        Some((i, 's')) => (&s[..i], 1.0),
+        _ => (s, 1.0),
+    };
+    match num.parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() => Ok(Duration::from_secs_f64(v * mult)),
+        _ => Err(format!("{s:?} is not a duration (try 15m, 900s, 1h)")),
     }
-    Ok(())
 }
 
 /// Does this kernel let every default target be measured with a function probe?
@@ -209,6 +245,68 @@ fn sweep_line(line: &str) -> SweepLine<'_> {
     }
 }
 
+/// Sweep every workload on `k` in a guest and render the report; returns the sweep
+/// directory. Its progress is a bar on `board` (a terminal), else lines prefixed with the
+/// kernel, so that guests side by side stay readable in a log.
+fn sweep_in_vm(
+    k: Kernel,
+    quick: bool,
+    budget: Duration,
+    guest: &guest::GuestBinaries,
+    out: &Path,
+    board: Option<&MultiProgress>,
+) -> Result<PathBuf> {
+    let dir = out.join(k.version());
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut cmd = vec!["tracer".to_string()];
+    cmd.extend(sweep_args(quick, true));
+    cmd.insert(2, format!("{}s", budget.as_secs()));
+    cmd.insert(2, "--budget".into());
+    let progress = Arc::new(Mutex::new(Progress::new_in(
+        &format!("sweep on {}", k.version()),
+        vm_n_lists(quick).len() as u64,
+        board,
+    )));
+    let sink = Arc::clone(&progress);
+    let prefix = format!("[{}] ", k.version());
+    let plain = board.is_none();
+    let cfg = vm::VmConfig::new(k, cmd)
+        .guest(guest.clone())
+        .out_dir(&dir)
+        // A sweep's first rounds run whatever its budget: room for them, then a hang.
+        .timeout_secs((budget * 3).max(Duration::from_secs(1200)).as_secs())
+        // Guests side by side: their lines go through on_line, prefixed, never raw.
+        .echo(false)
+        .on_line(move |line| {
+            let mut p = sink.lock().unwrap_or_else(|e| e.into_inner());
+            if plain {
+                eprintln!("{prefix}{line}");
+            }
+            match sweep_line(line) {
+                SweepLine::Finished(l) => p.inc(l),
+                SweepLine::Result(r) => p.message(r),
+                SweepLine::Other => {}
+            }
+        });
+    let report = vm::run(&cfg).map_err(|e| anyhow::anyhow!("{e}"));
+    drop(cfg);
+    if let Ok(p) = Arc::try_unwrap(progress) {
+        p.into_inner().unwrap_or_else(|e| e.into_inner()).finish();
+    }
+    let report = report?;
+    match report.status {
+        vm::VmStatus::Exited(0) => {}
+        ref other => bail!(
+            "the sweep on {} did not finish: {other:?}: {}",
+            k.version(),
+            report.failure_message().unwrap_or_default()
+        ),
+    }
+    let sweep = dir.join("sweep");
+    tracer_cmd(&["report", sweep.to_str().unwrap()])?;
+    Ok(sweep)
+}
+
 /// The kernel pairs `cargo xtask run` compares: each kernel with the next one given, in the
 /// order given (5.10 -> 6.1 -> 6.12 by default: do_wait's fix in 5.13, sysvipc's by 6.1,
 /// `__mt_dup` in 6.8).
@@ -219,7 +317,12 @@ fn history_steps(kernels: &[Kernel]) -> Vec<(Kernel, Kernel)> {
 pub fn run(opts: RunOptions) -> Result<()> {
     let started = Instant::now();
     setup::run(false).context("provisioning")?;
-    cargo_build_release()?;
+    let guest = guest::build().context("building the tracer and workloads (static, release)")?;
+    eprintln!(
+        "xtask run: set up and built in {:.0} s of the {:.0} s budget (--budget)",
+        started.elapsed().as_secs_f64(),
+        opts.budget.as_secs_f64()
+    );
     std::fs::create_dir_all(&opts.out)
         .with_context(|| format!("creating {}", opts.out.display()))?;
     let out = opts.out.canonicalize()?;
@@ -252,6 +355,9 @@ pub fn run(opts: RunOptions) -> Result<()> {
             .collect();
         let mut all = args;
         all.insert(1, "--force".into());
+        let budget = sweep_budget(opts.budget.saturating_sub(started.elapsed()), 1, 1, false);
+        all.insert(1, format!("{}s", budget.as_secs()));
+        all.insert(1, "--budget".into());
         eprintln!("xtask run: sweeping natively into {}", sweep.display());
         let st = Command::new(host_tracer()).args(&all).status()?;
         if !st.success() {
@@ -259,59 +365,74 @@ pub fn run(opts: RunOptions) -> Result<()> {
         }
         reports.push(("native".into(), sweep.join("report")));
     } else {
-        let guest = guest::build().context("building the guest binaries")?;
-        for &k in &opts.kernels {
-            let dir = out.join(k.version());
-            let _ = std::fs::remove_dir_all(&dir);
-            eprintln!(
-                "xtask run: sweeping every workload on Linux {} (qemu TCG)",
-                k.version()
-            );
-            let mut cmd = vec!["tracer".to_string()];
-            cmd.extend(sweep_args(opts.quick, true));
-            let progress = Arc::new(Mutex::new(Progress::new(
-                &format!("sweep on {}", k.version()),
-                vm_n_lists(opts.quick).len() as u64,
-            )));
-            let sink = Arc::clone(&progress);
-            let cfg = vm::VmConfig::new(k, cmd)
-                .guest(guest.clone())
-                .out_dir(&dir)
-                .timeout_secs(if opts.quick { 1800 } else { 3600 })
-                // On a terminal the bar replaces the workloads' output (kept in the run's
-                // console.log); in a log, both.
-                .echo(!std::io::stderr().is_terminal())
-                .on_line(move |line| {
-                    let mut p = sink.lock().unwrap_or_else(|e| e.into_inner());
-                    match sweep_line(line) {
-                        SweepLine::Finished(l) => p.inc(l),
-                        SweepLine::Result(r) => p.message(r),
-                        SweepLine::Other => {}
-                    }
-                });
-            let report = vm::run(&cfg).map_err(|e| anyhow::anyhow!("{e}"));
-            drop(cfg);
-            if let Ok(p) = Arc::try_unwrap(progress) {
-                p.into_inner().unwrap_or_else(|e| e.into_inner()).finish();
+        if let Some(j) = opts.jobs {
+            // SAFETY: set before any thread of ours starts; read by vm::slots.
+            unsafe { std::env::set_var(vm::slots::JOBS_ENV, j.to_string()) };
+        }
+        eprintln!(
+            "xtask run: sweeping every workload on Linux {} (qemu TCG), up to {} at once",
+            opts.kernels
+                .iter()
+                .map(|k| k.version())
+                .collect::<Vec<_>>()
+                .join(", "),
+            vm::slots::jobs(vm::VmConfig::DEFAULT_MEM_MB)
+        );
+        let at_once = vm::slots::jobs(vm::VmConfig::DEFAULT_MEM_MB);
+        let budget = sweep_budget(
+            opts.budget.saturating_sub(started.elapsed()),
+            opts.kernels.len(),
+            at_once,
+            true,
+        );
+        eprintln!(
+            "xtask run: {:.0} s for each kernel's sweep ({} at once; tracer sweep --budget cuts \
+             what does not fit and says so)",
+            budget.as_secs_f64(),
+            at_once
+        );
+        // One thread per kernel; the host's VM slots decide how many guests run at once.
+        let board = Progress::drawable().then(MultiProgress::new);
+        let swept: Vec<(Kernel, Result<PathBuf>)> = std::thread::scope(|scope| {
+            let handles: Vec<_> = opts
+                .kernels
+                .iter()
+                .map(|&k| {
+                    let (guest, out, board) = (&guest, &out, board.as_ref());
+                    let quick = opts.quick;
+                    (
+                        k,
+                        scope.spawn(move || sweep_in_vm(k, quick, budget, guest, out, board)),
+                    )
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|(k, h)| {
+                    let r = h.join().unwrap_or_else(|_| {
+                        Err(anyhow::anyhow!("the {} sweep panicked", k.version()))
+                    });
+                    (k, r)
+                })
+                .collect()
+        });
+        let mut failed = Vec::new();
+        for (k, r) in swept {
+            match r {
+                Ok(sweep) => {
+                    let label = format!("Linux {}", k.version());
+                    println!(
+                        "\n== {label}: {}\n{}",
+                        sweep.join("report/index.html").display(),
+                        summary_table(&sweep.join("report"))
+                    );
+                    reports.push((label, sweep.join("report")));
+                }
+                Err(e) => failed.push(format!("{}: {e:#}", k.version())),
             }
-            let report = report?;
-            match report.status {
-                vm::VmStatus::Exited(0) => {}
-                ref other => bail!(
-                    "the sweep on {} did not finish: {other:?}: {}",
-                    k.version(),
-                    report.failure_message().unwrap_or_default()
-                ),
-            }
-            let sweep = dir.join("sweep");
-            tracer_cmd(&["report", sweep.to_str().unwrap()])?;
-            let label = format!("Linux {}", k.version());
-            println!(
-                "\n== {label}: {}\n{}",
-                sweep.join("report/index.html").display(),
-                summary_table(&sweep.join("report"))
-            );
-            reports.push((label, sweep.join("report")));
+        }
+        if !failed.is_empty() {
+            bail!("{}", failed.join("\n"));
         }
         // Each kernel against the next: the history of each thread's fix, one step at a time.
         for (a, b) in history_steps(&opts.kernels) {
@@ -405,6 +526,34 @@ mod tests {
         );
         assert_eq!(history_steps(&[V6_1, V5_10]), vec![(V6_1, V5_10)]);
         assert!(history_steps(&[V6_1]).is_empty());
+    }
+
+    #[test]
+    fn the_budget_left_after_the_build_is_shared_by_waves_of_guests() {
+        let min = |m: u64| Duration::from_secs(m * 60);
+        // 12 minutes left, three kernels two at a time: two waves of (12m - 45 s) / 2 each,
+        // less a guest's overhead.
+        let each = sweep_budget(min(12), 3, 2, true);
+        assert_eq!(each, (min(12) - REPORT_RESERVE) / 2 - GUEST_OVERHEAD);
+        // Three at once: one wave.
+        assert_eq!(
+            sweep_budget(min(12), 3, 3, true),
+            min(12) - REPORT_RESERVE - GUEST_OVERHEAD
+        );
+        // Natively, no guest overhead.
+        assert_eq!(sweep_budget(min(12), 1, 1, false), min(12) - REPORT_RESERVE);
+        // Nothing left: the least a sweep gets.
+        assert_eq!(sweep_budget(Duration::ZERO, 3, 2, true), MIN_SWEEP);
+    }
+
+    #[test]
+    fn budgets_parse() {
+        assert_eq!(parse_budget("15m"), Ok(Duration::from_secs(900)));
+        assert_eq!(parse_budget("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_budget("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(parse_budget("120"), Ok(Duration::from_secs(120)));
+        assert!(parse_budget("0m").is_err());
+        assert!(parse_budget("soon").is_err());
     }
 
     #[test]

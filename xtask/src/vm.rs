@@ -49,6 +49,7 @@ mod collect;
 mod config;
 mod qemu;
 mod rundir;
+pub mod slots;
 mod watch;
 
 use std::fs;
@@ -135,6 +136,8 @@ pub struct VmReport {
     pub qemu_pid: u32,
     /// From starting qemu to its exit.
     pub elapsed: Duration,
+    /// How long the run waited for a VM slot before qemu started ([`slots`]).
+    pub waited_for_slot: Duration,
     /// From starting qemu to the command's start marker.
     pub boot_time: Option<Duration>,
     /// The accelerator actually used.
@@ -265,6 +268,15 @@ pub fn run(cfg: &VmConfig) -> Result<VmReport, VmError> {
     }
 
     let args = qemu_args(cfg, &kernel.vmlinuz, &initrd, &stream_path, accel);
+    // One guest per host core at most (see `slots`); the wait is not part of the timeout.
+    let slot = slots::acquire(cfg.mem_mb, || {
+        eprintln!(
+            "vm: every VM slot is taken ({} guests at once; {} sets it): waiting for one",
+            slots::jobs(cfg.mem_mb),
+            slots::JOBS_ENV
+        )
+    })
+    .map_err(|e| VmError::Io(slots::slots_dir(), e))?;
     let started = Instant::now();
     let mut guard = qemu::spawn(&args)?;
     let qemu_pid = guard.child().id();
@@ -295,6 +307,8 @@ pub fn run(cfg: &VmConfig) -> Result<VmReport, VmError> {
     let ending = watch::wait(&mut guard, &rx, &mut seen, started, &limits);
     let elapsed = started.elapsed();
     drop(guard);
+    let waited_for_slot = slot.waited;
+    drop(slot);
     let (console, command_output) = console_thread.join().unwrap_or_default();
     let qemu_stderr = stderr_thread.join().unwrap_or_default();
     for ev in rx.try_iter() {
@@ -330,6 +344,7 @@ pub fn run(cfg: &VmConfig) -> Result<VmReport, VmError> {
         run_dir,
         qemu_pid,
         elapsed,
+        waited_for_slot,
         boot_time: seen.boot_time,
         accel,
         tcg_threads: cfg.tcg_threads,

@@ -55,7 +55,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use common::{host_tracer, read_json, status_of, verdict};
 use serde_json::Value;
@@ -297,13 +297,14 @@ exit 0
 
 /// One boot per kernel runs every sweep of that kernel (boots and TCG are the expensive
 /// part); the tests below each check their part of the results.
+static BOOTS: common::PerKernel =
+    common::PerKernel::new(&[Kernel::V5_10, Kernel::V6_1, Kernel::V6_12], boot_kernel);
+
 fn kernel_out(kernel: Kernel) -> PathBuf {
-    static OUTS: OnceLock<Mutex<BTreeMap<&'static str, PathBuf>>> = OnceLock::new();
-    let outs = OUTS.get_or_init(Default::default);
-    let mut outs = outs.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(p) = outs.get(kernel.version()) {
-        return p.clone();
-    }
+    BOOTS.out(kernel)
+}
+
+fn boot_kernel(kernel: Kernel) -> PathBuf {
     let benches = bench_dir();
     let name = format!("external-{}", kernel.version());
     let (staged, _) = common::stage_host_programs(STAGED);
@@ -313,7 +314,6 @@ fn kernel_out(kernel: Kernel) -> PathBuf {
             .fold(cfg.include(&benches), |c, p| c.include(p))
             .env("B", benches.to_str().unwrap())
     });
-    outs.insert(kernel.version(), out.clone());
     out
 }
 

@@ -11,7 +11,6 @@ mod common;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
 use common::{host_tracer, read_json, status_of, verdict};
 use serde_json::Value;
@@ -472,13 +471,14 @@ echo blocking=$? >> /out/status
 
 /// One boot per kernel runs everything that kernel is tested for (boots are the expensive
 /// part of the suite); the tests below each check their part of the results.
+static BOOTS: common::PerKernel =
+    common::PerKernel::new(&[Kernel::V5_10, Kernel::V6_1, Kernel::V6_12], boot_kernel);
+
 fn kernel_out(kernel: Kernel) -> PathBuf {
-    static OUTS: OnceLock<std::sync::Mutex<BTreeMap<&'static str, PathBuf>>> = OnceLock::new();
-    let outs = OUTS.get_or_init(Default::default);
-    let mut outs = outs.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(p) = outs.get(kernel.version()) {
-        return p.clone();
-    }
+    BOOTS.out(kernel)
+}
+
+fn boot_kernel(kernel: Kernel) -> PathBuf {
     let mut s = match kernel {
         Kernel::V5_10 => script(&FORCED_5_10),
         Kernel::V6_1 => script(&FORCED_6_1),
@@ -508,9 +508,7 @@ echo inlined=$? >> /out/status
         Kernel::V6_12 => s.push_str(SPAWN_SWEEP),
     }
     s.push_str("exit 0\n");
-    let (_, out) = boot(kernel, kernel.version(), &s, 1200);
-    outs.insert(kernel.version(), out.clone());
-    out
+    boot(kernel, kernel.version(), &s, 1200).1
 }
 
 #[test]

@@ -175,6 +175,9 @@ impl std::fmt::Debug for LineSink {
 }
 
 impl VmConfig {
+    /// Guest memory unless [`VmConfig::mem_mb`] says otherwise.
+    pub const DEFAULT_MEM_MB: u32 = 1024;
+
     pub fn new<I, S>(kernel: Kernel, command: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -188,7 +191,7 @@ impl VmConfig {
             out_dir: None,
             timeout: Duration::from_secs(300),
             stall_after: Duration::from_secs(60),
-            mem_mb: 1024,
+            mem_mb: Self::DEFAULT_MEM_MB,
             cpus: 2,
             accel: Accel::Tcg,
             tcg_threads: TcgThreads::from_env(),

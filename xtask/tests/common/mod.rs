@@ -218,3 +218,81 @@ pub fn stage_host_programs(programs: &[&str]) -> (Vec<PathBuf>, String) {
     }
     (includes, setup)
 }
+
+/// One boot per kernel, shared by the tests of a file: the first test that asks for a
+/// kernel's results boots it, the others wait for them. Under `cargo xtask test`
+/// ([`xtask::vmtests::SUITE_ENV`] set) the first request starts every kernel of the file at
+/// once, so that they queue for the host's VM slots together rather than one after another;
+/// run by hand with a filter, only the kernels a test asks for boot.
+pub struct PerKernel {
+    kernels: &'static [Kernel],
+    boot: fn(Kernel) -> PathBuf,
+    /// Per kernel: its result once booted (`Err` holds the boot's panic message), and
+    /// whether a thread is booting it.
+    state: std::sync::Mutex<BTreeMap<&'static str, Booting>>,
+    done: std::sync::Condvar,
+}
+
+#[derive(Clone)]
+enum Booting {
+    Started,
+    Done(Result<PathBuf, String>),
+}
+
+impl PerKernel {
+    pub const fn new(kernels: &'static [Kernel], boot: fn(Kernel) -> PathBuf) -> Self {
+        PerKernel {
+            kernels,
+            boot,
+            state: std::sync::Mutex::new(BTreeMap::new()),
+            done: std::sync::Condvar::new(),
+        }
+    }
+
+    /// Start booting `kernel` on a thread of its own unless it is booting or booted.
+    fn start(&'static self, kernel: Kernel) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if state.contains_key(kernel.version()) {
+            return;
+        }
+        state.insert(kernel.version(), Booting::Started);
+        drop(state);
+        std::thread::spawn(move || {
+            let result = std::panic::catch_unwind(|| (self.boot)(kernel)).map_err(|p| {
+                p.downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "the boot panicked".into())
+            });
+            let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            state.insert(kernel.version(), Booting::Done(result));
+            self.done.notify_all();
+        });
+    }
+
+    /// The /out directory of `kernel`'s boot, booting it (and under the suite, every
+    /// kernel of the file) first if needed. Panics with the boot's message if it failed.
+    pub fn out(&'static self, kernel: Kernel) -> PathBuf {
+        assert!(
+            self.kernels.contains(&kernel),
+            "{} is not booted by this file",
+            kernel.version()
+        );
+        if std::env::var_os(xtask::vmtests::SUITE_ENV).is_some() {
+            for &k in self.kernels {
+                self.start(k);
+            }
+        }
+        self.start(kernel);
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(Booting::Done(r)) = state.get(kernel.version()) {
+                match r {
+                    Ok(p) => return p.clone(),
+                    Err(msg) => panic!("the {} boot failed: {msg}", kernel.version()),
+                }
+            }
+            state = self.done.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
