@@ -24,6 +24,13 @@ pub mod exit {
     pub const INTERRUPTED: i32 = 7;
     /// The traced command failed (non-zero exit or killed); the run data is complete.
     pub const COMMAND_FAILED: i32 = 8;
+    /// A gate failed (everything was written as usual): `compare --fail-on` matched a
+    /// verdict's outcome, or a fitted class set excludes the class `--expect` named.
+    pub const GATE_FAILED: i32 = 9;
+    /// A gate could not judge: the compare has no verdict to gate on (no traced target on
+    /// either side, as in `--discover` sweeps), or `--expect` names a target or case the data
+    /// does not have, or one with no fitted class.
+    pub const GATE_UNJUDGED: i32 = 10;
 }
 
 pub const EXIT_CODES_HELP: &str = "\
