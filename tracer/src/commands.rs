@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use crate::engine::EngineOptions;
 use crate::error::{TracerError, exit};
+use crate::gate::{self, Expect, ExpectGate, FailOn, FailOnGate};
 use crate::render::export::{Format, export as write_export};
 use crate::resolve::ResolveOptions;
 use crate::{kernel, plan, record, render, sweep};
@@ -30,29 +31,63 @@ pub fn record(opts: record::RecordOptions) -> Result<i32, TracerError> {
     Ok(outcome.exit_code)
 }
 
-/// `tracer sweep`: run the sweep, then render its report with `report` unless that is None.
+/// `tracer sweep`: run the sweep, then render its report with `report` unless that is None,
+/// and judge `expect` (when given) on its verdicts. The sweep's own non-zero status (a
+/// partial sweep, a failed command) takes precedence over the gate's.
 pub fn sweep(
     opts: sweep::SweepOptions,
     report: Option<render::ReportOptions>,
+    expect: &[Expect],
 ) -> Result<i32, TracerError> {
     let outcome = sweep::sweep(opts)?;
     if let Some(p) = &outcome.sweep.partial_reason {
         eprintln!("tracer: partial sweep ({p})");
     }
     out!("sweep written to {}", outcome.dir.display());
-    if let Some(ropts) = report.filter(|_| !outcome.sweep.runs.is_empty()) {
+    let ran = !outcome.sweep.runs.is_empty();
+    let mut analysis = None;
+    if let Some(ropts) = report.filter(|_| ran) {
         render::out::catch_interrupts();
-        let summary = crate::pipeline::report(&outcome.dir, &outcome.dir.join("report"), &ropts)?;
+        let (summary, a) =
+            crate::pipeline::report_analysed(&outcome.dir, &outcome.dir.join("report"), &ropts)?;
         print_summary(&summary);
+        analysis = Some(a);
     }
-    Ok(outcome.exit_code)
+    if expect.is_empty() {
+        return Ok(outcome.exit_code);
+    }
+    let analysis = match analysis {
+        Some(a) => Some(a),
+        None if ran => Some(crate::pipeline::analyse(
+            &outcome.dir,
+            &render::ReportOptions::default(),
+        )?),
+        None => None,
+    };
+    let verdicts = analysis.iter().flat_map(|a| a.verdicts());
+    let status = print_expect(&ExpectGate::judge(expect, verdicts));
+    Ok(if outcome.exit_code != exit::OK {
+        outcome.exit_code
+    } else {
+        status
+    })
 }
 
-/// `tracer report DIR [-o OUT]`: OUT defaults to DIR/report.
+/// Print what `--expect` found; its exit status.
+fn print_expect(g: &ExpectGate) -> i32 {
+    for l in gate::text::expect(g) {
+        out!("{l}");
+    }
+    g.status().exit_code()
+}
+
+/// `tracer report DIR [-o OUT]`: OUT defaults to DIR/report; then `expect` (when given)
+/// judged on its verdicts.
 pub fn report(
     dir: &Path,
     out: Option<PathBuf>,
     opts: &render::ReportOptions,
+    expect: &[Expect],
 ) -> Result<i32, TracerError> {
     if !dir.is_dir() {
         return Err(TracerError::Input(format!(
@@ -62,17 +97,25 @@ pub fn report(
     }
     let out = out.unwrap_or_else(|| dir.join("report"));
     render::out::catch_interrupts();
-    let summary = crate::pipeline::report(dir, &out, opts)?;
+    let (summary, analysis) = crate::pipeline::report_analysed(dir, &out, opts)?;
     print_summary(&summary);
-    Ok(exit::OK)
+    if expect.is_empty() {
+        return Ok(exit::OK);
+    }
+    Ok(print_expect(&ExpectGate::judge(
+        expect,
+        analysis.verdicts(),
+    )))
 }
 
-/// `tracer compare A B [-o OUT]`: OUT defaults to compare-<A>-vs-<B>.
+/// `tracer compare A B [-o OUT]`: OUT defaults to compare-<A>-vs-<B>; then `fail_on` (when
+/// given) judged on its verdicts, once everything is written.
 pub fn compare(
     a: &Path,
     b: &Path,
     out: Option<PathBuf>,
     opts: &render::ReportOptions,
+    fail_on: &[FailOn],
 ) -> Result<i32, TracerError> {
     for d in [a, b] {
         if !d.is_dir() {
@@ -90,9 +133,16 @@ pub fn compare(
     };
     let out = out.unwrap_or_else(|| PathBuf::from(format!("compare-{}-vs-{}", name(a), name(b))));
     render::out::catch_interrupts();
-    let summary = crate::pipeline::compare(a, b, &out, opts)?;
+    let (summary, comparison) = crate::pipeline::compare_analysed(a, b, &out, opts)?;
     print_summary(&summary);
-    Ok(exit::OK)
+    if fail_on.is_empty() {
+        return Ok(exit::OK);
+    }
+    let g = FailOnGate::judge(fail_on, &comparison);
+    for l in gate::text::fail_on(&g) {
+        out!("{l}");
+    }
+    Ok(g.status().exit_code())
 }
 
 /// `tracer export FORMAT RUN [-o OUT]`: prints each file written.

@@ -24,6 +24,13 @@ pub mod exit {
     pub const INTERRUPTED: i32 = 7;
     /// The traced command failed (non-zero exit or killed); the run data is complete.
     pub const COMMAND_FAILED: i32 = 8;
+    /// A gate failed (everything was written as usual): `compare --fail-on` matched a
+    /// verdict's outcome, or a fitted class set excludes the class `--expect` named.
+    pub const GATE_FAILED: i32 = 9;
+    /// A gate could not judge: the compare has no verdict to gate on (no traced target on
+    /// either side, as in `--discover` sweeps), or `--expect` names a target or case the data
+    /// does not have, or one with no fitted class.
+    pub const GATE_UNJUDGED: i32 = 10;
 }
 
 pub const EXIT_CODES_HELP: &str = "\
@@ -39,6 +46,13 @@ Exit status:
   6  input run directory missing, corrupt or of another format
   7  interrupted by a signal; partial data written and marked partial
   8  the traced command failed; the run data is complete
+  9  a gate failed: compare --fail-on matched a verdict's outcome, or a fitted
+     class set excludes the class sweep/report --expect named (all output is
+     written first)
+ 10  a gate cannot judge: the compare has no verdict to gate on (no traced
+     target, e.g. --discover sweeps), or --expect names a target or case not
+     in the data, or one with no fitted class
+A sweep's own 7 or 8 takes precedence over 9 and 10; 10 over 9.
 
 If the tracer is killed (SIGKILL) or crashes, the kernel detaches its probes and the command
 it started gets SIGKILL too (PR_SET_PDEATHSIG), so it does not run on untraced. Its temporary

@@ -96,7 +96,15 @@ summary.json `classes`; `class` only when the set has one member). Root cause: t
 frame under the target that carries most of the time the target adds per call from the
 smallest to the largest N with stacks (a frame's time per call is its share of the samples
 times the fitted value above), at least half of it and by 2 standard errors of sampling;
-where the fitted value grows by less than 20% there is no added time to give a frame.";
+where the fitted value grows by less than 20% there is no added time to give a frame.
+
+Gate: --expect TARGET:CLASS (or TARGET/CASE:CLASS; a comma list, or repeated), e.g.
+--expect do_wait:O(1) or --expect do_wait/waitpid-pid:O(n), exits 9 when the class set of a
+verdict it names excludes CLASS (a set that holds it passes; \"O(n) by loop count\" is O(n)),
+after the report is written, and says which; 10 when TARGET or CASE has no verdict in the
+data, or a verdict it names has no fitted class (10 wins over 9). CLASS as the verdicts
+print it: O(1), O(log n), O(n), O(n log n), O(n^2) (or O(n²)). `tracer sweep --expect`
+judges the same after the sweep (also with --no-report).";
 
 pub const COMPARE_HELP: &str =
     "Per target and case, the growth with N decides, not the class labels: the growth is the
@@ -115,8 +123,17 @@ has them under `verdicts` with the interval and both sides' class sets. The per-
 a difference * when the runs (or the workload's repeats) differ at 95% (Welch) by 5% or
 more, ? when a side has fewer than two.
 
+Gate (CI, git bisect run): --fail-on grew (or shrank, same, inconclusive, changed = grew or
+shrank; a comma list, or repeated) writes the comparison as usual, then exits 9 and names
+the verdicts whose outcome is one of those, or exits 0 when none is. Every target and case
+the compare has a verdict for counts, incidental ones included. Sweeps with no traced target
+(--discover without --targets) give no verdict: that exits 10 (nothing to gate on), never 0.
+Other failures keep their own status (6: an input directory missing or corrupt), so a
+bisect script can tell them from a regression.
+
 Examples:
   tracer compare sweep-5.10 sweep-6.1
+  tracer compare good-sweep new-sweep --fail-on grew -o /tmp/cmp
   tracer compare sweep-6.1/waitpid sweep-6.12/waitpid -o /tmp/waitpid-6.1-vs-6.12";
 
 pub const EXPORT_HELP: &str = "\
@@ -229,8 +246,13 @@ Sampled times are fitted with their sampling error; in the evidence between clas
 point's error is at least the spread between runs of a size (the command's CPU time per run),
 so runs that disagree leave the neighbouring classes in the set.
 
+--expect TARGET[/CASE]:CLASS judges the sweep's verdicts as `tracer report --expect` does
+(see `tracer report --help`): exit 9 when a fitted class set excludes CLASS, 10 when a
+verdict named is missing or unfitted; a sweep's own 7 or 8 comes first.
+
 Examples:
   sudo tracer sweep waitpid --n 1,10,100,1000,5000,8000
+  sudo tracer sweep --n 100,1000,10000 -t do_wait --expect do_wait:O(1) -- ./bench {N}
   sudo tracer sweep --all -o sweep-6.1
   sudo tracer sweep spawn -- --variant spawn,spawn-wipeonfork --iterations 50";
 

@@ -59,5 +59,7 @@ pub mod cli;
 pub mod commands;
 /// Errors and the exit codes they map to.
 pub mod error;
+/// `compare --fail-on` and `--expect`: which verdicts pass the gate a CI job reads.
+pub mod gate;
 /// The long help texts.
 pub mod help;

@@ -7,7 +7,7 @@ use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use tracer::error::{EXIT_CODES_HELP, TracerError, exit};
 use tracer::{
-    calibrate, cli, commands, engine::EngineOptions, help, record, resolve::ResolveOptions,
+    calibrate, cli, commands, engine::EngineOptions, gate, help, record, resolve::ResolveOptions,
 };
 
 #[derive(Parser)]
@@ -125,6 +125,17 @@ impl RenderArgs {
     }
 }
 
+/// The gate of `report` and `sweep`.
+#[derive(Args)]
+struct ExpectArgs {
+    /// Exit 9 unless the fitted class set of each verdict of TARGET (or of its CASE only)
+    /// holds CLASS: O(1), O(log n), O(n), O(n log n) or O(n^2) (O(n²) too), e.g. do_wait:O(1)
+    /// or do_wait/waitpid-pid:O(n); "O(n) by loop count" is O(n). Comma-separated or
+    /// repeated. Exit 10 when TARGET or CASE has no verdict, or one with no fitted class.
+    #[arg(long, value_delimiter = ',', value_parser = gate::Expect::parse, value_name = "TARGET[/CASE]:CLASS")]
+    expect: Vec<gate::Expect>,
+}
+
 #[derive(Args)]
 struct ReportArgs {
     /// A run directory (from `tracer record`) or a sweep directory (from `tracer sweep`).
@@ -136,6 +147,8 @@ struct ReportArgs {
     /// attach, `probe_cost_ns` in run.json); the measured times are kept.
     #[arg(long)]
     subtract_probe_cost: bool,
+    #[command(flatten)]
+    expect: ExpectArgs,
     #[command(flatten)]
     render: RenderArgs,
 }
@@ -149,6 +162,11 @@ struct CompareArgs {
     /// Where to write the comparison (default: compare-<A>-vs-<B>).
     #[arg(short, long)]
     output: Option<PathBuf>,
+    /// Exit 9 when a verdict's outcome is one of these: grew, shrank, same, inconclusive, or
+    /// changed (grew or shrank); comma-separated or repeated. The comparison is written
+    /// first. Exit 10 when the compare has no verdict (no traced target on either side).
+    #[arg(long, value_delimiter = ',', value_parser = gate::FailOn::parse, value_name = "OUTCOME")]
+    fail_on: Vec<gate::FailOn>,
     #[command(flatten)]
     render: RenderArgs,
 }
@@ -300,6 +318,8 @@ struct SweepArgs {
     /// Do not render the report after the sweep (render it later with `tracer report`).
     #[arg(long)]
     no_report: bool,
+    #[command(flatten)]
+    expect: ExpectArgs,
     /// Sample every kernel stack of the traced process tree, count its syscalls and page
     /// faults, and name the kernel loops (syscalls whose time per call grows with N) apart
     /// from the more calls (no function probe needed; no other target unless --targets).
@@ -410,8 +430,11 @@ fn main() -> ExitCode {
                 subtract_probe_cost: a.subtract_probe_cost,
                 ..a.render.options()
             },
+            &a.expect.expect,
         ),
-        Command::Compare(a) => commands::compare(&a.a, &a.b, a.output, &a.render.options()),
+        Command::Compare(a) => {
+            commands::compare(&a.a, &a.b, a.output, &a.render.options(), &a.fail_on)
+        }
         Command::Completions(a) => run_completions(a),
         Command::Export(a) => {
             use tracer::render::export::Format;
@@ -530,6 +553,7 @@ fn run_sweep(a: SweepArgs, verbose: bool) -> Result<i32, TracerError> {
     let a_no_flame = a.no_flamegraphs;
     let a_subtract = a.subtract_probe_cost;
     let a_no_report = a.no_report;
+    let expect = a.expect.expect.clone();
     if a.discover && a.no_samples {
         return Err(TracerError::Usage(
             "--discover samples stacks: it cannot be combined with --no-samples".into(),
@@ -586,7 +610,7 @@ fn run_sweep(a: SweepArgs, verbose: bool) -> Result<i32, TracerError> {
         subtract_probe_cost: a_subtract,
         ..Default::default()
     });
-    commands::sweep(opts, report)
+    commands::sweep(opts, report, &expect)
 }
 
 #[cfg(test)]

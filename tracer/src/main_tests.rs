@@ -226,3 +226,63 @@ fn hidden_helpers_parse_but_stay_out_of_help_and_completions() {
         );
     }
 }
+
+/// `--fail-on` and `--expect` take comma lists and repeats alike; a word they do not know is
+/// a usage error (exit 2) before anything runs.
+#[test]
+fn gate_flags_take_comma_lists_and_repeats() {
+    use tracer::analysis::compare::Change;
+    use tracer::analysis::fit::Complexity;
+    use tracer::gate::FailOn;
+    let fail_on = |args: &[&str]| {
+        let mut v = vec!["compare", "a", "b"];
+        v.extend(args);
+        match parse(&v).unwrap_or_else(|e| panic!("{v:?}: {e}")).command {
+            Command::Compare(a) => a.fail_on,
+            _ => panic!("not compare"),
+        }
+    };
+    let both = [
+        FailOn::Outcome(Change::Grew),
+        FailOn::Outcome(Change::Shrank),
+    ];
+    assert_eq!(fail_on(&["--fail-on", "grew,shrank"]), both);
+    assert_eq!(fail_on(&["--fail-on", "grew", "--fail-on", "shrank"]), both);
+    assert_eq!(fail_on(&["--fail-on=changed"]), [FailOn::Changed]);
+    assert_eq!(fail_on(&[]), []);
+
+    let specs = |e: &[tracer::gate::Expect]| e.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    let a = sweep(&[
+        "waitpid",
+        "--expect",
+        "do_wait:O(1),do_wait/waitpid-any:O(n²)",
+        "--expect",
+        "dup_mmap:o(n log n)",
+    ]);
+    assert_eq!(
+        specs(&a.expect.expect),
+        [
+            "do_wait:O(1)",
+            "do_wait/waitpid-any:O(n^2)",
+            "dup_mmap:O(n log n)"
+        ]
+    );
+    assert_eq!(a.expect.expect[2].class, Complexity::NLogN);
+    match parse(&["report", "dir", "--expect", "do_wait:O(n)"])
+        .unwrap()
+        .command
+    {
+        Command::Report(r) => assert_eq!(specs(&r.expect.expect), ["do_wait:O(n)"]),
+        _ => panic!("not report"),
+    }
+    for bad in [
+        &["compare", "a", "b", "--fail-on", "worse"][..],
+        &["compare", "a", "b", "--fail-on", "grew,"],
+        &["sweep", "waitpid", "--expect", "do_wait"],
+        &["sweep", "waitpid", "--expect", "do_wait:O(n^3)"],
+        &["report", "dir", "--expect", "do_wait/:O(1)"],
+    ] {
+        let e = parse(bad).err().unwrap_or_else(|| panic!("{bad:?} parsed"));
+        assert_eq!(e.exit_code(), tracer::error::exit::USAGE, "{bad:?}: {e}");
+    }
+}

@@ -3,7 +3,7 @@
 //! one's result; nothing downstream reads the run directory again.
 use std::path::Path;
 
-use crate::analysis::{analyze, load};
+use crate::analysis::{self, Analysis, Comparison, analyze, load};
 use crate::render::{self, ReportError, ReportOptions, ReportSummary};
 
 /// Load, analyse and render the run or sweep at `data_dir` into `out_dir`.
@@ -12,9 +12,23 @@ pub fn report(
     out_dir: &Path,
     opts: &ReportOptions,
 ) -> Result<ReportSummary, ReportError> {
+    report_analysed(data_dir, out_dir, opts).map(|(s, _)| s)
+}
+
+/// [`report`], returning the analysis it rendered too (what `--expect` judges).
+pub fn report_analysed(
+    data_dir: &Path,
+    out_dir: &Path,
+    opts: &ReportOptions,
+) -> Result<(ReportSummary, Analysis), ReportError> {
     let ds = load(data_dir)?;
     let a = analyze(&ds, &opts.analysis());
-    render::write_report(&ds, &a, out_dir, opts)
+    Ok((render::write_report(&ds, &a, out_dir, opts)?, a))
+}
+
+/// Load and analyse the run or sweep at `data_dir`, rendering nothing.
+pub fn analyse(data_dir: &Path, opts: &ReportOptions) -> Result<Analysis, ReportError> {
+    Ok(analyze(&load(data_dir)?, &opts.analysis()))
 }
 
 /// Load and analyse two runs or sweeps (`a_dir` the baseline) and render their comparison
@@ -25,8 +39,19 @@ pub fn compare(
     out_dir: &Path,
     opts: &ReportOptions,
 ) -> Result<ReportSummary, ReportError> {
+    compare_analysed(a_dir, b_dir, out_dir, opts).map(|(s, _)| s)
+}
+
+/// [`compare`], returning the comparison it rendered too (what `--fail-on` judges).
+pub fn compare_analysed(
+    a_dir: &Path,
+    b_dir: &Path,
+    out_dir: &Path,
+    opts: &ReportOptions,
+) -> Result<(ReportSummary, Comparison), ReportError> {
     let (da, db) = (load(a_dir)?, load(b_dir)?);
     let aa = analyze(&da, &opts.analysis());
     let ab = analyze(&db, &opts.analysis());
-    render::write_compare((&da, &aa), (&db, &ab), out_dir, opts)
+    let summary = render::write_compare((&da, &aa), (&db, &ab), out_dir, opts)?;
+    Ok((summary, analysis::compare(&aa, &ab)))
 }
