@@ -273,6 +273,73 @@ pub(super) fn pump_console(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::{Arc, Mutex};
+
+    /// A console that hands out its bytes in the given reads.
+    struct Reads(std::collections::VecDeque<Vec<u8>>);
+
+    impl Read for Reads {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let Some(chunk) = self.0.pop_front() else {
+                return Ok(0);
+            };
+            assert!(chunk.len() <= buf.len());
+            buf[..chunk.len()].copy_from_slice(&chunk);
+            Ok(chunk.len())
+        }
+    }
+
+    /// What `on_line` receives when the console arrives in two reads split at `cut`.
+    fn relayed_lines(raw: &[u8], cut: usize, nonce: &str) -> (Vec<String>, Option<String>) {
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&lines);
+        let on_line = LineSink(Arc::new(move |l: &str| {
+            sink.lock().unwrap().push(l.to_string())
+        }));
+        let dir = tempfile::tempdir().unwrap();
+        let (tx, _rx) = mpsc::channel();
+        // (An empty read would be the end of the console.)
+        let reads = Reads(
+            [&raw[..cut], &raw[cut..]]
+                .into_iter()
+                .filter(|c| !c.is_empty())
+                .map(<[u8]>::to_vec)
+                .collect(),
+        );
+        let (_, output) = pump_console(
+            reads,
+            nonce,
+            false,
+            Some(on_line),
+            &dir.path().join("console.log"),
+            tx,
+        );
+        let got = lines.lock().unwrap().clone();
+        (got, output)
+    }
+
+    /// The progress relay never splits a character: a 2-, 3- or 4-byte character cut in
+    /// two by the serial reads reaches `on_line` whole, at every possible cut.
+    #[test]
+    fn the_line_relay_keeps_characters_split_across_reads_whole() {
+        let nonce = "n0nce";
+        let line = "N=1000 \u{2588}\u{2588}26% (6 runs) caf\u{e9} \u{1d11e}";
+        let raw = format!(
+            "{}\r\n{line}\r\n{line}\r\n\n{}\r\n",
+            crate::protocol::start_marker(nonce),
+            crate::protocol::exit_marker(nonce, 0)
+        )
+        .into_bytes();
+        for cut in 0..=raw.len() {
+            let (lines, output) = relayed_lines(&raw, cut, nonce);
+            assert_eq!(lines, [line, line], "split at byte {cut}");
+            assert_eq!(
+                output,
+                Some(format!("{line}\n{line}\n")),
+                "split at byte {cut}"
+            );
+        }
+    }
 
     #[test]
     fn heartbeat_silence_counts_from_the_last_growth_once_beats_started() {
