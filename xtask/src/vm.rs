@@ -46,6 +46,7 @@
 
 mod accel;
 mod collect;
+pub mod complete;
 mod config;
 mod qemu;
 mod rundir;
