@@ -121,7 +121,10 @@ pub struct RunArgs {
 
 #[derive(Debug, Args)]
 #[command(after_help = "\
-Files COMMAND writes under /out come back under --out. Exit status: COMMAND's own, or \
+Files COMMAND writes under /out come back under --out. At the --timeout, or on SIGINT or \
+SIGTERM, COMMAND is stopped (SIGTERM, then SIGKILL 30 s later) and /out still comes back, \
+the last message naming the entries that were complete at the stop; a second interrupt \
+kills the VM at once and brings nothing back. Exit status: COMMAND's own, or \
 250 setup failed, 251 kernel panic, 252 timeout (hang), 253 VM stopped without an exit \
 status, 254 /out files damaged in transit, 130 interrupted.")]
 pub struct VmArgs {
@@ -134,7 +137,8 @@ pub struct VmArgs {
     /// Where the guest's /out files go (default `target/vm/runs/<run>/out`).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Seconds before the run counts as hung, boot included.
+    /// Seconds before the run counts as hung, boot included; the guest then gets up to 180 s
+    /// more to stop COMMAND and send /out.
     #[arg(long, value_name = "SECS", default_value_t = 300)]
     pub timeout: u64,
     /// Guest memory in MiB.

@@ -211,15 +211,14 @@ impl ConsoleFilter {
             pending[i] == b'@'
                 && protocol::could_be_marker_prefix(&String::from_utf8_lossy(&pending[i..]))
         });
-        let mut upto = match held_from {
+        let upto = match held_from {
             Some(i) => i,
             None if pending.last() == Some(&b'\r') => pending.len() - 1,
             None => pending.len(),
         };
-        // Never split a UTF-8 sequence.
-        while upto > 0 && upto < pending.len() && (pending[upto] & 0xC0) == 0x80 {
-            upto -= 1;
-        }
+        // Never split a UTF-8 sequence: a character whose last bytes are still to come
+        // (the serial reads cut anywhere) waits for them with the rest of the line.
+        let upto = upto - incomplete_utf8_tail(&pending[..upto]);
         if upto == 0 {
             return;
         }
@@ -231,6 +230,27 @@ impl ConsoleFilter {
         self.released += upto;
         self.emit(out, &s);
     }
+}
+
+/// How many bytes at the end of `bytes` are the start of a UTF-8 character whose remaining
+/// bytes have not arrived yet (0 to 3). Anything that can no longer become valid counts as
+/// complete, so it is released (as U+FFFD) instead of being held forever.
+fn incomplete_utf8_tail(bytes: &[u8]) -> usize {
+    // The lead byte of a character is at most 3 bytes before the end of its prefix.
+    for back in 1..=bytes.len().min(3) {
+        let b = bytes[bytes.len() - back];
+        if b & 0xC0 == 0x80 {
+            continue; // a continuation byte: its lead byte is further back
+        }
+        let len = match b {
+            0xC2..=0xDF => 2,
+            0xE0..=0xEF => 3,
+            0xF0..=0xF4 => 4,
+            _ => return 0, // ASCII or a byte that never starts a character
+        };
+        return if back < len { back } else { 0 };
+    }
+    0
 }
 
 #[cfg(test)]
@@ -360,6 +380,36 @@ mod tests {
             soft_lockup_secs("rcu: INFO: rcu_sched self-detected stall"),
             None
         );
+    }
+
+    /// A progress line with 2-, 3- and 4-byte characters, split into two reads at every
+    /// byte: no character may come out as two replacement characters.
+    #[test]
+    fn a_character_split_across_two_reads_comes_through_whole() {
+        let line = "N=1000 \u{2588}\u{2588}26% (6 runs) caf\u{e9} \u{1d11e}";
+        let raw = guest_run(&format!("{line}\r\n{line}"), 0);
+        let expected = format!("[    0.1] boot\n{line}\n{line}\n");
+        for cut in 0..=raw.len() {
+            let (shown, _) = feed(&[&raw[..cut], &raw[cut..]]);
+            assert_eq!(shown, expected, "split at byte {cut}");
+        }
+        // Byte by byte, too: every read ends inside a character.
+        let chunks: Vec<&[u8]> = raw.chunks(1).collect();
+        assert_eq!(feed(&chunks).0, expected);
+    }
+
+    /// An invalid sequence is still shown (as U+FFFD) once it cannot become valid, and a
+    /// truncated character at the very end of the stream too.
+    #[test]
+    fn invalid_bytes_are_released_as_replacement_characters() {
+        let mut f = ConsoleFilter::new(N);
+        f.push(format!("{}\r\n", protocol::start_marker(N)).as_bytes());
+        // A lead byte of a 3-byte character is held back...
+        assert_eq!(f.push(b"a\xe2\x96").command, "a");
+        // ...and released as one replacement character when ASCII follows it.
+        assert_eq!(f.push(b"b").command, "\u{fffd}b");
+        assert_eq!(f.push(b"\xf0\x9d").command, "");
+        assert_eq!(f.finish().command, "\u{fffd}\n");
     }
 
     #[test]

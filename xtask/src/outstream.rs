@@ -11,7 +11,7 @@
 //! ```text
 //! magic  b"KF"      2 bytes
 //! seq    u32 LE     0, 1, 2, ... (a lost or repeated frame breaks the sequence)
-//! kind   u8         FileStart | Data | FileEnd | Dir | Symlink | Done
+//! kind   u8         FileStart | Data | FileEnd | Dir | Symlink | Stopped | Complete | Done
 //! len    u32 LE     payload length, at most MAX_PAYLOAD
 //! payload
 //! crc    u32 LE     CRC-32 (IEEE) of seq, kind, len and payload
@@ -21,6 +21,12 @@
 //! CRC-32 of the whole file; `Dir` = mode u32 + path; `Symlink` = path len u32 + path +
 //! target; `Done` = exit status i32 + entry count u32. Paths are relative to the guest's
 //! output directory and must not escape it.
+//!
+//! A run cut short (the host asked the guest to stop the command: see `vm::complete`) adds,
+//! after the entries and before `Done`: `Stopped` = u8, 1 if a process of the command had
+//! to be killed (SIGKILL after the grace period), else 0; then one `Complete` = path for
+//! each entry that was complete when the command was stopped (each one an entry the stream
+//! carried).
 
 use std::fs;
 use std::io::{self, Read, Write};
@@ -42,6 +48,8 @@ enum FrameKind {
     Dir = 4,
     Symlink = 5,
     Done = 6,
+    Stopped = 7,
+    Complete = 8,
 }
 
 impl FrameKind {
@@ -53,6 +61,8 @@ impl FrameKind {
             4 => Self::Dir,
             5 => Self::Symlink,
             6 => Self::Done,
+            7 => Self::Stopped,
+            8 => Self::Complete,
             _ => return None,
         })
     }
@@ -199,6 +209,17 @@ impl<W: Write> Encoder<W> {
         Ok(())
     }
 
+    /// Says the command was stopped before it ended (`killed`: by SIGKILL, after ignoring
+    /// SIGTERM) and which of the entries sent were complete then. After every entry.
+    pub fn stopped(&mut self, killed: bool, complete: &[&str]) -> io::Result<()> {
+        self.frame(FrameKind::Stopped, &[u8::from(killed)])?;
+        for rel in complete {
+            let p = Self::path_payload(&[], rel)?;
+            self.frame(FrameKind::Complete, &p)?;
+        }
+        Ok(())
+    }
+
     /// Ends the stream, recording the command's exit status and how many entries were
     /// sent (so the host can tell a complete stream from a truncated one).
     pub fn finish(mut self, status: i32) -> io::Result<W> {
@@ -255,6 +276,18 @@ pub struct Received {
     pub bytes: u64,
     /// The exit status the guest recorded in its end-of-stream frame.
     pub status: i32,
+    /// Present when the command was stopped before it ended.
+    pub stopped: Option<Stopped>,
+}
+
+/// A stream's account of a command that was stopped (the run was cut short).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stopped {
+    /// A process of the command outlived the grace period after SIGTERM and was killed.
+    pub killed: bool,
+    /// The entries that were complete at the stop (largest first: a directory stands for
+    /// what is under it), each one of [`Received::entries`].
+    pub complete: Vec<PathBuf>,
 }
 
 /// Decodes a whole stream into `dest`, verifying every checksum, the frame sequence and
@@ -279,6 +312,7 @@ pub fn decode_bytes(data: &[u8], dest: &Path) -> Result<Received, StreamError> {
     let mut bytes = 0u64;
     // The file being received: (relative path, open file, size so far, running CRC).
     let mut open: Option<(PathBuf, fs::File, u64, Crc32)> = None;
+    let mut stopped: Option<Stopped> = None;
     let werr = |path: &Path, source| StreamError::Write {
         path: path.to_path_buf(),
         source,
@@ -343,6 +377,13 @@ pub fn decode_bytes(data: &[u8], dest: &Path) -> Result<Received, StreamError> {
         seq = seq.wrapping_add(1);
 
         let in_file = open.is_some();
+        // After `Stopped` only `Complete` frames and the end frame may follow.
+        if stopped.is_some() && !matches!(kind, FrameKind::Complete | FrameKind::Done) {
+            return Err(corrupt(
+                frame_start,
+                "an entry after the stop report".into(),
+            ));
+        }
         let need = |ok: bool, what: &str| -> Result<(), StreamError> {
             if ok {
                 Ok(())
@@ -433,6 +474,34 @@ pub fn decode_bytes(data: &[u8], dest: &Path) -> Result<Received, StreamError> {
                 std::os::unix::fs::symlink(target, &full).map_err(|e| werr(&full, e))?;
                 entries.push(rel);
             }
+            FrameKind::Stopped => {
+                need(!in_file, "stop report")?;
+                let killed = match payload {
+                    [0] => false,
+                    [1] => true,
+                    _ => return Err(corrupt(frame_start, "bad stop report payload".into())),
+                };
+                stopped = Some(Stopped {
+                    killed,
+                    complete: Vec::new(),
+                });
+            }
+            FrameKind::Complete => {
+                let Some(st) = stopped.as_mut() else {
+                    return Err(corrupt(
+                        frame_start,
+                        "a complete-entry frame without a stop report".into(),
+                    ));
+                };
+                let rel = path_of(payload)?;
+                if !entries.contains(&rel) {
+                    return Err(corrupt(
+                        frame_start,
+                        format!("{} is reported complete but was not sent", rel.display()),
+                    ));
+                }
+                st.complete.push(rel);
+            }
             FrameKind::Done => {
                 need(!in_file, "end-of-stream")?;
                 if payload.len() != 8 {
@@ -454,6 +523,7 @@ pub fn decode_bytes(data: &[u8], dest: &Path) -> Result<Received, StreamError> {
                     entries,
                     bytes,
                     status,
+                    stopped,
                 });
             }
         }
@@ -590,6 +660,47 @@ mod tests {
         let mut e = Encoder::new(Vec::new()).unwrap();
         assert!(e.file("../evil", 0o644, &b"x"[..]).is_err());
         assert!(e.file("/abs", 0o644, &b"x"[..]).is_err());
+    }
+
+    #[test]
+    fn a_stop_report_round_trips_and_must_name_sent_entries() {
+        let mut e = Encoder::new(Vec::new()).unwrap();
+        e.dir("done", 0o755).unwrap();
+        e.file("done/f", 0o644, &b"f"[..]).unwrap();
+        e.file("log", 0o644, &b"half"[..]).unwrap();
+        e.stopped(true, &["done"]).unwrap();
+        let stream = e.finish(137).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let got = decode_bytes(&stream, dir.path()).unwrap();
+        assert_eq!(got.status, 137);
+        assert_eq!(
+            got.stopped,
+            Some(Stopped {
+                killed: true,
+                complete: vec![PathBuf::from("done")]
+            })
+        );
+        // An ordinary stream has no stop report.
+        assert_eq!(
+            decode_bytes(&sample_stream(), tempfile::tempdir().unwrap().path())
+                .unwrap()
+                .stopped,
+            None
+        );
+
+        let mut e = Encoder::new(Vec::new()).unwrap();
+        e.file("log", 0o644, &b"half"[..]).unwrap();
+        e.stopped(false, &["other"]).unwrap();
+        let err =
+            decode_bytes(&e.finish(143).unwrap(), tempfile::tempdir().unwrap().path()).unwrap_err();
+        assert!(err.to_string().contains("was not sent"), "{err}");
+
+        let mut e = Encoder::new(Vec::new()).unwrap();
+        e.stopped(false, &[]).unwrap();
+        e.file("late", 0o644, &b"x"[..]).unwrap();
+        let err =
+            decode_bytes(&e.finish(143).unwrap(), tempfile::tempdir().unwrap().path()).unwrap_err();
+        assert!(err.to_string().contains("after the stop report"), "{err}");
     }
 
     #[test]

@@ -63,6 +63,24 @@ pub const INIT_FAILURE_STATUS: i32 = 255;
 
 const START: &str = "@@KPT-VM-START ";
 const EXIT: &str = "@@KPT-VM-EXIT ";
+const STOP: &str = "@@KPT-VM-STOP ";
+
+/// Where vm-init reads the host's requests: the console's input (qemu's stdin).
+pub const CONSOLE_IN: &str = "/dev/console";
+
+/// The line the host writes on the console's input to cut a run short (its timeout, an
+/// interrupt): vm-init stops the command (SIGTERM, SIGKILL after `grace_secs`) and sends
+/// /out, saying which entries were complete (see `vm::complete`).
+pub fn stop_request(nonce: &str, grace_secs: u64) -> String {
+    format!("{STOP}{nonce} grace={grace_secs}")
+}
+
+/// The grace period of a stop request for this run's nonce in `line`.
+pub fn parse_stop_request(line: &str, nonce: &str) -> Option<u64> {
+    let rest = line.trim().strip_prefix(STOP)?;
+    let grace = rest.strip_prefix(nonce)?.strip_prefix(" grace=")?;
+    grace.parse().ok()
+}
 
 pub fn start_marker(nonce: &str) -> String {
     format!("{START}{nonce}")
@@ -175,6 +193,19 @@ mod tests {
         assert_eq!(
             find_marker(&line, n),
             Some((Marker::Exit(3), "[ 1.0] msg".to_string()))
+        );
+    }
+
+    #[test]
+    fn stop_requests_round_trip_and_need_the_nonce() {
+        let r = stop_request("a1b2", 10);
+        assert_eq!(parse_stop_request(&r, "a1b2"), Some(10));
+        assert_eq!(parse_stop_request(&format!("{r}\r"), "a1b2"), Some(10));
+        assert_eq!(parse_stop_request(&r, "a1b"), None);
+        assert_eq!(parse_stop_request(&stop_request("x", 3), "a1b2"), None);
+        assert_eq!(
+            parse_stop_request("@@KPT-VM-STOP a1b2 grace=", "a1b2"),
+            None
         );
     }
 

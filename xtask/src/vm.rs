@@ -43,9 +43,26 @@
 //! [`install_interrupt_handler`]) → [`VmStatus::Interrupted`]. In every case qemu has
 //! been killed and reaped before [`run`] returns; qemu also gets `PR_SET_PDEATHSIG`
 //! (SIGKILL) so it dies with the thread that called [`run`] if the runner is killed.
+//!
+//! # Cut short: nothing finished is lost
+//! When the timeout passes or an interrupt comes while the command runs, the runner writes
+//! a stop request ([`protocol::stop_request`]) on the guest console's input (qemu's stdin).
+//! vm-init freezes every process, records the state of `/out`, sends them SIGTERM and
+//! SIGKILLs what is still there after [`VmConfig::stop_grace`] (30 s); then it sends
+//! `/out` as usual, with the entries that were complete at the stop ([`complete`] has the
+//! rule: nothing in them open for writing at the stop, nothing changed after it, no hidden
+//! name, as in the tracer's staging directories). The status is still
+//! [`VmStatus::Timeout`] or [`VmStatus::Interrupted`] (same exit codes); the files are in
+//! [`VmReport::out_files`] and [`VmReport::flush`] says which are complete
+//! ([`Flush::Sent`]). A guest that cannot send (a kernel lockup, a frozen qemu, a panic, a
+//! command that had not started) or has not finished within [`VmConfig::flush_timeout`]
+//! (180 s) from the request, or a second interrupt, gets qemu killed: [`Flush::Lost`] says
+//! nothing came back and why. Stalls, lockups and panics before the timeout end the run at
+//! once, as before: the guest cannot send then.
 
 mod accel;
 mod collect;
+pub mod complete;
 mod config;
 mod qemu;
 mod rundir;
@@ -111,6 +128,75 @@ pub enum VmStatus {
     Interrupted,
 }
 
+/// What came back from a run cut short by the timeout or an interrupt
+/// ([`VmReport::flush`]; see "Cut short" in the module doc).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Flush {
+    /// The guest stopped the command and sent /out: every entry is in
+    /// [`VmReport::out_files`], intact.
+    Sent {
+        /// The entries (relative to [`VmReport::out_dir`]) that were complete when the
+        /// command was stopped, largest first: a directory stands for everything under it.
+        /// All of /out when the command had ended by itself just before the stop.
+        complete: Vec<PathBuf>,
+        /// The rest of what came back, largest first: what was open for writing at the stop,
+        /// changed or appeared after it (a sweep written out as partial on SIGTERM), or has a
+        /// hidden name (work in progress). Kept, not trusted.
+        incomplete: Vec<PathBuf>,
+        /// The command's shell-style status after the stop (143: SIGTERM ended it).
+        command_status: i32,
+        /// A process of the command was still there after the grace period and was killed
+        /// (SIGKILL).
+        killed: bool,
+    },
+    /// Nothing came back: why.
+    Lost(String),
+}
+
+impl Flush {
+    /// One clause for the failure message: what came back.
+    fn describe(&self) -> String {
+        match self {
+            Flush::Sent {
+                complete,
+                incomplete,
+                command_status,
+                killed,
+            } => format!(
+                "the command was stopped ({}, status {command_status}) and its /out came back: \
+                 {} complete ({}), {} incomplete ({})",
+                if *killed {
+                    "SIGKILL after the grace period"
+                } else {
+                    "SIGTERM"
+                },
+                complete.len(),
+                name_list(complete),
+                incomplete.len(),
+                name_list(incomplete)
+            ),
+            Flush::Lost(why) => format!("nothing came back from /out: {why}; qemu was killed"),
+        }
+    }
+}
+
+/// Up to eight paths, comma-separated, and how many more.
+fn name_list(paths: &[PathBuf]) -> String {
+    if paths.is_empty() {
+        return "none".into();
+    }
+    const SHOWN: usize = 8;
+    let mut s: Vec<String> = paths
+        .iter()
+        .take(SHOWN)
+        .map(|p| p.display().to_string())
+        .collect();
+    if paths.len() > SHOWN {
+        s.push(format!("and {} more", paths.len() - SHOWN));
+    }
+    s.join(", ")
+}
+
 /// Everything a run produced.
 #[derive(Debug, Clone)]
 pub struct VmReport {
@@ -123,7 +209,8 @@ pub struct VmReport {
     pub command_output: Option<String>,
     /// Where the guest's `/out` files are.
     pub out_dir: PathBuf,
-    /// Paths of the received entries, relative to `out_dir`.
+    /// Paths of the received entries, relative to `out_dir`. After the timeout or an
+    /// interrupt, whatever the stopped command left: see `flush`.
     pub out_files: Vec<PathBuf>,
     pub out_bytes: u64,
     /// Size of the output stream and the guest-side time to send it, as vm-init
@@ -149,6 +236,9 @@ pub struct VmReport {
     pub initramfs_bytes: u64,
     /// What qemu itself printed on stderr.
     pub qemu_stderr: String,
+    /// For a run cut short ([`VmStatus::Timeout`], [`VmStatus::Interrupted`]): what came
+    /// back of /out and which parts of it are complete. `None` for every other ending.
+    pub flush: Option<Flush>,
 }
 
 impl VmReport {
@@ -176,8 +266,9 @@ impl VmReport {
                 Some(format!("kernel panic in the VM ({k}): {message}"))
             }
             VmStatus::Timeout { after } => Some(format!(
-                "the VM ({k}) hung: no exit after {} s (timeout); qemu was killed",
-                after.as_secs()
+                "the VM ({k}) hung: no exit after {} s (timeout); {}",
+                after.as_secs(),
+                self.flush_clause()
             )),
             VmStatus::Stalled { after, silent } => Some(format!(
                 "the VM ({k}) stopped running {} s into the run: no heartbeat from the guest for {} s; qemu was killed",
@@ -195,8 +286,14 @@ impl VmReport {
             VmStatus::OutputCorrupt { status, error } => Some(format!(
                 "the command exited with {status}, but its /out files did not arrive intact: {error}"
             )),
-            VmStatus::Interrupted => Some("interrupted; qemu was killed".into()),
+            VmStatus::Interrupted => Some(format!("interrupted; {}", self.flush_clause())),
         }
+    }
+
+    fn flush_clause(&self) -> String {
+        self.flush
+            .as_ref()
+            .map_or("qemu was killed".into(), Flush::describe)
     }
 }
 
@@ -280,6 +377,10 @@ pub fn run(cfg: &VmConfig) -> Result<VmReport, VmError> {
     let started = Instant::now();
     let mut guard = qemu::spawn(&args)?;
     let qemu_pid = guard.child().id();
+    let stop = guard.child().stdin.take().map(|input| watch::StopLine {
+        input,
+        request: protocol::stop_request(&nonce, cfg.stop_grace.as_secs()),
+    });
 
     let (tx, rx) = mpsc::channel::<Event>();
     let stdout = guard.child().stdout.take().expect("piped");
@@ -303,8 +404,9 @@ pub fn run(cfg: &VmConfig) -> Result<VmReport, VmError> {
         timeout: cfg.timeout,
         heartbeat: (cfg.transport == Transport::Disk)
             .then_some((heartbeat.as_path(), cfg.stall_after)),
+        flush_timeout: cfg.flush_timeout,
     };
-    let ending = watch::wait(&mut guard, &rx, &mut seen, started, &limits);
+    let ending = watch::wait(&mut guard, &rx, &mut seen, started, &limits, stop);
     let elapsed = started.elapsed();
     drop(guard);
     let waited_for_slot = slot.waited;
@@ -352,6 +454,7 @@ pub fn run(cfg: &VmConfig) -> Result<VmReport, VmError> {
         kernel,
         initramfs_bytes,
         qemu_stderr,
+        flush: collected.flush,
     })
 }
 

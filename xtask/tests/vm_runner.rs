@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use xtask::guest::{self, GuestBinaries};
 use xtask::kernel::Kernel;
-use xtask::vm::{self, Transport, VmConfig, VmReport, VmStatus};
+use xtask::vm::{self, Flush, Transport, VmConfig, VmReport, VmStatus};
 
 /// The guest binaries, built once per test process (a no-op when up to date).
 fn guest() -> GuestBinaries {
@@ -285,6 +285,149 @@ fn hang_ends_the_run_with_the_timeout_error() {
     assert!(r.failure_message().unwrap().contains("hung"));
 }
 
+/// A guest script that publishes one finished result the way the tracer publishes a sweep
+/// (built under a hidden name, renamed into place), leaves a result in progress under a
+/// hidden name and a log open for writing, then runs `then` (which must not end).
+fn script_with_one_finished_result(payload: &std::path::Path, then: &str) -> String {
+    format!(
+        "mkdir /out/.result.partial-1 && cp {} /out/.result.partial-1/payload.bin \
+         && echo '{{\"status\":\"complete\"}}' > /out/.result.partial-1/sweep.json \
+         && mv /out/.result.partial-1 /out/result \
+         && mkdir /out/.next.partial-2 && echo half > /out/.next.partial-2/payload.bin \
+         && exec 3>/out/log && echo started >&3 && {{ {then}; }}",
+        payload.display()
+    )
+}
+
+fn paths(v: &[&str]) -> Vec<std::path::PathBuf> {
+    v.iter().map(std::path::PathBuf::from).collect()
+}
+
+/// A command still running at the timeout is stopped, and what it had finished comes back
+/// byte-identical and reported complete; what it was in the middle of comes back reported
+/// incomplete. This one ignores SIGTERM, so it is killed after the grace period.
+#[test]
+#[ignore = "boots a VM: run through cargo xtask test"]
+fn a_timeout_brings_back_what_the_command_finished() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("payload.bin");
+    let payload = binary_payload();
+    fs::write(&src, &payload).unwrap();
+    let timeout = Duration::from_secs(35);
+    let script = script_with_one_finished_result(&src, "trap '' TERM; sleep 100000");
+    let r = run(&config(Kernel::V6_1, ["sh", "-c", &script])
+        .include(&src)
+        .timeout_secs(timeout.as_secs())
+        .stop_grace_secs(3));
+    assert_eq!(
+        r.status,
+        VmStatus::Timeout { after: timeout },
+        "{}",
+        r.console
+    );
+    assert_eq!(r.exit_code(), vm::exit_code::TIMEOUT);
+    assert_eq!(
+        r.flush,
+        Some(Flush::Sent {
+            complete: paths(&["result"]),
+            incomplete: paths(&[".next.partial-2", "log"]),
+            command_status: 128 + 9,
+            killed: true,
+        }),
+        "{}",
+        r.console
+    );
+    let got = fs::read(r.out_dir.join("result/payload.bin")).unwrap();
+    assert!(
+        got == payload,
+        "result/payload.bin differs from what went in"
+    );
+    assert_eq!(
+        fs::read_to_string(r.out_dir.join("result/sweep.json")).unwrap(),
+        "{\"status\":\"complete\"}\n"
+    );
+    assert_eq!(
+        fs::read_to_string(r.out_dir.join("log")).unwrap(),
+        "started\n"
+    );
+    let mut names: Vec<_> = r
+        .out_files
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            ".next.partial-2",
+            ".next.partial-2/payload.bin",
+            "log",
+            "result",
+            "result/payload.bin",
+            "result/sweep.json"
+        ]
+    );
+    let msg = r.failure_message().unwrap();
+    assert!(msg.contains("hung"), "{msg}");
+    assert!(msg.contains("1 complete (result)"), "{msg}");
+    // The grace period and a few seconds to send, not the flush limit.
+    assert!(
+        r.elapsed < timeout + Duration::from_secs(15),
+        "ended after {:?}",
+        r.elapsed
+    );
+}
+
+/// A guest that can no longer run cannot send its files: the runner gives up after the
+/// flush limit and says nothing came back. The guest is frozen by stopping qemu.
+#[test]
+#[ignore = "boots a VM: run through cargo xtask test"]
+fn a_frozen_guest_at_the_timeout_brings_nothing_back_after_the_flush_limit() {
+    let me = std::process::id();
+    let timeout = Duration::from_secs(30);
+    let cfg = config(
+        Kernel::V6_1,
+        ["sh", "-c", "echo x > /out/x; echo freeze-now; sleep 100000"],
+    )
+    .timeout_secs(timeout.as_secs())
+    .stall_after_secs(300)
+    .flush_timeout_secs(8)
+    .on_line(move |line| {
+        if line.contains("freeze-now") {
+            for qemu in children_named(me, "qemu") {
+                // SAFETY: a signal to a child process of this test.
+                unsafe { libc::kill(qemu as libc::pid_t, libc::SIGSTOP) };
+            }
+        }
+    });
+    let r = run(&cfg);
+    assert_eq!(
+        r.status,
+        VmStatus::Timeout { after: timeout },
+        "{}",
+        r.console
+    );
+    match &r.flush {
+        Some(Flush::Lost(why)) => assert!(
+            why.contains("had not sent them 8 s after the stop request"),
+            "{why}"
+        ),
+        other => panic!("expected nothing back, got {other:?}\n{}", r.console),
+    }
+    assert!(r.out_files.is_empty(), "{:?}", r.out_files);
+    assert!(
+        r.elapsed >= timeout + Duration::from_secs(8)
+            && r.elapsed < timeout + Duration::from_secs(14),
+        "ended after {:?}",
+        r.elapsed
+    );
+    assert!(
+        r.failure_message()
+            .unwrap()
+            .contains("nothing came back from /out")
+    );
+}
+
 /// A guest that stops running altogether (qemu TCG has frozen whole guests on this host, the
 /// console silent until the timeout) ends the run as soon as its heartbeat has been silent
 /// for the stall limit, long before the timeout. Here the guest is frozen by stopping qemu
@@ -451,4 +594,77 @@ fn cli_sigterm_kills_qemu() {
     let st = child.wait().unwrap();
     assert_eq!(st.code(), Some(vm::exit_code::INTERRUPTED));
     assert_qemu_gone(qemu);
+}
+
+/// SIGINT to `cargo xtask vm` while the command runs: the command is stopped and what it had
+/// finished comes back, byte-identical, the status is 130 and stderr names the complete
+/// parts. A process of the command that takes 3 s to finish up after SIGTERM (as the tracer
+/// does, writing an interrupted sweep out) gets that time, though the shell that started it
+/// died at once; what it writes then comes back as incomplete.
+#[test]
+#[ignore = "boots a VM: run through cargo xtask test"]
+fn cli_sigint_brings_back_what_the_command_finished() {
+    guest();
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("payload.bin");
+    let payload = binary_payload();
+    fs::write(&src, &payload).unwrap();
+    let out = dir.path().join("out");
+    let finishing_up = "(trap 'sleep 3; echo bye > /out/late; exit 0' TERM; echo up; \
+                        while :; do sleep 1; done) & sleep 1000";
+    let script = script_with_one_finished_result(&src, finishing_up);
+    let mut child = xtask_bin()
+        .args(["6.1", "--include", src.to_str().unwrap()])
+        .args(["--out", out.to_str().unwrap(), "--", "sh", "-c", &script])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let stderr_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let mut stdout = child.stdout.take().unwrap();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 256];
+    while !String::from_utf8_lossy(&seen).contains("up") {
+        let n = stdout.read(&mut buf).unwrap();
+        assert!(
+            n > 0,
+            "runner ended early: {}",
+            String::from_utf8_lossy(&seen)
+        );
+        seen.extend_from_slice(&buf[..n]);
+    }
+    let qemus = children_named(child.id(), "qemu-system");
+    assert_eq!(qemus.len(), 1, "expected one qemu child");
+    let asked = Instant::now();
+    // SAFETY: signalling our own child by pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let _ = stdout.read_to_end(&mut seen);
+    let st = child.wait().unwrap();
+    let stderr = stderr_reader.join().unwrap();
+    assert_eq!(st.code(), Some(vm::exit_code::INTERRUPTED), "{stderr}");
+    assert_qemu_gone(qemus[0]);
+    assert!(
+        asked.elapsed() < Duration::from_secs(20),
+        "the runner took {:?} to stop",
+        asked.elapsed()
+    );
+    let got = fs::read(out.join("result/payload.bin")).unwrap();
+    assert!(
+        got == payload,
+        "result/payload.bin differs from what went in"
+    );
+    assert!(
+        stderr.contains("interrupted; the command was stopped (SIGTERM, status 143)"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("1 complete (result), 3 incomplete (.next.partial-2, late, log)"),
+        "{stderr}"
+    );
+    assert_eq!(fs::read_to_string(out.join("late")).unwrap(), "bye\n");
 }

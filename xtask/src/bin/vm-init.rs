@@ -5,6 +5,12 @@
 //! files under `/out` to the host (over the raw NVMe output disk, or the second serial
 //! port), prints the exit marker on the console and powers the VM off.
 //!
+//! A thread reads the console's input meanwhile: when the host cuts the run short (its
+//! timeout, an interrupt) it writes a stop request there. Then every process is frozen, the
+//! state of `/out` recorded, the command gets SIGTERM and, after the request's grace period,
+//! SIGKILL; `/out` is sent as usual with the entries that were complete at the stop (the
+//! rule: `xtask::vm::complete`).
+//!
 //! Built as a static musl binary. If PID 1 exits the kernel panics, so every failure
 //! path ends in a message plus an orderly power-off instead.
 
@@ -16,10 +22,12 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use xtask::outstream::Encoder;
 use xtask::protocol;
+use xtask::vm::complete::{self, AtStop, Tree};
 
 fn main() {
     let nonce = fs::read_to_string(protocol::NONCE_PATH)
@@ -58,6 +66,8 @@ fn run(nonce: &str) -> (i32, Option<(u64, Duration)>) {
     if !serial_transport() {
         start_heartbeat();
     }
+    // Before the start marker: the host sends requests only after it.
+    watch_console(nonce);
 
     let argv = match fs::read(protocol::ARGV_PATH) {
         Ok(a) => protocol::decode_nul_list(&a),
@@ -127,9 +137,11 @@ fn run(nonce: &str) -> (i32, Option<(u64, Duration)>) {
             }
         }
     };
+    let stop = command_ended().map(Stop::outlive_grace);
     stop_everything_else();
+    let report = stop.map(|s| s.report());
     let t = Instant::now();
-    match send_out(status) {
+    match send_out(status, report.as_ref()) {
         Ok(bytes) => (status, Some((bytes, t.elapsed()))),
         Err(e) => {
             eprintln!(
@@ -355,16 +367,288 @@ fn stop_everything_else() {
     }
 }
 
+/// Where the command stands with respect to a stop request.
+enum StopState {
+    Running,
+    /// The host asked to stop; /out as the stop found it (or why it could not be read),
+    /// and when the grace period ends.
+    Stopping {
+        at_stop: Result<AtStop, String>,
+        grace_ends: Instant,
+        killed: bool,
+    },
+    /// The command ended (by itself or stopped); later requests are ignored.
+    Ended,
+}
+
+static STOP: Mutex<StopState> = Mutex::new(StopState::Running);
+
+fn stop_state() -> std::sync::MutexGuard<'static, StopState> {
+    STOP.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// What a stopped command left: taken once the command ended.
+struct Stop {
+    at_stop: Result<AtStop, String>,
+    grace_ends: Instant,
+    killed: bool,
+}
+
+/// The stop report that goes into the stream.
+struct StopReport {
+    killed: bool,
+    complete: Vec<std::path::PathBuf>,
+}
+
+impl Stop {
+    /// The command's other processes (a tracer still writing its partial output after the
+    /// shell that started it died of SIGTERM) get the rest of the grace period too: reaps
+    /// until none is left, SIGKILLs what is still there when the period ends.
+    fn outlive_grace(mut self) -> Stop {
+        loop {
+            let mut st = 0;
+            // SAFETY: st is a valid out-pointer.
+            match unsafe { libc::waitpid(-1, &mut st, libc::WNOHANG) } {
+                -1 if io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) => {}
+                -1 => return self, // ECHILD: nothing left
+                0 if Instant::now() >= self.grace_ends => break,
+                0 => std::thread::sleep(Duration::from_millis(20)),
+                _ => {}
+            }
+        }
+        eprintln!("vm-init: processes of the command outlived the grace period; killing them");
+        self.killed = true;
+        // SAFETY: kill(-1) signals every process but init itself; waitpid as above.
+        unsafe {
+            libc::kill(-1, libc::SIGKILL);
+            let mut st = 0;
+            while libc::waitpid(-1, &mut st, 0) > 0 {}
+        }
+        self
+    }
+
+    /// Call once nothing runs any more: compares /out with what the stop found.
+    fn report(self) -> StopReport {
+        let after = Tree::capture(Path::new(protocol::OUT_DIR)).map_err(|e| e.to_string());
+        let complete = match (self.at_stop, after) {
+            (Ok(at_stop), Ok(after)) => complete::complete_entries(&at_stop, &after),
+            (Err(e), _) | (_, Err(e)) => {
+                eprintln!(
+                    "vm-init: cannot tell which {} entries are complete ({e}); reporting none",
+                    protocol::OUT_DIR
+                );
+                Vec::new()
+            }
+        };
+        StopReport {
+            killed: self.killed,
+            complete,
+        }
+    }
+}
+
+/// Called when the command has been reaped: ends the watch for stop requests and returns
+/// the stop, if the command was stopped.
+fn command_ended() -> Option<Stop> {
+    let mut st = stop_state();
+    match std::mem::replace(&mut *st, StopState::Ended) {
+        StopState::Stopping {
+            at_stop,
+            grace_ends,
+            killed,
+        } => Some(Stop {
+            at_stop,
+            grace_ends,
+            killed,
+        }),
+        _ => None,
+    }
+}
+
+/// Reads the console's input on a thread; a stop request with this run's nonce stops the
+/// command. The console stops echoing input (a request would show up as console output)
+/// and stops interpreting it (no signal keys, no line editing, no flow control).
+fn watch_console(nonce: &str) {
+    let console = match fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOCTTY)
+        .open(protocol::CONSOLE_IN)
+    {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!(
+                "vm-init: warning: cannot read {} ({e}): a run cut short will bring nothing back",
+                protocol::CONSOLE_IN
+            );
+            return;
+        }
+    };
+    if let Err(e) = quiet_input(&console) {
+        eprintln!(
+            "vm-init: warning: cannot configure {}: {e}",
+            protocol::CONSOLE_IN
+        );
+    }
+    let nonce = nonce.to_string();
+    std::thread::spawn(move || {
+        let mut console = console;
+        let mut line = Vec::new();
+        let mut buf = [0u8; 256];
+        loop {
+            let n = match io::Read::read(&mut console, &mut buf) {
+                Ok(0) => return,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => return,
+            };
+            for &b in &buf[..n] {
+                if b != b'\n' {
+                    // Requests are short; anything longer is not one.
+                    if line.len() < 256 {
+                        line.push(b);
+                    }
+                    continue;
+                }
+                let text = String::from_utf8_lossy(&line).into_owned();
+                line.clear();
+                if let Some(grace) = protocol::parse_stop_request(&text, &nonce) {
+                    stop_command(Duration::from_secs(grace));
+                }
+            }
+        }
+    });
+}
+
+/// No echo, no line discipline on the console's input; output is left as it is.
+fn quiet_input(tty: &fs::File) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let fd = tty.as_raw_fd();
+    // SAFETY: termios is plain data; tcgetattr fills it before use.
+    unsafe {
+        let mut t: libc::termios = std::mem::zeroed();
+        if libc::tcgetattr(fd, &mut t) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        t.c_lflag &= !(libc::ECHO | libc::ECHONL | libc::ICANON | libc::ISIG | libc::IEXTEN);
+        t.c_iflag &= !(libc::IXON | libc::IXOFF | libc::ICRNL | libc::INLCR | libc::IGNCR);
+        t.c_cc[libc::VMIN] = 1;
+        t.c_cc[libc::VTIME] = 0;
+        if libc::tcsetattr(fd, libc::TCSANOW, &t) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// The host's stop request: freeze every process, record /out, then SIGTERM and, if the
+/// command is still there after `grace`, SIGKILL to everything. The main thread reaps the
+/// command as usual, gives its other processes the rest of the grace period
+/// ([`Stop::outlive_grace`]) and sends /out.
+fn stop_command(grace: Duration) {
+    let grace_ends;
+    {
+        let mut st = stop_state();
+        if !matches!(*st, StopState::Running) {
+            return;
+        }
+        // SAFETY: kill(-1) signals every process but init itself.
+        unsafe { libc::kill(-1, libc::SIGSTOP) };
+        if !wait_until_all_stopped(Duration::from_secs(2)) {
+            eprintln!("vm-init: warning: not every process stopped within 2 s");
+        }
+        let at_stop = AtStop::capture(Path::new(protocol::OUT_DIR)).map_err(|e| e.to_string());
+        grace_ends = Instant::now() + grace;
+        *st = StopState::Stopping {
+            at_stop,
+            grace_ends,
+            killed: false,
+        };
+        eprintln!(
+            "vm-init: the host cut the run short: stopping the command (SIGTERM, SIGKILL after {} s) and sending {}",
+            grace.as_secs(),
+            protocol::OUT_DIR
+        );
+        // SAFETY: as above; the pending SIGTERM is delivered as the processes continue.
+        unsafe {
+            libc::kill(-1, libc::SIGTERM);
+            libc::kill(-1, libc::SIGCONT);
+        }
+    }
+    while Instant::now() < grace_ends {
+        std::thread::sleep(Duration::from_millis(50));
+        if matches!(*stop_state(), StopState::Ended) {
+            return;
+        }
+    }
+    let mut st = stop_state();
+    if let StopState::Stopping { killed, .. } = &mut *st {
+        *killed = true;
+        eprintln!(
+            "vm-init: the command did not stop within {} s; killing it",
+            grace.as_secs()
+        );
+        // SAFETY: as above.
+        unsafe { libc::kill(-1, libc::SIGKILL) };
+    }
+}
+
+/// Whether every process but init (and the kernel's threads) is stopped or dead, polled
+/// until `limit` passes.
+fn wait_until_all_stopped(limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    loop {
+        if all_stopped() {
+            return true;
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn all_stopped() -> bool {
+    const PF_KTHREAD: u64 = 0x0020_0000;
+    let Ok(procs) = fs::read_dir("/proc") else {
+        return true;
+    };
+    for p in procs.flatten() {
+        let Ok(pid) = p.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if pid == 1 {
+            continue;
+        }
+        let Ok(stat) = fs::read_to_string(p.path().join("stat")) else {
+            continue; // gone
+        };
+        // Fields after the ")" that ends the command name: state ppid pgrp session tty_nr
+        // tpgid flags ...
+        let Some(rest) = stat.rsplit_once(')').map(|x| x.1) else {
+            continue;
+        };
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let flags: u64 = f.get(6).and_then(|x| x.parse().ok()).unwrap_or(0);
+        if flags & PF_KTHREAD != 0 {
+            continue;
+        }
+        if !matches!(f.first(), Some(&("T" | "t" | "Z" | "X"))) {
+            return false;
+        }
+    }
+    true
+}
+
 /// Sends everything under /out as an `outstream`, on the transport the host chose.
 fn serial_transport() -> bool {
     fs::read_to_string(protocol::TRANSPORT_PATH).is_ok_and(|t| t.trim() == "serial")
 }
 
-fn send_out(status: i32) -> io::Result<u64> {
+fn send_out(status: i32, stop: Option<&StopReport>) -> io::Result<u64> {
     if serial_transport() {
-        send_out_serial(status)
+        send_out_serial(status, stop)
     } else {
-        send_out_disk(status)
+        send_out_disk(status, stop)
     }
 }
 
@@ -401,11 +685,11 @@ fn start_heartbeat() {
 }
 
 /// Raw NVMe disk: the stream at `DISK_DATA_OFFSET`, made durable, then the header.
-fn send_out_disk(status: i32) -> io::Result<u64> {
+fn send_out_disk(status: i32, stop: Option<&StopReport>) -> io::Result<u64> {
     let dev = find_out_disk()?;
     let mut disk = fs::OpenOptions::new().write(true).open(&dev)?;
     disk.seek(SeekFrom::Start(protocol::DISK_DATA_OFFSET))?;
-    let len = encode_out(io::BufWriter::with_capacity(1 << 20, &disk), status)?;
+    let len = encode_out(io::BufWriter::with_capacity(1 << 20, &disk), status, stop)?;
     disk.sync_all()?;
     disk.seek(SeekFrom::Start(0))?;
     disk.write_all(&protocol::disk_header(len))?;
@@ -444,12 +728,22 @@ fn find_out_disk() -> io::Result<std::path::PathBuf> {
     }
 }
 
-/// Writes /out as an `outstream` ending with `status` and flushes it; returns its length.
-fn encode_out<W: Write>(w: W, status: i32) -> io::Result<u64> {
+/// Writes /out as an `outstream` ending with `status` (and the stop report of a command
+/// that was stopped) and flushes it; returns its length.
+fn encode_out<W: Write>(w: W, status: i32, stop: Option<&StopReport>) -> io::Result<u64> {
     let mut counted = Counting { inner: w, n: 0 };
     let mut enc = Encoder::new(&mut counted)?;
     let root = Path::new(protocol::OUT_DIR);
     send_tree(&mut enc, root, root)?;
+    if let Some(stop) = stop {
+        let complete: Vec<String> = stop
+            .complete
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
+        let complete: Vec<&str> = complete.iter().map(String::as_str).collect();
+        enc.stopped(stop.killed, &complete)?;
+    }
     enc.finish(status)?;
     counted.inner.flush()?;
     Ok(counted.n)
@@ -472,14 +766,14 @@ impl<W: Write> Write for Counting<W> {
 }
 
 /// The second UART in raw mode: slower (~0.3 MB/s under TCG) but needs no block driver.
-fn send_out_serial(status: i32) -> io::Result<u64> {
+fn send_out_serial(status: i32, stop: Option<&StopReport>) -> io::Result<u64> {
     let tty = fs::OpenOptions::new()
         .read(true)
         .write(true)
         .custom_flags(libc::O_NOCTTY)
         .open(protocol::OUT_TTY)?;
     set_raw(&tty)?;
-    let len = encode_out(io::BufWriter::with_capacity(1 << 16, &tty), status)?;
+    let len = encode_out(io::BufWriter::with_capacity(1 << 16, &tty), status, stop)?;
     // Everything must have left the UART before the power goes off.
     use std::os::fd::AsRawFd;
     // SAFETY: valid fd.

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::watch::{Ending, Seen};
-use super::{Transport, VmStatus};
+use super::{Flush, Transport, VmStatus, complete};
 use crate::{outstream, protocol};
 
 /// The status of a finished run and, when its files arrived intact, what they were.
@@ -15,11 +15,12 @@ pub(super) struct Collected {
     pub(super) status: VmStatus,
     pub(super) out_files: Vec<PathBuf>,
     pub(super) out_bytes: u64,
+    pub(super) flush: Option<Flush>,
 }
 
-/// An interrupt wins over everything; then the exit marker (whose files must arrive
-/// intact); then a stopped heartbeat, the timeout, a panic message, and last qemu's own
-/// status.
+/// A run cut short (an interrupt, the timeout) is that, whatever came back; then the exit
+/// marker (whose files must arrive intact); then a stopped heartbeat, a panic message, and
+/// last qemu's own status.
 pub(super) fn collect(
     ending: &Ending,
     seen: &Seen,
@@ -34,9 +35,68 @@ pub(super) fn collect(
         read_stream(transport, stream_path)
             .and_then(|data| outstream::decode_bytes(&data, out_dir).map_err(|e| e.to_string()))
     };
-    let status = if ending.interrupted {
-        VmStatus::Interrupted
-    } else if let Some(status) = seen.exit_status {
+    let cut_short = if ending.interrupted {
+        Some(VmStatus::Interrupted)
+    } else if ending.timed_out {
+        Some(VmStatus::Timeout { after: timeout })
+    } else {
+        None
+    };
+    if let Some(status) = cut_short {
+        let flush = match seen.exit_status {
+            Some(console_status) => match decode() {
+                Ok(r) if r.status == console_status => {
+                    let (complete, killed) = match r.stopped {
+                        Some(s) => (s.complete, s.killed),
+                        // The command had ended by itself: everything is complete.
+                        None => (
+                            r.entries
+                                .iter()
+                                .filter(|e| e.components().count() == 1)
+                                .cloned()
+                                .collect(),
+                            false,
+                        ),
+                    };
+                    let incomplete = complete::incomplete_entries(&r.entries, &complete);
+                    out_files = r.entries;
+                    out_bytes = r.bytes;
+                    Flush::Sent {
+                        complete,
+                        incomplete,
+                        command_status: console_status,
+                        killed,
+                    }
+                }
+                Ok(r) => Flush::Lost(format!(
+                    "they were damaged in transit: the stream recorded status {}, the console {console_status}",
+                    r.status
+                )),
+                Err(e) => Flush::Lost(format!("they were damaged in transit: {e}")),
+            },
+            None => Flush::Lost(
+                ending
+                    .flush_lost
+                    .clone()
+                    .unwrap_or_else(|| match &seen.panic {
+                        Some(p) => format!("the kernel panicked while stopping the command: {p}"),
+                        None => format!(
+                            "qemu stopped before the guest sent them ({})",
+                            ending
+                                .qemu_status
+                                .map_or("unknown status".into(), |s| s.to_string())
+                        ),
+                    }),
+            ),
+        };
+        return Collected {
+            status,
+            out_files,
+            out_bytes,
+            flush: Some(flush),
+        };
+    }
+    let status = if let Some(status) = seen.exit_status {
         match decode() {
             Ok(r) if r.status == status => {
                 out_files = r.entries;
@@ -56,8 +116,6 @@ pub(super) fn collect(
         VmStatus::Stalled { after, silent }
     } else if let Some((after, message)) = ending.locked_up.clone() {
         VmStatus::LockedUp { after, message }
-    } else if ending.timed_out {
-        VmStatus::Timeout { after: timeout }
     } else if let Some(message) = seen.panic.clone() {
         VmStatus::KernelPanic { message }
     } else {
@@ -71,6 +129,7 @@ pub(super) fn collect(
         status,
         out_files,
         out_bytes,
+        flush: None,
     }
 }
 

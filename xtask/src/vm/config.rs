@@ -133,8 +133,19 @@ pub struct VmConfig {
     /// Where the guest's `/out` arrives; default `target/vm/runs/<run>/out`. An existing
     /// directory is not emptied first.
     pub out_dir: Option<PathBuf>,
-    /// Whole-run limit, boot included. Default 300 s.
+    /// Whole-run limit, boot included. Default 300 s. When it passes while the command
+    /// runs, the guest is asked to stop it and send what it finished (see `flush_timeout`).
     pub timeout: Duration,
+    /// A run cut short (the timeout, an interrupt): how long the command's processes get
+    /// between SIGTERM and SIGKILL to finish up (whole seconds). Default 30 s: the tracer,
+    /// stopped mid-sweep under TCG, took 25 s to end its workload and write the sweep out as
+    /// partial.
+    pub stop_grace: Duration,
+    /// A run cut short: how long the guest gets from the stop request to the end of sending
+    /// /out (grace period included) before qemu is killed and nothing comes back (a guest
+    /// that no longer runs cannot send). Default 180 s: the grace period and a full /out of
+    /// the default 1 GiB guest over the disk (~11 MB/s).
+    pub flush_timeout: Duration,
     /// How long the guest's heartbeat may stay silent before the run counts as
     /// [`super::VmStatus::Stalled`] (disk transport only). Default 60 s: twelve beats.
     pub stall_after: Duration,
@@ -190,6 +201,8 @@ impl VmConfig {
             env: Vec::new(),
             out_dir: None,
             timeout: Duration::from_secs(300),
+            stop_grace: Duration::from_secs(30),
+            flush_timeout: Duration::from_secs(180),
             stall_after: Duration::from_secs(60),
             mem_mb: Self::DEFAULT_MEM_MB,
             cpus: 2,
@@ -219,6 +232,14 @@ impl VmConfig {
     }
     pub fn timeout_secs(mut self, secs: u64) -> Self {
         self.timeout = Duration::from_secs(secs);
+        self
+    }
+    pub fn stop_grace_secs(mut self, secs: u64) -> Self {
+        self.stop_grace = Duration::from_secs(secs);
+        self
+    }
+    pub fn flush_timeout_secs(mut self, secs: u64) -> Self {
+        self.flush_timeout = Duration::from_secs(secs);
         self
     }
     pub fn stall_after_secs(mut self, secs: u64) -> Self {

@@ -121,12 +121,12 @@ impl Drop for QemuGuard {
     }
 }
 
-/// Starts qemu with its stdout and stderr piped; the guard kills it however the caller
-/// returns.
+/// Starts qemu with its stdin (the console's input: stop requests), stdout and stderr
+/// piped; the guard kills it however the caller returns.
 pub(super) fn spawn(args: &[OsString]) -> Result<QemuGuard, VmError> {
     let mut cmd = Command::new("qemu-system-x86_64");
     cmd.args(args)
-        .stdin(Stdio::null())
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     // SAFETY: getpid has no preconditions.

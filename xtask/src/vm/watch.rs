@@ -1,12 +1,14 @@
 //! Watching a running VM: the console reader, what the console has told the runner, and
 //! the loop that decides when the run is over (qemu exited, a hang after a panic or after
-//! the exit marker, a guest whose heartbeat stopped, the timeout, or an interrupt).
+//! the exit marker, a guest whose heartbeat stopped, the timeout, or an interrupt). The
+//! timeout and an interrupt first ask the guest to stop the command and send its /out files;
+//! qemu is killed only when that cannot work or takes too long.
 
 use std::fs;
 use std::io::{Read, Write};
 use std::path::Path;
-use std::process::ExitStatus;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::process::{ChildStdin, ExitStatus};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -14,14 +16,17 @@ use super::LineSink;
 use super::qemu::QemuGuard;
 use crate::console::{ConsoleFilter, Event};
 
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// How many interrupts arrived.
+static INTERRUPTS: AtomicUsize = AtomicUsize::new(0);
 
 extern "C" fn on_signal(_: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
+    INTERRUPTS.fetch_add(1, Ordering::SeqCst);
 }
 
 /// Makes SIGINT, SIGTERM and SIGHUP end a running VM cleanly ([`super::VmStatus::Interrupted`])
-/// instead of killing the process. For command-line tools; tests need not call it.
+/// instead of killing the process: the first one has the guest stop the command and send
+/// what it finished, a second one kills the VM at once. For command-line tools; tests need
+/// not call it.
 pub fn install_interrupt_handler() {
     for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
@@ -36,7 +41,11 @@ pub fn install_interrupt_handler() {
 
 /// True once an interrupt arrived (after [`install_interrupt_handler`]).
 pub fn interrupted() -> bool {
-    INTERRUPTED.load(Ordering::SeqCst)
+    interrupts() > 0
+}
+
+fn interrupts() -> usize {
+    INTERRUPTS.load(Ordering::SeqCst)
 }
 
 /// What the console has told the runner so far.
@@ -102,6 +111,9 @@ pub(super) struct Ending {
     /// A CPU stayed stuck in the guest kernel: (time into the run, the watchdog's line).
     pub(super) locked_up: Option<(Duration, String)>,
     pub(super) interrupted: bool,
+    /// A run cut short (`timed_out` or `interrupted`) whose guest could not send its files
+    /// back: why, when the runner knows.
+    pub(super) flush_lost: Option<String>,
 }
 
 /// When the runner gives up on a guest.
@@ -110,16 +122,42 @@ pub(super) struct Limits<'a> {
     pub(super) timeout: Duration,
     /// The heartbeat file (disk transport) and how long it may stay silent.
     pub(super) heartbeat: Option<(&'a Path, Duration)>,
+    /// From the stop request to the end of sending /out.
+    pub(super) flush_timeout: Duration,
+}
+
+/// How the runner cuts a run short: qemu's stdin (the guest console's input) and the
+/// request to write there ([`crate::protocol::stop_request`]).
+pub(super) struct StopLine {
+    pub(super) input: ChildStdin,
+    pub(super) request: String,
+}
+
+/// Asks the guest to stop the command and send /out; `Err` says why that cannot work.
+fn request_stop(stop: &mut Option<StopLine>, seen: &Seen) -> Result<(), String> {
+    if seen.boot_time.is_none() {
+        return Err("the command had not started".into());
+    }
+    let Some(line) = stop.as_mut() else {
+        return Err("the guest's console input is not connected".into());
+    };
+    line.input
+        .write_all(format!("{}\n", line.request).as_bytes())
+        .and_then(|()| line.input.flush())
+        .map_err(|e| format!("the stop request could not be sent to qemu: {e}"))
 }
 
 /// Applies the console's events to `seen` until qemu exits or has to be killed, and
-/// kills it then.
+/// kills it then. The timeout and the first interrupt first ask the guest to stop the
+/// command and send /out (through `stop`); qemu is then killed only when the guest has not
+/// finished within `limits.flush_timeout`, stops running, or a second interrupt comes.
 pub(super) fn wait(
     guard: &mut QemuGuard,
     rx: &mpsc::Receiver<Event>,
     seen: &mut Seen,
     started: Instant,
     limits: &Limits,
+    mut stop: Option<StopLine>,
 ) -> Ending {
     let deadline = started + limits.timeout;
     let mut timed_out = false;
@@ -128,6 +166,9 @@ pub(super) fn wait(
     let mut was_interrupted = false;
     let mut beat = Heartbeat::default();
     let mut beat_checked = started;
+    // Once the stop request went out: when, and how many interrupts had come by then.
+    let mut flushing: Option<(Instant, usize)> = None;
+    let mut flush_lost: Option<String> = None;
     let qemu_status = loop {
         match rx.recv_timeout(Duration::from_millis(50)) {
             Ok(ev) => {
@@ -145,13 +186,48 @@ pub(super) fn wait(
             break Some(st);
         }
         let now = Instant::now();
-        if interrupted() {
-            was_interrupted = true;
-            break guard.kill_and_reap();
-        }
-        if now >= deadline {
-            timed_out = true;
-            break guard.kill_and_reap();
+        if let Some((since, interrupts_then)) = flushing {
+            if interrupts() > interrupts_then {
+                flush_lost = Some("interrupted again, so qemu was killed at once".into());
+                break guard.kill_and_reap();
+            }
+            if seen.exit_at.is_none() && now - since > limits.flush_timeout {
+                flush_lost = Some(format!(
+                    "the guest had not sent them {} s after the stop request",
+                    limits.flush_timeout.as_secs()
+                ));
+                break guard.kill_and_reap();
+            }
+        } else if interrupted() || (now >= deadline && seen.exit_at.is_none()) {
+            // (Past the exit marker the guest only powers off: the timeout waits for that.)
+            let cause = if interrupted() {
+                was_interrupted = true;
+                "interrupted".to_string()
+            } else {
+                timed_out = true;
+                format!(
+                    "the run reached its timeout ({} s)",
+                    limits.timeout.as_secs()
+                )
+            };
+            if seen.exit_at.is_some() {
+                // The files were sent already.
+                break guard.kill_and_reap();
+            }
+            match request_stop(&mut stop, seen) {
+                Ok(()) => {
+                    eprintln!(
+                        "xtask vm: {cause}: asking the guest to stop the command and send its \
+                         /out files (up to {} s; interrupt again to kill the VM at once)",
+                        limits.flush_timeout.as_secs()
+                    );
+                    flushing = Some((now, interrupts()));
+                }
+                Err(why) => {
+                    flush_lost = Some(why);
+                    break guard.kill_and_reap();
+                }
+            }
         }
         // Once a second; after the exit marker the guest is only powering off.
         if let Some((file, silence)) = limits.heartbeat
@@ -161,7 +237,14 @@ pub(super) fn wait(
             beat_checked = now;
             beat.observe(fs::metadata(file).map_or(0, |m| m.len()), now);
             if let Some(s) = beat.silent_for(now).filter(|s| *s > silence) {
-                stalled = Some((now - started, s));
+                if flushing.is_some() {
+                    flush_lost = Some(format!(
+                        "the guest stopped running while stopping the command (no heartbeat for {} s)",
+                        s.as_secs()
+                    ));
+                } else {
+                    stalled = Some((now - started, s));
+                }
                 break guard.kill_and_reap();
             }
         }
@@ -170,7 +253,11 @@ pub(super) fn wait(
         if let Some((line, secs)) = &seen.lockup
             && *secs >= LOCKUP_GIVE_UP_SECS
         {
-            locked_up = Some((now - started, line.clone()));
+            if flushing.is_some() {
+                flush_lost = Some(format!("a guest CPU locked up: {line}"));
+            } else {
+                locked_up = Some((now - started, line.clone()));
+            }
             break guard.kill_and_reap();
         }
         // panic=-1 reboots at once and -no-reboot turns that into an exit; this only
@@ -195,6 +282,7 @@ pub(super) fn wait(
         stalled,
         locked_up,
         interrupted: was_interrupted,
+        flush_lost,
     }
 }
 
@@ -273,6 +361,158 @@ pub(super) fn pump_console(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::{Arc, Mutex};
+
+    /// A console that hands out its bytes in the given reads.
+    struct Reads(std::collections::VecDeque<Vec<u8>>);
+
+    impl Read for Reads {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let Some(chunk) = self.0.pop_front() else {
+                return Ok(0);
+            };
+            assert!(chunk.len() <= buf.len());
+            buf[..chunk.len()].copy_from_slice(&chunk);
+            Ok(chunk.len())
+        }
+    }
+
+    /// What `on_line` receives when the console arrives in two reads split at `cut`.
+    fn relayed_lines(raw: &[u8], cut: usize, nonce: &str) -> (Vec<String>, Option<String>) {
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&lines);
+        let on_line = LineSink(Arc::new(move |l: &str| {
+            sink.lock().unwrap().push(l.to_string())
+        }));
+        let dir = tempfile::tempdir().unwrap();
+        let (tx, _rx) = mpsc::channel();
+        // (An empty read would be the end of the console.)
+        let reads = Reads(
+            [&raw[..cut], &raw[cut..]]
+                .into_iter()
+                .filter(|c| !c.is_empty())
+                .map(<[u8]>::to_vec)
+                .collect(),
+        );
+        let (_, output) = pump_console(
+            reads,
+            nonce,
+            false,
+            Some(on_line),
+            &dir.path().join("console.log"),
+            tx,
+        );
+        let got = lines.lock().unwrap().clone();
+        (got, output)
+    }
+
+    /// The progress relay never splits a character: a 2-, 3- or 4-byte character cut in
+    /// two by the serial reads reaches `on_line` whole, at every possible cut.
+    #[test]
+    fn the_line_relay_keeps_characters_split_across_reads_whole() {
+        let nonce = "n0nce";
+        let line = "N=1000 \u{2588}\u{2588}26% (6 runs) caf\u{e9} \u{1d11e}";
+        let raw = format!(
+            "{}\r\n{line}\r\n{line}\r\n\n{}\r\n",
+            crate::protocol::start_marker(nonce),
+            crate::protocol::exit_marker(nonce, 0)
+        )
+        .into_bytes();
+        for cut in 0..=raw.len() {
+            let (lines, output) = relayed_lines(&raw, cut, nonce);
+            assert_eq!(lines, [line, line], "split at byte {cut}");
+            assert_eq!(
+                output,
+                Some(format!("{line}\n{line}\n")),
+                "split at byte {cut}"
+            );
+        }
+    }
+
+    /// A stand-in for qemu that records the first line of its stdin (the console's input)
+    /// in `file`, then runs until killed.
+    fn fake_qemu(file: &Path) -> (QemuGuard, StopLine) {
+        let mut child = std::process::Command::new("sh")
+            .args([
+                "-c",
+                "read line; printf '%s' \"$line\" > \"$1\"; exec sleep 1000",
+                "sh",
+            ])
+            .arg(file)
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let input = child.stdin.take().unwrap();
+        let line = StopLine {
+            input,
+            request: crate::protocol::stop_request("n0nce", 7),
+        };
+        (QemuGuard(Some(child)), line)
+    }
+
+    /// At the timeout a running command gets the stop request on the console's input; a
+    /// guest that then sends nothing is killed after the flush limit, and the ending says so.
+    #[test]
+    fn the_timeout_sends_the_stop_request_then_gives_up_after_the_flush_limit() {
+        let d = tempfile::tempdir().unwrap();
+        let got = d.path().join("request");
+        let (mut guard, line) = fake_qemu(&got);
+        let (tx, rx) = mpsc::channel();
+        tx.send(Event::Started).unwrap();
+        let limits = Limits {
+            timeout: Duration::from_millis(300),
+            heartbeat: None,
+            flush_timeout: Duration::from_secs(1),
+        };
+        let started = Instant::now();
+        let mut seen = Seen::default();
+        let ending = wait(&mut guard, &rx, &mut seen, started, &limits, Some(line));
+        let took = started.elapsed();
+        assert!(ending.timed_out && !ending.interrupted);
+        assert_eq!(
+            ending.flush_lost.as_deref(),
+            Some("the guest had not sent them 1 s after the stop request")
+        );
+        assert!(guard.0.is_none(), "the stand-in was not reaped");
+        assert_eq!(
+            fs::read_to_string(&got).unwrap(),
+            crate::protocol::stop_request("n0nce", 7)
+        );
+        assert!(
+            took >= Duration::from_millis(1300) && took < Duration::from_secs(5),
+            "{took:?}"
+        );
+    }
+
+    /// Before the command started there is nothing to send: the timeout kills at once.
+    #[test]
+    fn the_timeout_before_the_command_started_kills_at_once() {
+        let d = tempfile::tempdir().unwrap();
+        let got = d.path().join("request");
+        let (mut guard, line) = fake_qemu(&got);
+        let (_tx, rx) = mpsc::channel();
+        let limits = Limits {
+            timeout: Duration::from_millis(200),
+            heartbeat: None,
+            flush_timeout: Duration::from_secs(60),
+        };
+        let started = Instant::now();
+        let ending = wait(
+            &mut guard,
+            &rx,
+            &mut Seen::default(),
+            started,
+            &limits,
+            Some(line),
+        );
+        assert!(ending.timed_out);
+        assert_eq!(
+            ending.flush_lost.as_deref(),
+            Some("the command had not started")
+        );
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert!(!got.exists(), "a request was sent");
+    }
 
     #[test]
     fn heartbeat_silence_counts_from_the_last_growth_once_beats_started() {
