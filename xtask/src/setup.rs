@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, anyhow, bail};
 
-use crate::apt::{self, Policy, Simulation};
+use crate::apt::{self, AptError, AptRoot, Policy, Relation, SimulatedRemoval, Simulation};
 
 /// rustc's LLVM major: bpf-linker must be built against the same one.
 pub const LLVM_MAJOR: u32 = 22;
@@ -207,6 +207,18 @@ impl System {
             .unwrap_or_default()
     }
 
+    /// The release's codename (`bookworm`), from the root's os-release.
+    pub fn codename(&self) -> Result<String, BackportsError> {
+        let path = self.root.join("etc/os-release");
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| BackportsError::Io(path.clone(), e))?;
+        text.lines()
+            .find_map(|l| l.strip_prefix("VERSION_CODENAME="))
+            .map(|v| v.trim().trim_matches('"').to_string())
+            .filter(|v| !v.is_empty())
+            .ok_or(BackportsError::NoCodename(path))
+    }
+
     /// What `apt-get install --no-install-recommends ARGS` would do, changing nothing.
     pub fn simulate(&self, args: &[String]) -> Result<Simulation, AptPlanError> {
         let mut c = self.apt("apt-get");
@@ -251,12 +263,58 @@ pub struct Removal {
     pub because: Vec<String>,
 }
 
+/// Why setup could not avoid a removal by matching the installed packages' backports
+/// versions (see [`plan_install`]).
+#[derive(Debug, thiserror::Error)]
+pub enum BackportsError {
+    #[error("{0} names no VERSION_CODENAME")]
+    NoCodename(PathBuf),
+    #[error("{0}: {1}")]
+    Io(PathBuf, std::io::Error),
+    #[error("reading {suite}: {source}")]
+    Apt {
+        suite: String,
+        #[source]
+        source: AptError,
+    },
+    #[error("{package} {version} is not (or no longer) in {suite}")]
+    NotInBackports {
+        package: String,
+        version: String,
+        suite: String,
+    },
+    #[error(
+        "none of the packages setup installs is built from {source_package} (the source of \
+         {package}) in {suite}"
+    )]
+    NoSibling {
+        package: String,
+        source_package: String,
+        suite: String,
+    },
+    #[error("apt does not accept the {suite} packages ({packages}): {source}")]
+    Refused {
+        suite: String,
+        packages: String,
+        #[source]
+        source: Box<AptPlanError>,
+    },
+    #[error("even with {packages} from {suite}, apt would remove {removals}")]
+    StillRemoves {
+        suite: String,
+        packages: String,
+        removals: String,
+    },
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum AptPlanError {
-    #[error("{}", refusal(.wanted, .removals))]
+    #[error("{}", refusal(.wanted, .removals, .backports))]
     WouldRemove {
         wanted: Vec<String>,
         removals: Vec<Removal>,
+        /// Why taking packages from backports did not avoid it.
+        backports: Box<BackportsError>,
     },
     #[error("could not run `{cmd}`: {source}")]
     Spawn { cmd: String, source: std::io::Error },
@@ -268,8 +326,8 @@ pub enum AptPlanError {
     },
 }
 
-/// The refusal: each package apt would remove and why, and what to do.
-fn refusal(wanted: &[String], removals: &[Removal]) -> String {
+/// The refusal: each package apt would remove and why, what setup tried, and what to do.
+fn refusal(wanted: &[String], removals: &[Removal], backports: &BackportsError) -> String {
     let mut m = format!(
         "installing {} would make apt REMOVE {} installed package(s):",
         wanted.join(" "),
@@ -286,6 +344,9 @@ fn refusal(wanted: &[String], removals: &[Removal]) -> String {
             m.push_str(&r.because.join("; "));
         }
     }
+    m.push_str(&format!(
+        "\nsetup could not avoid it with backports: {backports}"
+    ));
     m.push_str(
         "\nNothing was changed. Replace or remove those packages yourself and run `cargo xtask \
          setup` again, or run `cargo xtask setup --yes` to let apt remove them.",
@@ -296,31 +357,318 @@ fn refusal(wanted: &[String], removals: &[Removal]) -> String {
 /// An install setup has simulated and found acceptable.
 #[derive(Debug, Clone)]
 pub struct AptPlan {
-    /// What follows `apt-get install --no-install-recommends`.
+    /// What follows `apt-get install --no-install-recommends`: package names, and paths
+    /// of .debs fetched from backports.
     pub args: Vec<String>,
     /// apt's simulation of exactly that install.
     pub simulation: Simulation,
+    /// Set when the plain install would have removed packages and backports avoided it.
+    pub backports: Option<BackportsChoice>,
+}
+
+#[derive(Debug, Clone)]
+pub struct BackportsChoice {
+    pub suite: String,
+    /// What the plain install would have removed.
+    pub avoided: Vec<SimulatedRemoval>,
+    /// The packages taken from the suite, with their versions.
+    pub packages: Vec<(String, String)>,
 }
 
 /// Decides how to install `wanted` on `system`, by simulating it first; changes nothing
-/// on the system. An install that would remove installed packages is refused with
+/// on the system (`work` receives a private apt state and downloaded .debs).
+///
+/// When the plain install would remove installed packages, setup tries the one way
+/// around it that it knows, which covers the machines this project runs on: the removed
+/// package was installed from the release's backports suite, and its newer version
+/// conflicts with the release's version of a sibling setup wants. On those machines the
+/// image carries qemu-utils 10.0 from bookworm-backports, which declares
+/// `Breaks: qemu-system-common (<< 1:8.0+dfsg-5~)`, while bookworm's qemu-system-x86 7.2
+/// needs qemu-system-common 7.2. So setup takes the wanted siblings (same source
+/// package) from backports at the installed package's version, plus those of their
+/// dependencies that only backports satisfies (for qemu 10.0: qemu-system-common,
+/// qemu-system-data and a newer seabios), as .debs fetched through a private apt state,
+/// and lets apt resolve everything else from the system's own sources. The alternatives
+/// are worse: adding backports to the system's sources means editing /etc/apt; a private
+/// apt state with the system's sources plus backports, asked for
+/// `qemu-system-x86/bookworm-backports`, does not resolve, as apt 2.6 does not switch a
+/// dependency (qemu-system-common) to a non-candidate version by itself; and
+/// `-t bookworm-backports` would take backports' version of every dependency it has one
+/// of, not only of those the conflict requires.
+///
+/// If that does not give an install free of removals either, the plan is refused with
 /// [`AptPlanError::WouldRemove`], unless `allow_removals`.
 pub fn plan_install(
     system: &System,
     wanted: &[&str],
     allow_removals: bool,
+    work: &Path,
 ) -> Result<AptPlan, AptPlanError> {
     let names: Vec<String> = wanted.iter().map(|s| s.to_string()).collect();
     let plain = system.simulate(&names)?;
-    if plain.removals.is_empty() || allow_removals {
+    if plain.removals.is_empty() {
         return Ok(AptPlan {
             args: names,
             simulation: plain,
+            backports: None,
+        });
+    }
+    let why = match with_backports(system, wanted, &plain.removals, work) {
+        Ok(plan) => return Ok(plan),
+        Err(why) => why,
+    };
+    if allow_removals {
+        say(&format!("backports do not avoid the removal: {why}"));
+        return Ok(AptPlan {
+            args: names,
+            simulation: plain,
+            backports: None,
         });
     }
     Err(AptPlanError::WouldRemove {
         wanted: names,
         removals: explain_removals(system, &plain, wanted),
+        backports: Box::new(why),
+    })
+}
+
+/// The plan of [`plan_install`] that takes packages from `<codename>-backports` so as to
+/// keep `removals`, which must be installed from there.
+fn with_backports(
+    system: &System,
+    wanted: &[&str],
+    removals: &[SimulatedRemoval],
+    work: &Path,
+) -> Result<AptPlan, BackportsError> {
+    let suite = format!("{}-backports", system.codename()?);
+    let apt_err = |source| BackportsError::Apt {
+        suite: suite.clone(),
+        source,
+    };
+    let root = backports_root(&suite, &work.join("apt"))?;
+
+    // The seeds: each removed package's siblings among `wanted`, at its version.
+    let mut chosen: Vec<Chosen> = Vec::new();
+    for r in removals {
+        let Some((version, source)) = family_version(&root, r, &mut chosen).map_err(apt_err)?
+        else {
+            return Err(BackportsError::NotInBackports {
+                package: r.package.clone(),
+                version: r.version.clone(),
+                suite,
+            });
+        };
+        let mut siblings = 0;
+        for w in wanted {
+            if chosen.iter().any(|c| c.package == *w) {
+                continue;
+            }
+            if let Some(rec) = root.show_exact(w, &version).map_err(apt_err)?
+                && source_package(&rec) == source
+            {
+                chosen.push(Chosen::new(w, &version, &rec));
+                siblings += 1;
+            }
+        }
+        if siblings == 0 {
+            return Err(BackportsError::NoSibling {
+                package: r.package.clone(),
+                source_package: source,
+                suite,
+            });
+        }
+    }
+
+    // Their dependencies that the system cannot satisfy but backports can, transitively.
+    // One the system satisfies with its installed or candidate version stays the system's;
+    // one neither satisfies is left to apt (it may be a virtual package), whose
+    // simulation below has the last word. In waves (the dependencies of all packages
+    // chosen in the last one at once), as each look-up in the system's index takes a
+    // second or so.
+    let mut wave = 0..chosen.len();
+    while !wave.is_empty() {
+        let clauses: Vec<Vec<Relation>> = chosen[wave.clone()]
+            .iter()
+            .flat_map(|c| c.dependencies.iter().cloned())
+            .filter(|clause| {
+                !clause
+                    .iter()
+                    .any(|rel| chosen.iter().any(|c| rel.matches(&c.package, &c.version)))
+            })
+            .collect();
+        let names: Vec<&str> = clauses
+            .iter()
+            .flat_map(|c| c.iter().map(|r| r.package.as_str()))
+            .collect();
+        let on_system = system.policies(&names);
+        let need: Vec<&Vec<Relation>> = clauses
+            .iter()
+            .filter(|clause| {
+                !clause.iter().any(|rel| {
+                    on_system.iter().any(|p| {
+                        p.package == rel.package
+                            && [&p.installed, &p.candidate]
+                                .into_iter()
+                                .flatten()
+                                .any(|v| rel.matches(&p.package, v))
+                    })
+                })
+            })
+            .collect();
+        let needed_names: Vec<&str> = need
+            .iter()
+            .flat_map(|c| c.iter().map(|r| r.package.as_str()))
+            .collect();
+        let in_backports = root.candidates(&needed_names).map_err(apt_err)?;
+        let before = chosen.len();
+        for clause in need {
+            let pick = clause.iter().find_map(|rel| {
+                let p = in_backports.iter().find(|p| p.package == rel.package)?;
+                let v = p.candidate.as_ref()?;
+                rel.matches(&p.package, v)
+                    .then(|| (rel.package.clone(), v.clone()))
+            });
+            if let Some((package, version)) = pick
+                && !chosen.iter().any(|c| c.package == package)
+            {
+                let rec = root
+                    .show_exact(&package, &version)
+                    .map_err(apt_err)?
+                    .unwrap_or_default();
+                chosen.push(Chosen::new(&package, &version, &rec));
+            }
+        }
+        wave = before..chosen.len();
+    }
+
+    let debs_dir = work.join("debs");
+    let _ = std::fs::remove_dir_all(&debs_dir);
+    let mut args = Vec::new();
+    for c in &chosen {
+        let deb = root
+            .download_exact(&c.package, &c.version, &debs_dir)
+            .map_err(apt_err)?;
+        args.push(deb.display().to_string());
+    }
+    args.extend(
+        wanted
+            .iter()
+            .filter(|w| !chosen.iter().any(|c| c.package == **w))
+            .map(|w| w.to_string()),
+    );
+    let packages: Vec<(String, String)> = chosen
+        .iter()
+        .map(|c| (c.package.clone(), c.version.clone()))
+        .collect();
+    let listed = packages
+        .iter()
+        .map(|(p, v)| format!("{p} {v}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let simulation = system
+        .simulate(&args)
+        .map_err(|e| BackportsError::Refused {
+            suite: suite.clone(),
+            packages: listed.clone(),
+            source: Box::new(e),
+        })?;
+    if !simulation.removals.is_empty() {
+        return Err(BackportsError::StillRemoves {
+            suite,
+            packages: listed,
+            removals: simulation
+                .removals
+                .iter()
+                .map(|r| format!("{} {}", r.package, r.version))
+                .collect::<Vec<_>>()
+                .join(", "),
+        });
+    }
+    Ok(AptPlan {
+        args,
+        simulation,
+        backports: Some(BackportsChoice {
+            suite,
+            avoided: removals.to_vec(),
+            packages,
+        }),
+    })
+}
+
+/// The version, and the source package, at which to take the siblings of `removed` (an
+/// installed package) from backports: its own version while backports has it. Once
+/// backports has moved on, its newer version, `removed` itself then being upgraded to it
+/// (added to `chosen`): an upgrade keeps it installed. `None` when backports has no
+/// version of it that is its own or newer.
+fn family_version(
+    root: &AptRoot,
+    removed: &SimulatedRemoval,
+    chosen: &mut Vec<Chosen>,
+) -> Result<Option<(String, String)>, AptError> {
+    if let Some(rec) = root.show_exact(&removed.package, &removed.version)? {
+        return Ok(Some((removed.version.clone(), source_package(&rec))));
+    }
+    let newer = root
+        .candidates(&[&removed.package])?
+        .into_iter()
+        .find_map(|p| p.candidate)
+        .filter(|c| apt::compare_versions(c, &removed.version).is_gt());
+    let Some(version) = newer else {
+        return Ok(None);
+    };
+    let Some(rec) = root.show_exact(&removed.package, &version)? else {
+        return Ok(None);
+    };
+    chosen.push(Chosen::new(&removed.package, &version, &rec));
+    Ok(Some((version, source_package(&rec))))
+}
+
+/// A package taken from backports.
+struct Chosen {
+    package: String,
+    version: String,
+    dependencies: Vec<Vec<Relation>>,
+}
+
+impl Chosen {
+    fn new(package: &str, version: &str, record: &str) -> Self {
+        let mut dependencies = Vec::new();
+        for field in ["Pre-Depends", "Depends"] {
+            if let Some(f) = apt::control_field(record, field) {
+                dependencies.extend(apt::parse_relations(&f));
+            }
+        }
+        Chosen {
+            package: package.into(),
+            version: version.into(),
+            dependencies,
+        }
+    }
+}
+
+/// The source package a binary package's record names (`Source: qemu (1:10.0.2...)`),
+/// which is the package's own name when the field is absent.
+fn source_package(record: &str) -> String {
+    apt::control_field(record, "Source")
+        .and_then(|s| s.split_whitespace().next().map(str::to_string))
+        .or_else(|| apt::control_field(record, "Package"))
+        .unwrap_or_default()
+}
+
+/// A private apt state for the backports suite, updated, from the first mirror that has
+/// it.
+fn backports_root(suite: &str, dir: &Path) -> Result<AptRoot, BackportsError> {
+    let mut last = None;
+    for mirror in apt::MIRRORS {
+        let root = AptRoot::new(dir.join(suite), suite, mirror);
+        match root.update() {
+            Ok(()) => return Ok(root),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(BackportsError::Apt {
+        suite: suite.into(),
+        source: last.expect("MIRRORS is not empty"),
     })
 }
 
@@ -462,8 +810,9 @@ fn apt_packages(check_only: bool, allow_removals: bool) -> Result<()> {
         apt_get(&["update", "-q"])?;
         updated = true;
     }
+    let work = crate::paths::target_dir().join("setup");
     loop {
-        let attempt = plan_install(&system, &missing, allow_removals)
+        let attempt = plan_install(&system, &missing, allow_removals, &work)
             .map_err(anyhow::Error::from)
             .and_then(|plan| {
                 announce(&plan);
@@ -503,15 +852,40 @@ fn apt_packages(check_only: bool, allow_removals: bool) -> Result<()> {
     Ok(())
 }
 
-/// Says what a plan installs, and what it removes.
+/// Says what a plan installs beyond the plain request, and what it removes.
 fn announce(plan: &AptPlan) {
+    if let Some(b) = &plan.backports {
+        for r in &b.avoided {
+            say(&format!(
+                "{} {} is installed from {}, and the system's versions of what setup \
+                 installs would make apt remove it",
+                r.package, r.version, b.suite
+            ));
+        }
+        let list: Vec<String> = b.packages.iter().map(|(p, v)| format!("{p} {v}")).collect();
+        say(&format!(
+            "so taking from {} instead: {}",
+            b.suite,
+            list.join(", ")
+        ));
+    }
     for r in &plan.simulation.removals {
         say(&format!(
             "removing (allowed by --yes): {} {}",
             r.package, r.version
         ));
     }
-    say(&format!("installing: {}", plan.args.join(" ")));
+    let names: Vec<&str> = plan
+        .args
+        .iter()
+        .map(|a| {
+            Path::new(a)
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or(a)
+        })
+        .collect();
+    say(&format!("installing: {}", names.join(" ")));
 }
 
 fn rustup(args: &[&str]) -> Command {
@@ -841,6 +1215,11 @@ mod tests {
                     because: vec![],
                 },
             ],
+            &BackportsError::NotInBackports {
+                package: "busybox".into(),
+                version: "1:1.35.0-4+b3".into(),
+                suite: "bookworm-backports".into(),
+            },
         );
         assert!(
             m.starts_with(
@@ -850,8 +1229,21 @@ mod tests {
             ),
             "{m}"
         );
+        assert!(
+            m.contains("busybox 1:1.35.0-4+b3 is not (or no longer) in bookworm-backports"),
+            "{m}"
+        );
         assert!(m.contains("Nothing was changed"), "{m}");
         assert!(m.contains("`cargo xtask setup --yes`"), "{m}");
+    }
+
+    #[test]
+    fn the_source_package_comes_from_the_source_field() {
+        assert_eq!(
+            source_package("Package: qemu-utils\nSource: qemu (1:10.0.2+ds-2)\nVersion: 1\n"),
+            "qemu"
+        );
+        assert_eq!(source_package("Package: seabios\nVersion: 1\n"), "seabios");
     }
 
     #[test]
