@@ -44,6 +44,10 @@ pub enum Cmd {
         /// Only check; install nothing, fail if anything is missing.
         #[arg(long)]
         check: bool,
+        /// Let apt remove installed packages that conflict with what setup installs
+        /// (without it, setup refuses and changes nothing).
+        #[arg(long, conflicts_with = "check")]
+        yes: bool,
     },
     /// Build the static musl guest binaries and print their paths.
     Guest,
@@ -283,12 +287,26 @@ mod tests {
     fn other_subcommands() {
         assert!(matches!(
             parse(&["setup"]).unwrap().cmd,
-            Cmd::Setup { check: false }
+            Cmd::Setup {
+                check: false,
+                yes: false
+            }
         ));
         assert!(matches!(
             parse(&["setup", "--check"]).unwrap().cmd,
-            Cmd::Setup { check: true }
+            Cmd::Setup {
+                check: true,
+                yes: false
+            }
         ));
+        assert!(matches!(
+            parse(&["setup", "--yes"]).unwrap().cmd,
+            Cmd::Setup {
+                check: false,
+                yes: true
+            }
+        ));
+        assert!(parse(&["setup", "--check", "--yes"]).is_err());
         assert!(matches!(
             parse(&["test", "--no-vm"]).unwrap().cmd,
             Cmd::Test(TestArgs {

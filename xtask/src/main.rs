@@ -13,7 +13,10 @@ use xtask::{guest, kernel, setup, testcmd};
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let code = match cli.cmd {
-        Cmd::Setup { check } => report(setup::run(check)),
+        Cmd::Setup { check, yes } => report(setup::run_with(setup::SetupOptions {
+            check_only: check,
+            allow_removals: yes,
+        })),
         Cmd::Guest => report(
             guest::build()
                 .map(|g| {
