@@ -92,8 +92,16 @@ fn musl_build() -> Command {
     c
 }
 
+/// Set by `cargo xtask test` once it has built the guest binaries: [`build`] then only
+/// locates them. The VM tests run beside `cargo test --workspace`, and a second cargo in the
+/// same target directory would wait for its lock until the workspace tests end.
+pub const BUILT_ENV: &str = "XTASK_GUEST_BUILT";
+
 /// Builds the guest binaries (a no-op when they are up to date) and returns their paths.
 pub fn build() -> Result<GuestBinaries, GuestError> {
+    if std::env::var_os(BUILT_ENV).is_some() {
+        return locate();
+    }
     let mut c = musl_build();
     for p in GUEST_PACKAGES {
         c.args(["-p", p]);

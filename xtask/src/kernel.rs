@@ -18,7 +18,7 @@ use crate::apt::{self, AptError, AptRoot};
 use crate::paths;
 
 /// The kernels the project tests on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Kernel {
     /// Debian 11 bullseye.
     V5_10,

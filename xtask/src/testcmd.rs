@@ -1,6 +1,10 @@
-//! `cargo xtask test`: the project's whole test suite, as an ordered list of steps.
-//! Extend it by adding a [`Step`] to [`steps`]. The first failing step stops the run
-//! and makes the command fail.
+//! `cargo xtask test`: the project's whole test suite. Setup, the guest binaries and every
+//! test binary are built first; then the VM tests (every binary at once, as many guests as
+//! the host has VM slots for) run beside the workspace's own tests, so that the host's cores
+//! are busy with both. Any failure fails the command; both parts run to their end first.
+//!
+//! `--quick` is the inner loop: unit tests, the native eBPF tests, and one boot of one real
+//! kernel (`xtask/tests/vm_quick.rs`).
 
 use std::ffi::OsString;
 use std::process::Command;
@@ -21,14 +25,6 @@ pub struct TestOptions {
     pub quick: bool,
     /// Guests at once (default: one per core, as memory allows; see `vm::slots`).
     pub jobs: Option<usize>,
-}
-
-/// One step of the suite.
-pub struct Step {
-    pub name: &'static str,
-    /// Whether this step is, or prepares, the VM tests.
-    pub vm: bool,
-    pub run: Box<dyn Fn() -> Result<()>>,
 }
 
 fn cargo(args: &[&str]) -> Result<()> {
@@ -93,83 +89,111 @@ const QUICK_NATIVE: &[&str] = &["native"];
 /// The quick suite's VM test binary: one boot of one kernel.
 const QUICK_VM: &str = "vm_quick";
 
-/// The suite, in order.
-pub fn steps(opts: TestOptions) -> Vec<Step> {
-    let jobs = opts.jobs;
-    let setup = Step {
-        // The README's test command must work on a fresh machine with no prior step.
-        name: "setup: provision what the build and tests need (idempotent, quick when done)",
-        vm: false,
-        run: Box::new(|| crate::setup::run(false)),
+/// Times of the suite's parts, for the last lines.
+#[derive(Default)]
+struct Times(Vec<(String, Duration)>);
+
+impl Times {
+    /// Run `f` as the part `name`, said when it starts and timed.
+    fn step<T>(&mut self, name: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        eprintln!("\nxtask test: === {name} ===");
+        let t = Instant::now();
+        let r = f().with_context(|| format!("test step failed: {name}"));
+        if let Err(e) = &r {
+            eprintln!("\nxtask test: FAILED: {e:#}");
+        }
+        self.0.push((name.to_string(), t.elapsed()));
+        r
+    }
+}
+
+pub fn run(opts: TestOptions) -> Result<()> {
+    let total = Instant::now();
+    let mut times = Times::default();
+    let vm = !opts.no_vm;
+    let native = !opts.vm_only;
+    // The README's test command must work on a fresh machine with no prior step.
+    times.step("setup: provision what the build and tests need", || {
+        crate::setup::run(false)
+    })?;
+    if vm {
+        times.step(
+            "guest binaries: static musl tracer, workloads, vm-init",
+            || guest::build().map_err(anyhow::Error::from),
+        )?;
+        // SAFETY: set before any thread of ours starts; read by guest::build in this
+        // process and in the VM test binaries.
+        unsafe { std::env::set_var(guest::BUILT_ENV, "1") };
+    }
+    let build: Vec<&str> = if opts.quick {
+        vec!["test", "--workspace", "--lib", "--bins", "--no-run"]
+    } else {
+        vec!["test", "--workspace", "--no-run"]
     };
-    let guest = Step {
-        name: "guest binaries: static musl tracer, workloads, vm-init",
-        vm: true,
-        run: Box::new(|| guest::build().map(drop).map_err(Into::into)),
-    };
-    if opts.quick {
-        return vec![
-            setup,
-            Step {
-                name: "unit tests and the native eBPF tests",
-                vm: false,
-                run: Box::new(|| {
+    if native {
+        times.step("build the tests", || cargo(&build))?;
+    }
+    let vm_part = vm.then(|| {
+        let keep: fn(&str) -> bool = if opts.quick {
+            |name| name == QUICK_VM
+        } else {
+            |_| true
+        };
+        let jobs = opts.jobs;
+        eprintln!("\nxtask test: === VM tests (xtask/tests), beside the workspace's tests ===");
+        std::thread::spawn(move || {
+            let t = Instant::now();
+            (vm_tests(jobs, keep), t.elapsed())
+        })
+    });
+    let mut failed = Vec::new();
+    if native {
+        let r = times.step(
+            "workspace tests: unit and native (VM tests show as ignored)",
+            || {
+                if opts.quick {
                     cargo(&["test", "--workspace", "--lib", "--bins"])?;
                     let mut args = vec!["test", "-p", "tracer"];
                     for t in QUICK_NATIVE {
                         args.extend(["--test", t]);
                     }
                     cargo(&args)
-                }),
+                } else {
+                    cargo(&["test", "--workspace"])
+                }
             },
-            guest,
-            Step {
-                name: "one real kernel (xtask/tests/vm_quick.rs)",
-                vm: true,
-                run: Box::new(move || vm_tests(jobs, |name| name == QUICK_VM)),
-            },
-        ];
+        );
+        if let Err(e) = r {
+            failed.push(format!("{e:#}"));
+        }
     }
-    vec![
-        setup,
-        Step {
-            name: "workspace tests: unit and native integration (VM tests show as ignored)",
-            vm: false,
-            run: Box::new(|| cargo(&["test", "--workspace"])),
-        },
-        guest,
-        Step {
-            // Every `#[ignore]`d test in xtask/tests/ boots VMs; the binaries run at once,
-            // the host's VM slots keep the guests to one per core.
-            name: "VM integration tests (xtask/tests, ignored by plain cargo test)",
-            vm: true,
-            run: Box::new(move || vm_tests(jobs, |_| true)),
-        },
-    ]
-}
-
-pub fn run(opts: TestOptions) -> Result<()> {
-    let mut times: Vec<(&str, Duration)> = Vec::new();
-    let total = Instant::now();
-    for step in steps(opts) {
-        if (opts.no_vm && step.vm) || (opts.vm_only && !step.vm) {
-            eprintln!("xtask test: skipping (by request): {}", step.name);
-            continue;
+    if let Some(h) = vm_part {
+        let (r, took) = h.join().unwrap_or_else(|_| {
+            (
+                Err(anyhow::anyhow!("the VM test driver panicked")),
+                Duration::ZERO,
+            )
+        });
+        times.0.push(("VM tests".into(), took));
+        if let Err(e) = r {
+            eprintln!("\nxtask test: FAILED: VM tests: {e:#}");
+            failed.push(format!("VM tests: {e:#}"));
         }
-        eprintln!("\nxtask test: === {} ===", step.name);
-        let t = Instant::now();
-        if let Err(e) = (step.run)() {
-            eprintln!("\nxtask test: FAILED: {}: {e:#}", step.name);
-            return Err(e.context(format!("test step failed: {}", step.name)));
-        }
-        times.push((step.name, t.elapsed()));
     }
     eprintln!(
-        "\nxtask test: all steps passed in {:.0} s",
+        "\nxtask test: {} in {:.0} s",
+        if failed.is_empty() {
+            "all passed"
+        } else {
+            "FAILED"
+        },
         total.elapsed().as_secs_f64()
     );
-    for (name, d) in times {
+    for (name, d) in &times.0 {
         eprintln!("  {:>6.1} s  {name}", d.as_secs_f64());
+    }
+    if !failed.is_empty() {
+        bail!("{}", failed.join("\n"));
     }
     Ok(())
 }

@@ -122,6 +122,24 @@ struct Sweep {
     name: &'static str,
     args: &'static str,
     command: &'static str,
+    /// The boot it runs in, with the other sweeps of its part on that kernel.
+    part: Part,
+}
+
+/// A kernel's sweeps run in a few boots, so that the host's cores share them: each boot is a
+/// few minutes under TCG, and no single one holds the suite up while the others are done.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Part {
+    /// Discover on the wait benchmark, with its confirmation pass.
+    WaitDiscover,
+    /// Discover on the shell with N jobs.
+    Jobs,
+    /// Discover on ipcmk/ipcs.
+    Ipc,
+    /// The timed waits with their loop's trips (the heaviest verdict sweep on 5.10).
+    Pid,
+    /// The other verdict sweeps, and `tracer probes`.
+    Verdicts,
 }
 
 /// With vm_area_dup, which dup_mmap's loop calls once per VMA it copies: its calls inside
@@ -130,6 +148,7 @@ const VMAS: Sweep = Sweep {
     name: "vmas",
     args: "--n 1,500,2000,4000 --repeat 2 --targets dup_mmap,vm_area_dup --no-samples",
     command: "fork_vmas {n} 40",
+    part: Part::Verdicts,
 };
 /// 6.1 only: the same, plus a function that is no built-in target. (On 5.10 dup_mmap is
 /// itself measured on copy_process.)
@@ -137,6 +156,7 @@ const VMAS_ARBITRARY: Sweep = Sweep {
     name: "vmas",
     args: "--n 1,500,2000,4000 --repeat 2 --targets dup_mmap,copy_process,vm_area_dup --no-samples",
     command: "fork_vmas {n} 40",
+    part: Part::Verdicts,
 };
 /// The forks of the VMA sweeps' command.
 const VMA_FORKS: u64 = 40;
@@ -148,6 +168,7 @@ const WAIT_PID_DISCOVER: Sweep = Sweep {
     name: "discover",
     args: "--n 100,500,1000,2000 --repeat 1 --discover --ops {n}",
     command: "wait_children {n} {n} pid",
+    part: Part::WaitDiscover,
 };
 
 /// bash with N background jobs (`SCRIPTS`) under discover: the loop must be the wait walk,
@@ -156,6 +177,7 @@ const JOBS: Sweep = Sweep {
     name: "jobs",
     args: "--n 10,100,500 --repeat 2 --discover --confirm 0",
     command: "jobs.sh {n}",
+    part: Part::Jobs,
 };
 /// 6.1: the same to N = 1000. Under TCG a 6.1 guest's wait4 spends about 170 µs per call
 /// on the children's lock at any N, so the walk over 500 children rose less than twofold per
@@ -164,6 +186,7 @@ const JOBS_WIDE: Sweep = Sweep {
     name: "jobs",
     args: "--n 10,100,1000 --repeat 2 --discover --confirm 0",
     command: "jobs.sh {n}",
+    part: Part::Jobs,
 };
 /// ipcmk and ipcs (`SCRIPTS`) under discover: on 5.10 each read of /proc/sysvipc/shm scans
 /// the ids, on 6.1 it does not. Four sizes: at N = 10 the scan has a dozen samples per
@@ -174,6 +197,7 @@ const IPC: Sweep = Sweep {
     name: "ipc",
     args: "--n 10,100,200,400 --repeat 2 --discover --confirm 0",
     command: "ipc.sh {n}",
+    part: Part::Ipc,
 };
 
 /// Runs per N of the verdict sweeps below: the repeats' spread enters each point's error, so
@@ -188,6 +212,7 @@ const WAIT_PID: Sweep = Sweep {
     name: "pid",
     args: "--n 250,500,1000,2000 --repeat 2 --targets do_wait,wait_consider_task --no-samples",
     command: "wait_children {n} {n} pid",
+    part: Part::Pid,
 };
 /// The benchmark shape of most real ones: a fixed timed loop (300 waitpid(child) of a fresh
 /// child each) between a setup and a teardown that grow with N (N idle children forked, then
@@ -200,6 +225,7 @@ const WAIT_FIXED: Sweep = Sweep {
     name: "fixed",
     args: "--n 100,1000,2000 --repeat 2 --targets do_wait --no-samples",
     command: "wait_children {n} 300 pid",
+    part: Part::Verdicts,
 };
 /// The timed waits of WAIT_FIXED's command.
 const FIXED_WAITS: u64 = 300;
@@ -211,6 +237,7 @@ const WAIT_WNOHANG: Sweep = Sweep {
     name: "wnohang",
     args: "--n 125,250,500,1000 --repeat 2 --targets do_wait,wait_consider_task --no-samples",
     command: "wait_children {n} 2000 wnohang",
+    part: Part::Verdicts,
 };
 /// The polls of WAIT_WNOHANG's command.
 const WNOHANG_POLLS: u64 = 2000;
@@ -219,6 +246,7 @@ const SYSVIPC: Sweep = Sweep {
     name: "sysvipc",
     args: "--n 250,500,1000,2000,4000 --repeat 2 --targets sysvipc_find_ipc --no-samples",
     command: "sysvipc_read {n} 10",
+    part: Part::Verdicts,
 };
 /// The reads of SYSVIPC's command.
 const SHM_READS: u64 = 10;
@@ -228,7 +256,7 @@ const SYSVIPC_AGAIN: Sweep = Sweep {
     ..SYSVIPC
 };
 
-fn script(kernel: Kernel) -> String {
+fn script(kernel: Kernel, part: Part) -> String {
     // The counts the tests expect are the commands' own arguments.
     assert!(VMAS.command.ends_with(&format!(" {VMA_FORKS}")));
     assert_eq!(VMAS.command, VMAS_ARBITRARY.command);
@@ -245,7 +273,7 @@ fn script(kernel: Kernel) -> String {
     ] {
         assert!(sw.args.contains(&format!("--repeat {REPEAT} ")));
     }
-    let sweeps: &[&Sweep] = match kernel {
+    let all: &[&Sweep] = match kernel {
         Kernel::V6_1 => &[
             &VMAS_ARBITRARY,
             &WAIT_PID_DISCOVER,
@@ -270,6 +298,7 @@ fn script(kernel: Kernel) -> String {
             &SYSVIPC,
         ],
     };
+    let sweeps: Vec<&Sweep> = all.iter().copied().filter(|sw| sw.part == part).collect();
     // Under TCG a perf interrupt takes long enough that the kernel lowers its sample-rate
     // limit during a sweep (perf_cpu_time_max_percent's check), so the sampler fires less
     // and less: one 5.10 discover sweep here kept 30%, 20%, 23% then 16% of the CPU time at
@@ -286,29 +315,47 @@ fn script(kernel: Kernel) -> String {
             sw.args, sw.name, sw.command, sw.name, sw.name
         ));
     }
-    s.push_str(
-        "tracer probes --targets copy_process --json > /out/probes.json 2> /out/probes.err
+    if part == Part::Verdicts {
+        s.push_str(
+            "tracer probes --targets copy_process --json > /out/probes.json 2> /out/probes.err
 echo probes=$? >> /out/status
-exit 0
 ",
-    );
+        );
+    }
+    s.push_str("exit 0\n");
     s
 }
 
-/// One boot per kernel runs every sweep of that kernel (boots and TCG are the expensive
-/// part); the tests below each check their part of the results.
-static BOOTS: common::PerKernel =
-    common::PerKernel::new(&[Kernel::V5_10, Kernel::V6_1, Kernel::V6_12], boot_kernel);
+/// The boots: each part of each kernel's sweeps (6.12 runs the verdict sweeps only).
+const BOOTED: &[(Kernel, Part)] = &[
+    (Kernel::V5_10, Part::WaitDiscover),
+    (Kernel::V5_10, Part::Jobs),
+    (Kernel::V5_10, Part::Ipc),
+    (Kernel::V5_10, Part::Pid),
+    (Kernel::V5_10, Part::Verdicts),
+    (Kernel::V6_1, Part::WaitDiscover),
+    (Kernel::V6_1, Part::Jobs),
+    (Kernel::V6_1, Part::Ipc),
+    (Kernel::V6_1, Part::Pid),
+    (Kernel::V6_1, Part::Verdicts),
+    (Kernel::V6_12, Part::Pid),
+    (Kernel::V6_12, Part::Verdicts),
+];
 
-fn kernel_out(kernel: Kernel) -> PathBuf {
-    BOOTS.out(kernel)
+/// Boots and TCG are the expensive part: each boot runs its part's sweeps of one kernel, and
+/// the tests below each check their part of the results.
+static BOOTS: common::Boots<(Kernel, Part)> = common::Boots::new(BOOTED, boot_part);
+
+/// The /out directory of the boot that ran `sweep` on `kernel`.
+fn sweep_out(kernel: Kernel, sweep: &Sweep) -> PathBuf {
+    BOOTS.out((kernel, sweep.part))
 }
 
-fn boot_kernel(kernel: Kernel) -> PathBuf {
+fn boot_part((kernel, part): (Kernel, Part)) -> PathBuf {
     let benches = bench_dir();
-    let name = format!("external-{}", kernel.version());
+    let name = format!("external-{}-{part:?}", kernel.version());
     let (staged, _) = common::stage_host_programs(STAGED);
-    let (_, out) = common::boot(kernel, &name, &script(kernel), 1200, |_, cfg| {
+    let (_, out) = common::boot(kernel, &name, &script(kernel, part), 1200, |_, cfg| {
         staged
             .iter()
             .fold(cfg.include(&benches), |c, p| c.include(p))
@@ -324,7 +371,7 @@ fn log(out: &Path, sweep: &Sweep) -> String {
 
 /// Render one sweep of `kernel` on the host and return its summary.json and run.json.
 fn report(kernel: Kernel, sweep: &Sweep) -> (Value, Value) {
-    let out = kernel_out(kernel);
+    let out = sweep_out(kernel, sweep);
     let code = status_of(&out)[sweep.name];
     assert_eq!(
         code,
@@ -733,7 +780,7 @@ fn proc_sysvipc_shm_find_ipc_per_call_grows_on_5_10_only() {
 /// `target` over the command's N (change and line).
 fn compare_change(a: (Kernel, &Sweep), b: (Kernel, &Sweep), target: &str) -> (String, String) {
     let dir = |(kernel, sweep): (Kernel, &Sweep)| {
-        let out = kernel_out(kernel);
+        let out = sweep_out(kernel, sweep);
         assert_eq!(status_of(&out)[sweep.name], 0, "{}", log(&out, sweep));
         out.join(sweep.name)
     };
@@ -811,7 +858,7 @@ const WAIT_PATH: &[&str] = &[
 fn confirm_calls_per_op(kernel: Kernel, sweep: &Sweep, function: &str) -> BTreeMap<u64, f64> {
     let bench = sweep.command.split(' ').next().unwrap();
     let run = read_json(
-        &kernel_out(kernel)
+        &sweep_out(kernel, sweep)
             .join(sweep.name)
             .join(format!("{bench}-confirm/run.json")),
     );
@@ -835,7 +882,7 @@ fn discover_names_wait_consider_task_on_5_10_and_nothing_in_do_wait_on_6_1() {
         let v = kernel.version();
         let (summary, _) = report(kernel, &WAIT_PID_DISCOVER);
         // The confirmation pass is one run more than the sweep's jobs, not a missing one.
-        let sweep = read_json(&kernel_out(kernel).join("discover/sweep.json"));
+        let sweep = read_json(&sweep_out(kernel, &WAIT_PID_DISCOVER).join("discover/sweep.json"));
         assert_eq!(sweep["status"], "complete", "{v}: {sweep}");
         let ds = summary["discoveries"].as_array().unwrap();
         assert_eq!(ds.len(), 1, "{v}: one discovery: {ds:?}");
@@ -1076,7 +1123,7 @@ fn discover_names_sysvipc_find_ipc_under_ipcs_on_5_10_only() {
         eprintln!("{v}: loops {loops:?}\n{v}: more calls {more:?}");
         // After its rounds the sweep read its runs so far as the report does; a size it
         // named as short of samples for an undecided frame ran again.
-        let out = kernel_out(kernel);
+        let out = sweep_out(kernel, &IPC);
         let log = log(&out, &IPC);
         let read = log
             .lines()
@@ -1138,7 +1185,7 @@ fn wait_consider_task_trips(summary: &Value) -> Vec<(String, String, f64)> {
 #[ignore = "boots a VM: run through cargo xtask test"]
 fn copy_process_as_a_named_function_resolves_and_sweeps() {
     for kernel in [Kernel::V5_10, Kernel::V6_1] {
-        let out = kernel_out(kernel);
+        let out = BOOTS.out((kernel, Part::Verdicts));
         assert_eq!(status_of(&out)["probes"], 0, "{}", kernel.version());
         let probes = read_json(&out.join("probes.json"));
         let t = &probes["targets"][0];

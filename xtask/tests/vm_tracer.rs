@@ -471,8 +471,8 @@ echo blocking=$? >> /out/status
 
 /// One boot per kernel runs everything that kernel is tested for (boots are the expensive
 /// part of the suite); the tests below each check their part of the results.
-static BOOTS: common::PerKernel =
-    common::PerKernel::new(&[Kernel::V5_10, Kernel::V6_1, Kernel::V6_12], boot_kernel);
+static BOOTS: common::Boots<Kernel> =
+    common::Boots::new(&[Kernel::V5_10, Kernel::V6_1, Kernel::V6_12], boot_kernel);
 
 fn kernel_out(kernel: Kernel) -> PathBuf {
     BOOTS.out(kernel)

@@ -228,10 +228,23 @@ impl Entries {
     }
 
     /// The sizes whose runs would decide an undecided frame (its [`Remedy`]'s more runs),
-    /// most added time first, one per size: what a sweep runs again by itself.
+    /// most added time first, one per size: what a sweep runs again by itself. Only for a
+    /// frame that could change the answer: one whose rise, were it a loop, would add at
+    /// least [`UNDECIDED_WORTH_RUNS`] of what the first loop adds per op (or any, with no
+    /// loop). A 6.1 shell sweep spent two reads of its runs (50 s under TCG) and extra runs
+    /// on `alloc_inode in readlink` beside a wait walk that added a hundred times more.
     pub fn more_runs(&self) -> Vec<MoreRuns> {
+        let common = common_factor(self.common.as_ref());
+        let bar = self
+            .loops
+            .first()
+            .map_or(0.0, |l| UNDECIDED_WORTH_RUNS * l.added_per_op(common));
         let mut out: Vec<MoreRuns> = Vec::new();
-        for e in &self.undecided {
+        for e in self
+            .undecided
+            .iter()
+            .filter(|e| e.undecided_per_op(common) >= bar)
+        {
             let Some(g) = e.undecided.first() else {
                 continue;
             };
@@ -250,6 +263,10 @@ impl Entries {
         out
     }
 }
+
+/// An undecided frame gets runs of its own only when its rise would add at least this share
+/// of what the first loop adds per op: below it, deciding it changes no answer.
+pub const UNDECIDED_WORTH_RUNS: f64 = 0.5;
 
 /// Samples of a first size under which more runs of it would narrow its time enough to
 /// matter (±10% at 100): below it, a sweep runs that size again by itself
@@ -1084,6 +1101,35 @@ pub(crate) mod tests {
         assert!(d.entries.more_runs().is_empty());
         assert_eq!(d.entries.loops[0].entry, "read");
         assert_eq!(d.entries.loops[0].frame(), Some("sysvipc_find_ipc"));
+    }
+
+    /// The undecided scan of `ipcs` beside a wait walk that adds far more per op: deciding the
+    /// scan would not change the answer, so no size runs again for it; alone, it would.
+    #[test]
+    fn an_undecided_frame_far_below_the_first_loop_asks_for_no_runs() {
+        let with_walk = |n: u64| {
+            let (mut s, mut rows) = ipcs(n);
+            let wait4 = "e;do_syscall_64;kernel_wait4;do_wait;__do_wait";
+            // 300 waits per op, each visiting the N children at a period per 2 children.
+            let text = format!(
+                "{wait4};wait_consider_task {}\n{wait4};queued_read_lock_slowpath {}\n",
+                300 * n / 2 * PERIOD,
+                300 * PERIOD
+            );
+            s.push(entry_data("wait4", n, &text));
+            rows.push(row("wait4", n, 300));
+            (s, rows)
+        };
+        let d = discovered_at(&[10, 100, 400], with_walk);
+        assert_eq!(d.entries.loops[0].entry, "wait4", "{:#?}", d.entries);
+        assert_eq!(d.entries.undecided[0].entry, "read", "{:#?}", d.entries);
+        assert!(
+            d.entries.more_runs().is_empty(),
+            "{:?}",
+            d.entries.more_runs()
+        );
+        let alone = discovered_at(&[10, 100, 400], ipcs);
+        assert_eq!(alone.entries.more_runs().len(), 1);
     }
 
     #[test]

@@ -52,7 +52,7 @@ pub const MAX_SAMPLE_ROUNDS: u32 = 4;
 pub const BATCH_GROWTH: u64 = 2;
 
 /// The limits on extra runs of an external sweep.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ExtraRuns {
     /// Most runs of one size, the planned ones included (no extra run at or under the planned
     /// rounds).
@@ -67,6 +67,10 @@ pub struct ExtraRuns {
     /// round that would end after it is not started (the first always runs), and the extra
     /// runs keep within it too.
     pub deadline: Option<Instant>,
+    /// Targets whose verdict's class a loop count gives (counted beside them in the same
+    /// runs, or by the sweep's loop-count pass): only whether they grow can make a size run
+    /// again, not their time's class set.
+    pub counted: Vec<String>,
 }
 
 impl ExtraRuns {
@@ -77,6 +81,7 @@ impl ExtraRuns {
             max_given: false,
             budget: None,
             deadline: None,
+            counted: Vec::new(),
         }
     }
 
@@ -108,10 +113,20 @@ impl Decision {
         }
     }
 
-    /// "O(1)", "O(n)", "O(n) or O(n log n)".
+    /// Growth alone, for a verdict whose class comes from a loop count.
+    fn growth_only(self) -> Decision {
+        match self {
+            Decision::Grows(_) => Decision::Grows(Vec::new()),
+            flat => flat,
+        }
+    }
+
+    /// "O(1)", "O(n)", "O(n) or O(n log n)"; "grows" for growth whose class a loop count
+    /// gives.
     pub fn label(&self) -> String {
         match self {
             Decision::Flat => "O(1)".into(),
+            Decision::Grows(c) if c.is_empty() => "grows".into(),
             Decision::Grows(c) => classes_label(c),
         }
     }
@@ -214,9 +229,9 @@ fn decision(sizes: &BTreeMap<u64, Vec<f64>>, runs_each: Option<usize>) -> Decisi
 
 /// Every verdict of the runs so far with two sizes or more, each size run at least twice
 /// (the spread between runs is what the cap's projection shrinks): what it says now, at
-/// `max_runs` per size, and the size to run next for it. Sizes whose command failed are
-/// left out, and are never run again.
-pub fn verdicts(invocations: &[Invocation], max_runs: u32) -> Vec<Open> {
+/// `max_runs` per size, and the size to run next for it; for the `counted` targets, whether
+/// it grows only. Sizes whose command failed are left out, and are never run again.
+pub fn verdicts(invocations: &[Invocation], max_runs: u32, counted: &[String]) -> Vec<Open> {
     let (by_key, failed) = centres(invocations);
     let ran = |n: u64| invocations.iter().filter(|i| i.n == n).count();
     let mut out = Vec::new();
@@ -225,8 +240,13 @@ pub fn verdicts(invocations: &[Invocation], max_runs: u32) -> Vec<Open> {
         if sizes.len() < 2 || sizes.values().any(|r| r.len() < 2) {
             continue;
         }
-        let now = decision(&sizes, None);
-        let at_cap = decision(&sizes, Some(max_runs as usize));
+        let (mut now, mut at_cap) = (
+            decision(&sizes, None),
+            decision(&sizes, Some(max_runs as usize)),
+        );
+        if counted.iter().any(|c| c == t) {
+            (now, at_cap) = (now.growth_only(), at_cap.growth_only());
+        }
         let next = sizes
             .iter()
             .filter(|(n, _)| ran(**n) < max_runs as usize)
@@ -249,7 +269,7 @@ pub fn verdicts(invocations: &[Invocation], max_runs: u32) -> Vec<Open> {
 /// The next verdict to run a size again for: the first that more runs could change, with a
 /// size under the cap. None: every verdict is decided, or cannot change by more runs.
 pub fn next_size(invocations: &[Invocation], limits: &ExtraRuns) -> Option<Open> {
-    verdicts(invocations, limits.max_runs)
+    verdicts(invocations, limits.max_runs, &limits.counted)
         .into_iter()
         .filter(Open::wants_runs)
         .max_by(|a, b| {
@@ -372,7 +392,7 @@ impl<'a> Scheduler<'a> {
     /// a size short of samples until it should have [`FEW_SAMPLES`] (from its samples per run
     /// so far), within `--max-repeat` when given; any other up to the cap of runs per size.
     pub fn plan_samples(&mut self, wants: Vec<MoreRuns>, done: &[Invocation]) {
-        let limits = self.limits;
+        let limits = self.limits.clone();
         let Some(s) = self.samples.as_mut() else {
             return;
         };
@@ -426,7 +446,7 @@ impl<'a> Scheduler<'a> {
     /// each verdict that is not one class came to (more runs could still change it, but the
     /// budget or the cap stopped them; or none could).
     fn spread_summary(&self, done: &[Invocation]) -> Vec<String> {
-        let verdicts = verdicts(done, self.limits.max_runs);
+        let verdicts = verdicts(done, self.limits.max_runs, &self.limits.counted);
         let wide = |o: &&Open| matches!(&o.now, Decision::Grows(c) if c.len() > 1);
         if self.added.is_empty() && !verdicts.iter().any(|o| o.wants_runs() || wide(&o)) {
             return Vec::new();
@@ -611,6 +631,16 @@ mod tests {
             next_size(&noisy, &ExtraRuns::for_repeat(3).with_max(3)),
             None
         );
+        // Its class a loop count gives (wait_consider_task counted inside do_wait): that it
+        // grows is all the time must say, and it says so already.
+        let counted = ExtraRuns {
+            counted: vec!["do_wait".into()],
+            ..ExtraRuns::for_repeat(3)
+        };
+        assert_eq!(next_size(&noisy, &counted), None);
+        let v = verdicts(&noisy, 6, &counted.counted);
+        assert_eq!(v[0].now, v[0].at_cap);
+        assert_eq!(v[0].now.label(), "grows");
 
         let steady = runs_of(&[
             (10, &[1000, 1080, 1040]),
@@ -619,7 +649,7 @@ mod tests {
             (4000, &[41000, 44000, 40000]),
         ]);
         assert_eq!(next_size(&steady, &limits), None);
-        let v = verdicts(&steady, limits.max_runs);
+        let v = verdicts(&steady, limits.max_runs, &[]);
         assert_eq!(v[0].now, Decision::Grows(vec![Complexity::Linear]));
     }
 
@@ -633,14 +663,14 @@ mod tests {
             (100, &[1100, 800, 1000]),
             (1000, &[1000, 1200, 900]),
         ]);
-        let v = verdicts(&flat, limits.max_runs);
+        let v = verdicts(&flat, limits.max_runs, &[]);
         assert_eq!(
             (&v[0].now, &v[0].at_cap),
             (&Decision::Flat, &Decision::Flat)
         );
         assert_eq!(next_size(&flat, &limits), None);
         let two = runs_of(&[(10, &[1000, 1500, 800]), (1000, &[10000, 15000, 8000])]);
-        let v = verdicts(&two, limits.max_runs);
+        let v = verdicts(&two, limits.max_runs, &[]);
         assert_eq!(v[0].now, Decision::Grows(Complexity::GROWING.to_vec()));
         assert_eq!(v[0].now, v[0].at_cap);
         assert_eq!(next_size(&two, &limits), None);
@@ -689,7 +719,7 @@ mod tests {
             runs.push(run(n, 1000, any_t[k / sizes.len()][k % sizes.len()], 100));
         }
         let u = next_size(&runs, &limits)
-            .unwrap_or_else(|| panic!("{:?}", verdicts(&runs, limits.max_runs)));
+            .unwrap_or_else(|| panic!("{:?}", verdicts(&runs, limits.max_runs, &[])));
         assert_eq!(u.target, "do_wait [waitpid-any]");
     }
 
@@ -779,7 +809,7 @@ mod tests {
             "{extra} extra runs: stopped by the cap, not the decision"
         );
         assert_eq!(
-            verdicts(&done, 6)[0].now,
+            verdicts(&done, 6, &[])[0].now,
             Decision::Grows(vec![Complexity::Linear])
         );
         let line = s.summary(&done).unwrap();
@@ -819,8 +849,8 @@ mod tests {
             ..ExtraRuns::for_repeat(2)
         };
         // Not a discover sweep: the analysis is never asked.
-        assert!(!Scheduler::new(limits, &plan, "ipc.sh", false).wants_analysis());
-        let mut s = Scheduler::new(limits, &plan, "ipc.sh", true);
+        assert!(!Scheduler::new(limits.clone(), &plan, "ipc.sh", false).wants_analysis());
+        let mut s = Scheduler::new(limits.clone(), &plan, "ipc.sh", true);
         assert!(s.next(&done).is_none());
         assert!(s.wants_analysis());
         // 14 samples over 2 runs: 15 runs should give 100; the first batch is twice the runs.
@@ -856,7 +886,7 @@ mod tests {
         let mut s = Scheduler::new(
             ExtraRuns {
                 max_given: true,
-                ..limits
+                ..limits.clone()
             },
             &plan,
             "ipc.sh",
@@ -864,11 +894,11 @@ mod tests {
         );
         s.plan_samples(vec![want(10, 14)], &done);
         assert_eq!(s.samples.as_ref().unwrap().queue.len(), 2);
-        let mut s = Scheduler::new(limits, &plan, "ipc.sh", true);
+        let mut s = Scheduler::new(limits.clone(), &plan, "ipc.sh", true);
         s.plan_samples(vec![want(100, 400), want(10, 500)], &done);
         assert_eq!(s.samples.as_ref().unwrap().queue.len(), 4);
         // At the cap already: nothing planned, and the line says the frame is still open.
-        let mut s = Scheduler::new(limits, &plan, "ipc.sh", true);
+        let mut s = Scheduler::new(limits.clone(), &plan, "ipc.sh", true);
         let capped: Vec<Invocation> = done.iter().chain(&done).cloned().collect();
         s.plan_samples(vec![want(10, 500)], &capped);
         assert!(s.next(&capped).is_none());
@@ -880,14 +910,14 @@ mod tests {
         // A failed size is not run again.
         let mut failed = done.clone();
         failed.push(inv(10, 1, 1000));
-        let mut s = Scheduler::new(limits, &plan, "ipc.sh", true);
+        let mut s = Scheduler::new(limits.clone(), &plan, "ipc.sh", true);
         s.plan_samples(vec![want(10, 14)], &failed);
         assert!(s.next(&failed).is_none());
         // No time: the planned runs are left, and said.
         let mut s = Scheduler::new(
             ExtraRuns {
                 budget: Some(Duration::ZERO),
-                ..limits
+                ..limits.clone()
             },
             &plan,
             "ipc.sh",
@@ -901,7 +931,7 @@ mod tests {
             "the time for extra runs is spent (--extra-time) with 4 more planned"
         );
         // The analysis is read at most MAX_SAMPLE_ROUNDS times.
-        let mut s = Scheduler::new(limits, &plan, "ipc.sh", true);
+        let mut s = Scheduler::new(limits.clone(), &plan, "ipc.sh", true);
         let mut ran = done.clone();
         for _ in 0..MAX_SAMPLE_ROUNDS {
             assert!(s.wants_analysis());

@@ -221,10 +221,14 @@ impl Session {
             None => None,
         };
         // After the planned runs, sizes run again while a verdict could still change (extra.rs).
-        let mut extra = spec
-            .external
-            .as_ref()
-            .map(|e| Scheduler::new(e.extra, &plan, &spec.label, self.engine_opts.discover));
+        let mut extra = spec.external.as_ref().map(|e| {
+            Scheduler::new(
+                e.extra.clone(),
+                &plan,
+                &spec.label,
+                self.engine_opts.discover,
+            )
+        });
         // Planned runs end here: the plan's length, or the round `--budget` did not start.
         let mut planned_end = plan.len();
         let round_len = spec.external.as_ref().map_or(0, |e| e.n_values.len());

@@ -137,6 +137,11 @@ impl Session {
         &self.resolved
     }
 
+    /// The tracefs directory the engine uses.
+    pub fn tracefs_root(&self) -> std::path::PathBuf {
+        self.engine.tracefs_root().to_path_buf()
+    }
+
     pub fn println(&self, msg: &str) {
         self.progress.println(msg);
     }

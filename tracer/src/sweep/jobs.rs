@@ -112,7 +112,7 @@ pub(super) fn workload_jobs(
                     repeat,
                     announces_phases: true,
                     ops: None,
-                    extra,
+                    extra: extra.clone(),
                 }),
                 phase_fn: None,
             },

@@ -9,9 +9,11 @@ use std::path::Path;
 use crate::dir_writer::DirWriter;
 use crate::engine::EngineOptions;
 use crate::error::TracerError;
-use crate::plan::Target;
+use crate::guard::Guard;
+use crate::plan::{FnMech, Method, Target};
 use crate::record::{ExtraRuns, Session};
 use crate::resolve::ResolveOptions;
+use crate::resolve::Resolved;
 use workloads::catalog;
 
 use super::jobs::Job;
@@ -48,6 +50,38 @@ fn target_of(job: &Job) -> Option<&'static str> {
 fn jobs_for<'a>(jobs: &'a [Job], counted: &[&str]) -> Vec<&'a Job> {
     jobs.iter()
         .filter(|j| target_of(j).is_some_and(|t| counted.contains(&t)))
+        .collect()
+}
+
+/// The targets whose verdict's class a loop count will give, so that extra runs need only
+/// settle whether they grow: a target with a per-trip function that is traced beside it in
+/// the same runs, or that the loop-count pass counts (`pass`), when the target itself is
+/// measured by a function probe (the per-trip function attaches the same way) and a per-trip
+/// function is traceable on this kernel (`idr_find` is not on Debian's: nothing counts the
+/// sysvipc scan there, and its class stays the time's).
+pub(super) fn counted_targets(resolved: &[Resolved], tracefs: &Path, pass: bool) -> Vec<String> {
+    let traced: Vec<&str> = resolved
+        .iter()
+        .filter(|r| r.active.is_some())
+        .map(|r| r.target.name)
+        .collect();
+    let guard = Guard::load(tracefs);
+    resolved
+        .iter()
+        .filter(|r| {
+            let by_function = r
+                .active
+                .as_ref()
+                .is_some_and(|a| matches!(a.plan.method, Method::Functions { .. }));
+            let counted_by = |f: &&str| pass || traced.contains(f);
+            let traceable = |f: &&str| guard.refusal(f, FnMech::Fentry).is_none();
+            by_function
+                && r.target
+                    .trips_of
+                    .iter()
+                    .any(|f| counted_by(f) && traceable(f))
+        })
+        .map(|r| r.target.name.to_string())
         .collect()
 }
 

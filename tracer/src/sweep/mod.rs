@@ -188,7 +188,13 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
 
     let mut jobs: Vec<Job> = external_job.into_iter().collect();
     if let Some(bin) = &bin {
-        jobs.extend(jobs::workload_jobs(&opts, &plan, bin, &tmp_root, rounds));
+        jobs.extend(jobs::workload_jobs(
+            &opts,
+            &plan,
+            bin,
+            &tmp_root,
+            rounds.clone(),
+        ));
     }
 
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -202,6 +208,11 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
         let mut runs = Vec::new();
         let mut first_pass: Option<LoadedRun> = None;
         let passes = budget::passes_planned(&opts, &jobs, &targets);
+        let counted = loops::counted_targets(
+            session.resolved(),
+            &session.tracefs_root(),
+            passes && opts.loop_count && !opts.engine.discover,
+        );
         let budget = opts
             .budget
             .map(|b| budget::Budget::new(started, b, rounds.0, passes));
@@ -210,8 +221,9 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
         for (k, job) in jobs.iter().enumerate() {
             let run_writer = DirWriter::prepare(&tmp_root.join(&job.name), false)?;
             let mut spec = job.spec.clone();
-            if let (Some(b), Some(ext)) = (&budget, spec.external.as_mut()) {
-                ext.extra.deadline = Some(b.share(jobs.len() - k));
+            if let Some(ext) = spec.external.as_mut() {
+                ext.extra.deadline = budget.map(|b| b.share(jobs.len() - k));
+                ext.extra.counted = counted.clone();
             }
             let outcome = session.run(&spec, run_writer, false).await?;
             first_rounds += budget::first_round(&outcome.run.invocations, job.values.len());

@@ -219,17 +219,18 @@ pub fn stage_host_programs(programs: &[&str]) -> (Vec<PathBuf>, String) {
     (includes, setup)
 }
 
-/// One boot per kernel, shared by the tests of a file: the first test that asks for a
-/// kernel's results boots it, the others wait for them. Under `cargo xtask test`
-/// ([`xtask::vmtests::SUITE_ENV`] set) the first request starts every kernel of the file at
-/// once, so that they queue for the host's VM slots together rather than one after another;
-/// run by hand with a filter, only the kernels a test asks for boot.
-pub struct PerKernel {
-    kernels: &'static [Kernel],
-    boot: fn(Kernel) -> PathBuf,
-    /// Per kernel: its result once booted (`Err` holds the boot's panic message), and
-    /// whether a thread is booting it.
-    state: std::sync::Mutex<BTreeMap<&'static str, Booting>>,
+/// One boot per key (a kernel, or a kernel and a part of a file's work), shared by the tests
+/// of a file: the first test that asks for a boot's results boots it, the others wait for
+/// them. Under `cargo xtask test` ([`xtask::vmtests::SUITE_ENV`] set) the first request
+/// starts every boot of the file at once, so that they queue for the host's VM slots
+/// together rather than one after another; run by hand with a filter, only the boots a test
+/// asks for run.
+pub struct Boots<K: 'static> {
+    keys: &'static [K],
+    boot: fn(K) -> PathBuf,
+    /// Per key: its result once booted (`Err` holds the boot's panic message), and whether
+    /// a thread is booting it.
+    state: std::sync::Mutex<BTreeMap<K, Booting>>,
     done: std::sync::Condvar,
 }
 
@@ -239,57 +240,58 @@ enum Booting {
     Done(Result<PathBuf, String>),
 }
 
-impl PerKernel {
-    pub const fn new(kernels: &'static [Kernel], boot: fn(Kernel) -> PathBuf) -> Self {
-        PerKernel {
-            kernels,
+impl<K: Copy + Ord + Send + Sync + std::fmt::Debug + 'static> Boots<K> {
+    pub const fn new(keys: &'static [K], boot: fn(K) -> PathBuf) -> Self {
+        Boots {
+            keys,
             boot,
             state: std::sync::Mutex::new(BTreeMap::new()),
             done: std::sync::Condvar::new(),
         }
     }
 
-    /// Start booting `kernel` on a thread of its own unless it is booting or booted.
-    fn start(&'static self, kernel: Kernel) {
+    /// Start booting `key` on a thread of its own unless it is booting or booted.
+    fn start(&'static self, key: K) {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        if state.contains_key(kernel.version()) {
+        if state.contains_key(&key) {
             return;
         }
-        state.insert(kernel.version(), Booting::Started);
+        state.insert(key, Booting::Started);
         drop(state);
         std::thread::spawn(move || {
-            let result = std::panic::catch_unwind(|| (self.boot)(kernel)).map_err(|p| {
-                p.downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_else(|| "the boot panicked".into())
-            });
+            let boot = self.boot;
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || boot(key)))
+                .map_err(|p| {
+                    p.downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                        .unwrap_or_else(|| "the boot panicked".into())
+                });
             let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-            state.insert(kernel.version(), Booting::Done(result));
+            state.insert(key, Booting::Done(result));
             self.done.notify_all();
         });
     }
 
-    /// The /out directory of `kernel`'s boot, booting it (and under the suite, every
-    /// kernel of the file) first if needed. Panics with the boot's message if it failed.
-    pub fn out(&'static self, kernel: Kernel) -> PathBuf {
+    /// The /out directory of `key`'s boot, booting it (and under the suite, every boot of
+    /// the file) first if needed. Panics with the boot's message if it failed.
+    pub fn out(&'static self, key: K) -> PathBuf {
         assert!(
-            self.kernels.contains(&kernel),
-            "{} is not booted by this file",
-            kernel.version()
+            self.keys.contains(&key),
+            "{key:?} is not booted by this file"
         );
         if std::env::var_os(xtask::vmtests::SUITE_ENV).is_some() {
-            for &k in self.kernels {
+            for &k in self.keys {
                 self.start(k);
             }
         }
-        self.start(kernel);
+        self.start(key);
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         loop {
-            if let Some(Booting::Done(r)) = state.get(kernel.version()) {
+            if let Some(Booting::Done(r)) = state.get(&key) {
                 match r {
                     Ok(p) => return p.clone(),
-                    Err(msg) => panic!("the {} boot failed: {msg}", kernel.version()),
+                    Err(msg) => panic!("the {key:?} boot failed: {msg}"),
                 }
             }
             state = self.done.wait(state).unwrap_or_else(|e| e.into_inner());
