@@ -9,10 +9,14 @@ use std::path::Path;
 /// The environment variable naming the log file (unset: nothing is logged).
 pub const BOOT_LOG_ENV: &str = "XTASK_BOOT_LOG";
 
-/// One script's boots: its name, and for each boot that was retried, why.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One script's boots: its name, how long its guests ran, and for each boot that was
+/// retried, why.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Entry {
     pub name: String,
+    /// Seconds its guests ran, retries included (qemu's start to its exit: no wait for a
+    /// VM slot).
+    pub secs: f64,
     /// The reason each failed boot was retried, in order (empty: it ran once).
     pub retried: Vec<String>,
 }
@@ -32,7 +36,12 @@ pub fn record_to(path: &Path, entry: &Entry) {
         .iter()
         .map(|r| r.replace(['\t', '\n'], " "))
         .collect();
-    let line = format!("{}\t{}\n", entry.name, reasons.join("\t"));
+    let line = format!(
+        "{}\t{:.1}\t{}\n",
+        entry.name,
+        entry.secs,
+        reasons.join("\t")
+    );
     if let Ok(mut f) = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -50,21 +59,36 @@ pub fn read(path: &Path) -> Vec<Entry> {
         .map(|l| {
             let mut fields = l.split('\t');
             let name = fields.next().unwrap_or_default().to_string();
+            let secs = fields.next().and_then(|f| f.parse().ok()).unwrap_or(0.0);
             let retried = fields.filter(|f| !f.is_empty()).map(String::from).collect();
-            Entry { name, retried }
+            Entry {
+                name,
+                secs,
+                retried,
+            }
         })
         .collect()
 }
 
-/// "VM boots: 14 scripts, 15 boots (1 retried)" and a line per retried boot.
+/// "VM boots: 14 scripts, 15 boots (1 retried), 1234 s of guests; longest: a 300 s, b
+/// 200 s, c 100 s" and a line per retried boot.
 pub fn summary(entries: &[Entry]) -> String {
     let boots: usize = entries.iter().map(|e| 1 + e.retried.len()).sum();
     let retried: usize = entries.iter().map(|e| e.retried.len()).sum();
+    let mut by_time: Vec<&Entry> = entries.iter().collect();
+    by_time.sort_by(|a, b| b.secs.total_cmp(&a.secs));
+    let longest: Vec<String> = by_time
+        .iter()
+        .take(3)
+        .map(|e| format!("{} {:.0} s", e.name, e.secs))
+        .collect();
     let mut s = format!(
-        "VM boots: {} script{}, {boots} boot{} ({retried} retried)",
+        "VM boots: {} script{}, {boots} boot{} ({retried} retried), {:.0} s of guests; longest: {}",
         entries.len(),
         if entries.len() == 1 { "" } else { "s" },
         if boots == 1 { "" } else { "s" },
+        entries.iter().map(|e| e.secs).sum::<f64>(),
+        longest.join(", ")
     );
     for e in entries {
         for r in &e.retried {
@@ -88,6 +112,7 @@ mod tests {
             &path,
             &Entry {
                 name: "a".into(),
+                secs: 12.5,
                 retried: vec![],
             },
         );
@@ -95,6 +120,7 @@ mod tests {
             &path,
             &Entry {
                 name: "b".into(),
+                secs: 300.0,
                 retried: vec!["stalled\tfor 60 s".into(), "Oops: int3".into()],
             },
         );
@@ -102,8 +128,11 @@ mod tests {
         assert_eq!(entries.len(), 2);
         assert_eq!(entries[1].retried, ["stalled for 60 s", "Oops: int3"]);
         let s = summary(&entries);
+        assert_eq!(entries[0].secs, 12.5);
         assert!(
-            s.starts_with("VM boots: 2 scripts, 4 boots (2 retried)"),
+            s.starts_with(
+                "VM boots: 2 scripts, 4 boots (2 retried), 312 s of guests; longest: b 300 s, a 12 s"
+            ),
             "{s}"
         );
         assert!(s.contains("\n  b: booted again after: Oops: int3"), "{s}");

@@ -152,14 +152,16 @@ pub fn run(opts: TestOptions) -> Result<()> {
             "workspace tests: unit and native (VM tests show as ignored)",
             || {
                 if opts.quick {
-                    cargo(&["test", "--workspace", "--lib", "--bins"])?;
+                    cargo(&["test", "--workspace", "--lib", "--bins", "--no-fail-fast"])?;
                     let mut args = vec!["test", "-p", "tracer"];
                     for t in QUICK_NATIVE {
                         args.extend(["--test", t]);
                     }
                     cargo(&args)
                 } else {
-                    cargo(&["test", "--workspace"])
+                    // Every binary runs even after one fails: one run of the suite shows
+                    // every failure.
+                    cargo(&["test", "--workspace", "--no-fail-fast"])
                 }
             },
         );

@@ -162,11 +162,12 @@ const VMAS_ARBITRARY: Sweep = Sweep {
 const VMA_FORKS: u64 = 40;
 /// fork + waitpid(child) with N idle children, N timed waits, under discover: no target,
 /// every kernel stack of the tree sampled, then the top functions timed exactly. One run per
-/// size: the exact pass's class rests on counted calls, and on 5.10 its timed walk takes
-/// 90 s a run under TCG.
+/// size: the exact pass's class rests on counted calls. On 5.10 both passes walk N children
+/// per wait, N waits per run: at N = 2000 the timed pass took 104 s a run under TCG, which
+/// is why the sweep stops at 1500 (15 times its smallest size).
 const WAIT_PID_DISCOVER: Sweep = Sweep {
     name: "discover",
-    args: "--n 100,500,1000,2000 --repeat 1 --discover --ops {n}",
+    args: "--n 100,300,700,1500 --repeat 1 --discover --ops {n}",
     command: "wait_children {n} {n} pid",
     part: Part::WaitDiscover,
 };
@@ -207,10 +208,11 @@ const REPEAT: u64 = 2;
 /// per timed call at every N). With wait_consider_task, which 5.10's walk calls once per
 /// child: its calls inside do_wait are the walk's trips, and give the verdict its class
 /// where the time per child creeps up with N. Four sizes over a decade: each timed probe in
-/// the walk costs about 1.5 µs under TCG, 16 M of them at N = 2000 on 5.10 (2 min here).
+/// the walk costs about 1.5 µs under TCG, N² of them per run on 5.10: 16 M at N = 2000 took
+/// 170 s of the suite's guests, 1 M at 1000 takes a quarter of it.
 const WAIT_PID: Sweep = Sweep {
     name: "pid",
-    args: "--n 250,500,1000,2000 --repeat 2 --targets do_wait,wait_consider_task --no-samples",
+    args: "--n 125,250,500,1000 --repeat 2 --targets do_wait,wait_consider_task --no-samples",
     command: "wait_children {n} {n} pid",
     part: Part::Pid,
 };

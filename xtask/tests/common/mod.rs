@@ -58,6 +58,7 @@ pub fn boot(
         report
     };
     let mut report = run();
+    let mut secs = report.elapsed.as_secs_f64();
     // Under qemu's multi-threaded TCG (the default before; XTASK_TCG_THREADS=multi now) the
     // faults below came from its handling of the kernel's live text patching; single-threaded
     // TCG, the default, is not known to show them, so each retry is logged (bootlog) and
@@ -98,9 +99,11 @@ pub fn boot(
                 .join("\n")
         );
         report = run();
+        secs += report.elapsed.as_secs_f64();
     }
     xtask::bootlog::record(&xtask::bootlog::Entry {
         name: name.to_string(),
+        secs,
         retried,
     });
     match report.status {
