@@ -341,11 +341,13 @@ fn a_cpu_bound_commands_longer_run_is_neither_a_loop_nor_more_calls() {
             all.extend(args);
             let (s, _out, o) = sweep(&all);
             if let Some(h) = &hog {
-                // The hog did keep its cores busy: its threads are this process's CPU time.
+                // The hog did run on its cores: its threads are this process's CPU time. A
+                // share of them, not all: whatever else runs there takes its turns too (another
+                // busy loop pinned beside it left it 46%).
                 let busy_s = self_cpu_s() - cpu_before;
                 let wall = started.elapsed().as_secs_f64() * h.cpus.len() as f64;
                 assert!(
-                    busy_s > 0.5 * wall,
+                    busy_s > 0.2 * wall,
                     "hog on {:?}: {busy_s:.2} s of {wall:.2} s",
                     h.cpus
                 );
