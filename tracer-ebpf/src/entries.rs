@@ -34,9 +34,10 @@ use crate::{
 };
 
 /// One call of entry `entry`, `ns` from entry to exit, counted in phase (case, n). Not called
-/// from the sampler (no NMI): a plain insert is safe.
+/// from the sampler (no NMI): a plain insert is safe (an interrupt's program cannot land
+/// inside another's insert on its CPU: the map's bucket lock is taken with interrupts off).
 #[inline(always)]
-fn count_entry(entry: u32, (case, n): (u32, u64), ns: u64) {
+pub(crate) fn count_entry(entry: u32, (case, n): (u32, u64), ns: u64) {
     let key = AggKey {
         target: entry,
         case,

@@ -168,7 +168,19 @@ pub struct Config {
     /// caller stack is keyed by (for reading its process's maps) is the namespace's.
     pub pidns_dev: u64,
     pub pidns_ino: u64,
+    /// Offset of the task state (`__state`, or `state` before 5.14) in `struct task_struct`,
+    /// for the raw `sched_switch`, whose `prev_state` argument came in 5.18 (`NO_OFFSET`:
+    /// unknown, preemptions are told by the preempt flag alone).
+    pub task_state_off: u32,
+    /// Offset of `prev_state` in the `sched:sched_switch` record.
+    pub switch_prev_state_off: u32,
 }
+
+/// An offset the kernel's BTF or an event format did not give.
+pub const NO_OFFSET: u32 = u32::MAX;
+/// The bit `sched:sched_switch` sets in `prev_state` for a preempted task (`TASK_REPORT_MAX`,
+/// shown as `R+`; the same from 4.14 to 6.18).
+pub const SWITCH_STATE_PREEMPTED: i64 = 0x100;
 
 /// Size of `NS_SEEDS`: the processes a tracer inside a PID namespace can be asked to follow
 /// by pid (its command, `--pid`s, calibration children).
@@ -199,6 +211,9 @@ pub const FLAG_PHASE_FN: u32 = 1 << 5;
 /// The per-CPU fast path of span pairing (`fastpath` in the programs): set only when the
 /// scheduler programs are attached, since `sched_switch` moves a blocked call off it.
 pub const FLAG_FAST_PATH: u32 = 1 << 6;
+/// Discover mode: `sched_switch` counts the traced tasks' preemptions (`ENTRY_PREEMPTION`).
+/// Set only while the syscalls are counted too, so that a run's entry counts are all or none.
+pub const FLAG_COUNT_PREEMPTION: u32 = 1 << 7;
 
 /// What one attach slot does, element `slot` of a `*_SLOTS` array.
 #[repr(C)]
@@ -336,6 +351,21 @@ pub const STACK_ENTRY: u32 = 5;
 pub const ENTRY_NONE: u32 = 0;
 /// A page fault taken in user mode (`exceptions:page_fault_user`).
 pub const ENTRY_PAGE_FAULT: u32 = 1;
+/// Interruptions of a traced task, counted under its phase (discover mode): the kernel work
+/// a run takes for its length rather than for the calls it makes. A local APIC timer
+/// interrupt (`irq_vectors:local_timer_entry`; the tick, hrtimers, the sampler's own).
+pub const ENTRY_TIMER: u32 = 2;
+/// A reschedule IPI (`irq_vectors:reschedule_entry`).
+pub const ENTRY_RESCHEDULE_IPI: u32 = 3;
+/// A function-call IPI (`irq_vectors:call_function_entry`, `call_function_single_entry`).
+pub const ENTRY_FUNCTION_IPI: u32 = 4;
+/// A device interrupt's handler (`irq:irq_handler_entry`).
+pub const ENTRY_DEVICE_IRQ: u32 = 5;
+/// A softirq run in the task's context (`irq:softirq_entry`), mostly on an interrupt's exit.
+pub const ENTRY_SOFTIRQ: u32 = 6;
+/// A switch away from the task while it could still run (`sched_switch` with the preempt
+/// flag or a running prev state): the involuntary context switches of rusage.
+pub const ENTRY_PREEMPTION: u32 = 7;
 /// Syscall `nr` is `ENTRY_SYSCALL + nr` (x86_64's numbers, below `MAX_SYSCALL_NR`).
 pub const ENTRY_SYSCALL: u32 = 0x100;
 

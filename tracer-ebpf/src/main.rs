@@ -35,11 +35,12 @@ mod fastpath;
 mod spans;
 mod stacks;
 
-// The programs: attach slots, raw syscall routes, scheduler, fd tracking, sampler, USDT
-// markers, overhead floor.
+// The programs: attach slots, raw syscall routes, kernel entries and interruptions, scheduler,
+// fd tracking, sampler, USDT markers, overhead floor.
 mod entries;
 mod fds;
 mod floor;
+mod interruptions;
 mod raw_syscalls;
 mod sampler;
 mod sched;

@@ -16,6 +16,7 @@ use crate::{
     aggregation::add_stack,
     entries, fastpath,
     filter::{current_ns_tgid, filter_pass, is_followed},
+    interruptions,
     maps::{CONFIG, COUNTERS, CURRENT_PHASE, FOLLOW, NS_SEEDS, OFF_START, PENDING_OPEN, THREADS},
     phases::{bump_phase_gen, lookup_phase},
     spans::top_target,
@@ -34,7 +35,14 @@ fn task_pid(task: u64, cfg: &Config) -> Option<i32> {
 pub fn sched_switch(ctx: TracePointContext) -> u32 {
     let Some(cfg) = config() else { return 0 };
     let next = unsafe { ctx.read_at::<i32>(cfg.switch_next_pid_off as usize) }.ok();
-    on_switch(&ctx, cfg, next);
+    // The record's prev_state: 0 for a task still running, the preempted bit for one the
+    // kernel preempted.
+    let preempted = || {
+        cfg.switch_prev_state_off != NO_OFFSET
+            && unsafe { ctx.read_at::<i64>(cfg.switch_prev_state_off as usize) }
+                .is_ok_and(|s| s == 0 || s & SWITCH_STATE_PREEMPTED != 0)
+    };
+    on_switch(&ctx, cfg, next, preempted);
     0
 }
 
@@ -43,13 +51,37 @@ pub fn sched_switch(ctx: TracePointContext) -> u32 {
 pub fn rsched_switch(ctx: RawTracePointContext) -> u32 {
     let Some(cfg) = config() else { return 0 };
     let next: u64 = ctx.arg(2);
-    on_switch(&ctx, cfg, task_pid(next, cfg));
+    // Preempted in the kernel (the flag), or switched out still running: at the return to
+    // user mode after a tick found another task due, which calls schedule() without the
+    // flag. The state is read from the task: the prev_state argument (5.18) would make the
+    // program refuse to attach on older kernels.
+    let preempted = || {
+        let flag: u64 = ctx.arg(0);
+        let prev: u64 = ctx.arg(1);
+        flag & 0xff != 0 || task_state(prev, cfg) == Some(0)
+    };
+    on_switch(&ctx, cfg, task_pid(next, cfg), preempted);
     0
 }
 
-/// A context switch from the current task to the one with pid `next` (None: unreadable).
+/// The state of the `struct task_struct` at `task` (None: its offset unknown, or unreadable).
 #[inline(always)]
-fn on_switch<C: EbpfContext>(ctx: &C, cfg: &Config, next: Option<i32>) {
+fn task_state(task: u64, cfg: &Config) -> Option<u32> {
+    if cfg.task_state_off == NO_OFFSET {
+        return None;
+    }
+    unsafe { bpf_probe_read_kernel((task + cfg.task_state_off as u64) as *const u32) }.ok()
+}
+
+/// A context switch from the current task to the one with pid `next` (None: unreadable);
+/// `preempted` says whether the current task could still run (read only when counted).
+#[inline(always)]
+fn on_switch<C: EbpfContext>(
+    ctx: &C,
+    cfg: &Config,
+    next: Option<i32>,
+    preempted: impl FnOnce() -> bool,
+) {
     let ts = now();
     let pid_tgid = bpf_get_current_pid_tgid();
     let prev = pid_tgid as u32;
@@ -76,6 +108,9 @@ fn on_switch<C: EbpfContext>(ctx: &C, cfg: &Config, next: Option<i32>) {
     }
     if cfg.flags & FLAG_DISCOVER != 0 && prev != 0 && filter_pass(cfg) {
         let (case, n, _) = lookup_phase((pid_tgid >> 32) as u32);
+        if cfg.flags & FLAG_COUNT_PREEMPTION != 0 && preempted() {
+            interruptions::preempted((case, n));
+        }
         let start = OffStart {
             since_ns: ts,
             n,

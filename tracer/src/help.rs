@@ -216,7 +216,7 @@ probe needed. With --discover and no --targets, nothing else is traced.
 It also counts every kernel entry of the tree, with tracepoints only: each syscall by name
 (raw_syscalls sys_enter/sys_exit: calls, and time from entry to exit) and each user page
 fault (exceptions:page_fault_user), and files every kernel sample under the entry it ran
-under. Two things can grow with N, and the report keeps them apart:
+under. Three things can grow with N, and the report keeps them apart:
   kernel loops  an entry inside which a frame's on-CPU time per call of the entry grows
                 (a growth class, 4 standard errors of sampling, and at least twofold from
                 the smallest to the largest N; of its self time when that carries half
@@ -236,6 +236,11 @@ under. Two things can grow with N, and the report keeps them apart:
                 whole time per call does not double (beyond the common slowdown): the
                 command's own scaling (N more
                 forks, execs and page faults per run), stated, never the answer.
+  longer run    the tree's interrupts and preemptions (timer, reschedule and function-call
+                IPIs, device interrupts, softirqs, switches away from a task that could
+                still run), counted by their tracepoints under the task they interrupted:
+                where they carry the growth of the kernel time per op and are counted more
+                often, the answer says the run is longer, never \"more calls\".
   undecided     an entry with no loop but a frame that rose as a loop's would, above its
                 time at the smallest N at the largest N only (or within the noise of a
                 smallest N of few samples): a growing loop or a step, which the sizes do

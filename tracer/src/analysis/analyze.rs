@@ -292,6 +292,7 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Analysis {
             invocations: run.invocations.clone(),
             entries: run.entries.clone(),
             entries_unavailable: run.entries_unavailable.clone(),
+            interruptions: run.interruptions.clone(),
         });
     }
     join_loop_counts(&mut a);

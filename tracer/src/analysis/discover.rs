@@ -32,7 +32,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::rundata::{EntryRow, Invocation, PhaseRow, StackKind};
+use crate::rundata::{EntryRow, InterruptionCounting, Invocation, PhaseRow, StackKind};
 
 use super::fit::{Point, Scaling};
 pub use super::growers::{
@@ -152,6 +152,8 @@ pub struct ProfiledRun {
     /// The kernel entries counted in the run, and why none were when none were.
     pub entries: Vec<EntryRow>,
     pub entries_unavailable: Option<String>,
+    /// Which interruptions were counted among the entries.
+    pub interruptions: Option<InterruptionCounting>,
 }
 
 /// Discoveries of every (run, case) with whole-process profiles; `runs[i]` is run i.
@@ -203,8 +205,14 @@ pub fn discover(stacks: &[StackData], runs: &[ProfiledRun]) -> Vec<Discovery> {
             rows: &entry_rows,
             kernel_ns: &d.kernel_ns,
             spread: &spread,
+            interruptions: run.interruptions.as_ref(),
         });
         d.entries.unavailable = run.entries_unavailable.clone();
+        if let (Some(g), Some(c)) = (d.entries.growth.as_mut(), d.cause.as_ref()) {
+            let mut chain = c.callers.clone();
+            chain.push(c.function.clone());
+            g.cause_in_interruptions = super::runlength::is_interruption(&chain);
+        }
         out.push(d);
     }
     out

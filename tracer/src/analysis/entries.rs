@@ -36,18 +36,23 @@
 //! An entry made more often per op whose whole time per call does not double is listed
 //! under more calls even when a frame inside it is also a (minor) loop: a shell's `execve`s
 //! grow in number with its jobs, and each tears down a slightly larger copy of the shell.
+//!
+//! The interrupts and preemptions counted beside the entries are neither: their number
+//! follows the run's length, and `runlength` says when they, rather than more calls, carry
+//! the growth of the kernel time per op.
 
 use std::collections::BTreeSet;
 
 use serde::Serialize;
 
-use crate::rundata::{EntryRow, StackKind};
+use crate::rundata::{EntryRow, Interruption, InterruptionCounting, StackKind};
 
 use super::fit::{Complexity, Point, Scaling, fit_scaling};
 use super::growers::{
     DiscoverCause, Grower, MIN_FIT_SAMPLES, MIN_SAMPLES, Profile, growers, grown, profile,
     root_cause, self_carries_growth,
 };
+use super::runlength::{self, KernelGrowth, RunLength};
 use super::spread::RunSpread;
 use super::stacks::Folded;
 use super::stacks::StackData;
@@ -212,6 +217,13 @@ pub struct Entries {
     pub unavailable: Option<String>,
     /// Whether the run counted entries at all (false for runs recorded before it did).
     pub counted: bool,
+    /// Interrupts and preemption of the traced tasks, counted where the run counted them,
+    /// and the kernel time spent in them: the run's length (None: fewer than two sizes).
+    /// Never loops nor more calls.
+    pub run_length: Option<RunLength>,
+    /// What carries the growth of the kernel time per op beside the loops: more calls, the
+    /// run's length, both or neither (None: it does not rise, or fewer than two sizes).
+    pub growth: Option<KernelGrowth>,
 }
 
 impl Entries {
@@ -372,25 +384,44 @@ pub(super) struct CaseData<'a> {
     pub kernel_ns: &'a [f64],
     /// The spread between the runs of a size.
     pub spread: &'a RunSpread,
+    /// Which interruptions the run counted (None: none).
+    pub interruptions: Option<&'a InterruptionCounting>,
 }
 
 /// The entries of one (run, case) of a discovery: loops and more calls.
 pub(super) fn find(c: CaseData) -> Entries {
     let CaseData {
         ns,
+        ops,
         period_ns,
+        files,
         rows,
+        interruptions,
         ..
     } = c;
     let mut out = Entries {
         counted: !rows.is_empty(),
         ..Entries::default()
     };
-    let names: BTreeSet<&str> = rows.iter().map(|r| r.entry.as_str()).collect();
+    // Interruptions are counted beside the entries but are none of the command's calls:
+    // their samples are filed under the entry they interrupted, or `interrupt`.
+    let names: BTreeSet<&str> = rows
+        .iter()
+        .map(|r| r.entry.as_str())
+        .filter(|e| Interruption::of_entry(e).is_none())
+        .collect();
     let last = ns.len().saturating_sub(1);
     if last == 0 || period_ns == 0 {
         return out;
     }
+    out.run_length = Some(runlength::measure(
+        ns,
+        ops,
+        period_ns,
+        files,
+        rows,
+        interruptions,
+    ));
     let measured: Vec<Measured> = names.into_iter().filter_map(|n| measure(n, c)).collect();
     out.common = common_slowdown(&measured);
     let common = out.common_factor();
@@ -423,6 +454,14 @@ pub(super) fn find(c: CaseData) -> Entries {
     out.more_calls
         .sort_by(|a, b| b.last().share.total_cmp(&a.last().share));
     out.overtakes = overtake(&out);
+    out.growth = runlength::growth(
+        ns,
+        ops,
+        period_ns,
+        files,
+        &out.more_calls,
+        out.run_length.as_ref(),
+    );
     out
 }
 
@@ -549,6 +588,7 @@ fn measure(name: &str, c: CaseData) -> Option<Measured> {
         rows,
         kernel_ns,
         spread,
+        ..
     } = c;
     let mut calls = Vec::with_capacity(ns.len());
     let mut wall = Vec::with_capacity(ns.len());
@@ -844,8 +884,18 @@ pub(crate) mod tests {
         ns: &[u64],
         make: impl Fn(u64) -> (Vec<StackData>, Vec<EntryRow>),
     ) -> crate::analysis::discover::Discovery {
+        discovered_counting(ns, None, make)
+    }
+
+    /// As [`discovered_at`], from a run that counted `interruptions`.
+    pub(crate) fn discovered_counting(
+        ns: &[u64],
+        interruptions: Option<InterruptionCounting>,
+        make: impl Fn(u64) -> (Vec<StackData>, Vec<EntryRow>),
+    ) -> crate::analysis::discover::Discovery {
         let mut stacks = Vec::new();
         let mut r = runs(ns);
+        r[0].interruptions = interruptions;
         for &n in ns {
             let (s, rows) = make(n);
             stacks.extend(s);

@@ -15,6 +15,7 @@ pub mod populations;
 pub mod probecost;
 pub mod raw;
 pub mod rootcause;
+pub mod runlength;
 pub mod spread;
 pub mod stacks;
 pub mod stats;

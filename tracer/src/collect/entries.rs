@@ -6,11 +6,16 @@ use tracer_ebpf::{ENTRY_NONE, ENTRY_PAGE_FAULT, ENTRY_SYSCALL, STACK_ENTRY};
 
 use crate::engine::Snapshot;
 use crate::kernel::syscalls;
-use crate::rundata::{self, EntryRow};
+use crate::rundata::{self, EntryRow, Interruption};
 
 /// The name of entry code `code`; for `ENTRY_NONE`, what the sample's kernel frames
-/// (root first) show it entered by.
+/// (root first) show it entered by. Interruption codes are counts only: samples are never
+/// filed under them (an interrupt's samples are its `interrupt` pseudo-entry's, or the
+/// syscall's it interrupted).
 pub fn entry_name(code: u32, frames: &[String]) -> String {
+    if let Some(k) = Interruption::of_code(code) {
+        return k.name().to_string();
+    }
     if code >= ENTRY_SYSCALL {
         let nr = code - ENTRY_SYSCALL;
         return match syscalls::name(nr) {
@@ -98,5 +103,7 @@ mod tests {
         assert_eq!(entry_name(ENTRY_NONE, &first_return), "kernel");
         // A syscall's samples stay the syscall's, whatever they interrupted inside it.
         assert_eq!(entry_name(ENTRY_SYSCALL, &tick), "read");
+        assert_eq!(entry_name(tracer_ebpf::ENTRY_TIMER, &[]), "timer_interrupt");
+        assert_eq!(entry_name(tracer_ebpf::ENTRY_PREEMPTION, &[]), "preemption");
     }
 }

@@ -32,6 +32,8 @@ pub struct RunFacts {
     pub raw_tracepoints: bool,
     /// Discover mode: why kernel entries were not counted, when they were not.
     pub entries_unavailable: Option<String>,
+    /// Discover mode: which interruptions were counted with the entries.
+    pub interruptions: Option<rundata::InterruptionCounting>,
 }
 
 /// The run and its folded-stack files (metadata, content). `target_names[i]` names kernel
@@ -100,6 +102,7 @@ pub fn build_run(
         discover: facts.discover,
         entries: super::entry_rows(snap),
         entries_unavailable: facts.entries_unavailable,
+        interruptions: facts.interruptions,
     };
     (run, stacks)
 }

@@ -48,19 +48,31 @@ impl Engine {
             ("rsched_fork", "sched_process_fork"),
             ("rsched_exit", "sched_process_exit"),
         ];
-        let pid_off = crate::kernel::btf::KernelBtf::from_sys_fs()
-            .ok()
+        let btf = crate::kernel::btf::KernelBtf::from_sys_fs().ok();
+        let pid_off = btf
+            .as_ref()
             .and_then(|b| b.member_offset("task_struct", "pid"));
         if self.raw_allowed()
             && let Some(off) = pid_off
         {
             self.config.task_pid_off = off;
+            // For telling a preempted task from one that blocked (`__state` since 5.14).
+            self.config.task_state_off = btf
+                .as_ref()
+                .and_then(|b| {
+                    b.member_offset("task_struct", "__state")
+                        .or_else(|| b.member_offset("task_struct", "state"))
+                })
+                .unwrap_or(tracer_ebpf::NO_OFFSET);
             self.write_config()?;
             match RAW
                 .iter()
                 .try_for_each(|(prog, tp)| self.attach_raw_to(prog, tp))
             {
-                Ok(()) => return Ok(()),
+                Ok(()) => {
+                    self.scheduler_raw = true;
+                    return Ok(());
+                }
                 Err(e) => {
                     log::debug!("scheduler tracepoints as perf events: {e}");
                     for (prog, _) in RAW {
@@ -104,6 +116,7 @@ impl Engine {
             log::debug!("user page faults not counted: {e}");
             self.unload_prog("ent_fault");
         }
+        self.interruptions = Some(self.attach_interruptions());
         None
     }
 

@@ -23,6 +23,7 @@ mod errors;
 mod filter;
 mod fixed;
 mod floor;
+mod interruptions;
 mod maps;
 mod probe_runs;
 mod raw_syscalls;
@@ -145,6 +146,10 @@ pub struct Engine {
     floor_raw: bool,
     /// Discover mode: why kernel entries are not counted (None: counted, or not discover).
     pub entries_unavailable: Option<String>,
+    /// Discover mode, with the entries counted: which interruptions are counted with them.
+    pub interruptions: Option<crate::rundata::InterruptionCounting>,
+    /// The scheduler's programs are the raw tracepoints (else the perf ones, or none).
+    scheduler_raw: bool,
     /// Stack aggregates of ended processes, moved out of the kernel's map between runs
     /// (`drain_ended_stacks`).
     drained_stacks: std::collections::HashMap<StackKey, StackVal>,
@@ -232,6 +237,8 @@ impl Engine {
             raw_used: false,
             floor_raw: false,
             entries_unavailable: None,
+            interruptions: None,
+            scheduler_raw: false,
             drained_stacks: Default::default(),
         };
         engine.init_config()?;
@@ -281,6 +288,10 @@ impl Engine {
             max_phases: self.options.max_phases.max(2),
             target_stride: self.options.targets.clamp(1, MAX_TARGETS as u32),
             switch_next_pid_off: sw.offset("next_pid")?,
+            // Preemptions are counted where it is there (every kernel since 2.6), not
+            // refused without it.
+            switch_prev_state_off: sw.offset("prev_state").unwrap_or(NO_OFFSET),
+            task_state_off: NO_OFFSET,
             fork_child_pid_off: fork.offset("child_pid")?,
             sample_period_ns: self.sample_period_ns,
             ..Config::default()

@@ -29,21 +29,32 @@ pub(super) fn children_rusage() -> (f64, f64) {
 /// byte to the returned fd lets it exec the command (same pid, so it is already followed).
 /// If the tracer dies first, the pipe closes and the command never runs untraced; if it dies
 /// later (SIGKILL, a crash), the command gets SIGKILL, so it never runs on untraced either.
+///
+/// Returns once the child has started up and is about to wait: following it from then on
+/// counts the command and the child's last read and exec, the same at every run. Following it
+/// while it starts (this binary's loader and runtime, some 300 page faults) raced with that
+/// start-up, and a sweep's first run could count 89 of them where the next counted 375: more
+/// calls that no size of the command made.
 pub(super) fn spawn_held(
     command: &[String],
     env: &[(String, String)],
 ) -> Result<(tokio::process::Child, OwnedFd), TracerError> {
-    let (r, w) = nix::unistd::pipe().map_err(|e| TracerError::Other(format!("pipe: {e}")))?;
-    // Only the read end may be inherited.
-    nix::fcntl::fcntl(
-        &w,
-        nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
-    )
-    .map_err(|e| TracerError::Other(format!("fcntl: {e}")))?;
+    let pipe = || nix::unistd::pipe().map_err(|e| TracerError::Other(format!("pipe: {e}")));
+    let (r, w) = pipe()?;
+    let (ready_r, ready_w) = pipe()?;
+    // Only the child's ends may be inherited.
+    for parents in [&w, &ready_r] {
+        nix::fcntl::fcntl(
+            parents,
+            nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
+        )
+        .map_err(|e| TracerError::Other(format!("fcntl: {e}")))?;
+    }
     let me = std::env::current_exe().map_err(|e| TracerError::Other(e.to_string()))?;
     let mut cmd = tokio::process::Command::new(me);
     cmd.arg(EXEC_HELD)
         .arg(r.as_raw_fd().to_string())
+        .arg(ready_w.as_raw_fd().to_string())
         .arg("--")
         .args(command)
         .envs(env.iter().map(|(k, v)| (k, v)));
@@ -77,21 +88,31 @@ pub(super) fn spawn_held(
         .spawn()
         .map_err(|e| TracerError::Other(format!("starting {}: {e}", command[0])))?;
     drop(r);
+    drop(ready_w);
+    // Its byte, or the end of the pipe if it died first (its exit is then the command's).
+    let mut byte = [0u8; 1];
+    let _ = nix::unistd::read(&ready_r, &mut byte);
     Ok((child, w))
 }
 
 /// Child side of `spawn_held`. Never returns on success.
 pub fn exec_held_main(args: &[String]) -> i32 {
     use std::os::unix::process::CommandExt;
-    let (Some(fd), Some(sep)) = (args.first(), args.get(1)) else {
+    let (Some(fd), Some(ready), Some(sep)) = (args.first(), args.get(1), args.get(2)) else {
         return 125;
     };
-    if sep != "--" || args.len() < 3 {
+    if sep != "--" || args.len() < 4 {
         return 125;
     }
-    let Ok(fd) = fd.parse::<i32>() else {
+    let (Ok(fd), Ok(ready)) = (fd.parse::<i32>(), ready.parse::<i32>()) else {
         return 125;
     };
+    // Started: the tracer follows this process from here on.
+    // SAFETY: the fd was inherited for exactly this purpose.
+    unsafe {
+        libc::write(ready, b"r".as_ptr().cast(), 1);
+        libc::close(ready);
+    }
     let mut byte = [0u8; 1];
     // SAFETY: the fd was inherited for exactly this purpose.
     let n = unsafe { libc::read(fd, byte.as_mut_ptr().cast(), 1) };
@@ -100,8 +121,8 @@ pub fn exec_held_main(args: &[String]) -> i32 {
         // The tracer went away before releasing us: do not run untraced.
         return 125;
     }
-    let err = std::process::Command::new(&args[2]).args(&args[3..]).exec();
-    eprintln!("tracer: cannot run {}: {err}", args[2]);
+    let err = std::process::Command::new(&args[3]).args(&args[4..]).exec();
+    eprintln!("tracer: cannot run {}: {err}", args[3]);
     127
 }
 

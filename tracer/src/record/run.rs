@@ -125,6 +125,7 @@ impl Session {
             detach_time,
             raw_tracepoints: self.engine.raw_tracepoints(),
             entries_unavailable: self.engine.entries_unavailable.clone(),
+            interruptions: self.engine.interruptions.clone(),
         };
         let (run, stacks) = collect::build_run(&snap, &target_names, &ksyms, &mut usyms, facts);
         let dir = write_run(writer, &run, &stacks)?;
@@ -469,6 +470,7 @@ impl Session {
             detach_time: Duration::ZERO,
             raw_tracepoints: self.engine.raw_tracepoints(),
             entries_unavailable: self.engine.entries_unavailable.clone(),
+            interruptions: self.engine.interruptions.clone(),
         };
         let (run, stacks) = collect::build_run(&snap, target_names, &ksyms, usyms, facts);
         let loaded = LoadedRun::recorded(spec.label.clone(), PathBuf::new(), run, &stacks)

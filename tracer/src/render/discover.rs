@@ -32,8 +32,9 @@ fn chain(callers: &[String], keep: usize) -> String {
 }
 
 /// The one-line answer: the kernel loop (an entry whose time per call grows, by the frame
-/// that carries it); with entries counted and no loop, that the command only makes more
-/// calls; without entry counts, the function whose time per op grows; or that none does.
+/// that carries it); with entries counted and no loop, what carries the growth (more calls,
+/// a longer run, both or neither); without entry counts, the function whose time per op
+/// grows; or that none does.
 pub fn answer(d: &Discovery) -> String {
     let head = format!("{} [{}]", d.run, d.case_name);
     let basis_of = |function: Option<&str>| match function
@@ -81,16 +82,16 @@ pub fn answer(d: &Discovery) -> String {
                 n_range(d)
             ),
         };
+        // What carries the growth: more calls only where entries counted more often do.
+        let why = match &d.entries.growth {
+            Some(g) => format!(" {}", super::runlength::because(d, g)),
+            None => String::new(),
+        };
         return format!(
-            "{head}: {no_loop}; the kernel time per {} grows ({} → {}) because the command \
-             makes more calls{} [{basis}]",
+            "{head}: {no_loop}; the kernel time per {} grows ({} → {}){why} [{basis}]",
             d.per,
             ns(d.kernel_ns[0]),
             ns(d.kernel_ns[d.kernel_ns.len() - 1]),
-            match d.entries.more_calls.first() {
-                Some(m) => format!(" ({} and others)", m.entry),
-                None => String::new(),
-            },
         );
     }
     let Some(top) = d.ranked.first() else {
@@ -192,9 +193,21 @@ pub fn root_cause_line(d: &Discovery, keep: usize) -> Option<String> {
         ));
     }
     let c = d.cause.as_ref()?;
+    // A frame of an interrupt or a preemption is where a longer run's time goes, no loop.
+    let run_length = d
+        .entries
+        .growth
+        .as_ref()
+        .is_some_and(|g| g.cause_in_interruptions);
     Some(format!(
-        "root cause: {} (self) carries {} of the added kernel time, {}, slope {:.2}; via {}",
+        "root cause: {}{} (self){} carries {} of the added kernel time, {}, slope {:.2}; via {}",
+        if run_length { "the run's length: " } else { "" },
         c.function,
+        if run_length {
+            ", in an interrupt or a preemption,"
+        } else {
+            ""
+        },
         pct(c.self_share.clamp(0.0, 1.0)),
         cause_class(c),
         c.slope,
@@ -332,7 +345,7 @@ pub fn text(d: &Discovery, top: usize, align: impl Fn(&[Vec<String>]) -> String)
     }
     if !d.ranked.is_empty() {
         out.push_str(&format!(
-            "\n  kernel functions whose time per {} grows, loops and more calls together (top {} of {}):\n",
+            "\n  kernel functions whose time per {} grows, loops, more calls and interruptions together (top {} of {}):\n",
             d.per,
             top.min(d.ranked.len()),
             d.ranked.len()

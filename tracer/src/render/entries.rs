@@ -321,6 +321,7 @@ pub fn lines(d: &Discovery) -> Vec<String> {
         );
     }
     out.extend(more_calls_line(d));
+    out.extend(super::runlength::line(d));
     out
 }
 
@@ -474,7 +475,13 @@ mod tests {
             a.contains(": no kernel loop: no syscall's or fault's time per call grows"),
             "{a}"
         );
-        assert!(a.contains("because the command makes more calls"), "{a}");
+        assert!(
+            a.contains(
+                "because the command makes more calls (page_fault, clone and wait4: 100.0% of the \
+                 added kernel time)"
+            ),
+            "{a}"
+        );
         let t = text(&d);
         assert!(t.contains("kernel loops: none"), "{t}");
     }
@@ -512,7 +519,7 @@ mod tests {
         assert_eq!(
             row.root_cause,
             [
-                "more calls per op; undecided: sysvipc_find_ipc in read (above its N=10 time at \
+                "more calls per run; undecided: sysvipc_find_ipc in read (above its N=10 time at \
               N=400 only)"
             ]
         );

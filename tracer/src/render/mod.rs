@@ -41,6 +41,7 @@ pub mod out;
 mod plots;
 pub mod probecost;
 pub mod rootcause;
+pub mod runlength;
 pub mod summary;
 mod summary_json;
 pub mod svgplot;

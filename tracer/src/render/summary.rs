@@ -147,17 +147,18 @@ pub(super) fn discovery_row(d: &crate::analysis::discover::Discovery) -> Summary
             e.class().map_or("not fitted", |c| c.label())
         ));
     }
-    // Entries counted and none of them a loop: what grows per op is the number of calls.
-    let more_calls_only = d.entries.counted && !d.nothing_grows();
+    // Entries counted and none of them a loop: what grows per op is said by what carries
+    // it (more calls, a longer run), not by a function.
+    let no_loop = d.entries.counted && !d.nothing_grows();
     SummaryRow {
         links,
         target: match top {
-            Some(_) if more_calls_only => section,
+            Some(_) if no_loop => section,
             Some(g) => g.function.clone(),
             None => section,
         },
         case,
-        class: if more_calls_only {
+        class: if no_loop {
             let loops = if d.entries.undecided.is_empty() {
                 "no kernel loop"
             } else {
@@ -172,15 +173,21 @@ pub(super) fn discovery_row(d: &crate::analysis::discover::Discovery) -> Summary
             .into_iter()
             .collect(),
         root_cause: vec![match &d.cause {
-            _ if more_calls_only => match d.entries.first_undecided() {
-                Some((e, g)) => format!(
-                    "more calls per op; undecided: {} in {} ({})",
-                    g.function,
-                    e.entry,
-                    super::entries::undecided_why(g)
-                ),
-                None => "more calls per op, none slower".into(),
-            },
+            _ if no_loop => {
+                let why = match &d.entries.growth {
+                    Some(g) => super::runlength::summary_cause(d, g),
+                    None => "no loop".into(),
+                };
+                match d.entries.first_undecided() {
+                    Some((e, g)) => format!(
+                        "{why}; undecided: {} in {} ({})",
+                        g.function,
+                        e.entry,
+                        super::entries::undecided_why(g)
+                    ),
+                    None => why,
+                }
+            }
             Some(c) => format!(
                 "{} (self): {} of the added kernel time",
                 c.function,
@@ -198,8 +205,8 @@ pub(super) fn discovery_row(d: &crate::analysis::discover::Discovery) -> Summary
             Some(_) => "sampling, then exact timing".into(),
             None => "sampling".into(),
         }],
-        // More calls grow the workload's kernel time, but no kernel loop does.
-        grows: !d.nothing_grows() && !more_calls_only,
+        // More calls or a longer run grow the workload's kernel time, but no kernel loop does.
+        grows: !d.nothing_grows() && !no_loop,
         relevant: true,
     }
 }

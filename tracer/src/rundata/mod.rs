@@ -20,12 +20,14 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 mod counters;
+mod interruptions;
 mod stacks;
 
 pub use counters::{
     COUNTER_NAMES, INFORMATIONAL_COUNTERS, SAMPLE_RATE_LIMIT_END, SAMPLE_RATE_LIMIT_START,
     counter_meaning,
 };
+pub use interruptions::{Interruption, InterruptionCounting, Uncounted};
 pub use stacks::{
     ENTRY_INTERRUPT, ENTRY_KERNEL, ENTRY_PAGE_FAULT, FoldedLine, PROFILE_TARGET, StackFile,
     StackKind, USER_FRAME, parse_folded, safe_component, stack_file_path, write_folded,
@@ -91,13 +93,17 @@ pub struct Run {
     /// `profile-offcpu` stacks.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub discover: bool,
-    /// Discover mode: the traced tasks' kernel entries (syscalls by name, user page faults)
-    /// per phase, counted in the kernel.
+    /// Discover mode: the traced tasks' kernel entries (syscalls by name, user page faults,
+    /// the interruptions of `interruptions`) per phase, counted in the kernel.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub entries: Vec<EntryRow>,
     /// Discover mode: why kernel entries were not counted, when they were not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub entries_unavailable: Option<String>,
+    /// Discover mode, with the entries counted: which interruptions were counted among them
+    /// (absent in older runs, which counted none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interruptions: Option<InterruptionCounting>,
 }
 
 /// One kind of kernel entry in one phase: how many times the traced tasks entered the kernel
@@ -108,7 +114,8 @@ pub struct EntryRow {
     pub case: u32,
     pub case_name: String,
     pub n: u64,
-    /// A syscall's name (`wait4`), or `page_fault`.
+    /// A syscall's name (`wait4`), `page_fault`, or an interruption's
+    /// ([`Interruption::name`]: `timer_interrupt`, `preemption`, ...).
     pub entry: String,
     pub calls: u64,
     pub wall_ns: u64,
@@ -380,6 +387,7 @@ impl Run {
             discover: false,
             entries: Vec::new(),
             entries_unavailable: None,
+            interruptions: None,
         }
     }
 

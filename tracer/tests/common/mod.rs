@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tracer::rundata::{KernelInfo, Run, TargetReport};
 
+pub mod hog;
 pub mod reliability;
 pub mod sweeps;
 
