@@ -499,16 +499,26 @@ fn extra_runs_go_only_to_verdicts_that_could_still_change() {
     );
 
     let (runs, out) = sweep_with(&["--n", "30,100,300,1000", "--max-repeat", "5"]);
-    assert!(runs.values().all(|&r| (3..=5).contains(&r)), "{runs:?}\n{out}");
+    assert!(
+        runs.values().all(|&r| (3..=5).contains(&r)),
+        "{runs:?}\n{out}"
+    );
     let said = runs
         .iter()
         .map(|(n, r)| format!("N={n} {r}"))
         .collect::<Vec<_>>()
         .join(", ");
     let extra = out.lines().filter(|l| l.contains(" [extra run ")).count();
-    assert_eq!(extra, runs.values().map(|r| r - 3).sum::<u64>() as usize, "{out}");
+    assert_eq!(
+        extra,
+        runs.values().map(|r| r - 3).sum::<u64>() as usize,
+        "{out}"
+    );
     for l in out.lines().filter(|l| l.contains(" [extra run ")) {
-        assert!(l.contains(": do_wait ") && l.contains(" could read "), "{l}");
+        assert!(
+            l.contains(": do_wait ") && l.contains(" could read "),
+            "{l}"
+        );
     }
     if extra > 0 {
         assert!(
