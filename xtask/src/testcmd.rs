@@ -42,16 +42,8 @@ fn cargo(args: &[&str]) -> Result<()> {
     Ok(())
 }
 
-/// The VM test binaries whose names pass `keep`, all at once (see [`vmtests`]), with the
-/// boot log and the slot limit set for them.
-fn vm_tests(jobs: Option<usize>, keep: fn(&str) -> bool) -> Result<()> {
-    let log = paths::vm_dir().join("boots.log");
-    let _ = std::fs::remove_file(&log);
-    let mut env: Vec<(&str, OsString)> = vec![(crate::bootlog::BOOT_LOG_ENV, log.clone().into())];
-    if let Some(j) = jobs {
-        env.push((crate::vm::slots::JOBS_ENV, j.to_string().into()));
-    }
-    let jobs = jobs.unwrap_or_else(|| crate::vm::slots::default_jobs(1024));
+/// The VM test binaries whose names pass `keep`, built and listed (see [`vmtests`]).
+fn vm_binaries(keep: fn(&str) -> bool) -> Result<Vec<vmtests::Binary>> {
     let bins: Vec<_> = vmtests::binaries()?
         .into_iter()
         .filter(|b| keep(&b.name))
@@ -59,9 +51,21 @@ fn vm_tests(jobs: Option<usize>, keep: fn(&str) -> bool) -> Result<()> {
     if bins.is_empty() {
         bail!("no VM test binary found under xtask/tests");
     }
+    Ok(bins)
+}
+
+/// `bins` all at once, with the boot log and the slot limit set for them.
+fn vm_tests(bins: Vec<vmtests::Binary>, jobs: Option<usize>) -> Result<()> {
+    let log = paths::vm_dir().join("boots.log");
+    let _ = std::fs::remove_file(&log);
+    let mut env: Vec<(&str, OsString)> = vec![(crate::bootlog::BOOT_LOG_ENV, log.clone().into())];
+    if let Some(j) = jobs {
+        env.push((crate::vm::slots::JOBS_ENV, j.to_string().into()));
+    }
     eprintln!(
-        "xtask test: {} VM test binaries, up to {jobs} guests at once (TCG {}-threaded)",
+        "xtask test: {} VM test binaries, up to {} guests at once (TCG {}-threaded)",
         bins.len(),
+        jobs.unwrap_or_else(|| crate::vm::slots::jobs(crate::vm::VmConfig::DEFAULT_MEM_MB)),
         crate::vm::TcgThreads::from_env().as_str()
     );
     let outcomes = vmtests::run_all(bins, &env)?;
@@ -107,6 +111,13 @@ impl Times {
     }
 }
 
+/// The suite. The order keeps both cores busy without running more at once than they can
+/// take: the static guest build and the debug build of the tests at once (cargo locks them
+/// apart only when they share an artifact directory, which they do not); then the
+/// workspace's tests with one VM slot held for them, the VM tests in the others, and every
+/// slot to the VM tests once the workspace's are done. More guests than cores beside the
+/// workspace's tests starved their vCPUs: a 5.10 guest's sampler then saw a third of its
+/// CPU time, and a discover test read no loop where there is one.
 pub fn run(opts: TestOptions) -> Result<()> {
     let total = Instant::now();
     let mut times = Times::default();
@@ -116,37 +127,86 @@ pub fn run(opts: TestOptions) -> Result<()> {
     times.step("setup: provision what the build and tests need", || {
         crate::setup::run(false)
     })?;
-    if vm {
-        times.step(
-            "guest binaries: static musl tracer, workloads, vm-init",
-            || guest::build().map_err(anyhow::Error::from),
-        )?;
-        // SAFETY: set before any thread of ours starts; read by guest::build in this
-        // process and in the VM test binaries.
-        unsafe { std::env::set_var(guest::BUILT_ENV, "1") };
-    }
-    let build: Vec<&str> = if opts.quick {
-        vec!["test", "--workspace", "--lib", "--bins", "--no-run"]
-    } else {
-        vec!["test", "--workspace", "--no-run"]
-    };
-    if native {
-        times.step("build the tests", || cargo(&build))?;
-    }
-    let vm_part = vm.then(|| {
-        let keep: fn(&str) -> bool = if opts.quick {
-            |name| name == QUICK_VM
-        } else {
-            |_| true
-        };
-        let jobs = opts.jobs;
-        eprintln!("\nxtask test: === VM tests (xtask/tests), beside the workspace's tests ===");
-        std::thread::spawn(move || {
+    let guest_build = vm.then(|| {
+        eprintln!("\nxtask test: === guest binaries (static musl), beside the tests' build ===");
+        std::thread::spawn(|| {
             let t = Instant::now();
-            (vm_tests(jobs, keep), t.elapsed())
+            (guest::build().map_err(anyhow::Error::from), t.elapsed())
         })
     });
     let mut failed = Vec::new();
+    let mut build_ok = true;
+    if native {
+        let build: Vec<&str> = if opts.quick {
+            vec!["test", "--workspace", "--lib", "--bins", "--no-run"]
+        } else {
+            vec!["test", "--workspace", "--no-run"]
+        };
+        if let Err(e) = times.step("build the tests", || cargo(&build)) {
+            failed.push(format!("{e:#}"));
+            build_ok = false;
+        }
+    }
+    let keep: fn(&str) -> bool = if opts.quick {
+        |name| name == QUICK_VM
+    } else {
+        |_| true
+    };
+    // Listed now: once the workspace's tests run, cargo holds the debug artifact directory.
+    let vm_bins = match vm && build_ok {
+        true => match times.step("build and list the VM tests", || vm_binaries(keep)) {
+            Ok(b) => Some(b),
+            Err(e) => {
+                failed.push(format!("{e:#}"));
+                None
+            }
+        },
+        false => None,
+    };
+    if let Some(h) = guest_build {
+        let (r, took) = h.join().unwrap_or_else(|_| {
+            (
+                Err(anyhow::anyhow!("the guest build panicked")),
+                Duration::ZERO,
+            )
+        });
+        times.0.push(("guest binaries".into(), took));
+        if let Err(e) = r {
+            eprintln!("\nxtask test: FAILED: guest binaries: {e:#}");
+            failed.push(format!("guest binaries: {e:#}"));
+        }
+    }
+    if !failed.is_empty() {
+        bail!("{}", failed.join("\n"));
+    }
+    // SAFETY: set before the VM thread starts; read by guest::build in this process and in
+    // the VM test binaries.
+    unsafe { std::env::set_var(guest::BUILT_ENV, "1") };
+    // One slot for the workspace's tests while they run (when there is a slot to spare).
+    let slots = opts
+        .jobs
+        .unwrap_or_else(|| crate::vm::slots::jobs(crate::vm::VmConfig::DEFAULT_MEM_MB));
+    let reserved = (native && vm_bins.is_some() && slots > 1)
+        .then(|| {
+            let dir = crate::vm::slots::slots_dir();
+            crate::vm::slots::acquire_in(&dir, slots, || {}).ok()
+        })
+        .flatten();
+    let jobs = opts.jobs;
+    let vm_part = vm_bins.map(|bins| {
+        eprintln!(
+            "\nxtask test: === VM tests (xtask/tests){} ===",
+            if reserved.is_some() {
+                ", one slot left to the workspace's tests while they run"
+            } else {
+                ""
+            }
+        );
+        std::thread::spawn(move || {
+            let t = Instant::now();
+            (vm_tests(bins, jobs), t.elapsed())
+        })
+    });
     if native {
         let r = times.step(
             "workspace tests: unit and native (VM tests show as ignored)",
@@ -169,6 +229,7 @@ pub fn run(opts: TestOptions) -> Result<()> {
             failed.push(format!("{e:#}"));
         }
     }
+    drop(reserved);
     if let Some(h) = vm_part {
         let (r, took) = h.join().unwrap_or_else(|_| {
             (
