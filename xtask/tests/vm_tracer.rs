@@ -814,24 +814,28 @@ fn waitpid_do_wait_grows_on_5_10_and_is_constant_on_6_1() {
     }
     let v510 = verdict(&summaries[0], "do_wait", "waitpid-pid");
     let v61 = verdict(&summaries[1], "do_wait", "waitpid-pid");
-    let c510 = v510["scaling"]["class"].as_str().unwrap();
-    let set61: Vec<&str> = v61["classes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c.as_str().unwrap())
-        .collect();
-    // The walk visits each child once per wait; under TCG its time per child rises with N
-    // in some runs (vm_external's LINEAR_OR_WORSE has the numbers), so the fit may say
-    // O(n log n) or O(n^2). Growth at least linear is the walk.
+    let classes = |v: &Value| -> Vec<String> {
+        v["classes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_str().unwrap().to_string())
+            .collect()
+    };
+    let set510 = classes(v510);
+    let set61 = classes(v61);
+    // The walk visits each child once per wait: the loop count names O(n); where the time
+    // alone decides, its time per child rises with N in some runs under TCG (vm_external's
+    // LINEAR_OR_WORSE has the numbers), so the set may reach O(n log n) or O(n^2). Growth
+    // at least linear is the walk.
     assert!(
-        LINEAR_OR_WORSE.contains(&c510),
+        !set510.is_empty() && set510.iter().all(|c| LINEAR_OR_WORSE.contains(&c.as_str())),
         "5.10 do_wait: {}",
         v510["line"]
     );
     // Fixed in 5.13: nothing the 6.1 data leaves grows like N.
     assert!(
-        !set61.is_empty() && !set61.iter().any(|c| LINEAR_OR_WORSE.contains(c)),
+        !set61.is_empty() && !set61.iter().any(|c| LINEAR_OR_WORSE.contains(&c.as_str())),
         "6.1 do_wait: {}",
         v61["line"]
     );
@@ -852,12 +856,19 @@ fn waitpid_do_wait_grows_on_5_10_and_is_constant_on_6_1() {
         "6.1 wait_consider_task per waitpid(pid): {walk61:?}"
     );
     // waitpid(-1) still walks the children on 6.1 (only the PIDTYPE_PID case was fixed):
-    // growing on both kernels, through the same loop.
+    // growing on both kernels, through the same loop. The verdict's class set (the loop
+    // count's class where the pass counted the walk): the time alone can leave every growing
+    // class when the walk outgrows the fixed cost at the two largest sizes only.
     for (summary, kernel) in [(&summaries[0], "5.10"), (&summaries[1], "6.1")] {
         let v = verdict(summary, "do_wait", "waitpid-any");
-        let c = v["scaling"]["class"].as_str().unwrap();
+        let set: Vec<&str> = v["classes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_str().unwrap())
+            .collect();
         assert!(
-            LINEAR_OR_WORSE.contains(&c),
+            !set.is_empty() && set.iter().all(|c| LINEAR_OR_WORSE.contains(c)),
             "{kernel} do_wait waitpid(-1): {}",
             v["line"]
         );
