@@ -38,7 +38,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::analyze::Analysis;
+use super::analyze::{Analysis, CaseResult};
 use super::fit::Complexity;
 use super::frameshift::{FrameShift, frame_shifts};
 use super::stats::{harmonic_mean, mean, t975, variance, welch};
@@ -171,6 +171,19 @@ pub struct GrowthChange {
     /// or what its interval had to assume (one run per size: no spread between runs).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The exact loop count that decided a change the time's interval left open
+    /// ([`count_change`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by_count: Option<CountChange>,
+}
+
+/// A loop count inside the target on both sides: its trips per call at the largest over the
+/// smallest common N.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CountChange {
+    pub inner: String,
+    pub growth_a: f64,
+    pub growth_b: f64,
 }
 
 /// The scaling classes of one target and case on both sides (None: not fitted, or absent).
@@ -204,11 +217,11 @@ pub struct Comparison {
 
 type Key = (String, String);
 
-fn by_key(a: &Analysis) -> BTreeMap<Key, (&CaseTable, &Verdict)> {
+fn by_key(a: &Analysis) -> BTreeMap<Key, &CaseResult> {
     let mut m = BTreeMap::new();
     for c in &a.cases {
         m.entry((c.table.target.clone(), c.table.case_name.clone()))
-            .or_insert((&c.table, &c.verdict));
+            .or_insert(c);
     }
     m
 }
@@ -237,8 +250,15 @@ pub fn compare(a: &Analysis, b: &Analysis) -> Comparison {
     for key in keys {
         let (ta, tb) = (ma.get(key), mb.get(key));
         let growth = match (ta, tb) {
-            (Some((ta, va)), Some((tb, vb))) => {
-                let mut g = growth_change((ta, scatter(va)), (tb, scatter(vb)));
+            (Some(ca), Some(cb)) => {
+                let (ta, tb) = (&ca.table, &cb.table);
+                let mut g = growth_change((ta, scatter(&ca.verdict)), (tb, scatter(&cb.verdict)));
+                if g.change == Change::Inconclusive
+                    && let Some((change, by)) = count_change(ca, cb, &g)
+                {
+                    g.change = change;
+                    g.by_count = Some(by);
+                }
                 if g.change != Change::Same
                     && let Some(side) = [(a, ta, "A"), (b, tb, "B")]
                         .iter()
@@ -260,15 +280,15 @@ pub fn compare(a: &Analysis, b: &Analysis) -> Comparison {
         classes.push(ClassChange {
             target: key.0.clone(),
             case_name: key.1.clone(),
-            a: ta.and_then(|(_, v)| v.sole_class()),
-            b: tb.and_then(|(_, v)| v.sole_class()),
-            classes_a: ta.map(|(_, v)| v.classes()).unwrap_or_default(),
-            classes_b: tb.map(|(_, v)| v.classes()).unwrap_or_default(),
+            a: ta.and_then(|c| c.verdict.sole_class()),
+            b: tb.and_then(|c| c.verdict.sole_class()),
+            classes_a: ta.map(|c| c.verdict.classes()).unwrap_or_default(),
+            classes_b: tb.map(|c| c.verdict.classes()).unwrap_or_default(),
             in_a: ta.is_some(),
             in_b: tb.is_some(),
             growth,
         });
-        let (Some((ta, _)), Some((tb, _))) = (ta, tb) else {
+        let (Some(ta), Some(tb)) = (ta.map(|c| &c.table), tb.map(|c| &c.table)) else {
             continue;
         };
         for ra in &ta.rows {
@@ -299,8 +319,52 @@ impl GrowthChange {
             log_change: None,
             interval: None,
             reason: Some(reason.to_string()),
+            by_count: None,
         }
     }
+}
+
+/// The change an exact loop count shows where the time's interval left it open: a count
+/// that gave either side its class ([`Verdict::by_loop`]), counted on both sides at the
+/// common sizes, whose growth changed by [`MIN_GROWTH_CHANGE`] or more, with the time's
+/// interval on the same side of zero (the time moved the count's way, by less than the
+/// margin can show). 5.10 -> 6.1's waitpid(pid) over N = 125..1000 on a loaded host: the
+/// time x5.07 -> x0.88, interval [-2.93, -0.56]; its walk 125 -> 985 children per call
+/// against 1.49 -> 1.48.
+fn count_change(
+    ca: &CaseResult,
+    cb: &CaseResult,
+    g: &GrowthChange,
+) -> Option<(Change, CountChange)> {
+    let inner = &[&ca.verdict, &cb.verdict]
+        .iter()
+        .find_map(|v| v.by_loop.as_ref())?
+        .inner;
+    let (lo, hi) = g.n_range?;
+    let growth = |c: &CaseResult| {
+        let t = c.trips.iter().find(|t| &t.inner == inner)?;
+        let at = |n: u64| t.points.iter().find(|p| p.n == n).map(|p| p.per_call);
+        let (l, h) = (at(lo)?, at(hi)?);
+        (l > 0.0).then(|| h / l)
+    };
+    let (growth_a, growth_b) = (growth(ca)?, growth(cb)?);
+    let d = (growth_b / growth_a).ln();
+    let (lo_ci, hi_ci) = g.interval?;
+    let change = if d <= -MIN_GROWTH_CHANGE && hi_ci < 0.0 {
+        Change::Shrank
+    } else if d >= MIN_GROWTH_CHANGE && lo_ci > 0.0 {
+        Change::Grew
+    } else {
+        return None;
+    };
+    Some((
+        change,
+        CountChange {
+            inner: inner.clone(),
+            growth_a,
+            growth_b,
+        },
+    ))
 }
 
 /// The relative error of one point in the change's interval (module docs), and whether the
@@ -322,10 +386,22 @@ fn point_error(r: &Row, scatter: f64) -> (f64, bool) {
 /// error. It catches what the spread between runs misses, and all of it with one run per
 /// size: drift that moves a whole size (under qemu, 5.10's waitpid(-1) read 2.69 and 2.71 ms
 /// at N = 2000 and 4000 in one sweep, 6.37 and 9.36 ms at N = 4000 in two others).
+///
+/// The fit is the verdict's class's: where a loop count gives the class, the time's model of
+/// that class, not the mean the noise left the time at (5.10's do_wait, counted O(n), read
+/// 1.61 -> 8.14 ms per call and "O(1) within noise": 80% about the mean, 28% about a line).
 fn scatter(v: &Verdict) -> f64 {
     let Some(s) = &v.scaling else { return 0.0 };
+    let model = match v.class() {
+        Some(c) if c != s.class => s
+            .candidates
+            .iter()
+            .find(|m| m.class == c)
+            .unwrap_or(&s.model),
+        _ => &s.model,
+    };
     let k = s.points.len();
-    let params = if s.class == Complexity::Constant {
+    let params = if model.class == Complexity::Constant {
         1
     } else {
         2
@@ -333,7 +409,7 @@ fn scatter(v: &Verdict) -> f64 {
     if k <= params {
         return 0.0;
     }
-    s.model.nrms * (k as f64 / (k - params) as f64).sqrt()
+    model.nrms * (k as f64 / (k - params) as f64).sqrt()
 }
 
 /// The decision on the growth of one table from A to B (module docs).
@@ -408,6 +484,7 @@ pub fn growth_change((ta, sa): (&CaseTable, f64), (tb, sb): (&CaseTable, f64)) -
                 UNMEASURED_POINT_ERROR * 100.0
             )
         }),
+        by_count: None,
     }
 }
 
@@ -592,6 +669,78 @@ mod tests {
         );
         assert_eq!(c.classes[0].growth.change, Change::Shrank);
         assert_eq!(c.classes[0].growth.n_range, Some((10, 8000)));
+    }
+
+    /// `run` with a counted loop inside do_wait: `trips(n)` wait_consider_task calls per
+    /// do_wait call at each size, as fentry counts them.
+    fn with_walk(mut run: Run, trips: impl Fn(u64) -> f64) -> Run {
+        run.targets.push(crate::rundata::TargetReport {
+            name: "wait_consider_task".into(),
+            plan: Some(testdata::plan(&["wait_consider_task"])),
+            rejected: vec![],
+            verification: None,
+            probe_cost: None,
+        });
+        let rows: Vec<crate::rundata::SpanRow> = run.spans.clone();
+        for r in rows {
+            let inner = (r.calls as f64 * trips(r.n)) as u64;
+            run.spans.push(crate::rundata::SpanRow {
+                target: "wait_consider_task".into(),
+                calls: inner,
+                within: [("do_wait".to_string(), inner)].into(),
+                ..r
+            });
+        }
+        run
+    }
+
+    /// The time of a walk whose small sizes the noise blurred leaves the change open; the
+    /// walk's exact count on both sides decides it, and only in the time's direction.
+    #[test]
+    fn an_exact_loop_count_decides_what_the_time_left_open() {
+        let ns = [125u64, 250, 500, 1000];
+        // 5.10 on a loaded host: ×5 over the sweep, ±40% between the two runs of a size.
+        let walk = [1.6e6, 2.0e6, 2.3e6, 8.1e6];
+        let noisy = |n: u64, r: u32| {
+            let i = ns.iter().position(|&x| x == n).unwrap();
+            (walk[i] * if r == 0 { 0.6 } else { 1.4 }) as u64
+        };
+        let a = with_walk(testdata::command_run(&ns, 2, noisy), |n| n as f64 - 0.4);
+        let mut b = with_walk(
+            testdata::command_run(&ns, 2, |_, r| 200_000 + 9_000 * r as u64),
+            |_| 1.49,
+        );
+        b.kernel.release = "6.1.0-test".into();
+        let (a, b) = (analysis(a), analysis(b));
+        let by_loop = a.cases[0]
+            .verdict
+            .by_loop
+            .as_ref()
+            .expect("A's class from its count");
+        assert_eq!(by_loop.class, Complexity::Linear);
+        let c = compare(&a, &b);
+        let g = &c.classes[0].growth;
+        let (_, hi) = g.interval.unwrap();
+        assert!(
+            hi > -MIN_GROWTH_CHANGE && hi < 0.0,
+            "the time alone is open: {g:?}"
+        );
+        assert_eq!(g.change, Change::Shrank, "{g:?}");
+        let by = g.by_count.as_ref().unwrap();
+        assert_eq!(by.inner, "wait_consider_task");
+        assert!(
+            by.growth_a > 7.0 && (by.growth_b - 1.0).abs() < 0.01,
+            "{by:?}"
+        );
+        // The same walk on both sides: the count did not change, the time decides alone.
+        let mut same = with_walk(testdata::command_run(&ns, 2, |n, r| noisy(n, 1 - r)), |n| {
+            n as f64
+        });
+        same.kernel.release = "6.1.0-test".into();
+        let g = compare(&a, &analysis(same)).classes[0].growth.clone();
+        assert!(g.by_count.is_none(), "{g:?}");
+        assert_ne!(g.change, Change::Shrank, "{g:?}");
+        assert_ne!(g.change, Change::Grew, "{g:?}");
     }
 
     /// A/A: two sweeps of the same kernel, three runs per size each off by 15% run-to-run

@@ -56,8 +56,14 @@ pub struct LoopClass {
 /// such as page allocations during a fork, 11, 11, 11, 62, 399 per call over N = 1..4000,
 /// follows no class and is no loop's), it rises like a loop over N ([`MIN_LOOP_SLOPE`]), and
 /// its time per trip neither grows nor falls like a power of N. None otherwise.
+///
+/// "Grows too" means the time was not shown flat: growth the noise left undecided (above the
+/// baseline at the largest N only, or not by enough standard errors) still counts, because
+/// the count is exact and the per-trip check below ties the time to it. 5.10's do_wait on a
+/// loaded host read 1.61, 2.03, 2.26, 8.14 ms per call over N = 125..1000 (±25% at the small
+/// sizes) while its walk counted 125, 248, 492, 985 children per call.
 pub fn loop_class(time: &Scaling, trips: &[&TripCount]) -> Option<LoopClass> {
-    if time.class == Complexity::Constant {
+    if shown_flat(time) {
         return None;
     }
     trips
@@ -78,6 +84,17 @@ pub fn loop_class(time: &Scaling, trips: &[&TripCount]) -> Option<LoopClass> {
             })
         })
         .max_by(|a, b| a.class.cmp(&b.class).then(a.slope.total_cmp(&b.slope)))
+}
+
+/// The time per call did not rise with N: within [`super::fit::MIN_MARGIN`] of its
+/// baseline, falling, or no growing model fits. Undecided growth is not flat.
+fn shown_flat(time: &Scaling) -> bool {
+    use super::fit::FlatReason;
+    match time.flat_reason {
+        None => time.class == Complexity::Constant,
+        Some(FlatReason::WithinNoise | FlatReason::OneSize | FlatReason::NotSignificant) => false,
+        Some(FlatReason::NoGrowth | FlatReason::Falls | FlatReason::NoGrowingModel) => true,
+    }
 }
 
 /// Log-log slope against N of the time per trip, the flatter of two readings (a size's time
@@ -388,6 +405,46 @@ mod tests {
         let l = loop_class(&time(&pts), &refs).expect("the count gives the class");
         assert_eq!(l.class, Complexity::Linear);
         assert!(l.per_trip_slope.abs() < 0.3, "{}", l.per_trip_slope);
+    }
+
+    /// 5.10's do_wait, timed with its walk on a loaded host: the time rose ×5 over N =
+    /// 125..1000 but the small sizes' spread left it undecided; the count is exact.
+    #[test]
+    fn time_whose_growth_the_noise_left_undecided_takes_the_counts_class() {
+        let pts: Vec<Point> = [
+            (125.0, 1.607e6, 0.25),
+            (250.0, 2.031e6, 0.27),
+            (500.0, 2.259e6, 0.22),
+            (1000.0, 8.144e6, 0.09),
+        ]
+        .iter()
+        .map(|&(n, t, se)| Point {
+            n,
+            t,
+            rel_se: Some(se),
+        })
+        .collect();
+        let t = fit_scaling(&pts).unwrap();
+        assert_eq!(t.class, Complexity::Constant);
+        assert!(
+            t.flat_reason.is_some() && !shown_flat(&t),
+            "{:?}",
+            t.flat_reason
+        );
+        let mut spans = Vec::new();
+        for (n, per) in [
+            (125u64, 124.64),
+            (250, 247.61),
+            (500, 491.98),
+            (1000, 984.98),
+        ] {
+            spans.push(row("do_wait", n, 1000, &[]));
+            let inner = (1000.0 * per) as u64;
+            spans.push(row("wait_consider_task", n, inner, &[("do_wait", inner)]));
+        }
+        let trips = trip_counts("r", &spans);
+        let l = loop_class(&t, &trips.iter().collect::<Vec<_>>()).expect("the count's class");
+        assert_eq!(l.class, Complexity::Linear);
     }
 
     #[test]

@@ -153,6 +153,14 @@ pub fn class_line(c: &Comparison, cl: &ClassChange) -> String {
             if let Some(r) = &g.reason {
                 s.push_str(&format!(", {r}"));
             }
+            if let Some(c) = &g.by_count {
+                s.push_str(&format!(
+                    ", by loop count: {} per call x{} -> x{}",
+                    c.inner,
+                    sig3(c.growth_a),
+                    sig3(c.growth_b)
+                ));
+            }
             s
         }
         _ => g.reason.clone().unwrap_or_default(),
@@ -327,6 +335,7 @@ mod frame_shift_tests {
                 log_change: None,
                 interval: None,
                 reason: reason.map(String::from),
+                by_count: None,
             }
         };
         let cl = |a: &[Complexity], in_b, g| ClassChange {
