@@ -107,8 +107,8 @@ pub(super) struct Profile {
     pub(super) incl: BTreeMap<String, (u64, u64)>,
     /// function -> self weight
     pub(super) selfw: BTreeMap<String, u64>,
-    /// (function, callee or "" for self) -> weight
-    pub(super) edges: BTreeMap<(String, String), u64>,
+    /// function -> callee ("" for self) -> weight: a function's callees are one lookup.
+    pub(super) edges: BTreeMap<String, BTreeMap<String, u64>>,
     pub(super) kernel_w: u64,
     pub(super) user_w: u64,
     pub(super) samples: u64,
@@ -156,22 +156,32 @@ pub(super) fn profile(stacks: &super::stacks::Folded, period_ns: u64) -> Profile
                 continue;
             }
             if seen.insert(f.as_str()) {
-                let e = p.incl.entry(f.clone()).or_default();
+                let e = slot(&mut p.incl, f);
                 e.0 += w;
                 e.1 += samples;
-                let h = p.heaviest.entry(f.clone()).or_default();
+                let h = slot(&mut p.heaviest, f);
                 if w > h.0 {
                     *h = (w, frames[..i].to_vec());
                 }
             }
-            let callee = frames.get(i + 1).cloned().unwrap_or_default();
-            *p.edges.entry((f.clone(), callee)).or_default() += w;
+            let callee = frames.get(i + 1).map_or("", String::as_str);
+            *slot(slot(&mut p.edges, f), callee) += w;
         }
         if let Some(leaf) = frames.last().filter(|f| !is_pseudo(f)) {
-            *p.selfw.entry(leaf.clone()).or_default() += w;
+            *slot(&mut p.selfw, leaf) += w;
         }
     }
     p
+}
+
+/// `m`'s entry for `k`, inserted empty when absent: the key is copied only then (a profile
+/// sees each frame name thousands of times; cloning it for every lookup was most of the
+/// analysis of a discover sweep).
+fn slot<'m, V: Default>(m: &'m mut BTreeMap<String, V>, k: &str) -> &'m mut V {
+    if !m.contains_key(k) {
+        m.insert(k.to_string(), V::default());
+    }
+    m.get_mut(k).expect("inserted above")
 }
 
 /// The added kernel time per op from `p0` (ops `o0`) to `p1`: the sum of the self times that
@@ -218,7 +228,8 @@ pub(super) fn growers(
     let per = |p: &Profile, f: &str, o: f64| p.incl.get(f).map_or(0.0, |v| v.0 as f64 / o);
     let edge = |p: &Profile, f: &str, c: &str, o: f64| {
         p.edges
-            .get(&(f.to_string(), c.to_string()))
+            .get(f)
+            .and_then(|m| m.get(c))
             .map_or(0.0, |w| *w as f64 / o)
     };
     let mut out = Growers::default();
@@ -233,9 +244,10 @@ pub(super) fn growers(
         // A pass-through: one callee carries most of the growth.
         let callees: BTreeSet<&String> = p1
             .edges
-            .keys()
-            .filter(|(g, c)| g == f && !c.is_empty())
-            .map(|(_, c)| c)
+            .get(f)
+            .into_iter()
+            .flat_map(|m| m.keys())
+            .filter(|c| !c.is_empty())
             .collect();
         let dominated = callees
             .iter()
