@@ -827,3 +827,62 @@ fn notes_reach_a_dumb_terminal() {
         "escape codes on a dumb terminal: {shown:?}"
     );
 }
+
+/// `--budget` cuts a run's later rounds when one as long as the last no longer fits, says so
+/// on its own line and in sweep.json, and never cuts the first round: every size keeps one
+/// run. A load on the machine only makes the rounds longer, so the cut holds on a busy host.
+#[test]
+fn a_budget_cuts_later_rounds_and_keeps_the_first() {
+    let _g = root();
+    let tmp = tmpdir();
+    let dir = tmp.path().join("sweep");
+    let out = run(
+        tracer().args([
+            "sweep",
+            "-t",
+            "do_wait",
+            "--n",
+            "1,2",
+            "--repeat",
+            "3",
+            "--no-samples",
+            "--no-report",
+            "--budget",
+            "1s",
+            "-o",
+            &dir.to_string_lossy(),
+            "--",
+            "sh",
+            "-c",
+            "sleep 0.6",
+        ]),
+        "tracer sweep --budget 1s",
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let sweep = read_json(&dir.join("sweep.json"));
+    let cuts: Vec<&str> = sweep["budget_cuts"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no budget_cuts: {sweep}"))
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert!(
+        cuts.iter()
+            .any(|c| c.contains("--budget: rounds 2 to 3 cut, 1 of 3 run")),
+        "{cuts:?}"
+    );
+    for c in &cuts {
+        assert!(stderr.contains(c), "the cut is said: {c}\n{stderr}");
+    }
+    let run = read_json(&dir.join("sh/run.json"));
+    for n in [1, 2] {
+        let runs = run["invocations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|i| i["n"] == n)
+            .count();
+        assert_eq!(runs, 1, "N={n}: the first round only");
+    }
+}
