@@ -188,12 +188,12 @@ until it should have them (its samples per run say how many runs), in batches of
 twice its runs so far, within --extra-time and --max-repeat when given; the runs so far are
 read again after each batch, four times at most.
 
---budget DURATION caps the sweep's wall time. It cuts, in this order: extra runs (each run,
-a workload or your command, gets an equal share of what is left when it starts), a run's
-rounds after the first (a round starts only while one as long as the last fits beside a
-round as long for each run after it), then the loop-count or confirmation pass (one round's
-share is set aside for it; it runs only when the first rounds' time fits again). A run's
-first round always runs. Each cut is printed and kept in sweep.json (budget_cuts).
+--budget DURATION caps the sweep's wall time. It cuts, in this order: extra runs, a run's
+rounds after the first (a round starts only while one as long as the last fits in the run's
+share: each run, a workload or your command, gets an equal share of what is left when it
+starts, after one round's share is set aside for the loop-count or confirmation pass), then
+that pass (it runs only when the first rounds' time fits again). A run's first round always
+runs. Each cut is printed and kept in sweep.json (budget_cuts).
 
 Name what a loop calls beside the target (--targets do_wait,wait_consider_task): its calls
 inside each target call, counted in the kernel, are the loop's trips per call, and give a

@@ -2,7 +2,7 @@
 //! kernel loops (entries.rs): per N a profile of every function's inclusive and self time,
 //! and the candidates whose time grows (see [`super::discover`]'s module docs for the rules).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
@@ -141,16 +141,7 @@ fn is_dispatch(frame: &str) -> bool {
 }
 
 pub(super) fn profile(stacks: &super::stacks::Folded, period_ns: u64) -> Profile {
-    // Summed under borrowed names first: a profile sees each frame name thousands of times,
-    // and copying it into an ordered map's key at every frame was most of a discover sweep's
-    // analysis. Each name's updates come in the stacks' order either way, so the heaviest
-    // chain (the first of equal weights) is the same.
-    let mut incl: HashMap<&str, (u64, u64)> = HashMap::new();
-    let mut selfw: HashMap<&str, u64> = HashMap::new();
-    let mut edges: HashMap<(&str, &str), u64> = HashMap::new();
-    let mut heaviest: HashMap<&str, (u64, &[String])> = HashMap::new();
     let mut p = Profile::default();
-    let mut seen: Vec<&str> = Vec::new();
     for (frames, w) in stacks.iter() {
         let samples = w.checked_div(period_ns).unwrap_or(0).max(1);
         p.samples += samples;
@@ -159,42 +150,38 @@ pub(super) fn profile(stacks: &super::stacks::Folded, period_ns: u64) -> Profile
             continue;
         }
         p.kernel_w += w;
-        seen.clear();
+        let mut seen: BTreeSet<&str> = BTreeSet::new();
         for (i, f) in frames.iter().enumerate() {
             if is_pseudo(f) {
                 continue;
             }
-            // A recursive frame counts once per stack in its inclusive time.
-            if !seen.contains(&f.as_str()) {
-                seen.push(f);
-                let e = incl.entry(f).or_default();
+            if seen.insert(f.as_str()) {
+                let e = slot(&mut p.incl, f);
                 e.0 += w;
                 e.1 += samples;
-                let h = heaviest.entry(f).or_insert((0, &[]));
+                let h = slot(&mut p.heaviest, f);
                 if w > h.0 {
-                    *h = (w, &frames[..i]);
+                    *h = (w, frames[..i].to_vec());
                 }
             }
             let callee = frames.get(i + 1).map_or("", String::as_str);
-            *edges.entry((f, callee)).or_default() += w;
+            *slot(slot(&mut p.edges, f), callee) += w;
         }
         if let Some(leaf) = frames.last().filter(|f| !is_pseudo(f)) {
-            *selfw.entry(leaf).or_default() += w;
+            *slot(&mut p.selfw, leaf) += w;
         }
     }
-    p.incl = incl.into_iter().map(|(f, v)| (f.to_string(), v)).collect();
-    p.selfw = selfw.into_iter().map(|(f, v)| (f.to_string(), v)).collect();
-    for ((f, c), w) in edges {
-        p.edges
-            .entry(f.to_string())
-            .or_default()
-            .insert(c.to_string(), w);
-    }
-    p.heaviest = heaviest
-        .into_iter()
-        .map(|(f, (w, chain))| (f.to_string(), (w, chain.to_vec())))
-        .collect();
     p
+}
+
+/// `m`'s entry for `k`, inserted empty when absent: the key is copied only then (a profile
+/// sees each frame name thousands of times; cloning it for every lookup was most of the
+/// analysis of a discover sweep).
+fn slot<'m, V: Default>(m: &'m mut BTreeMap<String, V>, k: &str) -> &'m mut V {
+    if !m.contains_key(k) {
+        m.insert(k.to_string(), V::default());
+    }
+    m.get_mut(k).expect("inserted above")
 }
 
 /// The added kernel time per op from `p0` (ops `o0`) to `p1`: the sum of the self times that

@@ -67,41 +67,10 @@ pub struct ExtraRuns {
     /// round that would end after it is not started (the first always runs), and the extra
     /// runs keep within it too.
     pub deadline: Option<Instant>,
-    /// `tracer sweep --budget`: what decides whether this run's later rounds start
-    /// ([`RoundsBudget::cut`]); None without a budget.
-    pub rounds: Option<RoundsBudget>,
     /// Targets whose verdict's class a loop count gives (counted beside them in the same
     /// runs, or by the sweep's loop-count pass): only whether they grow can make a size run
     /// again, not their time's class set.
     pub counted: Vec<String>,
-}
-
-/// The budget a run's later rounds keep to. They may take time the runs after this one will
-/// not need, not only this run's equal share: runs differ (a waitpid sweep's round took 31 s
-/// under qemu, a getpid one's under a second), and with equal shares the costly run, first
-/// in line, lost its later rounds while the cheap ones after it left most of theirs unused.
-/// What each run after this one keeps for itself is one round: as long as this run's last,
-/// or one round of an equal share of the time left when that is less (their first rounds
-/// always run; their later ones are theirs only if time is left).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct RoundsBudget {
-    /// The end of the sweep's budget, less what is set aside for its pass.
-    pub deadline: Instant,
-    /// Runs after this one.
-    pub runs_after: u32,
-    /// The rounds each run plans.
-    pub rounds: u32,
-}
-
-impl RoundsBudget {
-    /// None when another round as long as `last` fits beside what the runs after this one
-    /// keep; else the time left and what they keep, for the line that says the cut.
-    pub fn cut(&self, last: Duration, now: Instant) -> Option<(Duration, Duration)> {
-        let left = self.deadline.saturating_duration_since(now);
-        let round = left / (self.runs_after + 1) / self.rounds.max(1);
-        let keep = last.min(round) * self.runs_after;
-        (last + keep > left).then_some((left, keep))
-    }
 }
 
 impl ExtraRuns {
@@ -112,7 +81,6 @@ impl ExtraRuns {
             max_given: false,
             budget: None,
             deadline: None,
-            rounds: None,
             counted: Vec::new(),
         }
     }

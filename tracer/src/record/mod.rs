@@ -28,7 +28,7 @@ mod spec;
 mod targets;
 mod workload_report;
 
-pub use extra::{ExtraRuns, RoundsBudget};
+pub use extra::ExtraRuns;
 pub use process::{EXEC_HELD, descendants, exec_held_main};
 pub use session::Session;
 pub use signals::Signals;

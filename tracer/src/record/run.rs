@@ -416,19 +416,21 @@ impl Session {
         }
         let last_round = round_started.elapsed();
         *round_started = Instant::now();
-        let (left, need) = ext.extra.rounds?.cut(last_round, Instant::now())?;
-        let done = i / round_len;
-        Some(format!(
-            "{}: --budget: rounds {} to {} cut, {done} of {} run (a round took {:.1} s; {:.0} s \
-             of the sweep's budget left, {:.0} s of it for the runs after this one)",
-            spec.label,
-            done + 1,
-            ext.repeat,
-            ext.repeat,
-            last_round.as_secs_f64(),
-            left.as_secs_f64(),
-            need.as_secs_f64()
-        ))
+        let deadline = ext.extra.deadline?;
+        let left = deadline.saturating_duration_since(Instant::now());
+        (last_round > left).then(|| {
+            let done = i / round_len;
+            format!(
+                "{}: --budget: rounds {} to {} cut, {done} of {} run (a round took {:.1} s, \
+                 {:.0} s of this sweep's share left)",
+                spec.label,
+                done + 1,
+                ext.repeat,
+                ext.repeat,
+                last_round.as_secs_f64(),
+                left.as_secs_f64()
+            )
+        })
     }
 
     /// A discover sweep between runs: the sizes whose runs would decide a frame the

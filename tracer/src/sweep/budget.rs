@@ -10,17 +10,16 @@
 //! | never | a run's first round | without it a size has no value at all |
 //!
 //! From the start, one round's share of the budget (`budget / (rounds + 1)`) is set aside for
-//! the pass when the sweep plans one. A round after a run's first starts while one as long
-//! as the one before fits in what is left, beside one round kept for each run after it
-//! (their first rounds always run; [`RoundsBudget`]). A run's extra runs keep within an
+//! the pass when the sweep plans one. Each run (a workload, or the command) then gets an
 //! equal share of what is left when it starts, so time a run does not use goes to the runs
-//! after it. The pass runs only when the time left holds the first rounds' time again. Every cut is said on its own
+//! after it: a round after the first starts only while a round as long as the one before
+//! fits in the run's share, and its extra runs keep within the share too. The pass runs
+//! only when the time left holds the first rounds' time again. Every cut is said on its own
 //! line and kept in sweep.json (`budget_cuts`).
 
 use std::time::{Duration, Instant};
 
 use crate::plan::Target;
-use crate::record::RoundsBudget;
 use crate::rundata::Invocation;
 
 use super::SweepOptions;
@@ -33,8 +32,6 @@ pub struct Budget {
     deadline: Instant,
     /// Set aside for the pass until the runs are done.
     reserve: Duration,
-    /// The rounds each run plans.
-    rounds: u32,
 }
 
 impl Budget {
@@ -48,7 +45,6 @@ impl Budget {
             } else {
                 Duration::ZERO
             },
-            rounds,
         }
     }
 
@@ -61,18 +57,6 @@ impl Budget {
             .saturating_duration_since(now)
             .saturating_sub(self.reserve);
         now + left / runs_left.max(1) as u32
-    }
-
-    /// What the later rounds of a run with `runs_after` runs after it keep to.
-    pub fn rounds(&self, runs_after: usize) -> RoundsBudget {
-        RoundsBudget {
-            deadline: self
-                .deadline
-                .checked_sub(self.reserve)
-                .unwrap_or(self.deadline),
-            runs_after: runs_after as u32,
-            rounds: self.rounds,
-        }
     }
 
     /// The line that cuts a pass (`what`) when the time left cannot hold `estimate` (the
@@ -131,41 +115,6 @@ mod tests {
         // Past the deadline: a share of nothing.
         let late = Budget::new(t0, Duration::ZERO, 3, true);
         assert!(late.share(2) <= Instant::now());
-    }
-
-    /// 5.10 under `cargo xtask run`: 186 s after the pass's reserve, five workloads of three
-    /// rounds, the first (waitpid) 31 s a round. With equal shares (37 s) it ran one round;
-    /// here its later rounds fit beside a round kept for each of the four after it (at most
-    /// a third of their equal share), and a round that does not fit is cut.
-    #[test]
-    fn later_rounds_take_what_the_runs_after_them_will_not_need() {
-        let t0 = Instant::now();
-        let b = Budget::new(t0, Duration::from_secs(248), 3, true);
-        let first = b.rounds(4);
-        let round = Duration::from_secs(31);
-        // After the first round (and 5 s of attaching): 150 s left, 10 s kept per run after.
-        let after = |rounds: u32| t0 + Duration::from_secs(5) + round * rounds;
-        assert_eq!(first.cut(round, after(1)), None);
-        assert_eq!(first.cut(round, after(2)), None);
-        // A round of 100 s after 80 s: 106 s left, 7.1 s kept for each of the four.
-        let (left, keep) = first
-            .cut(Duration::from_secs(100), t0 + Duration::from_secs(80))
-            .expect("cut");
-        assert_eq!(left, Duration::from_secs(106));
-        assert!(
-            keep > Duration::from_secs(28) && keep < Duration::from_secs(29),
-            "{keep:?}"
-        );
-        // The last run keeps nothing for others; past the deadline nothing fits.
-        let last = b.rounds(0);
-        assert_eq!(
-            last.cut(Duration::from_secs(2), t0 + Duration::from_secs(180)),
-            None
-        );
-        assert!(
-            last.cut(Duration::from_secs(2), t0 + Duration::from_secs(248))
-                .is_some()
-        );
     }
 
     #[test]

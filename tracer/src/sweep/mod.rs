@@ -223,7 +223,6 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
             let mut spec = job.spec.clone();
             if let Some(ext) = spec.external.as_mut() {
                 ext.extra.deadline = budget.map(|b| b.share(jobs.len() - k));
-                ext.extra.rounds = budget.map(|b| b.rounds(jobs.len() - k - 1));
                 ext.extra.counted = counted.clone();
             }
             let outcome = session.run(&spec, run_writer, false).await?;
