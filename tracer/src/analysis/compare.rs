@@ -39,6 +39,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::analyze::{Analysis, CaseResult};
+pub use super::countchange::CountChange;
+use super::countchange::count_change;
 use super::fit::Complexity;
 use super::frameshift::{FrameShift, frame_shifts};
 use super::stats::{harmonic_mean, mean, t975, variance, welch};
@@ -177,15 +179,6 @@ pub struct GrowthChange {
     pub by_count: Option<CountChange>,
 }
 
-/// A loop count inside the target on both sides: its trips per call at the largest over the
-/// smallest common N.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct CountChange {
-    pub inner: String,
-    pub growth_a: f64,
-    pub growth_b: f64,
-}
-
 /// The scaling classes of one target and case on both sides (None: not fitted, or absent).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ClassChange {
@@ -322,49 +315,6 @@ impl GrowthChange {
             by_count: None,
         }
     }
-}
-
-/// The change an exact loop count shows where the time's interval left it open: a count
-/// that gave either side its class ([`Verdict::by_loop`]), counted on both sides at the
-/// common sizes, whose growth changed by [`MIN_GROWTH_CHANGE`] or more, with the time's
-/// interval on the same side of zero (the time moved the count's way, by less than the
-/// margin can show). 5.10 -> 6.1's waitpid(pid) over N = 125..1000 on a loaded host: the
-/// time x5.07 -> x0.88, interval [-2.93, -0.56]; its walk 125 -> 985 children per call
-/// against 1.49 -> 1.48.
-fn count_change(
-    ca: &CaseResult,
-    cb: &CaseResult,
-    g: &GrowthChange,
-) -> Option<(Change, CountChange)> {
-    let inner = &[&ca.verdict, &cb.verdict]
-        .iter()
-        .find_map(|v| v.by_loop.as_ref())?
-        .inner;
-    let (lo, hi) = g.n_range?;
-    let growth = |c: &CaseResult| {
-        let t = c.trips.iter().find(|t| &t.inner == inner)?;
-        let at = |n: u64| t.points.iter().find(|p| p.n == n).map(|p| p.per_call);
-        let (l, h) = (at(lo)?, at(hi)?);
-        (l > 0.0).then(|| h / l)
-    };
-    let (growth_a, growth_b) = (growth(ca)?, growth(cb)?);
-    let d = (growth_b / growth_a).ln();
-    let (lo_ci, hi_ci) = g.interval?;
-    let change = if d <= -MIN_GROWTH_CHANGE && hi_ci < 0.0 {
-        Change::Shrank
-    } else if d >= MIN_GROWTH_CHANGE && lo_ci > 0.0 {
-        Change::Grew
-    } else {
-        return None;
-    };
-    Some((
-        change,
-        CountChange {
-            inner: inner.clone(),
-            growth_a,
-            growth_b,
-        },
-    ))
 }
 
 /// The relative error of one point in the change's interval (module docs), and whether the

@@ -3,6 +3,7 @@
 
 pub mod analyze;
 pub mod compare;
+pub mod countchange;
 pub mod discover;
 pub mod entries;
 pub mod exact;
