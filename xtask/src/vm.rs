@@ -365,15 +365,21 @@ pub fn run(cfg: &VmConfig) -> Result<VmReport, VmError> {
     }
 
     let args = qemu_args(cfg, &kernel.vmlinuz, &initrd, &stream_path, accel);
-    // One guest per host core at most (see `slots`); the wait is not part of the timeout.
-    let slot = slots::acquire(cfg.mem_mb, || {
-        eprintln!(
-            "vm: every VM slot is taken ({} guests at once; {} sets it): waiting for one",
-            slots::jobs(cfg.mem_mb),
-            slots::JOBS_ENV
-        )
-    })
-    .map_err(|e| VmError::Io(slots::slots_dir(), e))?;
+    // One computing guest per host core at most (see `slots`); the wait is not part of the
+    // timeout. An idle guest needs no core of its own.
+    let slot = match cfg.idle {
+        true => None,
+        false => Some(
+            slots::acquire(cfg.mem_mb, || {
+                eprintln!(
+                    "vm: every VM slot is taken ({} guests at once; {} sets it): waiting for one",
+                    slots::jobs(cfg.mem_mb),
+                    slots::JOBS_ENV
+                )
+            })
+            .map_err(|e| VmError::Io(slots::slots_dir(), e))?,
+        ),
+    };
     let started = Instant::now();
     let mut guard = qemu::spawn(&args)?;
     let qemu_pid = guard.child().id();
@@ -409,7 +415,7 @@ pub fn run(cfg: &VmConfig) -> Result<VmReport, VmError> {
     let ending = watch::wait(&mut guard, &rx, &mut seen, started, &limits, stop);
     let elapsed = started.elapsed();
     drop(guard);
-    let waited_for_slot = slot.waited;
+    let waited_for_slot = slot.as_ref().map_or(Duration::ZERO, |s| s.waited);
     drop(slot);
     let (console, command_output) = console_thread.join().unwrap_or_default();
     let qemu_stderr = stderr_thread.join().unwrap_or_default();

@@ -173,6 +173,11 @@ pub struct VmConfig {
     pub keep_run_files: bool,
     /// Called with each complete line of the command's output as it arrives (progress).
     pub on_line: Option<LineSink>,
+    /// The guest sleeps once booted (or is stopped): it runs without a VM slot, which is a
+    /// host core kept for a guest that computes (see `slots`). For runs that wait out a
+    /// timeout or a stall limit, the runner's own tests: holding a core idle for it would
+    /// leave that core unused. Default false.
+    pub idle: bool,
 }
 
 /// A callback for the command's output lines, run on the console reader's thread.
@@ -216,7 +221,17 @@ impl VmConfig {
             extra_qemu_args: Vec::new(),
             keep_run_files: false,
             on_line: None,
+            idle: false,
         }
+    }
+    /// One more word on the kernel command line.
+    pub fn extra_cmdline(mut self, arg: impl Into<String>) -> Self {
+        self.extra_cmdline.push(arg.into());
+        self
+    }
+    pub fn idle(mut self, idle: bool) -> Self {
+        self.idle = idle;
+        self
     }
     pub fn include(mut self, host_path: impl Into<PathBuf>) -> Self {
         self.includes.push(host_path.into());
