@@ -84,6 +84,11 @@ pub fn build(out: &Path) -> Result<Vec<PathBuf>> {
         paths::workspace_root().join("README.md"),
         partial.join("README.md"),
     )?;
+    // The pages the README links to, at the same relative paths.
+    fs::create_dir_all(partial.join("docs"))?;
+    for page in doc_pages()? {
+        fs::copy(&page, partial.join("docs").join(page.file_name().unwrap()))?;
+    }
 
     let deb = partial.join(deb_name());
     build_deb(&partial, &pages, &deb)?;
@@ -98,8 +103,22 @@ pub fn build(out: &Path) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
+/// The Markdown pages under docs/, sorted.
+fn doc_pages() -> Result<Vec<PathBuf>> {
+    let dir = paths::workspace_root().join("docs");
+    let mut pages = Vec::new();
+    for e in fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))? {
+        let p = e?.path();
+        if p.extension().is_some_and(|x| x == "md") {
+            pages.push(p);
+        }
+    }
+    pages.sort();
+    Ok(pages)
+}
+
 /// The `.deb`: `usr/bin/tracer`, `usr/lib/tracer/workloads`, gzipped man pages, completions
-/// in each shell's vendor directory, and the README under `usr/share/doc/tracer`.
+/// in each shell's vendor directory, and the README and docs/ under `usr/share/doc/tracer`.
 fn build_deb(release: &Path, pages: &[PathBuf], deb: &Path) -> Result<()> {
     let root = release.with_file_name(format!(
         "{}.deb-root",
@@ -126,6 +145,11 @@ fn build_deb(release: &Path, pages: &[PathBuf], deb: &Path) -> Result<()> {
         &root.join("usr/share/doc/tracer/README.md"),
         0o644,
     )?;
+    for page in fs::read_dir(release.join("docs"))? {
+        let page = page?.path();
+        let dest = root.join("usr/share/doc/tracer/docs").join(page.file_name().unwrap());
+        install(&page, &dest, 0o644)?;
+    }
     let installed_kib = dir_bytes(&root)?.div_ceil(1024);
     let control = root.join("DEBIAN").join("control");
     fs::create_dir_all(control.parent().unwrap())?;

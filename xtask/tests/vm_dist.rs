@@ -87,6 +87,7 @@ fn the_release_holds_binaries_pages_completions_a_deb_and_sums_that_verify() {
         "completions/_tracer",
         "completions/tracer.fish",
         "README.md",
+        "docs/guide.md",
         "SHA256SUMS",
         &dist::deb_name(),
     ] {
