@@ -116,7 +116,8 @@ fitted model. Outcomes:
   grew           the whole interval is above a twofold change, and the time added from the
                  smallest to the largest N rose more than twofold too
   shrank         the same, below (a loop that was fixed)
-  same           the whole interval is within twofold
+  same           the change is within twofold by two one-sided tests at 5% (its 90%
+                 interval lies within twofold: the usual test of equivalence)
   inconclusive   anything else, or fewer than two sizes in common, or a partial side
 Only grew and shrank are highlighted (terminal, compare.md, the HTML summary); compare.json
 has them under `verdicts` with the interval and both sides' class sets. The per-N rows mark

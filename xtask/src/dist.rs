@@ -147,7 +147,9 @@ fn build_deb(release: &Path, pages: &[PathBuf], deb: &Path) -> Result<()> {
     )?;
     for page in fs::read_dir(release.join("docs"))? {
         let page = page?.path();
-        let dest = root.join("usr/share/doc/tracer/docs").join(page.file_name().unwrap());
+        let dest = root
+            .join("usr/share/doc/tracer/docs")
+            .join(page.file_name().unwrap());
         install(&page, &dest, 0o644)?;
     }
     let installed_kib = dir_bytes(&root)?.div_ceil(1024);

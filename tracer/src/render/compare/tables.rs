@@ -334,6 +334,7 @@ mod frame_shift_tests {
                 added_b: None,
                 log_change: None,
                 interval: None,
+                same_interval: None,
                 reason: reason.map(String::from),
                 by_count: None,
             }
