@@ -9,8 +9,7 @@ use crate::rundata::{self, ReadError, Run, StackFile, StackKind};
 use super::stacks::Folded;
 use super::warnings::Warning;
 
-/// The file a sweep directory keeps next to its run directories.
-pub const SWEEP_FILE: &str = "sweep.json";
+pub use crate::rundata::SWEEP_FILE;
 
 /// Errors reading saved run data. Each names the file and what was wrong with it.
 #[derive(Debug, thiserror::Error)]

@@ -344,11 +344,6 @@ impl Engine {
         self.routed.clear();
         self.raw = Default::default();
     }
-
-    /// Names of attach points currently used by tracepoint slots.
-    pub fn tracepoint_points(&self) -> Vec<String> {
-        self.tp_points.iter().flatten().cloned().collect()
-    }
 }
 
 /// `conf` for a slot fed by the raw syscall pair: a tracked fd is then read from the

@@ -84,11 +84,6 @@ impl Kallsyms {
         self.syms.is_empty()
     }
 
-    /// Addresses are all zero when kptr_restrict hides them from this user.
-    pub fn addresses_hidden(&self) -> bool {
-        !self.syms.is_empty() && self.syms.iter().all(|s| s.addr == 0)
-    }
-
     /// How many out-of-line copies of `name` exist (0 = absent: inlined or not built).
     pub fn count(&self, name: &str) -> usize {
         self.by_name.get(name).map_or(0, Vec::len)
@@ -195,12 +190,5 @@ ffffffff8135e700 t do_wait
         );
         assert_eq!(lines("zz T name\n").count(), 0);
         assert_eq!(lines("ff Tt name\n").count(), 0);
-    }
-
-    #[test]
-    fn detects_hidden_addresses() {
-        let k = Kallsyms::parse("0000000000000000 T a\n0000000000000000 t b\n");
-        assert!(k.addresses_hidden());
-        assert!(!Kallsyms::parse(SAMPLE).addresses_hidden());
     }
 }

@@ -36,6 +36,9 @@ pub use stacks::{
 /// Format tag stored in every `run.json`; readers refuse other major versions.
 pub const FORMAT: &str = "tracer-run/1";
 pub const RUN_FILE: &str = "run.json";
+/// The file a sweep directory keeps next to its run directories (the sweep writes it, the
+/// analysis reads it).
+pub const SWEEP_FILE: &str = "sweep.json";
 pub const SPANS_CSV: &str = "spans.csv";
 pub const STACKS_DIR: &str = "stacks";
 pub const EVENTS_CSV: &str = "events.csv";

@@ -29,7 +29,7 @@ mod loops;
 use jobs::Job;
 pub use jobs::find_workloads_bin;
 
-pub const SWEEP_FILE: &str = "sweep.json";
+pub use crate::rundata::SWEEP_FILE;
 pub const SWEEP_FORMAT: &str = "tracer-sweep/1";
 
 /// Runs of an external sweep's command per N unless `--repeat` says otherwise: with three,
