@@ -33,7 +33,8 @@
 //! stays as it was: 5.10 → 6.1 waitpid(-1), x90 → x38, adds 8.0 → 5.7 ms); `same` when the
 //! change is shown within the margin by two one-sided tests at 5% (its 90% interval lies
 //! within ±[`MIN_GROWTH_CHANGE`], the usual test of equivalence), and `inconclusive`
-//! otherwise, or when the sides share fewer than two sizes. The classes of each side stay beside it; they never decide it.
+//! otherwise, or when the sides share fewer than two sizes. The classes of each side stay
+//! beside it; they never decide it.
 
 use std::collections::BTreeMap;
 
