@@ -2,7 +2,7 @@
 //! command after `tracer record` gets its own options untouched, with or without `--`.
 use clap::{CommandFactory, Parser};
 
-use super::{Cli, Command, RecordArgs, SweepArgs};
+use super::main_args::{Cli, Command, RecordArgs, SweepArgs};
 
 fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
     Cli::try_parse_from(std::iter::once("tracer").chain(args.iter().copied()))
