@@ -25,16 +25,31 @@ fn main() {
     }
 }
 
-/// The target directory this build writes into: `CARGO_TARGET_DIR` when set, else the
-/// ancestor of OUT_DIR that cargo marked as one (`CACHEDIR.TAG`), else OUT_DIR itself.
+/// The target directory this build writes into: `CARGO_TARGET_DIR` when set, else the one
+/// above OUT_DIR's profile directory (`<target>/<profile>/build/<pkg>/out`, or
+/// `<target>/<triple>/<profile>/build/<pkg>/out` when cargo was given `--target`), else
+/// OUT_DIR itself. Not the nearest ancestor cargo tagged (`CACHEDIR.TAG`): cargo tags the
+/// `<triple>` directory too, and the static guest build then built its own copy of the
+/// object, a minute of one core on the suite's critical path.
 fn shared_target_dir(out: &Path) -> PathBuf {
     if let Some(d) = std::env::var_os("CARGO_TARGET_DIR") {
         return PathBuf::from(d);
     }
-    out.ancestors()
-        .find(|d| d.join("CACHEDIR.TAG").is_file())
-        .unwrap_or(out)
-        .to_path_buf()
+    let Some(mut dir) = out.ancestors().nth(4) else {
+        return out.to_path_buf();
+    };
+    let triple = std::env::var_os("TARGET");
+    if triple.is_some()
+        && dir.file_name() == triple.as_deref()
+        && let Some(up) = dir.parent()
+    {
+        dir = up;
+    }
+    if dir.join("CACHEDIR.TAG").is_file() {
+        dir.to_path_buf()
+    } else {
+        out.to_path_buf()
+    }
 }
 
 /// `cargo +nightly build` of the eBPF crate's binary into `target_dir` (cargo's own lock

@@ -35,17 +35,21 @@ pub struct Binary {
     pub tests: Vec<String>,
 }
 
-/// Build xtask's integration tests and return the executables, by test name.
+/// Build the VM test binaries (`xtask/tests/vm_*.rs`) and return the executables, by test
+/// name. `--workspace`, not `-p xtask`: the features of shared dependencies are unified over
+/// what is built, and with `-p xtask` (no tracer dev-dependencies) they differ, so the
+/// tracer library was compiled a second time in debug after `cargo test --workspace` had
+/// built it (40 s of CPU); over the workspace this is a no-op after that build.
 fn build() -> Result<BTreeMap<String, PathBuf>> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
-    let shown = "cargo test -p xtask --tests --no-run";
+    let shown = "cargo test --workspace --test 'vm_*' --no-run";
     eprintln!("xtask test: running {shown}");
     let out = Command::new(cargo)
         .args([
             "test",
-            "-p",
-            "xtask",
-            "--tests",
+            "--workspace",
+            "--test",
+            "vm_*",
             "--no-run",
             "--message-format=json-render-diagnostics",
         ])
@@ -99,7 +103,7 @@ fn list(exe: &Path) -> Result<Vec<String>> {
     Ok(ignored_tests(&String::from_utf8_lossy(&out.stdout)))
 }
 
-/// The VM test binaries: xtask's integration tests that have ignored tests.
+/// The VM test binaries: xtask's `vm_*` integration tests that have ignored tests.
 pub fn binaries() -> Result<Vec<Binary>> {
     let mut found = Vec::new();
     for (name, exe) in build()? {
