@@ -27,6 +27,25 @@ pub struct TestOptions {
     pub jobs: Option<usize>,
 }
 
+/// `cargo ARGS --message-format=json-render-diagnostics`: the build's messages (stdout),
+/// its diagnostics shown as usual (stderr).
+fn cargo_json(args: &[&str]) -> Result<String> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
+    let shown = format!("cargo {}", args.join(" "));
+    eprintln!("xtask test: running {shown}");
+    let out = Command::new(cargo)
+        .args(args)
+        .arg("--message-format=json-render-diagnostics")
+        .current_dir(paths::workspace_root())
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .with_context(|| format!("could not start {shown}"))?;
+    if !out.status.success() {
+        bail!("`{shown}` failed ({})", out.status);
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
 fn cargo(args: &[&str]) -> Result<()> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
     let mut c = Command::new(cargo);
@@ -42,9 +61,10 @@ fn cargo(args: &[&str]) -> Result<()> {
     Ok(())
 }
 
-/// The VM test binaries whose names pass `keep`, built and listed (see [`vmtests`]).
-fn vm_binaries(keep: fn(&str) -> bool) -> Result<Vec<vmtests::Binary>> {
-    let bins: Vec<_> = vmtests::binaries()?
+/// The VM test binaries cargo's build `messages` name, those whose names pass `keep` (see
+/// [`vmtests`]).
+fn vm_binaries(messages: &str, keep: fn(&str) -> bool) -> Result<Vec<vmtests::Binary>> {
+    let bins: Vec<_> = vmtests::binaries(messages)?
         .into_iter()
         .filter(|b| keep(&b.name))
         .collect();
@@ -167,33 +187,46 @@ pub fn run(opts: TestOptions) -> Result<()> {
         })
     });
     let mut failed = Vec::new();
-    let mut build_ok = true;
-    if native {
-        let build: Vec<&str> = if opts.quick {
-            vec!["test", "--workspace", "--lib", "--bins", "--no-run"]
-        } else {
-            vec!["test", "--workspace", "--no-run"]
-        };
-        if let Err(e) = times.step("build the tests", || cargo(&build)) {
-            failed.push(format!("{e:#}"));
-            build_ok = false;
+    // One build of every test binary the run needs, native and VM: a second `cargo test`
+    // that selects other targets resolves other features for the shared dependencies (a
+    // package's dev-dependencies count only where its tests are built) and compiles the
+    // tracer library and what it uses a second time.
+    let mut build: Vec<&str> = vec!["test", "--workspace"];
+    match (opts.quick, native) {
+        (true, _) => {
+            // The eBPF crate's binary is for BPF only: `--bins` would select it for the
+            // host (its `test = false` holds only when no target flag is given).
+            build.extend(["--exclude", "tracer-ebpf", "--lib", "--bins"]);
+            for t in QUICK_NATIVE {
+                build.extend(["--test", t]);
+            }
+            build.extend(["--test", QUICK_VM]);
         }
+        (false, false) => build.extend(["--test", "vm_*"]),
+        (false, true) => {}
     }
+    build.push("--no-run");
+    let messages = match times.step("build the tests", || cargo_json(&build)) {
+        Ok(m) => Some(m),
+        Err(e) => {
+            failed.push(format!("{e:#}"));
+            None
+        }
+    };
     let keep: fn(&str) -> bool = if opts.quick {
         |name| name == QUICK_VM
     } else {
         |_| true
     };
-    // Listed now: once the workspace's tests run, cargo holds the debug artifact directory.
-    let vm_bins = match vm && build_ok {
-        true => match times.step("build and list the VM tests", || vm_binaries(keep)) {
+    let vm_bins = match (vm, &messages) {
+        (true, Some(m)) => match vm_binaries(m, keep) {
             Ok(b) => Some(b),
             Err(e) => {
                 failed.push(format!("{e:#}"));
                 None
             }
         },
-        false => None,
+        _ => None,
     };
     if let Some(h) = guest_build {
         let (r, took) = h.join().unwrap_or_else(|_| {
@@ -221,7 +254,8 @@ pub fn run(opts: TestOptions) -> Result<()> {
     let reserved = (native && vm_bins.is_some() && slots > 1)
         .then(|| {
             let dir = crate::vm::slots::slots_dir();
-            crate::vm::slots::acquire_in(&dir, slots, || {}).ok()
+            // First in line: the workspace's tests are the longest part.
+            crate::vm::slots::acquire_in(&dir, slots, u64::MAX, || {}).ok()
         })
         .flatten();
     let jobs = opts.jobs;
@@ -244,11 +278,18 @@ pub fn run(opts: TestOptions) -> Result<()> {
             "workspace tests: unit and native (VM tests show as ignored)",
             || {
                 if opts.quick {
-                    cargo(&["test", "--workspace", "--lib", "--bins", "--no-fail-fast"])?;
-                    let mut args = vec!["test", "-p", "tracer"];
+                    let mut args = vec![
+                        "test",
+                        "--workspace",
+                        "--exclude",
+                        "tracer-ebpf",
+                        "--lib",
+                        "--bins",
+                    ];
                     for t in QUICK_NATIVE {
                         args.extend(["--test", t]);
                     }
+                    args.push("--no-fail-fast");
                     cargo(&args)
                 } else {
                     // Every binary runs even after one fails: one run of the suite shows

@@ -35,34 +35,6 @@ pub struct Binary {
     pub tests: Vec<String>,
 }
 
-/// Build the VM test binaries (`xtask/tests/vm_*.rs`) and return the executables, by test
-/// name. `--workspace`, not `-p xtask`: the features of shared dependencies are unified over
-/// what is built, and with `-p xtask` (no tracer dev-dependencies) they differ, so the
-/// tracer library was compiled a second time in debug after `cargo test --workspace` had
-/// built it (40 s of CPU); over the workspace this is a no-op after that build.
-fn build() -> Result<BTreeMap<String, PathBuf>> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
-    let shown = "cargo test --workspace --test 'vm_*' --no-run";
-    eprintln!("xtask test: running {shown}");
-    let out = Command::new(cargo)
-        .args([
-            "test",
-            "--workspace",
-            "--test",
-            "vm_*",
-            "--no-run",
-            "--message-format=json-render-diagnostics",
-        ])
-        .current_dir(paths::workspace_root())
-        .stderr(Stdio::inherit())
-        .output()
-        .with_context(|| format!("could not start {shown}"))?;
-    if !out.status.success() {
-        bail!("`{shown}` failed ({})", out.status);
-    }
-    Ok(test_executables(&String::from_utf8_lossy(&out.stdout)))
-}
-
 /// The integration-test executables in cargo's JSON messages, by target name.
 pub fn test_executables(messages: &str) -> BTreeMap<String, PathBuf> {
     let mut exes = BTreeMap::new();
@@ -103,10 +75,15 @@ fn list(exe: &Path) -> Result<Vec<String>> {
     Ok(ignored_tests(&String::from_utf8_lossy(&out.stdout)))
 }
 
-/// The VM test binaries: xtask's `vm_*` integration tests that have ignored tests.
-pub fn binaries() -> Result<Vec<Binary>> {
+/// The VM test binaries among the test executables cargo's JSON `messages` name (`cargo
+/// test --no-run --message-format=json`): the `vm_*` integration tests that have ignored
+/// tests.
+pub fn binaries(messages: &str) -> Result<Vec<Binary>> {
     let mut found = Vec::new();
-    for (name, exe) in build()? {
+    for (name, exe) in test_executables(messages) {
+        if !name.starts_with("vm_") {
+            continue;
+        }
         let tests = list(&exe)?;
         if !tests.is_empty() {
             found.push(Binary { name, exe, tests });
