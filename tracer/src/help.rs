@@ -117,7 +117,10 @@ fitted model. Outcomes:
                  smallest to the largest N rose more than twofold too
   shrank         the same, below (a loop that was fixed)
   same           the change is within twofold by two one-sided tests at 5% (its 90%
-                 interval lies within twofold: the usual test of equivalence)
+                 interval lies within twofold: the usual test of equivalence); or, where
+                 the time cannot show it, a loop count gave a side its class and grows
+                 the same (within 25%) on both, and the time's 95% interval holds no
+                 change (\"by loop count\" on the line: the loop runs as many times)
   inconclusive   anything else, or fewer than two sizes in common, or a partial side
 Only grew and shrank are highlighted (terminal, compare.md, the HTML summary); compare.json
 has them under `verdicts` with the interval and both sides' class sets. The per-N rows mark

@@ -254,8 +254,7 @@ pub fn run(opts: TestOptions) -> Result<()> {
     let reserved = (native && vm_bins.is_some() && slots > 1)
         .then(|| {
             let dir = crate::vm::slots::slots_dir();
-            // First in line: the workspace's tests are the longest part.
-            crate::vm::slots::acquire_in(&dir, slots, u64::MAX, || {}).ok()
+            crate::vm::slots::acquire_in(&dir, slots, || {}).ok()
         })
         .flatten();
     let jobs = opts.jobs;

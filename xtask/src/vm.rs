@@ -370,7 +370,7 @@ pub fn run(cfg: &VmConfig) -> Result<VmReport, VmError> {
     let slot = match cfg.idle {
         true => None,
         false => Some(
-            slots::acquire(cfg.mem_mb, cfg.expected_secs, || {
+            slots::acquire(cfg.mem_mb, || {
                 eprintln!(
                     "vm: every VM slot is taken ({} guests at once; {} sets it): waiting for one",
                     slots::jobs(cfg.mem_mb),

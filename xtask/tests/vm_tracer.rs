@@ -796,9 +796,9 @@ fn assert_walk_is_the_root_cause(summary: &Value, case: &str, kernel: &str) {
     );
 }
 
-/// Issue 5's acceptance test: waitpid(pid) makes do_wait grow with N on 5.10 and stay
-/// O(1) on 6.1 (the 5.13 fix), the 5.10 root cause names the children walk, and the two
-/// runs compare; waitpid(-1) grows on both through the same walk.
+/// Issue 5's acceptance test: waitpid(pid) makes do_wait grow with N on 5.10 through its
+/// walk over the children, which 6.1 no longer has (the 5.13 fix); the 5.10 root cause
+/// names the walk, and the two runs compare; waitpid(-1) grows on both through the same walk.
 #[test]
 #[ignore = "boots a VM: run through cargo xtask test"]
 fn waitpid_do_wait_grows_on_5_10_and_is_constant_on_6_1() {
@@ -833,10 +833,25 @@ fn waitpid_do_wait_grows_on_5_10_and_is_constant_on_6_1() {
         "5.10 do_wait: {}",
         v510["line"]
     );
-    // Fixed in 5.13: nothing the 6.1 data leaves grows like N.
+    // Fixed in 5.13: no loop over the children gives 6.1 its class, and its time per call
+    // adds a fraction of 5.10's. Not "no class like N": under TCG 6.1's wait itself rises a
+    // little with N outside the walk (context switches: 199 -> 332 µs over N = 1..3000 in
+    // one suite, 257 -> 352 µs in a `cargo xtask run`), and two sizes above the baseline
+    // leave every growing class open to the time alone. The count (below) is what the data
+    // fixes: the walk runs twice per call at every N.
+    assert!(!set61.is_empty(), "6.1 do_wait: {}", v61["line"]);
+    assert!(v61["by_loop"].is_null(), "6.1 do_wait: {}", v61["line"]);
+    let growth = |v: &Value| {
+        let pts = v["scaling"]["points"].as_array().unwrap();
+        let t = |p: &Value| p["t"].as_f64().unwrap();
+        let (lo, hi) = (pts.first().unwrap(), pts.last().unwrap());
+        t(hi) / t(lo)
+    };
+    let (g510, g61) = (growth(v510), growth(v61));
     assert!(
-        !set61.is_empty() && !set61.iter().any(|c| LINEAR_OR_WORSE.contains(&c.as_str())),
-        "6.1 do_wait: {}",
+        g61 < 3.0 && g510 > 3.0 * g61,
+        "do_wait waitpid(pid) per call over the sweep: x{g510:.2} on 5.10, x{g61:.2} on 6.1\n{}\n{}",
+        v510["line"],
         v61["line"]
     );
     assert_walk_is_the_root_cause(&summaries[0], "waitpid-pid", "5.10");

@@ -178,9 +178,6 @@ pub struct VmConfig {
     /// timeout or a stall limit, the runner's own tests: holding a core idle for it would
     /// leave that core unused. Default false.
     pub idle: bool,
-    /// About how long the guest will run, in seconds: when guests queue for VM slots, the
-    /// longest goes first (see `slots`). Default 0 (after every run that says more).
-    pub expected_secs: u64,
 }
 
 /// A callback for the command's output lines, run on the console reader's thread.
@@ -225,16 +222,11 @@ impl VmConfig {
             keep_run_files: false,
             on_line: None,
             idle: false,
-            expected_secs: 0,
         }
     }
     /// One more word on the kernel command line.
     pub fn extra_cmdline(mut self, arg: impl Into<String>) -> Self {
         self.extra_cmdline.push(arg.into());
-        self
-    }
-    pub fn expected_secs(mut self, secs: u64) -> Self {
-        self.expected_secs = secs;
         self
     }
     pub fn idle(mut self, idle: bool) -> Self {

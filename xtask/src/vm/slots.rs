@@ -7,13 +7,6 @@
 //! concurrent test binaries, `cargo xtask run`'s kernels and a `cargo xtask vm` by hand all
 //! share one limit, and a process that dies releases its slot with its file descriptors.
 //!
-//! Who gets a slot that frees: the waiting guest with the largest expected run
-//! ([`super::VmConfig::expected_secs`]), the earliest to ask among equals. Waiters register
-//! as files under `target/vm/slots/queue/`, each locked by its owner while it waits, so one
-//! that died is seen as gone. Longest first is what keeps a batch of guests of uneven length
-//! from ending on its longest one alone: in the suite, a three-minute boot that got its slot
-//! last was the last minutes of the whole run on one core.
-//!
 //! The limit: [`JOBS_ENV`] when set (`cargo xtask run -j N` and `cargo xtask test -j N` set
 //! it for what they start), else [`default_jobs`]: the host's cores, fewer when memory
 //! cannot hold that many guests.
@@ -79,125 +72,34 @@ pub fn slots_dir() -> PathBuf {
     paths::vm_dir().join("slots")
 }
 
-/// A waiter's entry in the queue: its file (locked while it waits), removed when dropped.
-struct Waiting {
-    /// Held for its lock, which goes with the descriptor.
-    _file: fs::File,
-    path: PathBuf,
-}
-
-impl Drop for Waiting {
-    fn drop(&mut self) {
-        let _ = fs::remove_file(&self.path);
-    }
-}
-
-/// `<ns since the epoch>-<pid>-<seq>`: names that sort by when they were made.
-fn waiter_name() -> String {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static SEQ: AtomicU64 = AtomicU64::new(0);
-    let ns = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    format!(
-        "{ns:024}-{}-{}",
-        std::process::id(),
-        SEQ.fetch_add(1, Ordering::Relaxed)
-    )
-}
-
-fn lock(file: &fs::File, how: libc::c_int) -> bool {
-    // SAFETY: flock on a valid fd; LOCK_NB makes it return at once.
-    unsafe { libc::flock(file.as_raw_fd(), how | libc::LOCK_NB) == 0 }
-}
-
-/// Join the queue under `queue` with `priority`.
-fn enqueue(queue: &Path, priority: u64) -> io::Result<Waiting> {
-    fs::create_dir_all(queue)?;
-    let path = queue.join(waiter_name());
-    let file = fs::File::create(&path)?;
-    if !lock(&file, libc::LOCK_EX) {
-        return Err(io::Error::last_os_error());
-    }
-    fs::write(&path, priority.to_string())?;
-    Ok(Waiting { _file: file, path })
-}
-
-/// Whether a live waiter in `queue` goes before `me` (a larger priority, or the same and an
-/// earlier name). Entries whose owner is gone (their lock is free) are removed.
-fn someone_before(queue: &Path, me: &Waiting, priority: u64) -> bool {
-    let Ok(entries) = fs::read_dir(queue) else {
-        return false;
-    };
-    let mine = me.path.file_name();
-    entries.flatten().any(|e| {
-        let path = e.path();
-        if path.file_name() == mine {
-            return false;
-        }
-        let Ok(file) = fs::File::open(&path) else {
-            return false;
-        };
-        if lock(&file, libc::LOCK_SH) {
-            // Its owner died waiting, or is just leaving.
-            let _ = fs::remove_file(&path);
-            return false;
-        }
-        let theirs: u64 = fs::read_to_string(&path)
-            .ok()
-            .and_then(|s| s.trim().parse().ok())
-            .unwrap_or(0);
-        theirs > priority || (theirs == priority && path.file_name() < mine)
-    })
-}
-
-/// Take one free slot of `jobs` in `dir`, if any.
-fn try_take(dir: &Path, jobs: usize) -> io::Result<Option<(fs::File, usize)>> {
-    for index in 0..jobs.max(1) {
-        let file = fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(dir.join(format!("slot-{index}")))?;
-        if lock(&file, libc::LOCK_EX) {
-            return Ok(Some((file, index)));
-        }
-        let e = io::Error::last_os_error();
-        if !matches!(
-            e.raw_os_error(),
-            Some(libc::EWOULDBLOCK) | Some(libc::EINTR)
-        ) {
-            return Err(e);
-        }
-    }
-    Ok(None)
-}
-
-/// Take one of `jobs` slots in `dir`, waiting as long as they are all held or a waiter with
-/// a larger `priority` (its expected seconds) is queued. `on_wait` is called once, when the
-/// first try finds no slot for this run.
-pub fn acquire_in(
-    dir: &Path,
-    jobs: usize,
-    priority: u64,
-    on_wait: impl FnOnce(),
-) -> io::Result<Slot> {
+/// Take one of `jobs` slots in `dir`, waiting as long as they are all held. `on_wait` is
+/// called once, when the first try finds every slot taken.
+pub fn acquire_in(dir: &Path, jobs: usize, on_wait: impl FnOnce()) -> io::Result<Slot> {
     fs::create_dir_all(dir)?;
-    let queue = dir.join("queue");
     let started = Instant::now();
     let mut on_wait = Some(on_wait);
-    // In the queue from the first try: a slot that frees goes to the longest run waiting,
-    // not to whichever polls first.
-    let me = enqueue(&queue, priority)?;
     loop {
-        if !someone_before(&queue, &me, priority)
-            && let Some((file, index)) = try_take(dir, jobs)?
-        {
-            return Ok(Slot {
-                _file: file,
-                index,
-                waited: started.elapsed(),
-            });
+        for index in 0..jobs.max(1) {
+            let file = fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(dir.join(format!("slot-{index}")))?;
+            // SAFETY: flock on a valid fd; LOCK_NB makes it return at once.
+            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+                return Ok(Slot {
+                    _file: file,
+                    index,
+                    waited: started.elapsed(),
+                });
+            }
+            let e = io::Error::last_os_error();
+            if !matches!(
+                e.raw_os_error(),
+                Some(libc::EWOULDBLOCK) | Some(libc::EINTR)
+            ) {
+                return Err(e);
+            }
         }
         if let Some(f) = on_wait.take() {
             f();
@@ -212,10 +114,9 @@ pub fn acquire_in(
     }
 }
 
-/// Take a slot under `target/vm/slots` for a guest of `guest_mb` expected to run
-/// `priority` seconds.
-pub fn acquire(guest_mb: u32, priority: u64, on_wait: impl FnOnce()) -> io::Result<Slot> {
-    acquire_in(&slots_dir(), jobs(guest_mb), priority, on_wait)
+/// Take a slot under `target/vm/slots` for a guest of `guest_mb`.
+pub fn acquire(guest_mb: u32, on_wait: impl FnOnce()) -> io::Result<Slot> {
+    acquire_in(&slots_dir(), jobs(guest_mb), on_wait)
 }
 
 #[cfg(test)]
@@ -232,14 +133,14 @@ mod tests {
     #[test]
     fn slots_are_exclusive_and_released_on_drop() {
         let d = tempfile::tempdir().unwrap();
-        let a = acquire_in(d.path(), 2, 0, || panic!("a must not wait")).unwrap();
-        let b = acquire_in(d.path(), 2, 0, || panic!("b must not wait")).unwrap();
+        let a = acquire_in(d.path(), 2, || panic!("a must not wait")).unwrap();
+        let b = acquire_in(d.path(), 2, || panic!("b must not wait")).unwrap();
         assert_ne!(a.index, b.index);
         // Both held: a third waits until one is dropped.
         let dir = d.path().to_path_buf();
         let waiter = std::thread::spawn(move || {
             let mut waited = false;
-            let s = acquire_in(&dir, 2, 0, || waited = true).unwrap();
+            let s = acquire_in(&dir, 2, || waited = true).unwrap();
             (s.index, waited)
         });
         std::thread::sleep(Duration::from_millis(500));
@@ -250,53 +151,6 @@ mod tests {
         assert!(waited);
         assert_eq!(index, freed);
         drop(b);
-    }
-
-    /// Three runs wait for one held slot, the shortest first: as it frees, the slot goes to
-    /// the longest (then the next), not to the first to ask.
-    #[test]
-    fn a_freed_slot_goes_to_the_longest_run_waiting() {
-        let d = tempfile::tempdir().unwrap();
-        let held = acquire_in(d.path(), 1, 0, || panic!("must not wait")).unwrap();
-        let order = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let mut waiters = Vec::new();
-        for priority in [10, 300, 60] {
-            let (dir, order) = (d.path().to_path_buf(), order.clone());
-            waiters.push(std::thread::spawn(move || {
-                let s = acquire_in(&dir, 1, priority, || {}).unwrap();
-                order.lock().unwrap().push(priority);
-                // Held a moment, as a guest would, so the next one waits for it.
-                std::thread::sleep(Duration::from_millis(300));
-                drop(s);
-            }));
-            // Each in the queue before the next asks.
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        std::thread::sleep(Duration::from_millis(300));
-        assert!(
-            order.lock().unwrap().is_empty(),
-            "a waiter took a held slot"
-        );
-        drop(held);
-        for w in waiters {
-            w.join().unwrap();
-        }
-        assert_eq!(*order.lock().unwrap(), vec![300, 60, 10]);
-        // Nothing left queued.
-        assert_eq!(fs::read_dir(d.path().join("queue")).unwrap().count(), 0);
-    }
-
-    /// A waiter whose process died (its file left unlocked) holds nobody up.
-    #[test]
-    fn a_dead_waiter_is_skipped_and_removed() {
-        let d = tempfile::tempdir().unwrap();
-        let queue = d.path().join("queue");
-        fs::create_dir_all(&queue).unwrap();
-        let stale = queue.join("000000000000000000000001-1-0");
-        fs::write(&stale, "999999").unwrap();
-        let s = acquire_in(d.path(), 1, 0, || panic!("must not wait")).unwrap();
-        assert!(!stale.exists());
-        drop(s);
     }
 
     #[test]

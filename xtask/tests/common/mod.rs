@@ -31,32 +31,6 @@ pub fn work_dir(name: &str) -> PathBuf {
     work
 }
 
-/// About how long each boot runs (guest seconds in one `cargo xtask test` on the 2-core
-/// host, from its boot log): when boots queue for the VM slots the longest goes first
-/// ([`VmConfig::expected_secs`]). Only the order matters; a boot not listed goes after
-/// these.
-const EXPECTED_SECS: &[(&str, u64)] = &[
-    ("external-6.1-Ipc", 160),
-    ("6.1", 147),
-    ("external-6.1-Jobs", 142),
-    ("external-5.10-Ipc", 117),
-    ("external-6.1-Verdicts", 110),
-    ("external-5.10-Verdicts", 107),
-    ("5.10", 96),
-    ("external-5.10-WaitDiscover", 82),
-    ("6.12", 78),
-    ("external-5.10-Jobs", 74),
-    ("external-6.1-WaitDiscover", 65),
-    ("external-6.12-Verdicts", 62),
-    ("external-5.10-Pid", 44),
-    ("dist-6.12", 38),
-    ("external-6.12-Pid", 36),
-    ("external-6.1-Pid", 28),
-    ("dist-5.10", 19),
-    ("quick-6.1", 14),
-    ("lockdown", 3),
-];
-
 /// Boot `kernel`, run `script` (busybox sh, traced with `set -x`) and return the report and
 /// the /out directory. `configure` gets the boot's scratch directory and the VM config, to
 /// add files, includes and environment. The script must end with status 0.
@@ -78,13 +52,7 @@ pub fn boot(
             .guest(guest())
             .include(&script_path)
             .out_dir(&out)
-            .timeout_secs(timeout_secs)
-            .expected_secs(
-                EXPECTED_SECS
-                    .iter()
-                    .find(|(n, _)| *n == name)
-                    .map_or(0, |(_, s)| *s),
-            );
+            .timeout_secs(timeout_secs);
         let report = vm::run(&configure(&work, cfg)).expect("the VM starts");
         assert_qemu_gone(report.qemu_pid);
         report
