@@ -333,7 +333,8 @@ pub(crate) struct SweepArgs {
     /// workload's case, the target it exists for), the noisiest size of that verdict first,
     /// up to M runs in all (default 2R; M = R: no extra runs). Needs R of 2 or more. With
     /// --discover, a size short of samples to decide a "kernel loop undecided" frame runs
-    /// again until it should have them: up to M when given, else within --extra-time only.
+    /// again until it should have them: up to M when given, else within --extra-time only
+    /// (M = R: the runs are not read for it either).
     #[arg(long, value_name = "M")]
     pub(crate) max_repeat: Option<u32>,
     /// Most wall time for those extra runs together (e.g. 30s, 5m; default: half the time
