@@ -261,10 +261,15 @@ fn discover_says_nothing_grows_when_kernel_time_is_flat() {
     );
 }
 
+/// The samples account for a syscall loop's CPU time, or the report says what they missed.
+/// On a quiet host they cover 80-120% of it; beside a guest on the other core of this 2-core
+/// host they once covered 70% (a fresh-clone suite, no sample-rate throttling: the limit
+/// stayed at 100000/s) while the kernel's share of the samples and of rusage agreed within
+/// 1.5 points. What the data fixes under load is that share, and that a shortfall is said.
 #[test]
 fn discover_coverage_matches_system_time_on_short_syscalls() {
     let _g = serial();
-    let (d, _o) = discover_bench("zero_read", "1,2", None, "3000000");
+    let (d, o) = discover_bench("zero_read", "1,2", None, "3000000");
     // rusage splits a task's run time into user and system by tick sampling, so its system
     // time is itself an estimate: the loop runs ~1 s per N to keep that split tight.
     let cov = d["coverage"].as_array().unwrap();
@@ -274,9 +279,16 @@ fn discover_coverage_matches_system_time_on_short_syscalls() {
         let ratio = c["ratio"].as_f64().unwrap();
         assert!(sys > 0.02, "the loop spends its time in the kernel: {c}");
         assert!(
-            (0.8..=1.2).contains(&ratio),
-            "sampled on-CPU time within 20% of the CPU time: {c}"
+            (0.5..=1.2).contains(&ratio),
+            "sampled on-CPU time within 20% of the CPU time, or at worst half of it: {c}"
         );
+        if ratio < 0.8 {
+            assert!(
+                text(&o).contains("the samples missed CPU time"),
+                "coverage {ratio:.2} unsaid: {}",
+                text(&o)
+            );
+        }
         // One long process: rusage's tick-based split is tight, and agrees with the samples.
         let (k, r) = (
             c["kernel_share_sampled"].as_f64().unwrap(),

@@ -34,7 +34,8 @@ pub const SAME_COUNT_MARGIN: f64 = 0.223; // ln 1.25
 /// times; what each trip costs could still have changed by less than the time can show),
 /// and the line says what it rests on. Under qemu one run per size leaves the time's
 /// interval a log unit or more wide: 5.10 against 6.1's waitpid(-1), whose walk is
-/// 4 -> 6002 children per call on both, was `inconclusive` at every row.
+/// 4 -> 6002 children per call on both, read `inconclusive` from its time alone in each of
+/// three `cargo xtask run`s.
 pub(super) fn count_change(
     ca: &CaseResult,
     cb: &CaseResult,
