@@ -27,16 +27,22 @@ pub struct TestOptions {
     pub jobs: Option<usize>,
 }
 
+/// `cargo ARGS` in the workspace, said as it starts; the command and how it is shown.
+fn cargo_command(args: &[&str]) -> (Command, String) {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
+    let mut c = Command::new(cargo);
+    c.args(args).current_dir(paths::workspace_root());
+    let shown = format!("cargo {}", args.join(" "));
+    eprintln!("xtask test: running {shown}");
+    (c, shown)
+}
+
 /// `cargo ARGS --message-format=json-render-diagnostics`: the build's messages (stdout),
 /// its diagnostics shown as usual (stderr).
 fn cargo_json(args: &[&str]) -> Result<String> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
-    let shown = format!("cargo {}", args.join(" "));
-    eprintln!("xtask test: running {shown}");
-    let out = Command::new(cargo)
-        .args(args)
+    let (mut c, shown) = cargo_command(args);
+    let out = c
         .arg("--message-format=json-render-diagnostics")
-        .current_dir(paths::workspace_root())
         .stderr(std::process::Stdio::inherit())
         .output()
         .with_context(|| format!("could not start {shown}"))?;
@@ -47,11 +53,7 @@ fn cargo_json(args: &[&str]) -> Result<String> {
 }
 
 fn cargo(args: &[&str]) -> Result<()> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
-    let mut c = Command::new(cargo);
-    c.args(args).current_dir(paths::workspace_root());
-    let shown = format!("cargo {}", args.join(" "));
-    eprintln!("xtask test: running {shown}");
+    let (mut c, shown) = cargo_command(args);
     let st = c
         .status()
         .with_context(|| format!("could not start {shown}"))?;
