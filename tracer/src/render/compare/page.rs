@@ -102,9 +102,15 @@ pub(super) fn summary_rows(
             index::SummaryRow {
                 target: cl.target.clone(),
                 case: cl.case_name.clone(),
+                // A decision a loop count made says so here too, not only in the full line.
                 class: format!(
-                    "{}: {} → {}",
+                    "{}{}: {} → {}",
                     cl.growth.change.label(),
+                    if cl.growth.by_count.is_some() {
+                        " by loop count"
+                    } else {
+                        ""
+                    },
                     class(&cl.classes_a),
                     class(&cl.classes_b)
                 ),
