@@ -206,7 +206,9 @@ A built-in workload does this by itself: after its rounds it runs once more per 
 <WORKLOAD>-loops) with its target's per-trip function traced (do_wait: wait_consider_task,
 dup_mmap: vm_area_dup, sysvipc_find_ipc: idr_find), where the kernel allows function probes;
 the timed rounds stay free of a probe per trip, and the pass's counts join their verdicts
-(\"counted in the kernel by waitpid-loops\"). --no-loop-count skips it.
+(\"counted in the kernel by waitpid-loops\"). A command's sweep with stacks sampled does it
+too, with the frames the root causes of its growing targets name (run <COMMAND>-loops):
+-t do_sys_poll over N idle pipes counts pipe_poll, N per call. --no-loop-count skips it.
 
 A benchmark's setup and teardown often call the target too (N reaps after 100 timed waits).
 Where the calls per op follow a + b*N exactly at three sizes or more, the report splits the

@@ -137,6 +137,7 @@ fn resolve_opts(t: &TargetArgs, verify: bool) -> ResolveOptions {
         verify,
         forced: t.plan.iter().cloned().collect(),
         force_hot: t.force_hot,
+        quiet: false,
     }
 }
 

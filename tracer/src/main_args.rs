@@ -366,10 +366,11 @@ pub(crate) struct SweepArgs {
     /// caller (the loop's trips); 0 = off.
     #[arg(long, default_value_t = 3, value_name = "K")]
     pub(crate) confirm: usize,
-    /// Built-in workloads: skip the loop-count pass (run <WORKLOAD>-loops), which runs each
-    /// workload once more per N with its target's per-trip function traced (do_wait's
-    /// wait_consider_task, dup_mmap's vm_area_dup, sysvipc_find_ipc's idr_find), where the
-    /// kernel allows function probes, so that the verdicts' classes rest on exact trip counts.
+    /// Skip the loop-count pass (run <WORKLOAD>-loops), which runs each workload once more
+    /// per N with its target's per-trip function traced (do_wait's wait_consider_task,
+    /// dup_mmap's vm_area_dup, sysvipc_find_ipc's idr_find), and a command once more per N
+    /// with the functions its growing targets' root causes name, where the kernel allows
+    /// function probes, so that the verdicts' classes rest on exact trip counts.
     #[arg(long)]
     pub(crate) no_loop_count: bool,
     /// With no workload named: the command to run once per N ({N} replaced by N).

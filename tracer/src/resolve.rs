@@ -18,6 +18,9 @@ pub struct ResolveOptions {
     /// Trace functions named on the command line even when their call rate makes the probe
     /// expensive (see `guard.rs`).
     pub force_hot: bool,
+    /// Leave the targets that attach nowhere and the resolver's notes unreported: the caller
+    /// says in one line what their absence means (a loop-count pass).
+    pub quiet: bool,
 }
 
 /// A plan attached for a target.

@@ -1,9 +1,10 @@
 //! The confirmation pass of a discover sweep: its exact verdicts on the functions the
 //! sampled ranking named, per op (the quantity the ranking fits) and per call.
 
+use super::fit::ADEQUATE_FIT;
 use super::fit::{Complexity, Scaling, fit_scaling};
 use super::table::CaseTable;
-use super::trips::MAX_PER_TRIP_SLOPE;
+use super::trips::{MAX_PER_TRIP_SLOPE, MIN_LOOP_SLOPE, TripCount};
 use super::verdict::Verdict;
 
 /// The confirmation pass's verdict on a function discover ranked, by its exact time per op
@@ -107,6 +108,72 @@ pub(super) fn confirm_verdict(t: &CaseTable, per_call: &Verdict, per: &str) -> E
     }
 }
 
+/// A discovered loop's class read from the confirmation pass's counts, not its times.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CountedLoop {
+    pub class: Complexity,
+    /// The function counted, and the function per call of which it was counted.
+    pub inner: String,
+    pub outer: String,
+    /// (N, calls per call) at the smallest and the largest N counted.
+    pub from: (u64, f64),
+    pub to: (u64, f64),
+}
+
+/// The class of the loop in `frame` by loop count, when the confirmation pass counted it:
+/// - a loop inside the frame: the frame's exact per-call verdict took its class from a count
+///   inside it ([`super::trips::loop_class`]: pipe_poll, N per do_sys_poll call), and the
+///   frame itself runs a fixed number of times per call of its caller (counted beside it), so
+///   its loop's class is the loop's per call of the entry too;
+/// - the frame is the loop's per-trip function: its calls per call of its caller rise like a
+///   loop over N (the same rules as `loop_class`) while its own time per call stays flat
+///   (wait_consider_task, N per do_wait call).
+///
+/// None when neither was counted: the class then rests on time.
+pub fn counted_loop(
+    exact: &[ExactVerdict],
+    trips: &[TripCount],
+    frame: &str,
+) -> Option<CountedLoop> {
+    let e = exact.iter().find(|e| e.function == frame)?;
+    let series = |outer: &str, inner: &str| {
+        trips
+            .iter()
+            .find(|t| t.outer == outer && t.inner == inner && !t.points.is_empty())
+    };
+    let counted = |t: &TripCount, class: Complexity| {
+        let (p0, p1) = (&t.points[0], &t.points[t.points.len() - 1]);
+        CountedLoop {
+            class,
+            inner: t.inner.clone(),
+            outer: t.outer.clone(),
+            from: (p0.n, p0.per_call),
+            to: (p1.n, p1.per_call),
+        }
+    };
+    let into_frame = trips
+        .iter()
+        .find(|t| t.inner == frame && !t.points.is_empty());
+    if let Some(lc) = &e.per_call.by_loop {
+        // The frame per call of its caller: fixed within 5% from the smallest N to the largest.
+        let fixed = into_frame.is_some_and(|t| {
+            let (a, b) = t.range();
+            a > 0.0 && (b / a - 1.0).abs() <= 0.05
+        });
+        if fixed && let Some(t) = series(frame, &lc.inner) {
+            return Some(counted(t, lc.class));
+        }
+    }
+    let t = into_frame?;
+    let s = t.scaling.as_ref()?;
+    let loop_like =
+        s.flat_reason.is_none() && s.model.nrms <= ADEQUATE_FIT && s.loglog.slope >= MIN_LOOP_SLOPE;
+    let call_flat = e.per_call.scaling.as_ref().is_some_and(|pc| {
+        pc.class == Complexity::Constant || pc.loglog.slope.abs() < MAX_PER_TRIP_SLOPE
+    });
+    (loop_like && call_flat).then(|| counted(t, s.class))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -162,5 +229,93 @@ mod tests {
         let e = confirm_verdict(&nested, &verdict(&nested), "op");
         assert!(e.per_op.as_ref().unwrap().counted.is_none(), "{e:?}");
         assert_eq!(e.class(), Some(Complexity::Quadratic), "{e:?}");
+    }
+
+    /// Calls of `inner` per call of `outer` at each N, fitted as the trips module fits them.
+    fn trips(outer: &str, inner: &str, per_call: impl Fn(u64) -> f64) -> TripCount {
+        use crate::analysis::fit::{Point, fit_scaling};
+        use crate::analysis::trips::TripPoint;
+        let ns = [100, 500, 1000, 2000];
+        TripCount {
+            run: "confirm".into(),
+            outer: outer.into(),
+            inner: inner.into(),
+            case_name: "command".into(),
+            points: ns
+                .iter()
+                .map(|&n| TripPoint {
+                    n,
+                    outer_calls: 1000,
+                    inner_calls: (per_call(n) * 1000.0) as u64,
+                    per_call: per_call(n),
+                })
+                .collect(),
+            scaling: fit_scaling(
+                &ns.iter()
+                    .map(|&n| Point {
+                        n: n as f64,
+                        t: per_call(n),
+                        rel_se: None,
+                    })
+                    .collect::<Vec<_>>(),
+            ),
+        }
+    }
+
+    fn exact(function: &str, per_call_ns: impl Fn(u64) -> f64) -> ExactVerdict {
+        let mut t = table(&[100, 500, 1000, 2000].map(|n| (n, per_call_ns(n), 1.0)));
+        t.target = function.into();
+        let v = verdict(&t);
+        ExactVerdict {
+            function: function.into(),
+            per_op: None,
+            per_call: v,
+        }
+    }
+
+    /// The frame is the walk's per-trip function: its calls per call of its caller give the
+    /// class while each call stays flat; a call that itself grows like N keeps the time's.
+    #[test]
+    fn a_frame_counted_like_a_loop_per_call_of_its_caller_gives_the_class() {
+        let walk = [trips("do_wait", "wait_consider_task", |n| n as f64 + 2.0)];
+        let flat = [exact("wait_consider_task", |_| 1000.0)];
+        let c = counted_loop(&flat, &walk, "wait_consider_task").unwrap();
+        assert_eq!(c.class, Complexity::Linear);
+        assert_eq!(
+            (c.inner.as_str(), c.outer.as_str()),
+            ("wait_consider_task", "do_wait")
+        );
+        assert_eq!((c.from, c.to), ((100, 102.0), (2000, 2002.0)));
+        let nested = [exact("wait_consider_task", |n| 10.0 * n as f64)];
+        assert_eq!(counted_loop(&nested, &walk, "wait_consider_task"), None);
+        // Counted flat: no loop in the count.
+        let once = [trips("do_wait", "wait_consider_task", |_| 2.0)];
+        assert_eq!(counted_loop(&flat, &once, "wait_consider_task"), None);
+    }
+
+    /// A loop inside the frame: its class by the count inside, when the frame runs a fixed
+    /// number of times per call of its caller; not when the frame's own calls grow too (the
+    /// count inside one call is then not the loop per call of the entry).
+    #[test]
+    fn a_loop_counted_inside_a_frame_called_a_fixed_number_of_times_gives_the_class() {
+        let mut e = exact("do_sys_poll", |n| 500.0 * n as f64);
+        e.per_call.by_loop = Some(crate::analysis::trips::LoopClass {
+            inner: "pipe_poll".into(),
+            run: "confirm".into(),
+            class: Complexity::Linear,
+            slope: 1.0,
+            per_trip_slope: 0.0,
+        });
+        let inside = trips("do_sys_poll", "pipe_poll", |n| n as f64);
+        let fixed = trips("__x64_sys_poll", "do_sys_poll", |_| 1.0);
+        let e = [e];
+        let c = counted_loop(&e, &[fixed, inside.clone()], "do_sys_poll").unwrap();
+        assert_eq!(c.class, Complexity::Linear);
+        assert_eq!(
+            (c.inner.as_str(), c.outer.as_str()),
+            ("pipe_poll", "do_sys_poll")
+        );
+        let more = trips("__x64_sys_poll", "do_sys_poll", |n| n as f64 / 10.0);
+        assert_eq!(counted_loop(&e, &[more, inside], "do_sys_poll"), None);
     }
 }

@@ -88,7 +88,7 @@ pub fn loop_class(time: &Scaling, trips: &[&TripCount]) -> Option<LoopClass> {
 
 /// The time per call did not rise with N: within [`super::fit::MIN_MARGIN`] of its
 /// baseline, falling, or no growing model fits. Undecided growth is not flat.
-fn shown_flat(time: &Scaling) -> bool {
+pub(crate) fn shown_flat(time: &Scaling) -> bool {
     use super::fit::FlatReason;
     match time.flat_reason {
         None => time.class == Complexity::Constant,

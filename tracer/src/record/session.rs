@@ -74,12 +74,12 @@ impl Session {
             resolve::resolve(&mut engine, &ksyms, targets, ropts, |m| {
                 progress.set(m.to_string())
             })?;
-        for n in distinct_notes(&resolved) {
+        for n in distinct_notes(&resolved).iter().filter(|_| !ropts.quiet) {
             progress.println(&format!("tracer: {n}"));
         }
         refuse_unusable(&resolved, ropts, engine_opts.discover)?;
         for r in &resolved {
-            if r.active.is_none() {
+            if r.active.is_none() && !ropts.quiet {
                 progress.println(&format!(
                     "tracer: {} cannot be measured here (see `tracer probes`)",
                     r.target.name

@@ -145,12 +145,19 @@ fn loop_answer(
         return format!("{head}: {} grows per call [{basis}]", l.entry);
     };
     let gl = &g.points[g.points.len() - 1];
+    let grows = match crate::analysis::exact::counted_loop(&d.exact, &d.trips, &g.function) {
+        Some(c) => format!(
+            "{} (time alone: {})",
+            super::entries::counted_loop_text(&c),
+            super::entries::growth_text(g)
+        ),
+        None => super::entries::growth_text(g),
+    };
     let mut line = format!(
-        "{head}: {} in {}: its time per {} call grows {} over {}, {} of {}'s time at N={}",
+        "{head}: {} in {}: its time per {} call grows {grows} over {}, {} of {}'s time at N={}",
         g.function,
         l.entry,
         l.entry,
-        super::entries::growth_text(g),
         n_range(d),
         pct(gl.share.min(1.0)),
         l.entry,

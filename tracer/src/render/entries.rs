@@ -8,6 +8,7 @@ use crate::analysis::discover::Grower;
 use crate::analysis::entries::{
     CommonSlowdown, EntryPoint, KernelEntry, MIN_GROWTH_BEYOND_COMMON, MIN_LOOP_GROWTH, Remedy,
 };
+use crate::analysis::exact::CountedLoop;
 use crate::analysis::fit::FlatReason;
 use crate::analysis::growers::FnPoint;
 
@@ -33,6 +34,19 @@ fn calls_text(d: &Discovery, f: &EntryPoint, l: &EntryPoint) -> String {
         count(f.calls_per_op),
         count(l.calls_per_op),
         d.per
+    )
+}
+
+/// A loop's class read from counts: "O(n) by loop count: pipe_poll 100 → 3000 times per
+/// do_sys_poll call".
+pub fn counted_loop_text(c: &CountedLoop) -> String {
+    format!(
+        "{} by loop count: {} {} → {} times per {} call",
+        c.class.label(),
+        c.inner,
+        count(c.from.1),
+        count(c.to.1),
+        c.outer
     )
 }
 

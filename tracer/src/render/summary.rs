@@ -99,8 +99,11 @@ pub(super) fn discovery_row(d: &crate::analysis::discover::Discovery) -> Summary
         let exact = d.exact.iter().find(|e| e.function == frame);
         let grower = l.top();
         let top = grower.map(|g| &g.scaling);
+        let counted = crate::analysis::exact::counted_loop(&d.exact, &d.trips, &frame);
         let mut class = class_text(top, true);
-        if let Some(e) = exact {
+        if let Some(c) = &counted {
+            class = format!("{} by loop count", c.class.label());
+        } else if let Some(e) = exact {
             class.push_str(&format!(
                 " (exact: {})",
                 e.class().map_or("not fitted", |c| c.label())

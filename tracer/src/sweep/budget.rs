@@ -79,8 +79,9 @@ pub fn first_round(invocations: &[Invocation], sizes: usize) -> Duration {
     Duration::from_secs_f64(invocations.iter().take(sizes).map(|i| i.wall_s).sum())
 }
 
-/// Whether the sweep plans a pass after its runs: the loop-count pass of built-in workloads
-/// whose loops have a per-trip function, or a discover sweep's confirmation pass.
+/// Whether the sweep plans a pass after its runs: the loop-count pass (built-in workloads
+/// whose loops have a per-trip function, a command whose root causes may name one), or a
+/// discover sweep's confirmation pass.
 pub(super) fn passes_planned(
     opts: &SweepOptions,
     jobs: &[Job],
@@ -89,7 +90,7 @@ pub(super) fn passes_planned(
     if opts.engine.discover {
         opts.confirm > 0 && jobs.iter().any(Job::is_command)
     } else {
-        opts.loop_count && loops::planned(jobs, targets)
+        opts.loop_count && loops::planned(opts, jobs, targets)
     }
 }
 

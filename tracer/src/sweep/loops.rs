@@ -85,39 +85,104 @@ pub(super) fn counted_targets(resolved: &[Resolved], tracefs: &Path, pass: bool)
         .collect()
 }
 
-/// Whether a pass would run anything: a swept built-in workload exists for a target with a
-/// per-trip function (whether it attaches here is found when the pass attaches).
-pub(super) fn planned(jobs: &[Job], targets: &[(u32, &'static Target)]) -> bool {
-    let names: Vec<&str> = counted(targets).iter().map(|(t, _)| t.name).collect();
-    !jobs_for(jobs, &names).is_empty()
+/// Whether a pass may run anything: a swept built-in workload exists for a target with a
+/// per-trip function, or a command's root causes will be read for loops (whether anything
+/// grows, and whether it attaches here, is found after the runs).
+pub(super) fn planned(
+    opts: &SweepOptions,
+    jobs: &[Job],
+    targets: &[(u32, &'static Target)],
+) -> bool {
+    !built_in(jobs, targets).is_empty() || jobs.iter().any(|j| by_root_cause(opts, j))
 }
 
-/// Runs the pass: one session with the counted targets and their per-trip functions (no
-/// stacks, no samples: only counts are wanted), each chosen workload once per N, into
-/// `<workload>-loops`. Prints why and returns nothing when no per-trip function attaches
+/// One job's part of a loop-count pass: the targets counted in its runs and, for each, the
+/// functions whose calls per call of it are its loop's trips.
+pub(super) struct Count<'a> {
+    pub(super) job: &'a Job,
+    pub(super) loops: Vec<(&'static Target, Vec<String>)>,
+}
+
+/// The built-in workloads' part: each swept workload that exists for a target with a known
+/// per-trip function (`Target::trips_of`).
+pub(super) fn built_in<'a>(jobs: &'a [Job], targets: &[(u32, &'static Target)]) -> Vec<Count<'a>> {
+    let counted = counted(targets);
+    let names: Vec<&str> = counted.iter().map(|(t, _)| t.name).collect();
+    jobs_for(jobs, &names)
+        .into_iter()
+        .filter_map(|job| {
+            let (t, fs) = counted
+                .iter()
+                .find(|(t, _)| target_of(job) == Some(t.name))?;
+            Some(Count {
+                job,
+                loops: vec![(*t, fs.iter().map(|f| f.to_string()).collect())],
+            })
+        })
+        .collect()
+}
+
+/// Whether `job`'s loops are found from its own root causes after its runs: a command's
+/// sweep (whose targets' loops nothing names in advance) that samples stacks, where no
+/// per-trip function is known for its targets.
+pub(super) fn by_root_cause(opts: &SweepOptions, job: &Job) -> bool {
+    job.is_command()
+        && opts.loop_count
+        && !opts.engine.discover
+        && (opts.engine.sample_freq_hz > 0 || opts.engine.offcpu_stacks)
+}
+
+/// A command's part: the functions the root causes of its growing targets name, from its
+/// run as recorded (`run`, analysed here, in memory). None when nothing is to be counted.
+pub(super) fn from_root_causes<'a>(
+    job: &'a Job,
+    run: crate::analysis::LoadedRun,
+    targets: &[(u32, &'static Target)],
+) -> Option<Count<'a>> {
+    let ds = crate::analysis::Dataset {
+        root: run.dir.clone(),
+        is_sweep: false,
+        runs: vec![run],
+        notes: Vec::new(),
+    };
+    let a = crate::analysis::analyze(&ds, &crate::analysis::AnalysisOptions::default());
+    let traced: Vec<&str> = targets.iter().map(|(_, t)| t.name).collect();
+    let loops: Vec<(&'static Target, Vec<String>)> =
+        crate::analysis::countable::to_count(&a, &traced)
+            .into_iter()
+            .filter_map(|c| {
+                let (_, t) = targets.iter().find(|(_, t)| t.name == c.target)?;
+                Some((*t, c.functions))
+            })
+            .collect();
+    (!loops.is_empty()).then_some(Count { job, loops })
+}
+
+/// Runs the pass: one session with the counted targets and the functions counted inside them
+/// (no stacks, no samples: only counts are wanted), each job once per N, into
+/// `<job>-loops`. Prints why and runs nothing for a job none of whose functions attaches
 /// here (no function probes, or the function is outside ftrace on this kernel). With the
 /// runs, the signal that stopped the pass, if one did.
 pub(super) async fn loop_pass(
     opts: &SweepOptions,
-    jobs: &[Job],
-    targets: &[(u32, &'static Target)],
+    counts: &[Count<'_>],
     tmp_root: &Path,
 ) -> Result<(Vec<SweepRun>, Option<&'static str>), TracerError> {
-    let mut counted = counted(targets);
-    let names: Vec<&str> = counted.iter().map(|(t, _)| t.name).collect();
-    let chosen = jobs_for(jobs, &names);
-    // Only the loops of the workloads swept.
-    counted.retain(|(t, _)| chosen.iter().any(|j| target_of(j) == Some(t.name)));
-    if chosen.is_empty() {
+    if counts.is_empty() {
         return Ok((Vec::new(), None));
     }
     let mut pass: Vec<(u32, &'static Target)> = Vec::new();
-    for (t, _) in &counted {
-        pass.push((pass.len() as u32, *t));
+    let add = |t: &'static Target, pass: &mut Vec<(u32, &'static Target)>| {
+        if pass.len() < tracer_ebpf::MAX_TARGETS && !pass.iter().any(|(_, p)| p.name == t.name) {
+            pass.push((pass.len() as u32, t));
+        }
+    };
+    for (t, _) in counts.iter().flat_map(|c| &c.loops) {
+        add(t, &mut pass);
     }
-    for f in counted.iter().flat_map(|(_, fs)| fs) {
-        if pass.len() < tracer_ebpf::MAX_TARGETS {
-            pass.push((pass.len() as u32, crate::plan::arbitrary_target(f)));
+    for f in counts.iter().flat_map(|c| &c.loops).flat_map(|(_, fs)| fs) {
+        if !pass.iter().any(|(_, p)| p.name == f.as_str()) {
+            add(crate::plan::arbitrary_target(f), &mut pass);
         }
     }
     let engine = EngineOptions {
@@ -132,6 +197,7 @@ pub(super) async fn loop_pass(
     // whether they saw calls, as any named function is.
     let resolve = ResolveOptions {
         verify: false,
+        quiet: true,
         ..opts.resolve.clone()
     };
     let mut session = match Session::attach(engine, &pass, &resolve, opts.progress).await {
@@ -150,27 +216,34 @@ pub(super) async fn loop_pass(
         .collect();
     let active = |name: &str| attached.contains(&name);
     let mut runs = Vec::new();
-    for job in chosen {
-        let Some((target, fns)) = counted.iter().find(|(t, _)| target_of(job) == Some(t.name))
-        else {
-            continue;
-        };
-        // The workload runs again only if its target and a per-trip function attached.
-        let of: Vec<&str> = fns.iter().copied().filter(|f| active(f)).collect();
-        if !active(target.name) || of.is_empty() {
-            session.println(&format!(
-                "tracer: no loop count for {}: {} cannot be probed here; its verdicts rest on \
-                 time",
-                target.name,
-                fns.join(", ")
-            ));
+    for count in counts {
+        // The job runs again only if one of its targets and a function inside it attached.
+        let mut counting: Vec<String> = Vec::new();
+        for (target, fns) in &count.loops {
+            let of: Vec<&str> = fns
+                .iter()
+                .map(String::as_str)
+                .filter(|f| active(f))
+                .collect();
+            if !active(target.name) || of.is_empty() {
+                session.println(&format!(
+                    "tracer: no loop count for {}: {} cannot be probed here; its verdicts rest \
+                     on time",
+                    target.name,
+                    fns.join(", ")
+                ));
+            } else {
+                counting.push(format!("{} per call of {}", of.join(", "), target.name));
+            }
+        }
+        if counting.is_empty() {
             continue;
         }
+        let job = count.job;
         let name = format!("{}{}", job.name, crate::rundata::LOOPS_SUFFIX);
         session.println(&format!(
-            "counting {} per call of {} once per N ({name})",
-            of.join(", "),
-            target.name
+            "counting {} once per N ({name})",
+            counting.join("; ")
         ));
         let mut spec = job.spec.clone();
         spec.label = name.clone();

@@ -227,15 +227,17 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
             }
             let outcome = session.run(&spec, run_writer, false).await?;
             first_rounds += budget::first_round(&outcome.run.invocations, job.values.len());
-            // The discover run the confirmation pass starts from, kept as recorded.
-            if opts.engine.discover && opts.confirm > 0 && job.is_command() {
+            // The discover run the confirmation pass starts from, or the command's run whose
+            // root causes name the loops to count, kept as recorded.
+            let confirms = opts.engine.discover && opts.confirm > 0 && job.is_command();
+            if confirms || (passes && loops::by_root_cause(&opts, job)) {
                 let loaded = LoadedRun::recorded(
                     job.name.clone(),
                     outcome.dir.clone(),
                     outcome.run.clone(),
                     &outcome.stacks,
                 )
-                .map_err(|e| TracerError::Other(format!("internal: the discover run: {e}")))?;
+                .map_err(|e| TracerError::Other(format!("internal: the recorded run: {e}")))?;
                 first_pass = Some(loaded);
             }
             if let Some(json) = &job.json {
@@ -320,7 +322,20 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
             && passes
             && pass_fits("the loop-count pass", &mut cuts)
         {
-            let (more, stopped) = loops::loop_pass(&opts, &jobs, &targets, &tmp_root).await?;
+            let mut counts = loops::built_in(&jobs, &targets);
+            if let Some(run) = first_pass.take()
+                && let Some(job) = jobs.iter().find(|j| loops::by_root_cause(&opts, j))
+            {
+                match loops::from_root_causes(job, run, &targets) {
+                    Some(count) => counts.push(count),
+                    None => eprintln!(
+                        "tracer: no loop count for {}: no growing target's root cause names a \
+                         function below it",
+                        job.name
+                    ),
+                }
+            }
+            let (more, stopped) = loops::loop_pass(&opts, &counts, &tmp_root).await?;
             runs.extend(more);
             interrupted = stopped;
         }

@@ -1,0 +1,163 @@
+//! What a loop-count pass counts inside a target whose loop the tool does not know in advance
+//! (any `-t` function, a command's sweep): the functions its root cause names. A frame whose
+//! share of the target's time grows with N is, in most kernels' loops, either the function
+//! the loop calls once per trip (wait_consider_task in 5.10's do_wait) or one below it (the
+//! radix-tree lookup of each id sysvipc_find_ipc probes). Counted per call of the target in
+//! the kernel, its calls are the loop's trips, exactly, and give the verdict its class where
+//! the time alone leaves several ([`super::trips::loop_class`]). A frame that is not a loop's
+//! (called once per call at any N) counts flat and gives no class: counting it costs a probe
+//! per call and misleads nothing.
+
+use super::analyze::Analysis;
+use super::rootcause::{FrameGrowth, SELF_FRAME};
+use super::trips::shown_flat;
+
+/// Most functions counted per target: the culprit's path and the frames that split the added
+/// time with it are rarely more, and each costs a probe per call.
+pub const MAX_PER_TARGET: usize = 4;
+
+/// The functions to count per call of one target.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToCount {
+    pub target: String,
+    pub functions: Vec<String>,
+}
+
+/// For each target of `a` whose time per call was not shown flat and has no loop count yet,
+/// the functions its root causes name (every real frame of the culprit's path, then the frames
+/// beside it that carry the added time, top first), except the target itself, its compiler
+/// clones and stand-in, and what `traced` already times (its calls inside the target are
+/// counted in the same runs). Targets with nothing to count are left out.
+pub fn to_count(a: &Analysis, traced: &[&str]) -> Vec<ToCount> {
+    let mut out: Vec<ToCount> = Vec::new();
+    for c in &a.cases {
+        let v = &c.verdict;
+        let growing = v.scaling.as_ref().is_some_and(|s| !shown_flat(s));
+        let Some(rc) = c
+            .root_cause
+            .as_ref()
+            .filter(|_| growing && v.by_loop.is_none())
+        else {
+            continue;
+        };
+        let cause = &rc.cause;
+        let is_target = |f: &str| {
+            f.split('.').next() == Some(v.target.as_str()) || cause.stand_in.as_deref() == Some(f)
+        };
+        let frames = cause
+            .culprit
+            .iter()
+            .filter(|g| g.grows())
+            .flat_map(real_frames)
+            .chain(
+                cause
+                    .split
+                    .iter()
+                    .chain(&cause.also)
+                    .flat_map(|g| real_frames(g).take(1)),
+            );
+        let entry = match out.iter_mut().position(|t| t.target == v.target) {
+            Some(i) => &mut out[i],
+            None => {
+                out.push(ToCount {
+                    target: v.target.clone(),
+                    functions: Vec::new(),
+                });
+                out.last_mut().expect("just pushed")
+            }
+        };
+        for f in frames {
+            if entry.functions.len() >= MAX_PER_TARGET {
+                break;
+            }
+            if !is_target(f)
+                && !traced.contains(&f)
+                && crate::plan::valid_function_name(f)
+                && !entry.functions.iter().any(|g| g == f)
+            {
+                entry.functions.push(f.to_string());
+            }
+        }
+    }
+    out.retain(|t| !t.functions.is_empty());
+    out
+}
+
+/// The frames of a growing frame's path, from just below the target down (its self-time
+/// marker left out).
+fn real_frames(g: &FrameGrowth) -> impl Iterator<Item = &str> {
+    g.path
+        .iter()
+        .map(String::as_str)
+        .filter(|f| *f != SELF_FRAME)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::load::{Dataset, LoadedRun};
+    use crate::analysis::testdata;
+    use crate::rundata::{StackFile, StackKind};
+
+    /// do_wait's on-CPU samples at each N: `walk` ns per call in wait_consider_task below it
+    /// (through do_wait_thread), 1000 ns in its own code.
+    fn analysed(oncpu: impl Fn(u64) -> u64, walk: impl Fn(u64) -> u64) -> Analysis {
+        let ns = [10, 100, 1000, 4000];
+        let mut run = testdata::waitpid_run(&ns, &oncpu);
+        let stacks: Vec<(StackFile, String)> = ns
+            .iter()
+            .map(|&n| {
+                let text = format!(
+                    "entry;do_wait;do_wait_thread;wait_consider_task {}\nentry;do_wait {}\n",
+                    walk(n) * 200,
+                    1000 * 200
+                );
+                let file = StackFile {
+                    kind: StackKind::Oncpu,
+                    target: "do_wait".into(),
+                    case: 1,
+                    case_name: "waitpid-pid".into(),
+                    n,
+                    path: format!("stacks/oncpu/do_wait/waitpid-pid/n{n}.folded"),
+                    total_ns: (walk(n) + 1000) * 200,
+                    count: 400,
+                };
+                (file, text)
+            })
+            .collect();
+        run.stack_files = stacks.iter().map(|(f, _)| f.clone()).collect();
+        let loaded = LoadedRun::recorded("bench".into(), "/x".into(), run, &stacks).unwrap();
+        crate::analysis::analyze(
+            &Dataset {
+                root: "/x".into(),
+                is_sweep: false,
+                runs: vec![loaded],
+                notes: Vec::new(),
+            },
+            &Default::default(),
+        )
+    }
+
+    /// A walk whose share of the target grows: its path below the target is counted; nothing
+    /// is when the time per call is flat, or when the walk's function is timed in the same
+    /// runs already.
+    #[test]
+    fn the_frames_a_growing_targets_root_cause_names_are_counted() {
+        let grows = analysed(|n| 1000 + 5 * n, |n| 5 * n);
+        let c = &grows.cases[0];
+        assert!(c.root_cause.is_some(), "{c:?}");
+        assert_eq!(
+            to_count(&grows, &["do_wait"]),
+            [ToCount {
+                target: "do_wait".into(),
+                functions: vec!["do_wait_thread".into(), "wait_consider_task".into()],
+            }]
+        );
+        assert_eq!(
+            to_count(&grows, &["do_wait", "wait_consider_task"])[0].functions,
+            ["do_wait_thread"]
+        );
+        let flat = analysed(|_| 2000, |_| 1000);
+        assert_eq!(to_count(&flat, &["do_wait"]), []);
+    }
+}
