@@ -122,6 +122,11 @@ fitted model. Outcomes:
                  the same (within 25%) on both, and the time's 95% interval holds no
                  change (\"by loop count\" on the line: the loop runs as many times)
   inconclusive   anything else, or fewer than two sizes in common, or a partial side
+Two discover sweeps of the same program (its run's name) are compared loop by loop: each
+kernel entry (syscall, page fault) that is a loop on either side gets the same decision from
+its sampled time per call (\"do_sys_poll in poll [command]: same: ...; a kernel loop in
+do_sys_poll on both\"); a loop on one side only is shrank or grew when the data shows it.
+Two different programs are not compared: the compare says which each side ran.
 Only grew and shrank are highlighted (terminal, compare.md, the HTML summary); compare.json
 has them under `verdicts` with the interval and both sides' class sets. The per-N rows mark
 a difference * when the runs (or the workload's repeats) differ at 95% (Welch) by 5% or
@@ -130,8 +135,9 @@ more, ? when a side has fewer than two.
 Gate (CI, git bisect run): --fail-on grew (or shrank, same, inconclusive, changed = grew or
 shrank; a comma list, or repeated) writes the comparison as usual, then exits 9 and names
 the verdicts whose outcome is one of those, or exits 0 when none is. Every target and case
-the compare has a verdict for counts, incidental ones included. Sweeps with no traced target
-(--discover without --targets) give no verdict: that exits 10 (nothing to gate on), never 0.
+the compare has a verdict for counts, incidental ones included, and each kernel loop of two
+discover sweeps of the same program. Sweeps with neither (--discover without --targets, and
+no loop found on either side) give no verdict: that exits 10 (nothing to gate on), never 0.
 Other failures keep their own status (6: an input directory missing or corrupt), so a
 bisect script can tell them from a regression.
 

@@ -704,3 +704,99 @@ fn discover_counts_and_times_syscalls_that_block_or_migrate_exactly() {
         );
     }
 }
+
+/// `tracer compare A B -o OUT` of two sweep directories: compare.json, and the output.
+fn compare_dirs(a: &Path, b: &Path) -> (Value, tempfile::TempDir, std::process::Output) {
+    let out = tempfile::tempdir().expect("tempdir");
+    let dir = out.path().join("cmp");
+    let o = Command::new(env!("CARGO_BIN_EXE_tracer"))
+        .arg("compare")
+        .arg(a)
+        .arg(b)
+        .arg("-o")
+        .arg(&dir)
+        .output()
+        .expect("tracer runs");
+    assert!(o.status.success(), "{}", text(&o));
+    (common::read_json(&dir.join("compare.json")), out, o)
+}
+
+/// Two discover sweeps of one program compare their kernel loop, matched by program and
+/// syscall: poll(2) over N idle pipes asks every pipe on each call (O(n) on every kernel), so
+/// the same sweep twice is `same`, never grew or shrank. A discover sweep of another program
+/// is no match: the compare says so and compares nothing of theirs.
+#[test]
+fn discover_compares_one_programs_loop_and_refuse_two_programs() {
+    let _g = serial();
+    let poll = bench("poll_pipes");
+    let run = || {
+        let (_, dir, o) = sweep(&[
+            "--discover",
+            "--n",
+            "100,300,1000,3000",
+            "--repeat",
+            "2",
+            "--",
+            poll.to_str().unwrap(),
+            "{n}",
+            "20000",
+        ]);
+        assert!(o.status.success(), "{}", text(&o));
+        dir
+    };
+    let (a, b) = (run(), run());
+    let (c, _out, o) = compare_dirs(&a.path().join("sweep"), &b.path().join("sweep"));
+    let loops: Vec<&Value> = c["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|v| v["discovered"].is_object())
+        .collect();
+    let poll_loop = loops
+        .iter()
+        .find(|v| v["discovered"]["entry"] == "poll")
+        .unwrap_or_else(|| panic!("no poll loop compared: {}", text(&o)));
+    assert_eq!(poll_loop["change"], "same", "{}", text(&o));
+    assert!(
+        loops
+            .iter()
+            .all(|v| v["change"] != "grew" && v["change"] != "shrank"),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("in poll [command]: same: "),
+        "{}",
+        text(&o)
+    );
+
+    let (_, other, o) = sweep(&[
+        "--discover",
+        "--n",
+        "10,100",
+        "--repeat",
+        "1",
+        "--",
+        bench("wait_children").to_str().unwrap(),
+        "{n}",
+        "10",
+        "pid",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let (c, _out, o) = compare_dirs(&a.path().join("sweep"), &other.path().join("sweep"));
+    assert!(
+        c["verdicts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|v| !v["discovered"].is_object()),
+        "{c}"
+    );
+    let why = c["unmatched"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("poll_pipes [command]") && why.contains("wait_children [command]"),
+        "{why}: {}",
+        text(&o)
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("no kernel loop compared"));
+}

@@ -410,8 +410,9 @@ fn discover_sweeps_give_no_verdict_to_gate_on() {
         gate_lines(&o),
         [
             "Gate --fail-on changed: cannot judge (exit 10): no verdicts to gate on: neither \
-             side has a traced target and case (a --discover sweep's findings get no compare \
-             verdict: name the function with --targets to gate on it)"
+             side has a traced target and case, nor a kernel loop of the same program (a \
+             --discover sweep's verdicts are its kernel loops; name a function with --targets \
+             to gate on it)"
         ]
     );
     // The same compare without the gate is not an error.

@@ -47,6 +47,7 @@ pub use super::countchange::CountChange;
 use super::countchange::count_change;
 use super::fit::Complexity;
 use super::frameshift::{FrameShift, frame_shifts};
+use super::loopchange::{LoopSides, Unmatched, loop_changes};
 use super::stats::{harmonic_mean, mean, t975, variance, welch};
 use super::table::{CaseTable, Row};
 use super::verdict::Verdict;
@@ -207,6 +208,9 @@ pub struct ClassChange {
     pub in_b: bool,
     /// The decision on the growth.
     pub growth: GrowthChange,
+    /// A discovered kernel loop's (target `<frame> in <entry>`): where it is a loop on each
+    /// side ([`super::loopchange`]). None for a traced target.
+    pub discovered: Option<LoopSides>,
 }
 
 /// Its JSON form (`compare.json`) is written by `render::compare`.
@@ -218,6 +222,8 @@ pub struct Comparison {
     pub classes: Vec<ClassChange>,
     /// Frames whose share of the added time changed most, per target and case.
     pub frame_shifts: Vec<FrameShift>,
+    /// Both sides discovered, in different programs: nothing of theirs was compared.
+    pub unmatched: Option<Unmatched>,
 }
 
 type Key = (String, String);
@@ -292,6 +298,7 @@ pub fn compare(a: &Analysis, b: &Analysis) -> Comparison {
             in_a: ta.is_some(),
             in_b: tb.is_some(),
             growth,
+            discovered: None,
         });
         let (Some(ta), Some(tb)) = (ta.map(|c| &c.table), tb.map(|c| &c.table)) else {
             continue;
@@ -303,17 +310,20 @@ pub fn compare(a: &Analysis, b: &Analysis) -> Comparison {
             rows.extend(compare_rows(&key.0, &key.1, ra, rb));
         }
     }
+    let (loops, unmatched) = loop_changes(a, b);
+    classes.extend(loops);
     Comparison {
         label_a,
         label_b,
         rows,
         classes,
         frame_shifts: frame_shifts(a, b),
+        unmatched,
     }
 }
 
 impl GrowthChange {
-    fn inconclusive(reason: &str) -> GrowthChange {
+    pub(crate) fn inconclusive(reason: &str) -> GrowthChange {
         GrowthChange {
             change: Change::Inconclusive,
             n_range: None,
@@ -375,20 +385,46 @@ fn scatter(v: &Verdict) -> f64 {
     model.nrms * (k as f64 / (k - params) as f64).sqrt()
 }
 
+/// One size of one side of a growth change: its time per call, the relative error it
+/// carries into the interval, and whether two runs or more of the size measured it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SidePoint {
+    pub n: u64,
+    pub t: f64,
+    pub err: f64,
+    pub measured: bool,
+}
+
 /// The decision on the growth of one table from A to B (module docs).
 /// Each side is its table and its scatter about its fit ([`scatter`]; 0 when unknown).
 pub fn growth_change((ta, sa): (&CaseTable, f64), (tb, sb): (&CaseTable, f64)) -> GrowthChange {
-    let timed = |t: &CaseTable, n: u64| {
+    let points = |t: &CaseTable, scatter: f64| -> Vec<SidePoint> {
         t.rows
             .iter()
-            .find(|r| r.n == n && r.time_per_call_ns.is_some_and(|x| x > 0.0))
-            .cloned()
+            .filter(|r| r.n > 0)
+            .filter_map(|r| {
+                let t = r.time_per_call_ns.filter(|x| *x > 0.0)?;
+                let (err, measured) = point_error(r, scatter);
+                Some(SidePoint {
+                    n: r.n,
+                    t,
+                    err,
+                    measured,
+                })
+            })
+            .collect()
     };
-    let common: Vec<u64> = ta
-        .rows
+    growth_change_of(&points(ta, sa), &points(tb, sb))
+}
+
+/// The decision on the growth of one quantity from A to B, from each side's sizes (module
+/// docs): a table's times per call, or a discovered entry's sampled ones.
+pub fn growth_change_of(pa: &[SidePoint], pb: &[SidePoint]) -> GrowthChange {
+    let at = |p: &[SidePoint], n: u64| p.iter().find(|q| q.n == n).copied();
+    let common: Vec<u64> = pa
         .iter()
-        .map(|r| r.n)
-        .filter(|&n| n > 0 && timed(ta, n).is_some() && timed(tb, n).is_some())
+        .map(|q| q.n)
+        .filter(|&n| at(pb, n).is_some())
         .collect();
     let (Some(&lo), Some(&hi)) = (common.iter().min(), common.iter().max()) else {
         return GrowthChange::inconclusive("no size with timed calls on both sides");
@@ -399,17 +435,15 @@ pub fn growth_change((ta, sa): (&CaseTable, f64), (tb, sb): (&CaseTable, f64)) -
         ));
     }
     let mut unmeasured = Vec::new();
-    let mut side = |t: &CaseTable, scatter: f64, label: &str| {
-        let (rl, rh) = (timed(t, lo).unwrap(), timed(t, hi).unwrap());
-        let (tl, th) = (rl.time_per_call_ns.unwrap(), rh.time_per_call_ns.unwrap());
-        let ((el, ml), (eh, mh)) = (point_error(&rl, scatter), point_error(&rh, scatter));
-        if !(ml && mh) {
+    let mut side = |p: &[SidePoint], label: &str| {
+        let (l, h) = (at(p, lo).unwrap(), at(p, hi).unwrap());
+        if !(l.measured && h.measured) {
             unmeasured.push(label.to_string());
         }
-        (th / tl, th - tl, el * el + eh * eh)
+        (h.t / l.t, h.t - l.t, l.err * l.err + h.err * h.err)
     };
-    let (ga, add_a, va) = side(ta, sa, "A");
-    let (gb, add_b, vb) = side(tb, sb, "B");
+    let (ga, add_a, va) = side(pa, "A");
+    let (gb, add_b, vb) = side(pb, "B");
     let d = (gb / ga).ln();
     let se = (va + vb).sqrt();
     let h = Z_95_TWO_SIDED * se;

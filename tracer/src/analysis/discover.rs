@@ -120,6 +120,10 @@ pub struct Discovery {
     pub coverage: Vec<Coverage>,
     /// N values left out because the command failed there.
     pub failed_n: Vec<u64>,
+    /// The spread between the command's runs of one size, which floors each sampled
+    /// point's error (kept for compares).
+    #[serde(skip)]
+    pub spread: super::spread::RunSpread,
     /// The confirmation pass's exact verdicts of ranked functions.
     pub exact: Vec<super::exact::ExactVerdict>,
     /// The confirmation pass's trip counts of ranked functions and the root cause inside
@@ -208,6 +212,7 @@ pub fn discover(stacks: &[StackData], runs: &[ProfiledRun]) -> Vec<Discovery> {
             interruptions: run.interruptions.as_ref(),
         });
         d.entries.unavailable = run.entries_unavailable.clone();
+        d.spread = spread;
         if let (Some(g), Some(c)) = (d.entries.growth.as_mut(), d.cause.as_ref()) {
             let mut chain = c.callers.clone();
             chain.push(c.function.clone());
@@ -319,6 +324,7 @@ fn discover_case(
 
     let coverage = coverage(&ns, &profiles, invocations);
     Discovery {
+        spread: Default::default(),
         run: label.to_string(),
         kernel: kernel.to_string(),
         case_name: files[0].file.case_name.clone(),

@@ -13,6 +13,7 @@ pub mod frameshift;
 pub mod growers;
 pub mod hist;
 pub mod load;
+pub mod loopchange;
 pub mod populations;
 pub mod probecost;
 pub mod raw;

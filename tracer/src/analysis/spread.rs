@@ -59,8 +59,13 @@ impl RunSpread {
         }
     }
 
+    /// Successful runs of size `n`.
+    pub fn runs_at(&self, n: u64) -> usize {
+        self.runs.get(&n).copied().unwrap_or(0)
+    }
+
     /// The least relative error of a point that pools the runs of size `n`.
-    fn floor(&self, n: f64) -> f64 {
+    pub fn floor(&self, n: f64) -> f64 {
         let Some(sd) = self.rel_sd else {
             return 0.0;
         };

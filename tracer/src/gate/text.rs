@@ -24,9 +24,9 @@ pub fn fail_on(g: &FailOnGate) -> Vec<String> {
         GateStatus::Unjudged => vec![head(
             &flag,
             status,
-            "no verdicts to gate on: neither side has a traced target and case (a --discover \
-             sweep's findings get no compare verdict: name the function with --targets to \
-             gate on it)",
+            "no verdicts to gate on: neither side has a traced target and case, nor a kernel \
+             loop of the same program (a --discover sweep's verdicts are its kernel loops; \
+             name a function with --targets to gate on it)",
         )],
         GateStatus::Failed => {
             let tripped: Vec<_> = g.tripped().collect();

@@ -224,6 +224,11 @@ pub struct Entries {
     pub unavailable: Option<String>,
     /// Whether the run counted entries at all (false for runs recorded before it did).
     pub counted: bool,
+    /// The entries measured that are none of the above (no loop, no more calls, nothing
+    /// undecided), kept for compares: a loop on one side is judged against the other side's
+    /// times of the same entry.
+    #[serde(skip)]
+    pub flat: Vec<KernelEntry>,
     /// Interrupts and preemption of the traced tasks, counted where the run counted them,
     /// and the kernel time spent in them: the run's length (None: fewer than two sizes).
     /// Never loops nor more calls.
@@ -436,7 +441,8 @@ pub(super) fn find(c: CaseData) -> Entries {
         let e = judge(m, c, common);
         let (f, l) = (e.first(), e.last());
         let grows = !e.frames.is_empty() && l.samples >= MIN_SAMPLES;
-        if !grows && !e.undecided.is_empty() && l.samples >= MIN_SAMPLES {
+        let undecided = !grows && !e.undecided.is_empty() && l.samples >= MIN_SAMPLES;
+        if undecided {
             out.undecided.push(e.clone());
         }
         let more = l.calls_per_op >= MIN_CALLS_GROWTH * f.calls_per_op
@@ -450,6 +456,8 @@ pub(super) fn find(c: CaseData) -> Entries {
         }
         if grows {
             out.loops.push(e);
+        } else if !more && !undecided {
+            out.flat.push(e);
         }
     }
     out.loops = rank(std::mem::take(&mut out.loops), common);

@@ -80,12 +80,26 @@ pub(super) fn summary_rows(
                     plans.push(plan);
                 }
             }
+            // A discovered loop: each side's growth over the common sizes.
+            if cl.discovered.is_some()
+                && let (Some(ga), Some(gb)) = (cl.growth.growth_a, cl.growth.growth_b)
+            {
+                growth.push(format!("{}: ×{}", labels.0, crate::render::fmt::sig3(ga)));
+                growth.push(format!("{}: ×{}", labels.1, crate::render::fmt::sig3(gb)));
+            }
             // One plan for both sides when they agree.
             plans.dedup();
-            let mut links = vec![(
-                "tables".to_string(),
-                format!("#{}", index::anchor(&cl.target)),
-            )];
+            // A discovered loop has no target section: each side's report holds its lines.
+            let mut links = match cl.discovered {
+                Some(_) => vec![
+                    (format!("{} report", labels.0), "a/index.html".to_string()),
+                    (format!("{} report", labels.1), "b/index.html".to_string()),
+                ],
+                None => vec![(
+                    "tables".to_string(),
+                    format!("#{}", index::anchor(&cl.target)),
+                )],
+            };
             if let Some(sec) = sections.iter().find(|s| s.title == cl.target) {
                 if let Some(p) = &sec.plot {
                     links.push(("plot".into(), p.clone()));
@@ -120,7 +134,9 @@ pub(super) fn summary_rows(
                 plan: plans,
                 links,
                 grows: cl.growth.change.flagged(),
-                relevant: workloads::cases::is_thread_target(&cl.case_name, &cl.target),
+                // A discovered loop is the answer a discover sweep gives.
+                relevant: cl.discovered.is_some()
+                    || workloads::cases::is_thread_target(&cl.case_name, &cl.target),
             }
         })
         .collect();

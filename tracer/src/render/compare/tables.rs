@@ -7,6 +7,7 @@ use crate::analysis::compare::{
 };
 use crate::analysis::fit::{Complexity, classes_label};
 use crate::analysis::frameshift::FrameShift;
+use crate::analysis::loopchange::LoopSides;
 
 use crate::render::fmt::{PercentStyle, align, fmt_n, ns, opt, percent, sig3};
 use crate::render::tables::{csv_field, md_escape, num};
@@ -165,8 +166,22 @@ pub fn class_line(c: &Comparison, cl: &ClassChange) -> String {
         }
         _ => g.reason.clone().unwrap_or_default(),
     };
+    let sides = cl
+        .discovered
+        .as_ref()
+        .map(|d| {
+            let side = |f: &Option<String>, label: &str| match f {
+                Some(f) => format!("{label}: a kernel loop in {f}"),
+                None => format!("{label}: no kernel loop in {}", d.entry),
+            };
+            match (&d.frame_a, &d.frame_b) {
+                (Some(fa), Some(fb)) if fa == fb => format!("; a kernel loop in {fa} on both"),
+                (fa, fb) => format!("; {}, {}", side(fa, &c.label_a), side(fb, &c.label_b)),
+            }
+        })
+        .unwrap_or_default();
     format!(
-        "{} [{}]: {}: {growth} ({} {} -> {} {})",
+        "{} [{}]: {}: {growth} ({} {} -> {} {}{sides})",
         cl.target,
         cl.case_name,
         g.change.label(),
@@ -175,6 +190,19 @@ pub fn class_line(c: &Comparison, cl: &ClassChange) -> String {
         c.label_b,
         show(&cl.classes_b, cl.in_b)
     )
+}
+
+/// Why nothing of two discover sweeps was compared: they ran different programs.
+pub fn unmatched_line(c: &Comparison) -> Option<String> {
+    let u = c.unmatched.as_ref()?;
+    Some(format!(
+        "no kernel loop compared: {} discovered in {}, {} in {}; a discover compare matches \
+         the same program (its run's name) on both sides",
+        c.label_a,
+        u.a.join(", "),
+        c.label_b,
+        u.b.join(", ")
+    ))
 }
 
 #[derive(Serialize)]
@@ -186,6 +214,9 @@ struct ComparisonJson<'a> {
     rows: &'a [CompareRow],
     classes: Vec<ClassJson<'a>>,
     frame_shifts: &'a [FrameShift],
+    /// Both sides discovered in different programs: why no loop was compared.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    unmatched: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -207,6 +238,9 @@ struct VerdictJson<'a> {
     classes_b: &'a [Complexity],
     #[serde(flatten)]
     growth: &'a GrowthChange,
+    /// A discovered kernel loop's: its frame on each side (null: no loop there).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    discovered: Option<&'a LoopSides>,
     line: String,
 }
 
@@ -225,6 +259,7 @@ impl Serialize for Comparison {
                     classes_a: &cl.classes_a,
                     classes_b: &cl.classes_b,
                     growth: &cl.growth,
+                    discovered: cl.discovered.as_ref(),
                     line: class_line(self, cl),
                 })
                 .collect(),
@@ -241,6 +276,7 @@ impl Serialize for Comparison {
                 })
                 .collect(),
             frame_shifts: &self.frame_shifts,
+            unmatched: unmatched_line(self),
         }
         .serialize(s)
     }
@@ -255,6 +291,9 @@ pub fn compare_json(c: &Comparison) -> String {
 /// mmtests-like terminal rendering: `Tmean  do_wait waitpid-pid N=100  1.23µs  1.10µs * -10.60%*`.
 pub fn compare_terminal(c: &Comparison) -> String {
     let mut out = String::new();
+    if let Some(l) = unmatched_line(c) {
+        out.push_str(&format!("  {l}\n"));
+    }
     // Only a change the data shows is flagged; the rest follow, unmarked.
     for flagged in [true, false] {
         for cl in c
@@ -321,6 +360,7 @@ mod frame_shift_tests {
                 shift("dup_mmap", "spawn", "mas_store"),
                 shift("dup_mmap", "spawn", "mas_wr_bnode"),
             ],
+            unmatched: None,
         };
         let lines = frame_shift_lines(&c);
         assert_eq!(lines.len(), 2, "{lines:?}");
@@ -349,6 +389,7 @@ mod frame_shift_tests {
             in_a: true,
             in_b,
             growth: g,
+            discovered: None,
         };
         assert_eq!(
             class_line(

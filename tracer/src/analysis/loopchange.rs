@@ -1,0 +1,313 @@
+//! Comparing the kernel loops of two discover sweeps. Discover names a loop by the kernel
+//! entry whose time per call grows (a syscall, a page fault) and the frame inside it that
+//! carries the growth; two sweeps are matched by program (the run) and case, their loops by
+//! entry. Each entry that is a loop on either side gets the compare's decision on its growth
+//! ([`super::compare::growth_change_of`], the same rules as a traced target's), from its
+//! sampled time per call on both sides: a loop that is gone on B is `shrank` when the data
+//! shows it (5.10 -> 6.1 wait4), one that appears `grew`, a loop both sides have `same` when
+//! its growth is equal within the margin.
+//!
+//! A sampled time per call carries the sampling error of its samples, and never less than the
+//! spread between the command's runs of that size ([`super::spread::RunSpread`]), the scatter
+//! of the side's sizes about the entry's fit, or the compare's point floors.
+
+use std::collections::BTreeSet;
+
+use super::analyze::Analysis;
+use super::compare::{
+    ClassChange, GrowthChange, MIN_POINT_ERROR, SidePoint, UNMEASURED_POINT_ERROR, growth_change_of,
+};
+use super::discover::Discovery;
+use super::entries::KernelEntry;
+use super::exact::counted_loop;
+use super::fit::{Complexity, Scaling};
+
+/// Where a compared loop is a loop: its frame on each side (None: the entry is no loop there).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct LoopSides {
+    /// The program (the discover run) and the kernel entry.
+    pub run: String,
+    pub entry: String,
+    pub frame_a: Option<String>,
+    pub frame_b: Option<String>,
+}
+
+/// The two sides discovered in different programs: nothing to match.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Unmatched {
+    pub a: Vec<String>,
+    pub b: Vec<String>,
+}
+
+/// The decisions on the loops the two sides' discoveries share a program for, as class
+/// changes (target `<frame> in <entry>`), and the programs when no discovery matches.
+pub fn loop_changes(a: &Analysis, b: &Analysis) -> (Vec<ClassChange>, Option<Unmatched>) {
+    let key = |d: &Discovery| (d.run.clone(), d.case_name.clone());
+    let mut out = Vec::new();
+    let mut matched = false;
+    for da in &a.discoveries {
+        let Some(db) = b.discoveries.iter().find(|d| key(d) == key(da)) else {
+            continue;
+        };
+        matched = true;
+        let entries: BTreeSet<&str> = da
+            .entries
+            .loops
+            .iter()
+            .chain(&db.entries.loops)
+            .map(|e| e.entry.as_str())
+            .collect();
+        for entry in entries {
+            out.push(one_loop(da, db, entry));
+        }
+    }
+    let programs = |an: &Analysis| -> Vec<String> {
+        an.discoveries
+            .iter()
+            .map(|d| format!("{} [{}]", d.run, d.case_name))
+            .collect()
+    };
+    let unmatched =
+        (!matched && !a.discoveries.is_empty() && !b.discoveries.is_empty()).then(|| Unmatched {
+            a: programs(a),
+            b: programs(b),
+        });
+    (out, unmatched)
+}
+
+/// The entry on one side, wherever discover filed it.
+fn find<'a>(d: &'a Discovery, entry: &str) -> Option<&'a KernelEntry> {
+    let e = &d.entries;
+    e.loops
+        .iter()
+        .chain(&e.undecided)
+        .chain(&e.more_calls)
+        .chain(&e.flat)
+        .find(|k| k.entry == entry)
+}
+
+/// The loop's frame on a side where the entry is a loop.
+fn frame(d: &Discovery, entry: &str) -> Option<String> {
+    d.entries
+        .loops
+        .iter()
+        .find(|k| k.entry == entry)
+        .map(|k| k.frame().unwrap_or(&k.entry).to_string())
+}
+
+fn one_loop(da: &Discovery, db: &Discovery, entry: &str) -> ClassChange {
+    let (ea, eb) = (find(da, entry), find(db, entry));
+    let (fa, fb) = (frame(da, entry), frame(db, entry));
+    let growth = match (ea, eb) {
+        (Some(ea), Some(eb)) => {
+            let (pa, pb) = (points(da, ea), points(db, eb));
+            let (pa, pb) = best_pair(&pa, &pb);
+            growth_change_of(&pa, &pb)
+        }
+        (None, _) => GrowthChange::inconclusive(&format!("no {entry} call measured in A")),
+        (_, None) => GrowthChange::inconclusive(&format!("no {entry} call measured in B")),
+    };
+    let name = fa.as_ref().or(fb.as_ref()).cloned().unwrap_or_default();
+    let classes = |d: &Discovery, e: Option<&KernelEntry>, f: &Option<String>| -> Vec<Complexity> {
+        // A side's class: the count's where the confirmation pass counted the loop, else the
+        // loop's frame's time's, else (no loop there) the entry's time per call's.
+        if let Some(f) = f
+            && let Some(c) = counted_loop(&d.exact, &d.trips, f)
+        {
+            return vec![c.class];
+        }
+        let top = e.and_then(|k| k.top()).filter(|_| f.is_some());
+        top.map(|g| &g.scaling)
+            .or(e.and_then(|k| k.per_call.as_ref()))
+            .map(|s| s.classes.clone())
+            .unwrap_or_default()
+    };
+    let (ca, cb) = (classes(da, ea, &fa), classes(db, eb, &fb));
+    ClassChange {
+        target: format!("{name} in {entry}"),
+        case_name: da.case_name.clone(),
+        a: (ca.len() == 1).then(|| ca[0]),
+        b: (cb.len() == 1).then(|| cb[0]),
+        classes_a: ca,
+        classes_b: cb,
+        in_a: ea.is_some(),
+        in_b: eb.is_some(),
+        growth,
+        discovered: Some(LoopSides {
+            run: da.run.clone(),
+            entry: entry.to_string(),
+            frame_a: fa,
+            frame_b: fb,
+        }),
+    }
+}
+
+/// The two common sizes the change is judged over: the largest, and the smaller one that
+/// gives the change in growth per decade of N the least error. A sampled entry's smallest
+/// size often has a handful of samples (±30% and more) where a size above it has hundreds;
+/// the choice rests on the points' errors alone, never on their values.
+fn best_pair(pa: &[SidePoint], pb: &[SidePoint]) -> (Vec<SidePoint>, Vec<SidePoint>) {
+    let at = |p: &[SidePoint], n: u64| p.iter().find(|q| q.n == n).copied();
+    let common: Vec<(SidePoint, SidePoint)> =
+        pa.iter().filter_map(|a| Some((*a, at(pb, a.n)?))).collect();
+    let Some(&(ha, hb)) = common.iter().max_by_key(|(a, _)| a.n) else {
+        return (Vec::new(), Vec::new());
+    };
+    let score = |(a, b): &(SidePoint, SidePoint)| {
+        let v = a.err.powi(2) + b.err.powi(2) + ha.err.powi(2) + hb.err.powi(2);
+        v.sqrt() / (ha.n as f64 / a.n as f64).ln()
+    };
+    let lo = common
+        .iter()
+        .filter(|(a, _)| a.n < ha.n)
+        .min_by(|x, y| score(x).total_cmp(&score(y)));
+    match lo {
+        Some(&(la, lb)) => (vec![la, ha], vec![lb, hb]),
+        None => (vec![ha], vec![hb]),
+    }
+}
+
+/// An entry's sampled times per call as compare points (module docs).
+fn points(d: &Discovery, e: &KernelEntry) -> Vec<SidePoint> {
+    let scatter = e.per_call.as_ref().map_or(0.0, fit_scatter);
+    e.points
+        .iter()
+        .filter(|p| p.n > 0 && p.per_call_ns > 0.0 && p.samples > 0)
+        .map(|p| {
+            let measured = d.spread.runs_at(p.n) >= 2;
+            let floor = if measured {
+                MIN_POINT_ERROR
+            } else {
+                UNMEASURED_POINT_ERROR
+            };
+            SidePoint {
+                n: p.n,
+                t: p.per_call_ns,
+                err: (p.per_call_se_ns / p.per_call_ns)
+                    .max(d.spread.floor(p.n as f64))
+                    .max(scatter)
+                    .max(floor),
+                measured,
+            }
+        })
+        .collect()
+}
+
+/// The sizes' scatter about a fit's model, per point (as the compare's scatter of a verdict).
+fn fit_scatter(s: &Scaling) -> f64 {
+    let k = s.points.len();
+    let params = if s.model.class == Complexity::Constant {
+        1
+    } else {
+        2
+    };
+    if k <= params {
+        return 0.0;
+    }
+    s.model.nrms * (k as f64 / (k - params) as f64).sqrt()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::compare::{Change, compare};
+    use crate::analysis::entries::tests::{discovered, discovered_at, entry_data, shell};
+
+    /// One side, its command run twice at each size (each run as long as the other).
+    fn analysis(mut d: Discovery) -> Analysis {
+        let runs: Vec<crate::rundata::Invocation> =
+            d.ns.iter()
+                .flat_map(|&n| [n, n])
+                .map(|n| crate::rundata::Invocation {
+                    n,
+                    exit: Some(0),
+                    sys_s: 1.0,
+                    ..Default::default()
+                })
+                .collect();
+        d.spread = crate::analysis::spread::RunSpread::of(&runs, &Default::default());
+        Analysis {
+            root: "/x".into(),
+            label: d.kernel.clone(),
+            is_sweep: true,
+            runs: Vec::new(),
+            cases: Vec::new(),
+            discoveries: vec![d],
+            trips: Vec::new(),
+            stacks: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// The shell of the entries' tests on a kernel whose wait4 finds its child without a
+    /// walk: the same calls, each as dear at every N (its samples grow with its calls).
+    fn no_walk(
+        n: u64,
+    ) -> (
+        Vec<crate::analysis::StackData>,
+        Vec<crate::rundata::EntryRow>,
+    ) {
+        let (mut s, rows) = shell(n);
+        let wait4 = "e;do_syscall_64;kernel_wait4;do_wait;__do_wait";
+        let text = format!(
+            "{wait4};wait_consider_task {}\n{wait4};queued_read_lock_slowpath {}\n",
+            (300 + n) / 2 * crate::analysis::discover::tests::PERIOD,
+            (300 + n) / 2 * crate::analysis::discover::tests::PERIOD
+        );
+        s.retain(|x| x.file.target != "wait4");
+        s.push(entry_data("wait4", n, &text));
+        (s, rows)
+    }
+
+    fn wait4(c: &crate::analysis::Comparison) -> &ClassChange {
+        c.classes
+            .iter()
+            .find(|cl| cl.discovered.as_ref().is_some_and(|d| d.entry == "wait4"))
+            .unwrap_or_else(|| panic!("no wait4 loop compared: {:?}", c.classes))
+    }
+
+    /// The same discovery on both sides: `same`. The walk gone on B: `shrank`, B's side no
+    /// loop. One size in common: inconclusive, saying so.
+    #[test]
+    fn a_discovered_loop_is_same_shrank_or_undecided_by_its_entrys_growth() {
+        let walks = analysis(discovered(shell));
+        let aa = compare(&walks, &walks);
+        assert_eq!(wait4(&aa).growth.change, Change::Same, "{:?}", wait4(&aa));
+        assert!(aa.unmatched.is_none());
+
+        let fixed = analysis(discovered(no_walk));
+        let ab = compare(&walks, &fixed);
+        let w = wait4(&ab);
+        assert_eq!(w.growth.change, Change::Shrank, "{w:?}");
+        let sides = w.discovered.as_ref().unwrap();
+        assert!(
+            sides.frame_a.is_some() && sides.frame_b.is_none(),
+            "{sides:?}"
+        );
+        assert!(w.target.ends_with(" in wait4"), "{}", w.target);
+
+        let apart = analysis(discovered_at(&[5, 3000], shell));
+        let w = compare(&walks, &apart);
+        let g = &wait4(&w).growth;
+        assert_eq!(g.change, Change::Inconclusive);
+        assert!(
+            g.reason
+                .as_deref()
+                .is_some_and(|r| r.contains("one size in common")),
+            "{g:?}"
+        );
+    }
+
+    /// Different programs: nothing matched, both named.
+    #[test]
+    fn discoveries_of_different_programs_are_not_compared() {
+        let a = analysis(discovered(shell));
+        let mut other = discovered(shell);
+        other.run = "make".into();
+        let c = compare(&a, &analysis(other));
+        assert!(c.classes.iter().all(|cl| cl.discovered.is_none()));
+        let u = c.unmatched.expect("unmatched");
+        assert_eq!(u.b, ["make [command]"]);
+        assert_eq!(u.a.len(), 1);
+    }
+}
