@@ -108,7 +108,7 @@ pub fn report(
     )))
 }
 
-/// `tracer compare A B [-o OUT]`: OUT defaults to compare-<A>-vs-<B>; then `fail_on` (when
+/// `tracer compare A B [-o OUT]`: OUT defaults to `compare-<A>-vs-<B>`; then `fail_on` (when
 /// given) judged on its verdicts, once everything is written.
 pub fn compare(
     a: &Path,

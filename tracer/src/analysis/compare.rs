@@ -35,7 +35,7 @@
 //! within ±[`MIN_GROWTH_CHANGE`], the usual test of equivalence), and `inconclusive`
 //! otherwise, or when the sides share fewer than two sizes. Where the time leaves it
 //! `inconclusive`, an exact loop count counted on both sides can decide it
-//! ([`count_change`]: grew, shrank, or the same loop). The classes of each side stay
+//! (`count_change`: grew, shrank, or the same loop). The classes of each side stay
 //! beside it; they never decide it.
 
 use std::collections::BTreeMap;
@@ -187,7 +187,7 @@ pub struct GrowthChange {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// The exact loop count that decided a change the time's interval left open
-    /// ([`count_change`]).
+    /// (`count_change`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub by_count: Option<CountChange>,
 }
@@ -396,7 +396,7 @@ pub struct SidePoint {
 }
 
 /// The decision on the growth of one table from A to B (module docs).
-/// Each side is its table and its scatter about its fit ([`scatter`]; 0 when unknown).
+/// Each side is its table and its scatter about its fit (`scatter`; 0 when unknown).
 pub fn growth_change((ta, sa): (&CaseTable, f64), (tb, sb): (&CaseTable, f64)) -> GrowthChange {
     let points = |t: &CaseTable, scatter: f64| -> Vec<SidePoint> {
         t.rows

@@ -83,7 +83,7 @@ pub struct EngineOptions {
 /// histograms per target and phase).
 pub const DEFAULT_MAX_PHASES: u32 = 256;
 
-/// Sets the stack-aggregate map's size instead of [`stack_aggregates`]' choice: for tests of
+/// Sets the stack-aggregate map's size instead of `stack_aggregates`' choice: for tests of
 /// what happens when it fills, which the real sizes need hours of processes to reach.
 pub const STACK_AGGREGATES_ENV: &str = "TRACER_STACK_AGGREGATES";
 

@@ -60,7 +60,7 @@ pub struct ExtraRuns {
     /// The user set `max_runs` (`--max-repeat`): it then caps a discover sweep's runs for
     /// samples too, which otherwise only the budget does.
     pub max_given: bool,
-    /// Most wall time for the extra runs together; None: [`DEFAULT_BUDGET_SHARE`] of the time
+    /// Most wall time for the extra runs together; None: `DEFAULT_BUDGET_SHARE` of the time
     /// the planned runs took.
     pub budget: Option<Duration>,
     /// `tracer sweep --budget`: when this run's share of the sweep's time ends. A planned

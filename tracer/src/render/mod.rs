@@ -1,11 +1,11 @@
 //! Rendering of analysed run data: tables (Markdown, CSV, JSON, terminal), flamegraph SVGs
 //! (inferno), log-log scaling plots, and an index linking everything.
 //!
-//! Entry points: [`report`] renders one run or sweep directory, [`compare_report`] two of them
+//! Entry points: [`write_report`] renders one run or sweep directory, [`write_compare`] two of them
 //! side by side. Both only read saved data (no root, no live kernel) and write every file
 //! atomically into the output directory, the index last.
 //!
-//! Output layout of [`report`]:
+//! Output layout of [`write_report`]:
 //!
 //! | file | content |
 //! | --- | --- |
@@ -63,7 +63,7 @@ pub use compare::write_compare;
 pub use out::OutDir;
 pub use xml::check_well_formed;
 
-/// Errors of [`report`] and [`compare_report`]; each names the path involved.
+/// Errors of [`write_report`] and [`write_compare`]; each names the path involved.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
     #[error(transparent)]

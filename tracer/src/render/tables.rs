@@ -1,6 +1,6 @@
 //! The per-N tables of a target as Markdown, CSV, JSON and an HTML fragment for the index.
 //!
-//! The terminal text is in [`super::terminal`]; the comparison tables are in `compare::tables`
+//! The terminal text is in `super::terminal`; the comparison tables are in `compare::tables`
 //! and re-exported here under their old paths.
 
 use serde::Serialize;
