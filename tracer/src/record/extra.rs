@@ -145,6 +145,9 @@ pub struct Open {
     /// The size to run next for it (the one with the largest error among those under the
     /// cap), its runs so far and its relative error; None when every size is at the cap.
     pub next: Option<(u64, usize, f64)>,
+    /// Where its class set would part, when it holds several ([`Scaling::parts_at`]): the
+    /// size to add, where more runs of these cannot narrow it.
+    pub parts_at: Option<u64>,
 }
 
 impl Open {
@@ -206,8 +209,9 @@ fn median(v: &[f64]) -> f64 {
 
 /// The verdict of one target's sizes, each size's runs repeated to `runs_each` (None: as
 /// they are): the sizes' centres (the median of their runs, error the runs' spread over
-/// √runs) and every run as its own point, as the report fits them.
-fn decision(sizes: &BTreeMap<u64, Vec<f64>>, runs_each: Option<usize>) -> Decision {
+/// √runs) and every run as its own point, as the report fits them; with where its class
+/// set would part ([`Scaling::parts_at`]).
+fn decision(sizes: &BTreeMap<u64, Vec<f64>>, runs_each: Option<usize>) -> (Decision, Option<u64>) {
     let mut points = Vec::new();
     let mut run_points = Vec::new();
     for (&n, runs) in sizes {
@@ -224,7 +228,9 @@ fn decision(sizes: &BTreeMap<u64, Vec<f64>>, runs_each: Option<usize>) -> Decisi
             rel_se: None,
         }));
     }
-    Decision::of(fit_scaling_runs(&points, &run_points))
+    let fit = fit_scaling_runs(&points, &run_points);
+    let parts_at = fit.as_ref().and_then(Scaling::parts_at);
+    (Decision::of(fit), parts_at)
 }
 
 /// Every verdict of the runs so far with two sizes or more, each size run at least twice
@@ -240,7 +246,7 @@ pub fn verdicts(invocations: &[Invocation], max_runs: u32, counted: &[String]) -
         if sizes.len() < 2 || sizes.values().any(|r| r.len() < 2) {
             continue;
         }
-        let (mut now, mut at_cap) = (
+        let ((mut now, parts_at), (mut at_cap, _)) = (
             decision(&sizes, None),
             decision(&sizes, Some(max_runs as usize)),
         );
@@ -261,6 +267,7 @@ pub fn verdicts(invocations: &[Invocation], max_runs: u32, counted: &[String]) -
             now,
             at_cap,
             next,
+            parts_at,
         });
     }
     out
@@ -343,6 +350,7 @@ impl<'a> Scheduler<'a> {
                 now,
                 at_cap,
                 next: Some((n, runs, rel_se)),
+                ..
             }) => (
                 n,
                 format!(
@@ -501,7 +509,13 @@ impl<'a> Scheduler<'a> {
             .iter()
             .filter(|o| o.now == o.at_cap)
             .filter(wide)
-            .map(|o| format!("{} {}", o.target, o.now.label()))
+            .map(|o| {
+                let size = o
+                    .parts_at
+                    .map(|n| format!(" (a size near N={n} would)"))
+                    .unwrap_or_default();
+                format!("{} {}{size}", o.target, o.now.label())
+            })
             .collect();
         if !settled.is_empty() {
             parts.push(format!(

@@ -170,8 +170,18 @@ fn fitted(s: &Scaling) -> String {
             } else {
                 s.classes_label()
             };
+            // The size that would tell the set's classes apart, where it holds several.
+            let parting = match (s.parts_at(), s.classes.first(), s.classes.last()) {
+                (Some(at), Some(lo), Some(hi)) if s.points.len() >= 3 => format!(
+                    "; a size near N={} would tell {} from {}",
+                    fmt_n(at as f64),
+                    lo.label(),
+                    hi.label()
+                ),
+                _ => String::new(),
+            };
             format!(
-                "{classes}, slope {:.2} ({r2}), visible from N≈{}; {range}",
+                "{classes}, slope {:.2} ({r2}), visible from N≈{}; {range}{parting}",
                 s.slope.slope,
                 fmt_n(s.visible_from.unwrap_or(p1.n)),
             )

@@ -223,7 +223,11 @@ pub struct Scaling {
     /// Time per call at the largest N over the baseline.
     pub growth_ratio: f64,
     /// The classes the data does not exclude (step 5), least growth first; `class` is among
-    /// them. One member: the class is named alone; O(1) alone when no growth was shown.
+    /// them. One member: the class is named alone. O(1) alone when the data shows no rise
+    /// (within [`MIN_MARGIN`] of the baseline, falling, a step, no growing shape); where a
+    /// rise is neither shown nor excluded (within the noise, above the baseline at the
+    /// largest N only, not significant) O(1) and every growing class whose model rises
+    /// through the points: two sweeps of one kernel must not name disjoint sets.
     pub classes: Vec<Complexity>,
     /// Each growing class's evidence against the best-fitting one (step 5), in
     /// [`Complexity::GROWING`] order; empty for O(1) verdicts.
@@ -240,6 +244,48 @@ impl Scaling {
     pub fn classes_label(&self) -> String {
         classes_label(&self.classes)
     }
+
+    /// Where a set of several classes would part: the least N above the largest measured
+    /// (from 1.25 times it, up to [`PARTING_SEARCH`] times) at which the fits of the set's
+    /// least and most growing class differ by [`parting_gap`]: one size measured there as
+    /// well as the others would exclude one of them by the evidence rule (a point that far
+    /// from a model adds `2 ln EVIDENCE_RATIO` to its AIC difference). None for a set of one,
+    /// fewer than three sizes, or no parting within the search. Rounded to two significant
+    /// digits: it is a size to run, not a measurement.
+    pub fn parts_at(&self) -> Option<u64> {
+        if self.classes.len() < 2 || self.points.len() < 3 {
+            return None;
+        }
+        let model = |c: &Complexity| self.candidates.iter().find(|m| m.class == *c);
+        let (lo, hi) = (model(self.classes.first()?)?, model(self.classes.last()?)?);
+        let gap = parting_gap(self).ln_1p();
+        let top = self.points.last()?.n;
+        let mut n = top * 1.25;
+        while n <= top * PARTING_SEARCH {
+            let (a, b) = (lo.eval(n), hi.eval(n));
+            if a > 0.0 && b > 0.0 && (b / a).ln().abs() >= gap {
+                let unit = 10f64.powf(n.log10().floor() - 1.0);
+                return Some(((n / unit).ceil() * unit) as u64);
+            }
+            n *= 1.05;
+        }
+        None
+    }
+}
+
+/// How far beyond the largest measured N [`Scaling::parts_at`] looks.
+pub const PARTING_SEARCH: f64 = 1e4;
+
+/// The relative difference between two fits that one more size excludes one of them by:
+/// `√(2 ln EVIDENCE_RATIO)` times the error of a point, taken as the largest of the fit's
+/// scatter, the points' own errors and [`MIN_REL_ERROR`].
+pub fn parting_gap(s: &Scaling) -> f64 {
+    let sigma = s
+        .points
+        .iter()
+        .filter_map(|p| p.rel_se)
+        .fold(s.model.nrms.max(MIN_REL_ERROR), f64::max);
+    (2.0 * EVIDENCE_RATIO.ln()).sqrt() * sigma
 }
 
 /// The label of a class set, least growth first: "O(n)", "O(n) or O(n log n)",
@@ -350,7 +396,21 @@ pub fn fit_scaling_runs(sizes: &[Point], runs: &[Point]) -> Option<Scaling> {
         }
     };
     let (classes, evidence, class) = if model.class == Complexity::Constant {
-        (vec![Complexity::Constant], Vec::new(), Complexity::Constant)
+        // A rise neither shown nor excluded leaves O(1) and every growing shape that rises
+        // through the points: the class is O(1), the set says what the data cannot exclude.
+        let undecided = matches!(
+            flat_reason,
+            Some(FlatReason::WithinNoise | FlatReason::OneSize | FlatReason::NotSignificant)
+        );
+        let mut set = vec![Complexity::Constant];
+        if undecided {
+            set.extend(
+                Complexity::GROWING
+                    .iter()
+                    .filter(|c| candidates.iter().any(|m| m.class == **c && m.b > 0.0)),
+            );
+        }
+        (set, Vec::new(), Complexity::Constant)
     } else {
         let evidence = class_evidence(runs, &pts);
         let mut set = plausible_set(&evidence);
@@ -824,6 +884,11 @@ mod tests {
         assert!((s.growth_ratio - 13100.0 / 8700.0).abs() < 1e-9);
         assert!(s.growth_model.is_some() && !s.candidates.is_empty());
         assert!(!s.slope_of_excess);
+        // O(1), but the rise at the largest N is not excluded: the set keeps the growing
+        // shapes that rise through the points beside O(1).
+        assert_eq!(s.classes[0], Complexity::Constant);
+        assert!(s.classes.contains(&Complexity::Linear), "{:?}", s.classes);
+        assert_eq!(s.sole_class(), None);
         // The same shape with a second size above the baseline is growth.
         let s = fit_scaling(&pts(
             &[1.0, 100.0, 1000.0],
@@ -838,6 +903,7 @@ mod tests {
         let ts = [1000.0, 1080.0, 950.0, 1150.0, 1250.0];
         let s = fit_scaling(&pts(&ns, &ts, Some(0.08))).unwrap();
         assert_eq!(s.flat_reason, Some(FlatReason::WithinNoise), "{s:?}");
+        assert!(s.classes.len() > 1 && s.classes[0] == Complexity::Constant);
         assert!((s.margin - 3.0 * (2.0f64).sqrt() * 0.08).abs() < 1e-9);
         // Without that spread the same points are above the 20% margin at N=4000 only.
         let s = fit_scaling(&pts(&ns, &ts, None)).unwrap();
@@ -845,6 +911,7 @@ mod tests {
         // Within 20%: no growth at all.
         let s = fit_scaling(&pts(&ns, &[1000.0, 1050.0, 990.0, 1100.0, 1150.0], None)).unwrap();
         assert_eq!(s.flat_reason, Some(FlatReason::NoGrowth));
+        assert_eq!(s.classes, [Complexity::Constant]);
 
         // Three sizes above the baseline, but the trend zig-zags: with five sizes the growth
         // term's interval must exclude 0, and here it does not.
@@ -1002,6 +1069,9 @@ mod tests {
         let flat = fit_scaling(&sweep(|_| 2000.0, 3, 0.03, &mut rng)).unwrap();
         assert_eq!(flat.classes, [Complexity::Constant]);
         assert!(flat.evidence.is_empty());
+        // A class named alone, or no growth: nothing to part.
+        assert_eq!(lin.parts_at(), None);
+        assert_eq!(flat.parts_at(), None);
     }
 
     /// A linear walk whose cost per item creeps up (5.10 sysvipc_find_ipc under TCG, one run
@@ -1024,6 +1094,23 @@ mod tests {
             s.evidence
         );
         assert!(s.classes_label().starts_with("O(n) or O(n log n)") || s.classes.len() > 2);
+        // Where the set would part: beyond the sweep, where O(n)'s and the set's most growing
+        // fit differ by the gap one more size there would exclude one of them by.
+        let at = s.parts_at().expect("a set of several parts somewhere") as f64;
+        assert!(at > 4000.0 && at < 4000.0 * PARTING_SEARCH, "{at}");
+        assert_eq!(
+            at,
+            format!("{at:.2e}").parse::<f64>().unwrap(),
+            "two digits: {at}"
+        );
+        let model = |c| s.candidates.iter().find(|m| m.class == c).unwrap();
+        let (lo, hi) = (model(s.classes[0]), model(*s.classes.last().unwrap()));
+        let apart = |n: f64| (hi.eval(n) / lo.eval(n)).ln().abs();
+        assert!(apart(at) >= parting_gap(&s).ln_1p());
+        // Rounded up to two digits: at most 10% past where they part, never before it.
+        if at > 4000.0 * 1.25 * 1.2 {
+            assert!(apart(at / 1.2) < parting_gap(&s).ln_1p());
+        }
         assert_eq!(
             classes_label(&[Complexity::Log, Complexity::Linear, Complexity::NLogN]),
             "O(log n), O(n) or O(n log n)"
