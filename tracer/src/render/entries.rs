@@ -337,11 +337,10 @@ pub fn lines(d: &Discovery) -> Vec<String> {
     if !en.mix.is_empty() {
         out.push(
             "a change of mix, no loop (a frame grows inside calls whose own time per call does \
-             not, beyond the entries' common slowdown):"
+             not):"
                 .to_string(),
         );
-        let common = en.common_factor();
-        out.extend(en.mix.iter().map(|e| format!("  {}", mix_line(e, common))));
+        out.extend(en.mix.iter().map(|e| format!("  {}", mix_line(e))));
     }
     out.extend(more_calls_line(d));
     out.extend(super::runlength::line(d));
@@ -349,26 +348,20 @@ pub fn lines(d: &Discovery) -> Vec<String> {
 }
 
 /// "read: scan_more O(n), slope 1.00, 6.67ns → 2.00µs per call, while read's own time per
-/// call went 20.0µs → 22.0µs (x1.10)", with the rise beyond the entries' `common` slowdown
-/// where there is one ("(x1.75: x1.15 beyond the common x1.52)").
-fn mix_line(e: &KernelEntry, common: f64) -> String {
+/// call went 20.0µs → 22.0µs (x1.10)"
+fn mix_line(e: &KernelEntry) -> String {
     let (f, l) = (e.first(), e.last());
     let frame = e
         .top()
         .map(|g| format!("{} {} per call, while ", g.function, growth_text(g)))
         .unwrap_or_default();
-    let rise = l.per_call_ns / f.per_call_ns.max(f64::MIN_POSITIVE);
-    let beyond = if common > 1.0 {
-        format!(": x{:.2} beyond the common x{common:.2}", rise / common)
-    } else {
-        String::new()
-    };
     format!(
-        "{}: {frame}{}'s own time per call went {} → {} (x{rise:.2}{beyond}) over N={}..{}",
+        "{}: {frame}{}'s own time per call went {} → {} (x{:.2}) over N={}..{}",
         e.entry,
         e.entry,
         ns(f.per_call_ns),
         ns(l.per_call_ns),
+        l.per_call_ns / f.per_call_ns.max(f64::MIN_POSITIVE),
         fmt_n(f.n as f64),
         fmt_n(l.n as f64),
     )
