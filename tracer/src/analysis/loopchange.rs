@@ -82,7 +82,6 @@ fn find<'a>(d: &'a Discovery, entry: &str) -> Option<&'a KernelEntry> {
         .iter()
         .chain(&e.undecided)
         .chain(&e.more_calls)
-        .chain(&e.mix)
         .chain(&e.flat)
         .find(|k| k.entry == entry)
 }

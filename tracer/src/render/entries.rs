@@ -334,37 +334,9 @@ pub fn lines(d: &Discovery) -> Vec<String> {
                 .map(|l| format!("  {l}")),
         );
     }
-    if !en.mix.is_empty() {
-        out.push(
-            "a change of mix, no loop (a frame grows inside calls whose own time per call does \
-             not):"
-                .to_string(),
-        );
-        out.extend(en.mix.iter().map(|e| format!("  {}", mix_line(e))));
-    }
     out.extend(more_calls_line(d));
     out.extend(super::runlength::line(d));
     out
-}
-
-/// "read: scan_more O(n), slope 1.00, 6.67ns → 2.00µs per call, while read's own time per
-/// call went 20.0µs → 22.0µs (x1.10)"
-fn mix_line(e: &KernelEntry) -> String {
-    let (f, l) = (e.first(), e.last());
-    let frame = e
-        .top()
-        .map(|g| format!("{} {} per call, while ", g.function, growth_text(g)))
-        .unwrap_or_default();
-    format!(
-        "{}: {frame}{}'s own time per call went {} → {} (x{:.2}) over N={}..{}",
-        e.entry,
-        e.entry,
-        ns(f.per_call_ns),
-        ns(l.per_call_ns),
-        l.per_call_ns / f.per_call_ns.max(f64::MIN_POSITIVE),
-        fmt_n(f.n as f64),
-        fmt_n(l.n as f64),
-    )
 }
 
 /// "at these rates wait_consider_task in wait4 (time per run ∝ N^1.9) overtakes clone (more
@@ -416,26 +388,9 @@ mod tests {
     }
     use crate::analysis::discover::tests::PERIOD;
     use crate::analysis::entries::tests::{
-        discovered, discovered_at, entry_data, ipcs, ipcs_with, light_walk, mixed_read,
-        reaping_walk, row, shell, slow_machine, slowdown_to,
+        discovered, discovered_at, entry_data, ipcs, ipcs_with, light_walk, reaping_walk, row,
+        shell, slow_machine, slowdown_to,
     };
-
-    #[test]
-    fn a_change_of_mix_is_said_apart_from_the_loops() {
-        let t = text(&discovered(mixed_read));
-        let mix = t
-            .lines()
-            .skip_while(|l| !l.contains("a change of mix, no loop"))
-            .nth(1)
-            .unwrap_or_else(|| panic!("{t}"));
-        assert!(
-            mix.trim_start().starts_with("read: scan_more ")
-                && mix.contains("read's own time per call went")
-                && mix.contains("(x1.10)"),
-            "{mix}"
-        );
-        assert!(!t.contains("scan_more in read"), "{t}");
-    }
 
     fn text(d: &Discovery) -> String {
         super::super::discover::text(d, 5, |rows| {

@@ -22,13 +22,9 @@
 //! `wait4` can spend most of its time spinning on a lock that the children's exits hold,
 //! which falls as the walk over the children grows.
 //!
-//! The entry's own time per call must grow too ([`MIN_ENTRY_GROWTH`] beyond the common
-//! slowdown, `own_time_grows`): a frame that grows inside calls whose time does not is the
-//! calls doing different work (`mix`), not a loop the user pays for.
-//!
-//! Loops rank by the time their growth per call adds per op (`added_per_op`: the entry's
-//! time per call at the largest N beyond the common slowdown less at the smallest, times
-//! its calls per op at the largest N: what the user pays), not by their whole time: an `execve` that tears down a shell twice as large
+//! Loops rank by the time their growth per call adds per op (`added_per_op`: the top frame's
+//! time per call at the largest N less at the smallest, times the calls per op at the
+//! largest N), not by their whole time: an `execve` that tears down a shell twice as large
 //! at 1000 jobs as at 10 is a heavy syscall made N more times, and its whole time would put
 //! it above the walk in `wait4` whose per-call time quadruples (a 6.1 guest under TCG). A loop
 //! whose class the data places wholly above another's (both measured at [`CLASS_SIZES`] sizes
@@ -80,13 +76,6 @@ pub const MIN_LOOP_GROWTH: f64 = 2.0;
 /// 6.1, 316 entries besides wait4), their own time per call rose 0.37 to 1.46 times as much
 /// as the factor, and wait4's 1.55 to 4.6 times (its walk frame more: its lock spin falls).
 pub const MIN_GROWTH_BEYOND_COMMON: f64 = 1.5;
-/// An entry is a loop only if its own time per call grows too: at the largest N at least
-/// this many times beyond the common slowdown its time at the smallest, and by more than two
-/// standard errors of sampling. A frame that grows inside an entry whose time per call does
-/// not (a frame near zero at the smallest N inside a syscall that rose 10%) is the calls
-/// doing different work, a change of mix, whatever that frame's own ratio: what the user pays
-/// per call did not rise.
-pub const MIN_ENTRY_GROWTH: f64 = 1.2;
 /// Entries with [`FEW_SAMPLES`] of their own samples at the smallest and the largest N it takes
 /// to measure a slowdown common to them: with fewer, a loop could be its own median.
 pub const COMMON_ENTRIES: usize = 5;
@@ -179,21 +168,11 @@ impl KernelEntry {
     }
 
     /// What the loop's growth per call beyond the entries' common slowdown `common` adds per
-    /// op (ns): the entry's time per call at the largest N over `common`, less at the
-    /// smallest, times its calls per op at the largest N: what the user pays for it. The
-    /// loops rank by it: more calls add nothing to it, a slower call does, a machine slower
-    /// at the largest N does not.
+    /// op (ns): the top frame's time per call at the largest N over `common`, less at the
+    /// smallest, times the calls per op at the largest N. The loops rank by it: more calls
+    /// add nothing to it, a slower call does, a machine slower at the largest N does not.
     pub fn added_per_op(&self, common: f64) -> f64 {
-        let (f, l) = (self.first(), self.last());
-        (l.per_call_ns / common - f.per_call_ns).max(0.0) * l.calls_per_op
-    }
-
-    /// Whether the entry's own time per call grows as a loop's entry must
-    /// ([`MIN_ENTRY_GROWTH`] beyond `common`, and beyond two standard errors).
-    pub fn own_time_grows(&self, common: f64) -> bool {
-        let (f, l) = (self.first(), self.last());
-        l.per_call_ns >= MIN_ENTRY_GROWTH * common * f.per_call_ns
-            && self.added_per_call_ns > 2.0 * self.added_se_ns
+        self.top().map_or(0.0, |g| self.rise_per_op(g, common))
     }
 
     /// Frame `g`'s time per call at the largest N over `common`, less at the smallest, times
@@ -223,9 +202,6 @@ pub struct Entries {
     /// Entries whose time per call grows: most time added per op by the growth per call
     /// first, except that a loop whose class set lies wholly above another's comes before it.
     pub loops: Vec<KernelEntry>,
-    /// Entries with a frame that grows as a loop's while their own time per call does not
-    /// ([`MIN_ENTRY_GROWTH`]): a change of mix inside the calls, not a loop.
-    pub mix: Vec<KernelEntry>,
     /// Entries whose calls per op grow while their whole time per call does not double beyond
     /// the common slowdown, most time first (one may also be a minor loop).
     pub more_calls: Vec<KernelEntry>,
@@ -464,11 +440,7 @@ pub(super) fn find(c: CaseData) -> Entries {
     for m in measured {
         let e = judge(m, c, common);
         let (f, l) = (e.first(), e.last());
-        let framed = !e.frames.is_empty() && l.samples >= MIN_SAMPLES;
-        let grows = framed && e.own_time_grows(common);
-        if framed && !grows {
-            out.mix.push(e.clone());
-        }
+        let grows = !e.frames.is_empty() && l.samples >= MIN_SAMPLES;
         let undecided = !grows && !e.undecided.is_empty() && l.samples >= MIN_SAMPLES;
         if undecided {
             out.undecided.push(e.clone());
@@ -484,7 +456,7 @@ pub(super) fn find(c: CaseData) -> Entries {
         }
         if grows {
             out.loops.push(e);
-        } else if !more && !undecided && !framed {
+        } else if !more && !undecided {
             out.flat.push(e);
         }
     }
