@@ -1,10 +1,9 @@
 //! The confirmation pass of a discover sweep: its exact verdicts on the functions the
 //! sampled ranking named, per op (the quantity the ranking fits) and per call.
 
-use super::fit::ADEQUATE_FIT;
 use super::fit::{Complexity, Scaling, fit_scaling};
 use super::table::CaseTable;
-use super::trips::{MAX_PER_TRIP_SLOPE, MIN_LOOP_SLOPE, TripCount};
+use super::trips::{TripCount, counts_a_loop, flat_per_trip};
 use super::verdict::Verdict;
 
 /// The confirmation pass's verdict on a function discover ranked, by its exact time per op
@@ -67,9 +66,7 @@ pub(super) fn confirm_verdict(t: &CaseTable, per_call: &Verdict, per: &str) -> E
         // flat in that sense: a longer walk over colder memory, or qemu's software TLB
         // (wait_consider_task on 5.10 under TCG, 950 ns -> 1.37 µs per call over
         // N = 100..2000, fitted O(log n), tipped its per-op time to O(n log n)).
-        let per_call_flat = per_call.scaling.as_ref().is_some_and(|pc| {
-            pc.class == Complexity::Constant || pc.loglog.slope.abs() < MAX_PER_TRIP_SLOPE
-        });
+        let per_call_flat = per_call.scaling.as_ref().is_some_and(flat_per_trip);
         let counted = if per_call_flat {
             fit_scaling(
                 &t.rows
@@ -166,12 +163,8 @@ pub fn counted_loop(
     }
     let t = into_frame?;
     let s = t.scaling.as_ref()?;
-    let loop_like =
-        s.flat_reason.is_none() && s.model.nrms <= ADEQUATE_FIT && s.loglog.slope >= MIN_LOOP_SLOPE;
-    let call_flat = e.per_call.scaling.as_ref().is_some_and(|pc| {
-        pc.class == Complexity::Constant || pc.loglog.slope.abs() < MAX_PER_TRIP_SLOPE
-    });
-    (loop_like && call_flat).then(|| counted(t, s.class))
+    let call_flat = e.per_call.scaling.as_ref().is_some_and(flat_per_trip);
+    (counts_a_loop(s) && call_flat).then(|| counted(t, s.class))
 }
 
 #[cfg(test)]

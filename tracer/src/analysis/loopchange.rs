@@ -15,12 +15,13 @@ use std::collections::BTreeSet;
 
 use super::analyze::Analysis;
 use super::compare::{
-    ClassChange, GrowthChange, MIN_POINT_ERROR, SidePoint, UNMEASURED_POINT_ERROR, growth_change_of,
+    ClassChange, GrowthChange, MIN_POINT_ERROR, SidePoint, UNMEASURED_POINT_ERROR,
+    growth_change_of, model_scatter,
 };
 use super::discover::Discovery;
 use super::entries::KernelEntry;
 use super::exact::counted_loop;
-use super::fit::{Complexity, Scaling};
+use super::fit::Complexity;
 
 /// Where a compared loop is a loop: its frame on each side (None: the entry is no loop there).
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -169,7 +170,10 @@ fn best_pair(pa: &[SidePoint], pb: &[SidePoint]) -> (Vec<SidePoint>, Vec<SidePoi
 
 /// An entry's sampled times per call as compare points (module docs).
 fn points(d: &Discovery, e: &KernelEntry) -> Vec<SidePoint> {
-    let scatter = e.per_call.as_ref().map_or(0.0, fit_scatter);
+    let scatter = e
+        .per_call
+        .as_ref()
+        .map_or(0.0, |s| model_scatter(s, &s.model));
     e.points
         .iter()
         .filter(|p| p.n > 0 && p.per_call_ns > 0.0 && p.samples > 0)
@@ -191,20 +195,6 @@ fn points(d: &Discovery, e: &KernelEntry) -> Vec<SidePoint> {
             }
         })
         .collect()
-}
-
-/// The sizes' scatter about a fit's model, per point (as the compare's scatter of a verdict).
-fn fit_scatter(s: &Scaling) -> f64 {
-    let k = s.points.len();
-    let params = if s.model.class == Complexity::Constant {
-        1
-    } else {
-        2
-    };
-    if k <= params {
-        return 0.0;
-    }
-    s.model.nrms * (k as f64 / (k - params) as f64).sqrt()
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 
 pub mod analyze;
 pub mod compare;
+pub mod comparerows;
 pub mod countable;
 pub mod countchange;
 pub mod discover;

@@ -69,11 +69,7 @@ pub fn loop_class(time: &Scaling, trips: &[&TripCount]) -> Option<LoopClass> {
     trips
         .iter()
         .filter_map(|t| {
-            let s = t.scaling.as_ref().filter(|s| {
-                s.flat_reason.is_none()
-                    && s.model.nrms <= ADEQUATE_FIT
-                    && s.loglog.slope >= MIN_LOOP_SLOPE
-            })?;
+            let s = t.scaling.as_ref().filter(|s| counts_a_loop(s))?;
             let per_trip = per_trip_slope(time, t)?;
             (per_trip.abs() < MAX_PER_TRIP_SLOPE).then(|| LoopClass {
                 inner: t.inner.clone(),
@@ -84,6 +80,20 @@ pub fn loop_class(time: &Scaling, trips: &[&TripCount]) -> Option<LoopClass> {
             })
         })
         .max_by(|a, b| a.class.cmp(&b.class).then(a.slope.total_cmp(&b.slope)))
+}
+
+/// Whether a count's fit is a loop's trips over what N counts: growing, following its class
+/// closely ([`ADEQUATE_FIT`]), and rising like a loop over N ([`MIN_LOOP_SLOPE`]).
+pub fn counts_a_loop(count: &Scaling) -> bool {
+    count.flat_reason.is_none()
+        && count.model.nrms <= ADEQUATE_FIT
+        && count.loglog.slope >= MIN_LOOP_SLOPE
+}
+
+/// Whether a time per call is flat as one trip of a loop is: O(1), or creeping up with N less
+/// steeply than a power of N ([`MAX_PER_TRIP_SLOPE`]).
+pub fn flat_per_trip(time: &Scaling) -> bool {
+    time.class == Complexity::Constant || time.loglog.slope.abs() < MAX_PER_TRIP_SLOPE
 }
 
 /// The time per call did not rise with N: within [`super::fit::MIN_MARGIN`] of its

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::super::stats::t975;
 use super::{
-    Complexity, EVIDENCE_RATIO, MIN_REL_ERROR, ModelFit, Point, fit_model, weighted_noise,
+    Complexity, EVIDENCE_RATIO, MIN_REL_ERROR, ModelFit, Point, Scaling, fit_model, weighted_noise,
 };
 
 /// The standard normal's 97.5% quantile: [`t975`] with infinitely many degrees of freedom.
@@ -103,6 +103,50 @@ pub(super) fn plausible_set(evidence: &[ClassEvidence]) -> Vec<Complexity> {
         .map(|e| e.class)
         .filter(|c| c >= lo && c <= hi)
         .collect()
+}
+
+impl Scaling {
+    /// Where a set of several classes would part: the least N above the largest measured
+    /// (from 1.25 times it, up to [`PARTING_SEARCH`] times) at which the fits of the set's
+    /// least and most growing class differ by [`parting_gap`]: one size measured there as
+    /// well as the others would exclude one of them by the evidence rule (a point that far
+    /// from a model adds `2 ln EVIDENCE_RATIO` to its AIC difference). None for a set of one,
+    /// fewer than three sizes, or no parting within the search. Rounded to two significant
+    /// digits: it is a size to run, not a measurement.
+    pub fn parts_at(&self) -> Option<u64> {
+        if self.classes.len() < 2 || self.points.len() < 3 {
+            return None;
+        }
+        let model = |c: &Complexity| self.candidates.iter().find(|m| m.class == *c);
+        let (lo, hi) = (model(self.classes.first()?)?, model(self.classes.last()?)?);
+        let gap = parting_gap(self).ln_1p();
+        let top = self.points.last()?.n;
+        let mut n = top * 1.25;
+        while n <= top * PARTING_SEARCH {
+            let (a, b) = (lo.eval(n), hi.eval(n));
+            if a > 0.0 && b > 0.0 && (b / a).ln().abs() >= gap {
+                let unit = 10f64.powf(n.log10().floor() - 1.0);
+                return Some(((n / unit).ceil() * unit) as u64);
+            }
+            n *= 1.05;
+        }
+        None
+    }
+}
+
+/// How far beyond the largest measured N [`Scaling::parts_at`] looks.
+pub const PARTING_SEARCH: f64 = 1e4;
+
+/// The relative difference between two fits that one more size excludes one of them by:
+/// `√(2 ln EVIDENCE_RATIO)` times the error of a point, taken as the largest of the fit's
+/// scatter, the points' own errors and [`MIN_REL_ERROR`].
+pub fn parting_gap(s: &Scaling) -> f64 {
+    let sigma = s
+        .points
+        .iter()
+        .filter_map(|p| p.rel_se)
+        .fold(s.model.nrms.max(MIN_REL_ERROR), f64::max);
+    (2.0 * EVIDENCE_RATIO.ln()).sqrt() * sigma
 }
 
 /// The relative variance between runs of one size (pooled over the sizes measured more than

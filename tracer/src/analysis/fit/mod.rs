@@ -62,7 +62,7 @@ use super::stats::{LineFit, ols, t975};
 
 mod evidence;
 
-pub use evidence::ClassEvidence;
+pub use evidence::{ClassEvidence, PARTING_SEARCH, parting_gap};
 use evidence::{class_evidence, plausible_set};
 
 /// Time per call at one N.
@@ -244,48 +244,6 @@ impl Scaling {
     pub fn classes_label(&self) -> String {
         classes_label(&self.classes)
     }
-
-    /// Where a set of several classes would part: the least N above the largest measured
-    /// (from 1.25 times it, up to [`PARTING_SEARCH`] times) at which the fits of the set's
-    /// least and most growing class differ by [`parting_gap`]: one size measured there as
-    /// well as the others would exclude one of them by the evidence rule (a point that far
-    /// from a model adds `2 ln EVIDENCE_RATIO` to its AIC difference). None for a set of one,
-    /// fewer than three sizes, or no parting within the search. Rounded to two significant
-    /// digits: it is a size to run, not a measurement.
-    pub fn parts_at(&self) -> Option<u64> {
-        if self.classes.len() < 2 || self.points.len() < 3 {
-            return None;
-        }
-        let model = |c: &Complexity| self.candidates.iter().find(|m| m.class == *c);
-        let (lo, hi) = (model(self.classes.first()?)?, model(self.classes.last()?)?);
-        let gap = parting_gap(self).ln_1p();
-        let top = self.points.last()?.n;
-        let mut n = top * 1.25;
-        while n <= top * PARTING_SEARCH {
-            let (a, b) = (lo.eval(n), hi.eval(n));
-            if a > 0.0 && b > 0.0 && (b / a).ln().abs() >= gap {
-                let unit = 10f64.powf(n.log10().floor() - 1.0);
-                return Some(((n / unit).ceil() * unit) as u64);
-            }
-            n *= 1.05;
-        }
-        None
-    }
-}
-
-/// How far beyond the largest measured N [`Scaling::parts_at`] looks.
-pub const PARTING_SEARCH: f64 = 1e4;
-
-/// The relative difference between two fits that one more size excludes one of them by:
-/// `√(2 ln EVIDENCE_RATIO)` times the error of a point, taken as the largest of the fit's
-/// scatter, the points' own errors and [`MIN_REL_ERROR`].
-pub fn parting_gap(s: &Scaling) -> f64 {
-    let sigma = s
-        .points
-        .iter()
-        .filter_map(|p| p.rel_se)
-        .fold(s.model.nrms.max(MIN_REL_ERROR), f64::max);
-    (2.0 * EVIDENCE_RATIO.ln()).sqrt() * sigma
 }
 
 /// The label of a class set, least growth first: "O(n)", "O(n) or O(n log n)",
