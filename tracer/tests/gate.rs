@@ -318,6 +318,51 @@ const GETPID: &[&str] = &[
     "--no-verify",
 ];
 
+/// getpid's gate line and the status the gate exited with agree: exit 0 with `E as expected
+/// (fitted SET)` where SET holds E, or exit 9 with `expected E, fitted SET: trips the gate`
+/// where it does not. Returns SET.
+fn judged(o: &Output, expected: &str, what: &str) -> String {
+    let lines = gate_lines(o);
+    let line = lines
+        .get(1)
+        .unwrap_or_else(|| panic!("{what}: no verdict line: {lines:?}"));
+    let set = line
+        .split_once("fitted ")
+        .map(|(_, s)| {
+            s.strip_suffix(": trips the gate")
+                .or_else(|| s.strip_suffix(')'))
+                .unwrap_or(s)
+        })
+        .unwrap_or_else(|| panic!("{what}: no fitted set in {line:?}"))
+        .to_string();
+    let held = set
+        .split(", ")
+        .flat_map(|c| c.split(" or "))
+        .any(|c| c == expected);
+    if held {
+        status(o, exit::OK, what);
+        assert_eq!(
+            *line,
+            format!("  getpid [getpid-syscall]: {expected} as expected (fitted {set})"),
+            "{what}"
+        );
+    } else {
+        status(o, exit::GATE_FAILED, what);
+        assert_eq!(
+            *line,
+            format!("  getpid [getpid-syscall]: expected {expected}, fitted {set}: trips the gate"),
+            "{what}"
+        );
+    }
+    set
+}
+
+/// `sweep --expect` judges the fresh sweep, with its report or without one, and `report
+/// --expect` judges the saved sweep again the same way. Whether getpid's three sizes, one run
+/// each, leave O(n) in its set depends on the host's noise (a 25% rise at N = 10000 beside a
+/// busy core left every class in it, where a quiet run fits O(1) alone), so each gate is held
+/// to the set its own line states; `report_expect_fails_when_a_class_set_excludes_the_class`
+/// fixes both exit statuses on saved data.
 #[test]
 fn sweep_expect_judges_the_fresh_sweep_and_report_judges_it_again() {
     let _g = common::serial();
@@ -327,36 +372,27 @@ fn sweep_expect_judges_the_fresh_sweep_and_report_judges_it_again() {
     let mut args = GETPID.to_vec();
     args.extend(["--expect", "getpid:O(1)"]);
     let o = sweep(&dir, &args);
-    status(&o, exit::OK, "getpid:O(1)");
     assert_eq!(
-        gate_lines(&o),
-        [
-            "Gate --expect getpid:O(1): passed (exit 0): its verdict holds the class expected",
-            "  getpid [getpid-syscall]: O(1) as expected (fitted O(1))",
-        ]
+        gate_lines(&o)[0].split_once(": ").map(|x| x.0),
+        Some("Gate --expect getpid:O(1)"),
+        "{}",
+        stdout(&o)
     );
-    // The saved sweep, gated again without re-running it.
+    let fresh = judged(&o, "O(1)", "sweep getpid:O(1)");
+    // The saved sweep, gated again without re-running it: the same set.
     let d = dir.to_str().unwrap();
-    let o = tracer(&["report", d, "--no-flamegraphs", "--expect", "getpid:O(n)"]);
-    status(&o, exit::GATE_FAILED, "report getpid:O(n)");
-    assert_eq!(
-        gate_lines(&o)[1],
-        "  getpid [getpid-syscall]: expected O(n), fitted O(1): trips the gate"
-    );
     let o = tracer(&["report", d, "--no-flamegraphs", "--expect", "getpid:O(1)"]);
-    status(&o, exit::OK, "report getpid:O(1)");
+    assert_eq!(judged(&o, "O(1)", "report getpid:O(1)"), fresh);
+    let o = tracer(&["report", d, "--no-flamegraphs", "--expect", "getpid:O(n)"]);
+    assert_eq!(judged(&o, "O(n)", "report getpid:O(n)"), fresh);
 
     // Without a report the sweep is analysed for the gate all the same.
     let dir = tmp.path().join("getpid-no-report");
     let mut args = GETPID.to_vec();
     args.extend(["--no-report", "--expect", "getpid/getpid-syscall:O(n)"]);
     let o = sweep(&dir, &args);
-    status(&o, exit::GATE_FAILED, "--no-report getpid:O(n)");
+    judged(&o, "O(n)", "--no-report getpid:O(n)");
     assert!(!dir.join("report").exists());
-    assert_eq!(
-        gate_lines(&o)[1],
-        "  getpid [getpid-syscall]: expected O(n), fitted O(1): trips the gate"
-    );
 }
 
 #[test]
