@@ -11,7 +11,7 @@ use super::discover::{Discovery, ProfiledRun, discover};
 use super::exact::confirm_verdict;
 use super::load::Dataset;
 use super::populations::{PopulationSplit, split as split_populations};
-use super::rootcause::{RootCause, StacksAtN, root_cause};
+use super::rootcause::{FrameGrowth, RootCause, StacksAtN, root_cause};
 use super::stacks::{Anchors, StackData};
 use super::table::{CaseTable, Metric, TableOptions, WorkloadReport, tables};
 use super::trips::{TripCount, loop_class};
@@ -35,6 +35,13 @@ pub struct CaseRootCause {
     /// Which stacks were analysed (on-CPU, or off-CPU when no on-CPU stacks were taken).
     pub kind: StackKind,
     pub cause: RootCause,
+    /// The same stacks attributed per op, where the calls mix a fixed and an N-proportional
+    /// population and `cause` names no growing frame: the N cheap calls hold every call's
+    /// time per call flat while the fixed ones walk (a shell's 100 waits among N reaps), and
+    /// per op the walk's frames add time. Not shown: the loop-count pass counts its frames
+    /// ([`super::countable`]), and the count says which is a loop.
+    #[serde(skip)]
+    pub per_op: Option<RootCause>,
 }
 
 /// What the report says about each run besides tables.
@@ -266,15 +273,23 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Analysis {
             }
             let target_report = run.targets.iter().find(|x| x.name == t.target);
             let anchors = Anchors::new(&t.target, target_report.and_then(|x| x.plan.as_ref()));
-            let root_cause =
-                case_root_cause(&a.stacks, ri, &t, &anchors).map(|(kind, cause)| CaseRootCause {
-                    run: lr.label.clone(),
-                    target: t.target.clone(),
-                    case_name: t.case_name.clone(),
-                    kind,
-                    cause,
-                });
             let population = split_populations(&t);
+            let root_cause =
+                case_root_cause(&a.stacks, ri, &t, &anchors, Per::Call).map(|(kind, cause)| {
+                    let mixed = population.as_ref().is_some_and(|p| p.separated);
+                    let per_op = (mixed && !cause.culprit.as_ref().is_some_and(FrameGrowth::grows))
+                        .then(|| case_root_cause(&a.stacks, ri, &t, &anchors, Per::Op))
+                        .flatten()
+                        .map(|(_, c)| c);
+                    CaseRootCause {
+                        run: lr.label.clone(),
+                        target: t.target.clone(),
+                        case_name: t.case_name.clone(),
+                        kind,
+                        cause,
+                        per_op,
+                    }
+                });
             verdict.mix = population.as_ref().map(PopulationSplit::mix);
             a.cases.push(CaseResult {
                 table: t,
@@ -363,6 +378,14 @@ fn join_loop_counts(a: &mut Analysis) {
     }
 }
 
+/// What a root cause attributes: the target's time per call (the verdict's), or its time per
+/// op (the mean per call times the calls per op).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Per {
+    Call,
+    Op,
+}
+
 /// The root cause of one table. When the fitted time is on-CPU time, from on-CPU stacks only
 /// (off-CPU stacks explain time blocked, which that verdict is not about), saying so when they
 /// are too few. When it is wall time: from on-CPU stacks when two sizes have enough samples,
@@ -375,6 +398,7 @@ fn case_root_cause(
     run: usize,
     t: &CaseTable,
     anchors: &Anchors,
+    per: Per,
 ) -> Option<(StackKind, RootCause)> {
     let kinds: &[StackKind] = match t.metric {
         Metric::OncpuMean => &[StackKind::Oncpu],
@@ -400,15 +424,26 @@ fn case_root_cause(
                         stacks: file.map(|f| f.folded.clone()).unwrap_or_default(),
                         calls: Some(r.calls),
                         samples: Some(file.map_or(0, |f| f.file.count)),
-                        ns_per_call: match (kind, t.metric, r.oncpu_mean_ns) {
-                            (StackKind::Offcpu, _, _) => r.offcpu_mean_ns,
-                            // On-CPU stacks split the verdict's own value when it is on-CPU
-                            // time (the calls' robust centre), so the root cause attributes
-                            // the growth the verdict sees: the plain mean, which one slow call
-                            // moves, could have it blame a frame for time added beside an
-                            // O(1) verdict.
-                            (_, Metric::OncpuMean, Some(mean)) => r.time_per_call_ns.or(Some(mean)),
-                            _ => r.oncpu_mean_ns.or(r.wall_mean_ns),
+                        ns_per_call: match per {
+                            Per::Op => {
+                                let mean = match kind {
+                                    StackKind::Offcpu => r.offcpu_mean_ns,
+                                    _ => r.oncpu_mean_ns.or(r.wall_mean_ns),
+                                };
+                                mean.zip(r.calls_per_op).map(|(m, k)| m * k)
+                            }
+                            Per::Call => match (kind, t.metric, r.oncpu_mean_ns) {
+                                (StackKind::Offcpu, _, _) => r.offcpu_mean_ns,
+                                // On-CPU stacks split the verdict's own value when it is on-CPU
+                                // time (the calls' robust centre), so the root cause attributes
+                                // the growth the verdict sees: the plain mean, which one slow call
+                                // moves, could have it blame a frame for time added beside an
+                                // O(1) verdict.
+                                (_, Metric::OncpuMean, Some(mean)) => {
+                                    r.time_per_call_ns.or(Some(mean))
+                                }
+                                _ => r.oncpu_mean_ns.or(r.wall_mean_ns),
+                            },
                         },
                     }
                 })
@@ -578,13 +613,15 @@ mod tests {
         let stacks = [stacks_at(10, 0), stacks_at(100, 0), stacks_at(1000, 5)];
         let anchors = Anchors::new("do_wait", None);
 
-        let (_, flat) = case_root_cause(&stacks, 0, &table(Metric::OncpuMean), &anchors).unwrap();
+        let (_, flat) =
+            case_root_cause(&stacks, 0, &table(Metric::OncpuMean), &anchors, Per::Call).unwrap();
         assert_eq!(flat.target_ns, Some((300_000.0, 298_000.0)));
         assert!(!flat.attributes());
         assert!(flat.culprit.is_none(), "{:?}", flat.culprit);
 
         // Fitting wall time, the on-CPU stacks still split the on-CPU mean, which grew.
-        let (_, by_mean) = case_root_cause(&stacks, 0, &table(Metric::WallMean), &anchors).unwrap();
+        let (_, by_mean) =
+            case_root_cause(&stacks, 0, &table(Metric::WallMean), &anchors, Per::Call).unwrap();
         assert_eq!(by_mean.target_ns, Some((300_000.0, 450_000.0)));
         assert!(by_mean.attributes());
         assert_eq!(

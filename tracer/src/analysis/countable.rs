@@ -32,7 +32,8 @@ pub fn to_count(a: &Analysis, traced: &[&str]) -> Vec<ToCount> {
     let mut out: Vec<ToCount> = Vec::new();
     for c in &a.cases {
         let v = &c.verdict;
-        let growing = v.scaling.as_ref().is_some_and(|s| !shown_flat(s));
+        // The headline's fit: a mixed table's growing population, not the mean of all calls.
+        let growing = v.headline().is_some_and(|s| !shown_flat(s));
         let Some(rc) = c
             .root_cause
             .as_ref()
@@ -40,14 +41,22 @@ pub fn to_count(a: &Analysis, traced: &[&str]) -> Vec<ToCount> {
         else {
             continue;
         };
-        let cause = &rc.cause;
+        // Calls that mix a fixed and an N-proportional population can leave every call's
+        // time per call flat while the fixed ones walk: then the frames that add time per op
+        // are counted, and the counts say which of them is a loop.
+        let (cause, carries): (_, fn(&FrameGrowth) -> bool) = match &rc.per_op {
+            Some(per_op) if !rc.cause.culprit.as_ref().is_some_and(FrameGrowth::grows) => {
+                (per_op, |g| g.added.is_some_and(|a| a.clear()))
+            }
+            _ => (&rc.cause, FrameGrowth::grows),
+        };
         let is_target = |f: &str| {
             f.split('.').next() == Some(v.target.as_str()) || cause.stand_in.as_deref() == Some(f)
         };
         let frames = cause
             .culprit
             .iter()
-            .filter(|g| g.grows())
+            .filter(|g| carries(g))
             .flat_map(real_frames)
             .chain(
                 cause
@@ -159,5 +168,64 @@ mod tests {
         );
         let flat = analysed(|_| 2000, |_| 1000);
         assert_eq!(to_count(&flat, &["do_wait"]), []);
+    }
+
+    /// 300 waits per run that walk N children among N reaps (`testdata::command_mix_run`):
+    /// the time per call of all calls stays flat (the reaps are most calls) while the waits'
+    /// population grows, and is the headline; the root cause over all calls names no growing
+    /// frame, per op the walk adds the time, and its path is counted. The reaps' own frame
+    /// adds time per op too, and is counted beside it: its count, one per reap, says it is no
+    /// loop.
+    #[test]
+    fn the_walk_of_a_fixed_population_among_reaps_is_counted() {
+        let ns = [10, 1000, 3000, 10000];
+        let mut run = testdata::command_mix_run(&ns);
+        let stacks: Vec<(StackFile, String)> = ns
+            .iter()
+            .map(|&n| {
+                let (walk, reaps, own) = (300 * 10 * n, n * 1800, 300 * 1900 + n * 200);
+                let text = format!(
+                    "entry;do_wait;do_wait_thread;wait_consider_task {walk}\n\
+                     entry;do_wait;release_task {reaps}\nentry;do_wait {own}\n"
+                );
+                let file = StackFile {
+                    kind: StackKind::Oncpu,
+                    target: "do_wait".into(),
+                    case: workloads::cases::CASE_COMMAND,
+                    case_name: "bench".into(),
+                    n,
+                    path: format!("stacks/oncpu/do_wait/bench/n{n}.folded"),
+                    total_ns: walk + reaps + own,
+                    count: 20_000,
+                };
+                (file, text)
+            })
+            .collect();
+        run.stack_files = stacks.iter().map(|(f, _)| f.clone()).collect();
+        let loaded = LoadedRun::recorded("bench".into(), "/x".into(), run, &stacks).unwrap();
+        let a = crate::analysis::analyze(
+            &Dataset {
+                root: "/x".into(),
+                is_sweep: true,
+                runs: vec![loaded],
+                notes: Vec::new(),
+            },
+            &Default::default(),
+        );
+        let c = &a.cases[0];
+        assert!(c.population.as_ref().is_some_and(|p| p.separated), "{c:?}");
+        let rc = c.root_cause.as_ref().expect("a root cause");
+        assert!(
+            !rc.cause.culprit.as_ref().is_some_and(FrameGrowth::grows),
+            "over all calls nothing grows: {:?}",
+            rc.cause.culprit
+        );
+        let counted = to_count(&a, &["do_wait"]);
+        assert_eq!(counted.len(), 1, "{counted:?}");
+        assert_eq!(
+            counted[0].functions,
+            ["do_wait_thread", "wait_consider_task", "release_task"],
+            "the walk's path, then the reaps' frame"
+        );
     }
 }

@@ -73,6 +73,64 @@ pub fn waitpid_run(ns: &[u64], oncpu: impl Fn(u64) -> u64) -> Run {
     run
 }
 
+/// An external sweep of a command `bench`, two runs per N, whose do_wait calls mix two
+/// populations: 300 per run that walk N children (`1900 + 10·N` ns each) and N reaps of about
+/// 2 µs, as long as a wait at the smallest N (a shell's waits among its background jobs'
+/// reaps).
+pub fn command_mix_run(ns: &[u64]) -> Run {
+    use crate::rundata::{Invocation, InvocationSpan};
+    use workloads::cases::CASE_COMMAND;
+    let mut run = empty_run("5.10.0-test", &["do_wait"]);
+    run.cases.insert(CASE_COMMAND, "bench".into());
+    for &n in ns {
+        let mut calls: Vec<u64> = (0..300).map(|i| 1900 + 10 * n + i % 7).collect();
+        calls.extend((0..n).map(|i| 2000 + i % 50));
+        let mut all = Vec::new();
+        for _ in 0..2 {
+            all.extend_from_slice(&calls);
+            run.invocations.push(Invocation {
+                n,
+                command: vec!["bench".into(), n.to_string()],
+                exit: Some(0),
+                wall_s: 0.1,
+                user_s: 0.0,
+                sys_s: 0.05,
+                outlived: 0,
+                spans: vec![InvocationSpan {
+                    target: "do_wait".into(),
+                    case: CASE_COMMAND,
+                    calls: calls.len() as u64,
+                    untimed: 0,
+                    wall: from_values(&calls),
+                    oncpu: from_values(&calls),
+                }],
+            });
+        }
+        run.spans.push(SpanRow {
+            target: "do_wait".into(),
+            case: CASE_COMMAND,
+            case_name: "bench".into(),
+            n,
+            calls: all.len() as u64,
+            untimed: 0,
+            wall: from_values(&all),
+            oncpu: from_values(&all),
+            within: Default::default(),
+        });
+        // One op per run, as a command's sweep counts them without `--ops`.
+        run.phases.push(PhaseRow {
+            case: CASE_COMMAND,
+            case_name: "bench".into(),
+            n,
+            phases: 2,
+            ops: 2,
+            wall_ns: 2 * 100_000_000,
+        });
+    }
+    run.validate().expect("valid synthetic run");
+    run
+}
+
 /// An external sweep of a command `bench` with `runs` runs per N: 50 calls of do_wait per
 /// run, each exactly `oncpu(n, run)` ns on CPU, every run its own invocation with its own
 /// spans (as `tracer sweep -- CMD` records them).
