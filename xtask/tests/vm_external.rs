@@ -39,6 +39,10 @@
 //!   under discover: the kernel loop is the syscall whose time per call grows, and the
 //!   scripts' growing setup (forks, execs) is more calls.
 //!
+//! - `a_shells_waits_among_its_jobs_reaps_get_their_walk_counted`: busybox sh's waits among
+//!   its N jobs' reaps, `-t do_wait` on 5.10: the verdict leads with the waits' population,
+//!   and the loop-count pass counts the walk they make.
+//!
 //! - `compare_flags_the_fixed_loops_and_nothing_between_two_runs_of_one_kernel`: `tracer
 //!   compare` on those sweeps: 5.10 -> 6.1 `shrank` for waitpid(pid) and sysvipc_find_ipc,
 //!   not flagged for the WNOHANG polls (walked on both), and an A/A pair (the sysvipc sweep
@@ -74,6 +78,15 @@ const SCRIPTS: &[(&str, &str)] = &[
         "#!/usr/bin/bash\nn=$1\ni=0\nwhile [ $i -lt $n ]; do sleep 600 & i=$((i+1)); done\n\
          i=0\nwhile [ $i -lt 300 ]; do /bin/true; i=$((i+1)); done\n\
          kill $(jobs -p) 2>/dev/null\nwait\n",
+    ),
+    // N background sleeps, 100 short foreground commands, then the N killed and reaped:
+    // busybox sh's waits among its jobs' reaps.
+    (
+        "bbjobs.sh",
+        "#!/bin/sh\nn=$1\ni=0\npids=\"\"\n\
+         while [ $i -lt $n ]; do sleep 600 & pids=\"$pids $!\"; i=$((i+1)); done\n\
+         i=0\nwhile [ $i -lt 100 ]; do sleep 0; i=$((i+1)); done\n\
+         kill $pids 2>/dev/null\nwait\n",
     ),
     // N SysV segments made with ipcmk, listed 20 times with ipcs, removed with ipcrm. One
     // exec per segment: reading each id back through a subshell and awk, and one ipcrm per
@@ -194,6 +207,18 @@ const JOBS_WIDE: Sweep = Sweep {
     name: "jobs",
     args: "--n 10,100,1000 --repeat 2 --max-repeat 2 --discover --confirm 0",
     command: "jobs.sh {n}",
+    part: Part::Jobs,
+};
+/// busybox sh with N background jobs (`SCRIPTS`), timed as a user would: `-t do_wait`, stacks
+/// sampled. Its calls mix two do_wait calls per foreground command (100 of them), which
+/// walk the N children on 5.10, with the N reaps of its jobs at the end: the time per call
+/// of all of them stays flat, the root cause over all of them names no growing frame, and
+/// the loop-count pass counts the frames that add time per op. 5.10 only: it is the walk's
+/// kernel.
+const SH_WAITS: Sweep = Sweep {
+    name: "shwaits",
+    args: "--n 10,100,400 --repeat 2 -t do_wait",
+    command: "bbjobs.sh {n}",
     part: Part::Jobs,
 };
 /// ipcmk and ipcs (`SCRIPTS`) under discover: on 5.10 each read of /proc/sysvipc/shm scans
@@ -321,6 +346,7 @@ fn script(kernel: Kernel, part: Part) -> String {
             &VMAS,
             &WAIT_PID_DISCOVER,
             &JOBS,
+            &SH_WAITS,
             &IPC,
             &WAIT_PID,
             &POLL,
@@ -1205,6 +1231,37 @@ fn discover_names_a_shells_wait_walk_as_the_loop() {
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// busybox sh's waits among its jobs' reaps, `-t do_wait` on 5.10 (`SH_WAITS`): the verdict
+/// splits the calls and leads with the waits' population, and the loop-count pass, keyed on
+/// that headline, counts the walk the waits make: wait_consider_task per call of do_wait rises
+/// with N (15 -> 199 over N = 10..400 in one run: the reaps walk less than the waits). The
+/// count is over every call, both populations, so its rise is asserted, not a class.
+#[test]
+#[ignore = "boots a VM: run through cargo xtask test"]
+fn a_shells_waits_among_its_jobs_reaps_get_their_walk_counted() {
+    let (summary, _) = report(Kernel::V5_10, &SH_WAITS);
+    let out = sweep_out(Kernel::V5_10, &SH_WAITS);
+    let v = verdict(&summary, "do_wait", "command");
+    let (_, line) = classes_of(&summary, "do_wait");
+    eprintln!("5.10 busybox sh waits: {line}");
+    assert_eq!(v["mix"]["headline"], "population", "{v}");
+    let walk: Vec<(f64, f64)> = summary["trip_counts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|t| t["inner"] == "wait_consider_task" && t["outer"] == "do_wait")
+        .flat_map(|t| t["points"].as_array().into_iter().flatten())
+        .map(|p| (p["n"].as_f64().unwrap(), p["per_call"].as_f64().unwrap()))
+        .collect();
+    let (Some(first), Some(last)) = (walk.first(), walk.last()) else {
+        panic!("no wait_consider_task count: {}", log(&out, &SH_WAITS));
+    };
+    assert!(
+        last.1 / first.1 > 0.25 * last.0 / first.0,
+        "the walk per do_wait call does not rise with N: {walk:?}"
+    );
 }
 
 /// util-linux's ipcmk and ipcs (staged from Debian) in a script: N segments, 20 listings. On
