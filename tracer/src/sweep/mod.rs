@@ -7,7 +7,7 @@
 //!   <workload>/       one run directory per workload (see rundata/)
 //! ```
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
@@ -16,6 +16,7 @@ use crate::dir_writer::DirWriter;
 use crate::engine::EngineOptions;
 use crate::error::{TracerError, exit};
 use crate::kernel;
+use crate::plan::Target;
 use crate::record::{self, Session};
 use crate::resolve::ResolveOptions;
 use crate::rundata::{KernelInfo, RunStatus};
@@ -147,8 +148,9 @@ pub struct SweepOutcome {
     pub exit_code: i32,
 }
 
-pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
-    let external = !opts.command.is_empty();
+/// The sweep's two modes, built-in workloads or a command after `--`: one of them, and no
+/// flag of the other.
+fn check_mode(opts: &SweepOptions, external: bool) -> Result<(), TracerError> {
     if external && !opts.workloads.is_empty() {
         return Err(TracerError::Usage(
             "name workloads or give a command after --, not both (workload arguments go \
@@ -168,18 +170,140 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
             "--ops, --name and --phase-fn apply to a command swept with -- CMD {n}".into(),
         ));
     }
+    Ok(())
+}
+
+/// The line said when a job's runs are done: complete or partial, its sizes, and how its
+/// command failed.
+fn job_done_line(job: &Job, run: &crate::rundata::Run) -> String {
+    let failed: Vec<String> = run
+        .invocations
+        .iter()
+        .filter(|i| job.spec.external.is_some() && i.failed())
+        .map(|i| i.n.to_string())
+        .collect();
+    format!(
+        "{}: {} ({} N values){}{}",
+        job.name,
+        if run.status == RunStatus::Complete {
+            "done"
+        } else {
+            "partial"
+        },
+        job.values.len(),
+        match run.command_exit {
+            Some(c) if c != 0 && failed.is_empty() => format!(", exited {c}"),
+            _ => String::new(),
+        },
+        if failed.is_empty() {
+            String::new()
+        } else {
+            format!(", the command failed at N = {}", failed.join(", "))
+        }
+    )
+}
+
+impl Job {
+    /// Its command as sweep.json records it: the workload's report file was a temporary,
+    /// which run.json embeds as `workload`.
+    fn shown_command(&self) -> Vec<String> {
+        self.spec
+            .command
+            .iter()
+            .map(|a| match &self.json {
+                Some(j) if *a == j.to_string_lossy() => "<run.json:workload>".into(),
+                _ => a.clone(),
+            })
+            .collect()
+    }
+}
+
+/// The sweep's exit status: interrupted, a run's command failed, or 0.
+fn exit_code(sweep: &Sweep, interrupted: bool) -> i32 {
+    if interrupted {
+        exit::INTERRUPTED
+    } else if sweep
+        .runs
+        .iter()
+        .any(|r| r.command_exit.is_some_and(|c| c != 0))
+    {
+        exit::COMMAND_FAILED
+    } else {
+        exit::OK
+    }
+}
+
+/// What the passes after a sweep's jobs start from.
+struct AfterJobs<'a> {
+    opts: &'a SweepOptions,
+    jobs: &'a [Job],
+    targets: &'a [(u32, &'static Target)],
+    tmp_root: &'a Path,
+    budget: Option<budget::Budget>,
+    /// The first round of each job, together: what a pass is estimated to take.
+    first_rounds: Duration,
+}
+
+impl AfterJobs<'_> {
+    /// Every job ran: the loop-count pass (the built-in workloads' known loops, and what the
+    /// command's root causes name, from its run `first`) or, for discover, the confirmation
+    /// pass over `first`. They are runs more, not jobs; each takes about one round of what
+    /// it runs, and is skipped (said in `cuts`) when that no longer fits the budget. Returns
+    /// their runs and the signal that stopped them.
+    async fn passes(
+        &self,
+        first: Option<LoadedRun>,
+        cuts: &mut Vec<String>,
+    ) -> Result<(Vec<SweepRun>, Option<&'static str>), TracerError> {
+        let opts = self.opts;
+        let fits = |what: &str, cuts: &mut Vec<String>| match &self.budget {
+            Some(b) => match b.pass_cut(what, self.first_rounds) {
+                Some(cut) => {
+                    eprintln!("tracer: {cut}");
+                    cuts.push(cut);
+                    false
+                }
+                None => true,
+            },
+            None => true,
+        };
+        if opts.loop_count && !opts.engine.discover && fits("the loop-count pass", cuts) {
+            let mut counts = loops::built_in(self.jobs, self.targets);
+            if let Some(run) = first
+                && let Some(job) = self.jobs.iter().find(|j| loops::by_root_cause(opts, j))
+            {
+                match loops::from_root_causes(job, run, self.targets) {
+                    Some(count) => counts.push(count),
+                    None => eprintln!(
+                        "tracer: no loop count for {}: no growing target's root cause names a \
+                         function below it",
+                        job.name
+                    ),
+                }
+            }
+            return loops::loop_pass(opts, &counts, self.tmp_root).await;
+        }
+        if opts.engine.discover
+            && fits("the confirmation pass", cuts)
+            && let Some(first) = first
+            && let Some(job) = self.jobs.iter().find(|j| j.is_command())
+            && let Some(run) = confirm::confirm_pass(opts, job, self.tmp_root, first).await?
+        {
+            return Ok((vec![run], None));
+        }
+        Ok((Vec::new(), None))
+    }
+}
+
+pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
+    let external = !opts.command.is_empty();
+    check_mode(&opts, external)?;
     let plan = jobs::plan_workloads(&opts)?;
     let rounds = jobs::rounds(&opts)?;
-    let external_job = if external {
-        Some(jobs::external_spec(&opts)?)
-    } else {
-        None
-    };
-    let bin = if external {
-        None
-    } else {
-        Some(jobs::find_workloads_bin(opts.workloads_bin.as_deref())?)
-    };
+    let external_job = external.then(|| jobs::external_spec(&opts)).transpose()?;
+    let bin = (!external)
+        .then(|| jobs::find_workloads_bin(opts.workloads_bin.as_deref()))
+        .transpose()?;
     let targets = record::select_targets(&opts.targets, opts.engine.discover)?;
     record::check_forced(&opts.resolve.forced)?;
     record::check_privileges()?;
@@ -243,54 +367,12 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
             if let Some(json) = &job.json {
                 let _ = std::fs::remove_file(json);
             }
-            let failed: Vec<u64> = outcome
-                .run
-                .invocations
-                .iter()
-                .filter(|i| job.spec.external.is_some() && i.failed())
-                .map(|i| i.n)
-                .collect();
-            session.println(&format!(
-                "{}: {} ({} N values){}{}",
-                job.name,
-                if outcome.run.status == RunStatus::Complete {
-                    "done"
-                } else {
-                    "partial"
-                },
-                job.values.len(),
-                match outcome.run.command_exit {
-                    Some(c) if c != 0 && failed.is_empty() => format!(", exited {c}"),
-                    _ => String::new(),
-                },
-                if failed.is_empty() {
-                    String::new()
-                } else {
-                    format!(
-                        ", the command failed at N = {}",
-                        failed
-                            .iter()
-                            .map(u64::to_string)
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )
-                }
-            ));
-            // The report file was a temporary; run.json embeds it as `workload`.
-            let shown: Vec<String> = job
-                .spec
-                .command
-                .iter()
-                .map(|a| match &job.json {
-                    Some(j) if *a == j.to_string_lossy() => "<run.json:workload>".into(),
-                    _ => a.clone(),
-                })
-                .collect();
+            session.println(&job_done_line(job, &outcome.run));
             runs.push(SweepRun {
                 workload: job.name.clone(),
                 dir: job.name.clone(),
                 n: job.values.clone(),
-                command: shown,
+                command: job.shown_command(),
                 command_exit: outcome.run.command_exit,
                 status: outcome.run.status,
             });
@@ -301,61 +383,26 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
         let mut interrupted = session.interrupted;
         let mut cuts = std::mem::take(&mut session.budget_cuts);
         session.finish();
-        // Every job ran; the confirmation and loop-count passes below are runs more, not
-        // jobs. Each takes about one round of what it runs: it is skipped when that no
-        // longer fits the budget.
         let all_ran = runs.len() == jobs.len();
-        let pass_fits = |what: &str, cuts: &mut Vec<String>| match &budget {
-            Some(b) => match b.pass_cut(what, first_rounds) {
-                Some(cut) => {
-                    eprintln!("tracer: {cut}");
-                    cuts.push(cut);
-                    false
-                }
-                None => true,
-            },
-            None => true,
-        };
-        if interrupted.is_none()
-            && opts.loop_count
-            && !opts.engine.discover
-            && passes
-            && pass_fits("the loop-count pass", &mut cuts)
-        {
-            let mut counts = loops::built_in(&jobs, &targets);
-            if let Some(run) = first_pass.take()
-                && let Some(job) = jobs.iter().find(|j| loops::by_root_cause(&opts, j))
-            {
-                match loops::from_root_causes(job, run, &targets) {
-                    Some(count) => counts.push(count),
-                    None => eprintln!(
-                        "tracer: no loop count for {}: no growing target's root cause names a \
-                         function below it",
-                        job.name
-                    ),
-                }
-            }
-            let (more, stopped) = loops::loop_pass(&opts, &counts, &tmp_root).await?;
+        if interrupted.is_none() && passes {
+            let after = AfterJobs {
+                opts: &opts,
+                jobs: &jobs,
+                targets: &targets,
+                tmp_root: &tmp_root,
+                budget,
+                first_rounds,
+            };
+            let (more, stopped) = after.passes(first_pass, &mut cuts).await?;
             runs.extend(more);
             interrupted = stopped;
-        }
-        if interrupted.is_none()
-            && opts.engine.discover
-            && passes
-            && pass_fits("the confirmation pass", &mut cuts)
-            && let Some(first) = first_pass
-            && let Some(job) = jobs.iter().find(|j| j.is_command())
-            && let Some(run) = confirm::confirm_pass(&opts, job, &tmp_root, first).await?
-        {
-            runs.push(run);
         }
         Ok::<_, TracerError>((runs, interrupted, all_ran, cuts))
     })?;
 
-    let complete = interrupted.is_none() && all_ran;
     let sweep = Sweep {
         format: SWEEP_FORMAT.into(),
-        status: if complete {
+        status: if interrupted.is_none() && all_ran {
             RunStatus::Complete
         } else {
             RunStatus::Partial
@@ -375,17 +422,7 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
             .as_bytes(),
     )?;
     let dir = writer.commit()?;
-    let exit_code = if interrupted.is_some() {
-        exit::INTERRUPTED
-    } else if sweep
-        .runs
-        .iter()
-        .any(|r| r.command_exit.is_some_and(|c| c != 0))
-    {
-        exit::COMMAND_FAILED
-    } else {
-        exit::OK
-    };
+    let exit_code = exit_code(&sweep, interrupted.is_some());
     Ok(SweepOutcome {
         dir,
         sweep,
