@@ -109,9 +109,13 @@ fn a_sweeps_runs_share_the_stack_aggregate_map_one_run_at_a_time() {
     for c in ["stack_aggregates_full", "stack_errors"] {
         assert_eq!(counter(&runj, c), 0, "{what}: counter {c}");
     }
-    // Every run's clones are in the stacks written: a clone takes longer than the 20 µs
-    // above which every call's caller stack is taken at weight 1, so the clone stacks' count
-    // and time are the calls' own, exactly, drained or not.
+    // Every run's clones are in the stacks written: a call of 20 µs or more gets its caller
+    // stack at weight 1, so the clone stacks' count and time are the calls' own, exactly,
+    // drained or not. A shorter one's is taken 1 in 64 times at weight 64, and a small
+    // shell's fork comes under 20 µs now and then (3 to 19 of the 400 in runs beside two busy
+    // guests; 399 stacks in one suite): the calls the wall-time histogram puts under 20 µs
+    // (or in the bucket that straddles it) widen the count's range by what their sampling
+    // can do, and only with none is the time checked exactly.
     let spans = runj["spans"].as_array().unwrap();
     let clones = spans.iter().find(|s| s["target"] == "dup_mmap").unwrap();
     let files: Vec<&Value> = runj["stack_files"]
@@ -125,12 +129,25 @@ fn a_sweeps_runs_share_the_stack_aggregate_map_one_run_at_a_time() {
         clones["calls"], 400,
         "{what}: two clones per item, 200 items"
     );
-    assert_eq!(sum("count"), 400, "{what}: clone caller stacks");
-    assert_eq!(
-        sum("total_ns"),
-        clones["wall"]["sum_ns"].as_u64().unwrap(),
-        "{what}: clone caller stacks' time"
+    let short: u64 = clones["wall"]["hist"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| tracer_ebpf::hist_bucket_low(b[0].as_u64().unwrap() as u32) < 20_000)
+        .map(|b| b[1].as_u64().unwrap())
+        .sum();
+    let (count, lo, hi) = (sum("count"), 400 - short, 400 - short + 64 * short);
+    assert!(
+        (lo..=hi).contains(&count),
+        "{what}: {count} clone caller stacks for 400 clones, {short} of them under 20 µs"
     );
+    if short == 0 {
+        assert_eq!(
+            sum("total_ns"),
+            clones["wall"]["sum_ns"].as_u64().unwrap(),
+            "{what}: clone caller stacks' time"
+        );
+    }
     assert_nothing_loaded(&what);
     assert_no_strays(&what);
 }
