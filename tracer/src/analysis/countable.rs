@@ -32,8 +32,12 @@ pub fn to_count(a: &Analysis, traced: &[&str]) -> Vec<ToCount> {
     let mut out: Vec<ToCount> = Vec::new();
     for c in &a.cases {
         let v = &c.verdict;
-        // The headline's fit: a mixed table's growing population, not the mean of all calls.
-        let growing = v.headline().is_some_and(|s| !shown_flat(s));
+        // The headline's fit: a mixed table's growing population, not the mean of all calls
+        // (which an unsplit mix keeps: no population is fitted there).
+        let growing = v
+            .headline()
+            .or(v.scaling.as_ref())
+            .is_some_and(|s| !shown_flat(s));
         let Some(rc) = c
             .root_cause
             .as_ref()
