@@ -40,8 +40,8 @@
 //!   scripts' growing setup (forks, execs) is more calls.
 //!
 //! - `a_shells_waits_among_its_jobs_reaps_get_their_walk_counted`: busybox sh's waits among
-//!   its N jobs' reaps, `-t do_wait` on 5.10: the verdict leads with the waits' population,
-//!   and the loop-count pass counts the walk they make.
+//!   its N jobs' reaps, `-t do_wait` on 5.10: the verdict leads with one population, and the
+//!   loop-count pass counts the walk.
 //!
 //! - `compare_flags_the_fixed_loops_and_nothing_between_two_runs_of_one_kernel`: `tracer
 //!   compare` on those sweeps: 5.10 -> 6.1 `shrank` for waitpid(pid) and sysvipc_find_ipc,
@@ -1234,10 +1234,11 @@ fn discover_names_a_shells_wait_walk_as_the_loop() {
 }
 
 /// busybox sh's waits among its jobs' reaps, `-t do_wait` on 5.10 (`SH_WAITS`): the verdict
-/// splits the calls and leads with the waits' population, and the loop-count pass, keyed on
-/// that headline, counts the walk the waits make: wait_consider_task per call of do_wait rises
-/// with N (15 -> 199 over N = 10..400 in one run: the reaps walk less than the waits). The
-/// count is over every call, both populations, so its rise is asserted, not a class.
+/// splits the calls and leads with one population (the waits' in one run, the reaps' in
+/// another: three sizes leave both classes wide under TCG), and the loop-count pass, keyed
+/// on that headline, counts the walk: wait_consider_task per call of do_wait rises with N
+/// (15 -> 199 over N = 10..400 in one run). The count is over every call, both populations,
+/// so its rise is asserted, not a class.
 #[test]
 #[ignore = "boots a VM: run through cargo xtask test"]
 fn a_shells_waits_among_its_jobs_reaps_get_their_walk_counted() {

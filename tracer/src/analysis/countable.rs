@@ -23,11 +23,13 @@ pub struct ToCount {
     pub functions: Vec<String>,
 }
 
-/// For each target of `a` whose time per call was not shown flat and has no loop count yet,
-/// the functions its root causes name (every real frame of the culprit's path, then the frames
-/// beside it that carry the added time, top first), except the target itself, its compiler
-/// clones and stand-in, and what `traced` already times (its calls inside the target are
-/// counted in the same runs). Targets with nothing to count are left out.
+/// For each target of `a` whose time per call (the headline's: a mixed table's growing
+/// population) was not shown flat and has no loop count yet, the functions its root causes
+/// name (every real frame of the culprit's path, then the frames beside it that carry the
+/// added time, top first; where the calls mix populations and the root cause over all of
+/// them names no growing frame, those of its per-op attribution), except the target itself,
+/// its compiler clones and stand-in, and what `traced` already times (its calls inside the
+/// target are counted in the same runs). Targets with nothing to count are left out.
 pub fn to_count(a: &Analysis, traced: &[&str]) -> Vec<ToCount> {
     let mut out: Vec<ToCount> = Vec::new();
     for c in &a.cases {
