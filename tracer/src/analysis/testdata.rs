@@ -76,48 +76,15 @@ pub fn waitpid_run(ns: &[u64], oncpu: impl Fn(u64) -> u64) -> Run {
 /// An external sweep of a command `bench`, two runs per N, whose do_wait calls mix two
 /// populations: 300 per run that walk N children (`1900 + 10·N` ns each) and N reaps of about
 /// 2 µs, as long as a wait at the smallest N (a shell's waits among its background jobs'
-/// reaps).
+/// reaps). One op per run, as a command's sweep counts them without `--ops`.
 pub fn command_mix_run(ns: &[u64]) -> Run {
-    use crate::rundata::{Invocation, InvocationSpan};
     use workloads::cases::CASE_COMMAND;
-    let mut run = empty_run("5.10.0-test", &["do_wait"]);
-    run.cases.insert(CASE_COMMAND, "bench".into());
-    for &n in ns {
+    let mut run = command_runs(ns, 2, |n, _| {
         let mut calls: Vec<u64> = (0..300).map(|i| 1900 + 10 * n + i % 7).collect();
         calls.extend((0..n).map(|i| 2000 + i % 50));
-        let mut all = Vec::new();
-        for _ in 0..2 {
-            all.extend_from_slice(&calls);
-            run.invocations.push(Invocation {
-                n,
-                command: vec!["bench".into(), n.to_string()],
-                exit: Some(0),
-                wall_s: 0.1,
-                user_s: 0.0,
-                sys_s: 0.05,
-                outlived: 0,
-                spans: vec![InvocationSpan {
-                    target: "do_wait".into(),
-                    case: CASE_COMMAND,
-                    calls: calls.len() as u64,
-                    untimed: 0,
-                    wall: from_values(&calls),
-                    oncpu: from_values(&calls),
-                }],
-            });
-        }
-        run.spans.push(SpanRow {
-            target: "do_wait".into(),
-            case: CASE_COMMAND,
-            case_name: "bench".into(),
-            n,
-            calls: all.len() as u64,
-            untimed: 0,
-            wall: from_values(&all),
-            oncpu: from_values(&all),
-            within: Default::default(),
-        });
-        // One op per run, as a command's sweep counts them without `--ops`.
+        calls
+    });
+    for &n in ns {
         run.phases.push(PhaseRow {
             case: CASE_COMMAND,
             case_name: "bench".into(),
@@ -135,6 +102,12 @@ pub fn command_mix_run(ns: &[u64]) -> Run {
 /// run, each exactly `oncpu(n, run)` ns on CPU, every run its own invocation with its own
 /// spans (as `tracer sweep -- CMD` records them).
 pub fn command_run(ns: &[u64], runs: u32, oncpu: impl Fn(u64, u32) -> u64) -> Run {
+    command_runs(ns, runs, |n, r| vec![oncpu(n, r); 50])
+}
+
+/// An external sweep of a command `bench` with `runs` runs per N, run `r` at N making do_wait
+/// calls of `calls(n, r)` ns on CPU each.
+fn command_runs(ns: &[u64], runs: u32, calls: impl Fn(u64, u32) -> Vec<u64>) -> Run {
     use crate::rundata::{Invocation, InvocationSpan};
     use workloads::cases::CASE_COMMAND;
     let mut run = empty_run("5.10.0-test", &["do_wait"]);
@@ -142,7 +115,7 @@ pub fn command_run(ns: &[u64], runs: u32, oncpu: impl Fn(u64, u32) -> u64) -> Ru
     for &n in ns {
         let mut all = Vec::new();
         for r in 0..runs {
-            let calls = vec![oncpu(n, r); 50];
+            let calls = calls(n, r);
             all.extend_from_slice(&calls);
             run.invocations.push(Invocation {
                 n,
@@ -154,8 +127,8 @@ pub fn command_run(ns: &[u64], runs: u32, oncpu: impl Fn(u64, u32) -> u64) -> Ru
                 outlived: 0,
                 spans: vec![InvocationSpan {
                     target: "do_wait".into(),
-                    case: workloads::cases::CASE_COMMAND,
-                    calls: 50,
+                    case: CASE_COMMAND,
+                    calls: calls.len() as u64,
                     untimed: 0,
                     wall: from_values(&calls),
                     oncpu: from_values(&calls),
