@@ -82,8 +82,11 @@ fn a_sweeps_runs_share_the_stack_aggregate_map_one_run_at_a_time() {
     let _g = serial();
     let tmp = tmpdir();
     // Each item is a shell that forks a child and waits for it: a clone and a wait4 whose
-    // caller stacks carry that shell's process id.
-    let script = "i=0; while [ $i -lt $1 ]; do sh -c 'true & wait'; i=$((i+1)); done";
+    // caller stacks carry that shell's process id. The child sleeps 5 ms, so every item's
+    // wait blocks past the 20 µs from which a call's stack is always taken: 200 items are
+    // 200 keys at least, whatever the forks' times (a fast host's fork and a wait for a child
+    // already gone come under it, sampled 1 in 64: one control run filed under 160 keys).
+    let script = "i=0; while [ $i -lt $1 ]; do sh -c 'sleep 0.005 & wait'; i=$((i+1)); done";
     let sweep = |name: &str, n: &str, repeat: &str| {
         let out = tmp.path().join(name);
         let what = format!("sweep {name} (N={n}, {repeat} runs)");

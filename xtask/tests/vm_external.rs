@@ -668,8 +668,10 @@ fn waitpid_pid_do_wait_grows_on_5_10_only() {
 }
 
 /// A loop the tool knows nothing of in advance gets one class, by loop count: the root cause
-/// of `-t do_sys_poll` names pipe_poll, the pass counts it per call (N per poll: each poll
-/// asks every pipe), and the verdict reads O(n) with that count behind it, on both kernels.
+/// of `-t do_sys_poll` names what each trip calls (pipe_poll, or on 5.10, where do_poll is
+/// inlined and every frame grows in step, the frames adding time: pipe_poll, __fget_light,
+/// beside an unprobeable _copy_from_user), the pass counts them per call, and the verdict
+/// reads O(n) from a count of exactly N per poll (each poll asks every pipe), on both kernels.
 #[test]
 #[ignore = "boots a VM: run through cargo xtask test"]
 fn a_named_functions_loop_is_counted_from_its_root_cause() {
@@ -680,27 +682,28 @@ fn a_named_functions_loop_is_counted_from_its_root_cause() {
         let (classes, line) = classes_of(&summary, "do_sys_poll");
         eprintln!("{v} poll over N pipes: {line}");
         let by_loop = &verdict(&summary, "do_sys_poll", "command")["by_loop"];
-        if classes != ["O(n)"] || by_loop["inner"] != "pipe_poll" {
+        if classes != ["O(n)"] || by_loop["inner"].as_str().is_none() {
             wrong.push(format!("{v}: {classes:?} by {by_loop}: {line}"));
         }
+        // The count that gave the class is exactly N per poll at every size: the kernel's,
+        // not a fit.
         let trips: Vec<&Value> = summary["trip_counts"]
             .as_array()
             .into_iter()
             .flatten()
-            .filter(|t| t["inner"] == "pipe_poll" && t["outer"] == "do_sys_poll")
+            .filter(|t| t["inner"] == by_loop["inner"] && t["outer"] == "do_sys_poll")
             .collect();
-        // Exactly N per poll at every size: the count is the kernel's, not a fit.
         for t in &trips {
             for p in t["points"].as_array().into_iter().flatten() {
                 let (n, per_call) = (p["n"].as_u64().unwrap(), p["per_call"].as_f64().unwrap());
                 if (per_call - n as f64).abs() > 0.5 {
-                    wrong.push(format!("{v}: pipe_poll {per_call} per poll at N={n}"));
+                    wrong.push(format!("{v}: {} {per_call} per poll at N={n}", t["inner"]));
                 }
             }
         }
         if trips.is_empty() {
             wrong.push(format!(
-                "{v}: no pipe_poll count: {}",
+                "{v}: no count of what each trip calls: {}",
                 log(&sweep_out(kernel, &POLL), &POLL)
             ));
         }

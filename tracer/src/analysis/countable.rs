@@ -27,7 +27,9 @@ pub struct ToCount {
 /// population) was not shown flat and has no loop count yet, the functions its root causes
 /// name (every real frame of the culprit's path, then the frames beside it that carry the
 /// added time, top first; where the calls mix populations and the root cause over all of
-/// them names no growing frame, those of its per-op attribution), except the target itself,
+/// them names no growing frame, those of its per-op attribution; then, where no frame's share
+/// grows because the loop is the target's own code, the other frames that clearly add time,
+/// largest first), except the target itself,
 /// its compiler clones and stand-in, and what `traced` already times (its calls inside the
 /// target are counted in the same runs). Targets with nothing to count are left out.
 pub fn to_count(a: &Analysis, traced: &[&str]) -> Vec<ToCount> {
@@ -69,6 +71,18 @@ pub fn to_count(a: &Analysis, traced: &[&str]) -> Vec<ToCount> {
                     .split
                     .iter()
                     .chain(&cause.also)
+                    .flat_map(|g| real_frames(g).take(1)),
+            )
+            // When the loop is the target's own code (5.10's do_poll, inlined into
+            // do_sys_poll), every frame below it grows in step and none is a culprit or
+            // splits the time: what each trip calls is among the frames adding the most
+            // time, so they are counted too, an unprobeable one (_copy_from_user) leaving
+            // the others to give the class.
+            .chain(
+                cause
+                    .ranking
+                    .iter()
+                    .filter(|g| g.added.is_some_and(|a| a.clear()))
                     .flat_map(|g| real_frames(g).take(1)),
             );
         let entry = match out.iter_mut().position(|t| t.target == v.target) {
@@ -117,16 +131,30 @@ mod tests {
     /// do_wait's on-CPU samples at each N: `walk` ns per call in wait_consider_task below it
     /// (through do_wait_thread), 1000 ns in its own code.
     fn analysed(oncpu: impl Fn(u64) -> u64, walk: impl Fn(u64) -> u64) -> Analysis {
+        analysed_stacks(oncpu, |n| {
+            vec![
+                ("do_wait;do_wait_thread;wait_consider_task", walk(n)),
+                ("do_wait", 1000),
+            ]
+        })
+    }
+
+    /// do_wait's on-CPU samples at each N: each of `stacks(N)`'s paths (from do_wait down)
+    /// with its ns per call, 4000 samples per size.
+    fn analysed_stacks(
+        oncpu: impl Fn(u64) -> u64,
+        stacks: impl Fn(u64) -> Vec<(&'static str, u64)>,
+    ) -> Analysis {
         let ns = [10, 100, 1000, 4000];
         let mut run = testdata::waitpid_run(&ns, &oncpu);
         let stacks: Vec<(StackFile, String)> = ns
             .iter()
             .map(|&n| {
-                let text = format!(
-                    "entry;do_wait;do_wait_thread;wait_consider_task {}\nentry;do_wait {}\n",
-                    walk(n) * 200,
-                    1000 * 200
-                );
+                let paths = stacks(n);
+                let text: String = paths
+                    .iter()
+                    .map(|(path, ns)| format!("entry;{path} {}\n", ns * 200))
+                    .collect();
                 let file = StackFile {
                     kind: StackKind::Oncpu,
                     target: "do_wait".into(),
@@ -134,8 +162,8 @@ mod tests {
                     case_name: "waitpid-pid".into(),
                     n,
                     path: format!("stacks/oncpu/do_wait/waitpid-pid/n{n}.folded"),
-                    total_ns: (walk(n) + 1000) * 200,
-                    count: 400,
+                    total_ns: paths.iter().map(|(_, ns)| ns * 200).sum(),
+                    count: 4000,
                 };
                 (file, text)
             })
@@ -174,6 +202,47 @@ mod tests {
         );
         let flat = analysed(|_| 2000, |_| 1000);
         assert_eq!(to_count(&flat, &["do_wait"]), []);
+    }
+
+    /// A loop in the target's own code (5.10's do_poll, inlined into do_sys_poll): every
+    /// frame below grows in step with the whole, so none is a culprit, and the split names
+    /// only the two largest (its own code and a copy of the input). What each trip calls is
+    /// among the smaller frames that add time: they are counted too, largest first, up to
+    /// [`MAX_PER_TARGET`].
+    #[test]
+    fn a_loop_in_the_targets_own_code_gets_the_frames_adding_time_counted() {
+        let a = analysed_stacks(
+            |n| 166 * (10 + n) + 5,
+            |n| {
+                let trips = 10 + n;
+                vec![
+                    ("do_wait", 80 * trips),
+                    ("do_wait;_copy_from_user", 28 * trips),
+                    ("do_wait;pipe_poll", 16 * trips),
+                    ("do_wait;__fget_light", 15 * trips),
+                    ("do_wait;__fdget", 14 * trips),
+                    ("do_wait;fput", 13 * trips),
+                    ("do_wait;poll_freewait", 5),
+                ]
+            },
+        );
+        let rc = &a.cases[0].root_cause.as_ref().expect("a root cause").cause;
+        assert!(
+            !rc.culprit.as_ref().is_some_and(FrameGrowth::grows),
+            "{:?}",
+            rc.culprit
+        );
+        assert_eq!(
+            rc.split
+                .iter()
+                .map(|g| g.path.join(";"))
+                .collect::<Vec<_>>(),
+            [SELF_FRAME, "_copy_from_user"],
+        );
+        assert_eq!(
+            to_count(&a, &["do_wait"])[0].functions,
+            ["_copy_from_user", "pipe_poll", "__fget_light", "__fdget"]
+        );
     }
 
     /// 300 waits per run that walk N children among N reaps (`testdata::command_mix_run`):
