@@ -1,15 +1,16 @@
 //! The whole analysis of one run or sweep: tables, scaling verdicts and root causes.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::rundata::{RunStatus, StackKind, TargetReport};
+use crate::rundata::{Run, RunStatus, StackKind, TargetReport};
 
 use super::discover::{Discovery, ProfiledRun, discover};
 use super::exact::confirm_verdict;
-use super::load::Dataset;
+use super::load::{Dataset, LoadedRun};
 use super::populations::{PopulationSplit, split as split_populations};
 use super::rootcause::{FrameGrowth, RootCause, StacksAtN, root_cause};
 use super::stacks::{Anchors, StackData};
@@ -126,111 +127,16 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Analysis {
     };
     let mut profile_runs = Vec::new();
     for (ri, lr) in ds.runs.iter().enumerate() {
-        // An external sweep's N where the command failed is left out of every table and fit.
-        let failed: Vec<&crate::rundata::Invocation> = lr
-            .run
-            .invocations
-            .iter()
-            .filter(|i| i.n > 0 && i.failed())
-            .collect();
-        let kept;
-        let run = if failed.is_empty() {
-            &lr.run
-        } else {
-            for i in &failed {
-                a.warnings.push(Warning::CommandFailed {
-                    run: lr.label.clone(),
-                    n: i.n,
-                    exit: i.exit,
-                });
-            }
-            let bad = |n: u64| failed.iter().any(|i| i.n == n);
-            let mut r = lr.run.clone();
-            r.spans.retain(|x| !bad(x.n));
-            r.phases.retain(|x| !bad(x.n));
-            r.stack_files.retain(|x| !bad(x.n));
-            kept = r;
-            &kept
-        };
+        let (run, failed) = without_failed_sizes(lr);
+        let run = run.as_ref();
+        a.warnings.extend(failed);
         let workload = run.workload.as_ref().map(WorkloadReport::from_value);
-        if let Some((_, bad)) = &workload
-            && *bad > 0
-        {
-            a.warnings.push(Warning::UnreadableResults {
-                run: lr.label.clone(),
-                count: *bad,
-            });
-        }
-        if run.status == RunStatus::Partial {
-            a.warnings.push(Warning::PartialRun {
-                run: lr.label.clone(),
-                reason: run.partial_reason.clone(),
-            });
-        }
-        if let Some((w, _)) = &workload
-            && w.status == "interrupted"
-        {
-            a.warnings.push(Warning::Interrupted {
-                run: lr.label.clone(),
-            });
-        }
-        for (name, v) in &run.counters {
-            // Every loss counter explains itself; the others are informational
-            // (`rundata::INFORMATIONAL_COUNTERS`).
-            if *v > 0
-                && let Some(meaning) = crate::rundata::counter_meaning(name)
-            {
-                a.warnings.push(Warning::LossCounter {
-                    run: lr.label.clone(),
-                    name: name.clone(),
-                    value: *v,
-                    stacks: match name.as_str() {
-                        "stack_errors" => stack_loss(&run.counters),
-                        _ => None,
-                    },
-                    meaning,
-                });
-            }
-        }
-        a.warnings.extend(super::warnings::sample_rate_lowered(
-            &lr.label,
-            &run.counters,
-            run.sample_freq_hz,
-        ));
-        for t in &run.targets {
-            let calls: u64 = run
-                .spans
-                .iter()
-                .filter(|r| r.target == t.name)
-                .map(|r| r.calls)
-                .sum();
-            // A function the user named (not a built-in target, whose plans are calibrated)
-            // that was attached but never fired.
-            if let Some(p) = &t.plan
-                && calls == 0
-                && run.status == RunStatus::Complete
-                && crate::plan::target_by_name(&t.name).is_none()
-            {
-                a.warnings.push(Warning::NeverFired {
-                    run: lr.label.clone(),
-                    target: t.name.clone(),
-                    plan: p.plan.clone(),
-                    attach_points: p.attach_points.clone(),
-                });
-            }
-            // A loop-count pass attaches what it can; the sweep said which loop went uncounted.
-            if t.plan.is_none() && !counts_only(ds, &lr.label) {
-                a.warnings.push(Warning::NotTraced {
-                    run: lr.label.clone(),
-                    target: t.name.clone(),
-                    rejected: t
-                        .rejected
-                        .iter()
-                        .map(|r| (r.plan.clone(), r.reason.clone()))
-                        .collect(),
-                });
-            }
-        }
+        let unreadable = workload.as_ref().map_or(0, |(_, bad)| *bad);
+        let interrupted = workload
+            .as_ref()
+            .is_some_and(|(w, _)| w.status == "interrupted");
+        a.warnings
+            .extend(run_warnings(ds, &lr.label, run, unreadable, interrupted));
         a.runs.push(RunInfo {
             label: lr.label.clone(),
             dir: lr.dir.clone(),
@@ -261,43 +167,8 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Analysis {
         }
         // Rows that lost raw spans (ringbuf_drops, warned above) keep histogram percentiles.
         for t in tables(run, &lr.label, &topts, lr.raw.as_ref()) {
-            let mut verdict = verdict(&t);
-            let trips: Vec<TripCount> = a
-                .trips
-                .iter()
-                .filter(|x| x.run == lr.label && x.outer == t.target && x.case_name == t.case_name)
-                .cloned()
-                .collect();
-            if let Some(time) = &verdict.scaling {
-                verdict.by_loop = loop_class(time, &trips.iter().collect::<Vec<_>>());
-            }
-            let target_report = run.targets.iter().find(|x| x.name == t.target);
-            let anchors = Anchors::new(&t.target, target_report.and_then(|x| x.plan.as_ref()));
-            let population = split_populations(&t);
-            let root_cause =
-                case_root_cause(&a.stacks, ri, &t, &anchors, Per::Call).map(|(kind, cause)| {
-                    let mixed = population.as_ref().is_some_and(|p| p.separated);
-                    let per_op = (mixed && !cause.culprit.as_ref().is_some_and(FrameGrowth::grows))
-                        .then(|| case_root_cause(&a.stacks, ri, &t, &anchors, Per::Op))
-                        .flatten()
-                        .map(|(_, c)| c);
-                    CaseRootCause {
-                        run: lr.label.clone(),
-                        target: t.target.clone(),
-                        case_name: t.case_name.clone(),
-                        kind,
-                        cause,
-                        per_op,
-                    }
-                });
-            verdict.mix = population.as_ref().map(PopulationSplit::mix);
-            a.cases.push(CaseResult {
-                table: t,
-                verdict,
-                root_cause,
-                population,
-                trips,
-            });
+            let case = case_result(&a, ri, run, t);
+            a.cases.push(case);
         }
         profile_runs.push(ProfiledRun {
             label: lr.label.clone(),
@@ -312,8 +183,173 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Analysis {
     }
     join_loop_counts(&mut a);
     a.discoveries = discover(&a.stacks, &profile_runs);
-    // A discover sweep's second pass timed its top functions exactly: put those verdicts
-    // beside the sampled ranking.
+    join_confirm_passes(&mut a);
+    a
+}
+
+/// A run without the sizes where an external sweep's command failed (left out of every
+/// table and fit), and a warning for each.
+fn without_failed_sizes(lr: &LoadedRun) -> (Cow<'_, Run>, Vec<Warning>) {
+    let failed: Vec<&crate::rundata::Invocation> = lr
+        .run
+        .invocations
+        .iter()
+        .filter(|i| i.n > 0 && i.failed())
+        .collect();
+    if failed.is_empty() {
+        return (Cow::Borrowed(&lr.run), Vec::new());
+    }
+    let warnings = failed
+        .iter()
+        .map(|i| Warning::CommandFailed {
+            run: lr.label.clone(),
+            n: i.n,
+            exit: i.exit,
+        })
+        .collect();
+    let bad = |n: u64| failed.iter().any(|i| i.n == n);
+    let mut r = lr.run.clone();
+    r.spans.retain(|x| !bad(x.n));
+    r.phases.retain(|x| !bad(x.n));
+    r.stack_files.retain(|x| !bad(x.n));
+    (Cow::Owned(r), warnings)
+}
+
+/// What a reader should know about one run: unreadable workload results, a partial or
+/// interrupted run, loss counters, a lowered sample rate, a named function that never fired
+/// or could not be traced.
+fn run_warnings(
+    ds: &Dataset,
+    label: &str,
+    run: &Run,
+    unreadable: usize,
+    interrupted: bool,
+) -> Vec<Warning> {
+    let mut w = Vec::new();
+    if unreadable > 0 {
+        w.push(Warning::UnreadableResults {
+            run: label.to_string(),
+            count: unreadable,
+        });
+    }
+    if run.status == RunStatus::Partial {
+        w.push(Warning::PartialRun {
+            run: label.to_string(),
+            reason: run.partial_reason.clone(),
+        });
+    }
+    if interrupted {
+        w.push(Warning::Interrupted {
+            run: label.to_string(),
+        });
+    }
+    for (name, v) in &run.counters {
+        // Every loss counter explains itself; the others are informational
+        // (`rundata::INFORMATIONAL_COUNTERS`).
+        if *v > 0
+            && let Some(meaning) = crate::rundata::counter_meaning(name)
+        {
+            w.push(Warning::LossCounter {
+                run: label.to_string(),
+                name: name.clone(),
+                value: *v,
+                stacks: match name.as_str() {
+                    "stack_errors" => stack_loss(&run.counters),
+                    _ => None,
+                },
+                meaning,
+            });
+        }
+    }
+    w.extend(super::warnings::sample_rate_lowered(
+        label,
+        &run.counters,
+        run.sample_freq_hz,
+    ));
+    for t in &run.targets {
+        let calls: u64 = run
+            .spans
+            .iter()
+            .filter(|r| r.target == t.name)
+            .map(|r| r.calls)
+            .sum();
+        // A function the user named (not a built-in target, whose plans are calibrated)
+        // that was attached but never fired.
+        if let Some(p) = &t.plan
+            && calls == 0
+            && run.status == RunStatus::Complete
+            && crate::plan::target_by_name(&t.name).is_none()
+        {
+            w.push(Warning::NeverFired {
+                run: label.to_string(),
+                target: t.name.clone(),
+                plan: p.plan.clone(),
+                attach_points: p.attach_points.clone(),
+            });
+        }
+        // A loop-count pass attaches what it can; the sweep said which loop went uncounted.
+        if t.plan.is_none() && !counts_only(ds, label) {
+            w.push(Warning::NotTraced {
+                run: label.to_string(),
+                target: t.name.clone(),
+                rejected: t
+                    .rejected
+                    .iter()
+                    .map(|r| (r.plan.clone(), r.reason.clone()))
+                    .collect(),
+            });
+        }
+    }
+    w
+}
+
+/// One table's verdict, with the class its loop counts in the same run give it, its
+/// populations and its root cause (from `a`'s stacks of run `ri`; per op as well where the
+/// calls mix populations and no frame grows per call).
+fn case_result(a: &Analysis, ri: usize, run: &Run, t: CaseTable) -> CaseResult {
+    let label = &a.runs[ri].label;
+    let mut verdict = verdict(&t);
+    let trips: Vec<TripCount> = a
+        .trips
+        .iter()
+        .filter(|x| &x.run == label && x.outer == t.target && x.case_name == t.case_name)
+        .cloned()
+        .collect();
+    if let Some(time) = &verdict.scaling {
+        verdict.by_loop = loop_class(time, &trips.iter().collect::<Vec<_>>());
+    }
+    let target_report = run.targets.iter().find(|x| x.name == t.target);
+    let anchors = Anchors::new(&t.target, target_report.and_then(|x| x.plan.as_ref()));
+    let population = split_populations(&t);
+    let root_cause =
+        case_root_cause(&a.stacks, ri, &t, &anchors, Per::Call).map(|(kind, cause)| {
+            let mixed = population.as_ref().is_some_and(|p| p.separated);
+            let per_op = (mixed && !cause.culprit.as_ref().is_some_and(FrameGrowth::grows))
+                .then(|| case_root_cause(&a.stacks, ri, &t, &anchors, Per::Op))
+                .flatten()
+                .map(|(_, c)| c);
+            CaseRootCause {
+                run: label.clone(),
+                target: t.target.clone(),
+                case_name: t.case_name.clone(),
+                kind,
+                cause,
+                per_op,
+            }
+        });
+    verdict.mix = population.as_ref().map(PopulationSplit::mix);
+    CaseResult {
+        table: t,
+        verdict,
+        root_cause,
+        population,
+        trips,
+    }
+}
+
+/// A discover sweep's second pass timed its top functions exactly: put those verdicts, and
+/// the loops that pass counted, beside the sampled ranking.
+fn join_confirm_passes(a: &mut Analysis) {
     for d in &mut a.discoveries {
         let confirm_run = format!("{}{}", d.run, crate::rundata::CONFIRM_SUFFIX);
         for CaseResult {
@@ -342,7 +378,6 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Analysis {
             }
         }
     }
-    a
 }
 
 /// Is `label` the loop-count pass of another run of the data set (`<run>-loops` beside
