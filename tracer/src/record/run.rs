@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
-use super::command::Stop;
+use super::command::{OneRun, Stop};
 use super::events::EventSink;
 use super::extra::Scheduler;
 use super::process::exit_code_of;
@@ -34,6 +34,43 @@ struct Ran {
 }
 
 impl Ran {
+    /// Nothing run yet of `spec`.
+    fn new(spec: &RunSpec) -> Ran {
+        Ran {
+            invocations: Vec::new(),
+            workload: spec
+                .attach_json
+                .clone()
+                .map(|p| WorkloadReports::new(p, spec.external.is_some())),
+            stop: Stop::CommandExited,
+            command_status: None,
+            filter_desc: String::new(),
+        }
+    }
+
+    /// Files a finished run of `inv`, with the calls it made (`spans`); the last run's
+    /// filter, status and stop are the whole recording's.
+    fn add(
+        &mut self,
+        inv: &super::spec::Invocation,
+        res: OneRun,
+        spans: Vec<rundata::InvocationSpan>,
+    ) {
+        self.invocations.push(rundata::Invocation {
+            n: inv.n,
+            command: inv.command.clone(),
+            exit: res.status.map(exit_code_of),
+            wall_s: res.wall.as_secs_f64(),
+            user_s: res.user_s,
+            sys_s: res.sys_s,
+            spans,
+            outlived: res.outlived as u64,
+        });
+        self.filter_desc = res.filter_desc;
+        self.command_status = res.status;
+        self.stop = res.stop;
+    }
+
     /// One command: its exit. A sweep over N: the first failure, if any run failed.
     fn command_exit(&self, external: bool) -> Option<i32> {
         if external {
@@ -198,23 +235,7 @@ impl Session {
         usyms: &mut UserSymbolizer,
     ) -> Result<Ran, TracerError> {
         let plan = invocation_plan(spec);
-        let mut ran = Ran {
-            invocations: Vec::new(),
-            workload: spec
-                .attach_json
-                .clone()
-                .map(|p| WorkloadReports::new(p, spec.external.is_some())),
-            stop: Stop::CommandExited,
-            command_status: None,
-            filter_desc: String::new(),
-        };
-        // Operations per run of one N, when the user knows them (`--ops`).
-        let ops_at = |n: u64| {
-            spec.external
-                .as_ref()
-                .and_then(|e| e.ops.as_ref())
-                .map(|o| o.eval(n))
-        };
+        let mut ran = Ran::new(spec);
         // An external sweep keeps each run's calls apart: the span aggregates are read before
         // and after every run (a few map reads between runs, none while the command runs).
         let mut spans_before = match &spec.external {
@@ -250,103 +271,33 @@ impl Session {
                     };
                     (inv.clone(), label)
                 }
-                (None, Some(s)) => {
-                    let mut next = s.next(&ran.invocations);
-                    if next.is_none() && s.wants_analysis() {
-                        let read = Instant::now();
-                        // Runs for samples are a refinement: a run so far that cannot be
-                        // read costs them, not the sweep.
-                        let wants = self
-                            .undecided_sizes(spec, &ran, target_names, usyms)
-                            .unwrap_or_else(|e| {
-                                self.progress.println(&format!(
-                                    "tracer: {}: the runs so far could not be read ({e}); no \
-                                     runs for samples",
-                                    spec.label
-                                ));
-                                Vec::new()
-                            });
-                        self.progress.log(&format!(
-                            "tracer: {}: the runs so far analysed in {:.1} s: {}",
-                            spec.label,
-                            read.elapsed().as_secs_f64(),
-                            if wants.is_empty() {
-                                "no undecided loop that more runs of a size would decide".into()
-                            } else {
-                                wants
-                                    .iter()
-                                    .map(|w| {
-                                        format!(
-                                            "{} in {} undecided, {} samples at N={}",
-                                            w.function, w.entry, w.samples, w.n
-                                        )
-                                    })
-                                    .collect::<Vec<_>>()
-                                    .join("; ")
-                            }
-                        ));
-                        s.plan_samples(wants, &ran.invocations);
-                        next = s.next(&ran.invocations);
-                    }
-                    match next {
-                        Some((inv, label)) => {
-                            // Said on a line of its own: the status line is a terminal's only.
-                            self.progress.println(&format!("tracer: {label}"));
-                            (inv, label)
-                        }
-                        None => break,
-                    }
-                }
+                (None, Some(s)) => match self.next_extra(s, spec, &ran, target_names, usyms) {
+                    Some(next) => next,
+                    None => break,
+                },
                 (None, None) => break,
             };
             let inv = &inv;
-            // With --phase-fn, a recording without N is phase (command, N=1) inside the
-            // function.
-            let phase = match (inv.phase(), &spec.phase_fn) {
-                (None, Some(_)) => Some((workloads::cases::CASE_COMMAND, 1)),
-                (p, _) => p,
-            };
-            if let Some((case, n)) = phase {
-                self.engine.set_default_phase(case, n)?;
-            }
-            if spec.phase_fn.is_some() {
-                let ops = phase.and_then(|(_, n)| ops_at(n)).unwrap_or(1);
-                self.engine.set_phase_fn_ops(ops)?;
-            }
             let res = self
-                .run_one(spec, inv, &label, target_names, events_out, usyms)
+                .run_in_phase(spec, inv, &label, target_names, events_out, usyms)
                 .await?;
-            if phase.is_some() {
-                self.engine.clear_default_phase()?;
-            }
             let exit = res.status.map(exit_code_of);
             // (An extra run's line was printed as it began.)
             if inv.n > 0 && i < planned_end {
                 self.progress
                     .log(&format!("tracer: {label}: {:.1} s", res.wall.as_secs_f64()));
             }
-            // With --phase-fn the return probe counted each call of the function as a phase.
-            if let (Some((case, n)), Some(0), None) = (inv.phase(), exit, &spec.phase_fn) {
-                let ops = ops_at(n).unwrap_or(1);
-                self.engine
-                    .add_phase_stats(case, n, ops, res.wall.as_nanos() as u64)?;
-            }
-            if inv.n > 0 && !matches!(exit, Some(0)) && !matches!(res.stop, Stop::Signal(_)) {
-                self.progress.println(&format!(
-                    "tracer: the command failed at N={} ({}); continuing with the other N",
-                    inv.n,
-                    match exit {
-                        Some(c) => format!("exit {c}"),
-                        None => "no exit status".into(),
-                    }
-                ));
-            }
-            let mut spans = Vec::new();
-            if let Some(before) = spans_before.as_mut() {
-                let after = self.engine.span_snapshot()?;
-                spans = collect::invocation_spans(before, &after, inv.n, target_names);
-                *before = after;
-            }
+            self.say_command_failed(inv.n, exit, &res);
+            // The run's own calls, from the aggregates before and after it.
+            let spans = match spans_before.as_mut() {
+                Some(before) => {
+                    let after = self.engine.span_snapshot()?;
+                    let spans = collect::invocation_spans(before, &after, inv.n, target_names);
+                    *before = after;
+                    spans
+                }
+                None => Vec::new(),
+            };
             if let Some(w) = ran.workload.as_mut() {
                 w.take_run();
             }
@@ -357,32 +308,8 @@ impl Session {
             if plan.len() > 1 || extra.is_some() {
                 self.engine.drain_ended_stacks(res.outlived == 0)?;
             }
-            if res.outlived > 0 {
-                self.progress.println(&format!(
-                    "tracer: {}{} process{} of the command's tree still running when it \
-                     exited: still traced, so what they do from now on counts toward what \
-                     runs next (wait for them in the command, or stop them)",
-                    match inv.n {
-                        0 => String::new(),
-                        n => format!("N={n}: "),
-                    },
-                    res.outlived,
-                    if res.outlived == 1 { "" } else { "es" },
-                ));
-            }
-            ran.invocations.push(rundata::Invocation {
-                n: inv.n,
-                command: inv.command.clone(),
-                exit,
-                wall_s: res.wall.as_secs_f64(),
-                user_s: res.user_s,
-                sys_s: res.sys_s,
-                spans,
-                outlived: res.outlived as u64,
-            });
-            ran.filter_desc = res.filter_desc;
-            ran.command_status = res.status;
-            ran.stop = res.stop;
+            self.say_outlived(inv.n, res.outlived);
+            ran.add(inv, res, spans);
             if let Stop::Signal(s) = ran.stop {
                 self.interrupted = Some(s);
                 return Ok(ran);
@@ -393,6 +320,139 @@ impl Session {
                 .println(&format!("tracer: {}: {line}", spec.label));
         }
         Ok(ran)
+    }
+
+    /// The next extra run the scheduler wants after the planned ones, with its label: when it
+    /// has none left of the kind it plans without analysis, the runs so far are analysed for
+    /// loops that more runs of a size would decide (runs for samples). None when it is done.
+    fn next_extra(
+        &mut self,
+        s: &mut Scheduler<'_>,
+        spec: &RunSpec,
+        ran: &Ran,
+        target_names: &[String],
+        usyms: &mut UserSymbolizer,
+    ) -> Option<(super::spec::Invocation, String)> {
+        let mut next = s.next(&ran.invocations);
+        if next.is_none() && s.wants_analysis() {
+            let read = Instant::now();
+            // Runs for samples are a refinement: a run so far that cannot be read costs
+            // them, not the sweep.
+            let wants = self
+                .undecided_sizes(spec, ran, target_names, usyms)
+                .unwrap_or_else(|e| {
+                    self.progress.println(&format!(
+                        "tracer: {}: the runs so far could not be read ({e}); no runs for \
+                         samples",
+                        spec.label
+                    ));
+                    Vec::new()
+                });
+            self.progress.log(&format!(
+                "tracer: {}: the runs so far analysed in {:.1} s: {}",
+                spec.label,
+                read.elapsed().as_secs_f64(),
+                if wants.is_empty() {
+                    "no undecided loop that more runs of a size would decide".into()
+                } else {
+                    wants
+                        .iter()
+                        .map(|w| {
+                            format!(
+                                "{} in {} undecided, {} samples at N={}",
+                                w.function, w.entry, w.samples, w.n
+                            )
+                        })
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                }
+            ));
+            s.plan_samples(wants, &ran.invocations);
+            next = s.next(&ran.invocations);
+        }
+        let (inv, label) = next?;
+        // Said on a line of its own: the status line is a terminal's only.
+        self.progress.println(&format!("tracer: {label}"));
+        Some((inv, label))
+    }
+
+    /// Runs `inv` inside its phase (the workload case and N its spans are filed under) and,
+    /// with `--phase-fn`, counts the function's calls as that phase's ops.
+    async fn run_in_phase(
+        &mut self,
+        spec: &RunSpec,
+        inv: &super::spec::Invocation,
+        label: &str,
+        target_names: &[String],
+        events_out: &mut Option<EventSink>,
+        usyms: &mut UserSymbolizer,
+    ) -> Result<OneRun, TracerError> {
+        // Operations per run of one N, when the user knows them (`--ops`).
+        let ops_at = |n: u64| {
+            spec.external
+                .as_ref()
+                .and_then(|e| e.ops.as_ref())
+                .map(|o| o.eval(n))
+        };
+        // With --phase-fn, a recording without N is phase (command, N=1) inside the
+        // function.
+        let phase = match (inv.phase(), &spec.phase_fn) {
+            (None, Some(_)) => Some((workloads::cases::CASE_COMMAND, 1)),
+            (p, _) => p,
+        };
+        if let Some((case, n)) = phase {
+            self.engine.set_default_phase(case, n)?;
+        }
+        if spec.phase_fn.is_some() {
+            let ops = phase.and_then(|(_, n)| ops_at(n)).unwrap_or(1);
+            self.engine.set_phase_fn_ops(ops)?;
+        }
+        let res = self
+            .run_one(spec, inv, label, target_names, events_out, usyms)
+            .await?;
+        if phase.is_some() {
+            self.engine.clear_default_phase()?;
+        }
+        // Without --phase-fn a run of size N is one op of its phase; with it, the return
+        // probe counted each call of the function as one.
+        if let (Some((case, n)), Some(0), None) =
+            (inv.phase(), res.status.map(exit_code_of), &spec.phase_fn)
+        {
+            let ops = ops_at(n).unwrap_or(1);
+            self.engine
+                .add_phase_stats(case, n, ops, res.wall.as_nanos() as u64)?;
+        }
+        Ok(res)
+    }
+
+    /// The line for a run of size `n` whose command failed (not for one a signal stopped).
+    fn say_command_failed(&self, n: u64, exit: Option<i32>, res: &OneRun) {
+        if n > 0 && !matches!(exit, Some(0)) && !matches!(res.stop, Stop::Signal(_)) {
+            self.progress.println(&format!(
+                "tracer: the command failed at N={n} ({}); continuing with the other N",
+                match exit {
+                    Some(c) => format!("exit {c}"),
+                    None => "no exit status".into(),
+                }
+            ));
+        }
+    }
+
+    /// The line for processes of a run's tree still running when its command exited.
+    fn say_outlived(&self, n: u64, outlived: usize) {
+        if outlived > 0 {
+            self.progress.println(&format!(
+                "tracer: {}{} process{} of the command's tree still running when it exited: \
+                 still traced, so what they do from now on counts toward what runs next (wait \
+                 for them in the command, or stop them)",
+                match n {
+                    0 => String::new(),
+                    n => format!("N={n}: "),
+                },
+                outlived,
+                if outlived == 1 { "" } else { "es" },
+            ));
+        }
     }
 
     /// At the start of planned run `i`: when it begins a round after the first (rounds of
