@@ -39,6 +39,70 @@ fn f2(v: f64) -> String {
     format!("{v:.2}")
 }
 
+/// The plot's frame: the decades each axis spans and where they are drawn.
+struct Frame {
+    /// First and last decade of N (10^xa .. 10^xb) and of the time (10^ya .. 10^yb).
+    xa: i32,
+    xb: i32,
+    ya: i32,
+    yb: i32,
+    /// Left and right, bottom and top edges of the plot area, in pixels.
+    px0: f64,
+    px1: f64,
+    py0: f64,
+    py1: f64,
+}
+
+impl Frame {
+    /// The frame of the decades around every point.
+    fn around(all: &[(f64, f64)]) -> Frame {
+        let (xmin, xmax) = all.iter().fold((f64::MAX, f64::MIN), |(a, b), (x, _)| {
+            (a.min(*x), b.max(*x))
+        });
+        let (ymin, ymax) = all.iter().fold((f64::MAX, f64::MIN), |(a, b), (_, y)| {
+            (a.min(*y), b.max(*y))
+        });
+        let (xa, xb) = decades(xmin, xmax);
+        let (ya, yb) = decades(ymin, ymax);
+        Frame {
+            xa,
+            xb,
+            ya,
+            yb,
+            px0: LEFT,
+            px1: LEFT + PLOT_W,
+            py0: H - BOTTOM,
+            py1: TOP,
+        }
+    }
+
+    fn sx(&self, x: f64) -> f64 {
+        self.px0 + (x.log10() - self.xa as f64) / (self.xb - self.xa) as f64 * (self.px1 - self.px0)
+    }
+
+    fn sy(&self, y: f64) -> f64 {
+        self.py0 + (y.log10() - self.ya as f64) / (self.yb - self.ya) as f64 * (self.py1 - self.py0)
+    }
+
+    fn vline(&self, x: f64) -> String {
+        format!(
+            "<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\"/>\n",
+            f2(x),
+            f2(self.py0),
+            f2(self.py1)
+        )
+    }
+
+    fn hline(&self, y: f64) -> String {
+        format!(
+            "<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\"/>\n",
+            f2(self.px0),
+            f2(y),
+            f2(self.px1)
+        )
+    }
+}
+
 /// The plot, or None when no series has a point.
 pub fn loglog_svg(title: &str, y_label: &str, series: &[Series]) -> Option<String> {
     let all: Vec<(f64, f64)> = series
@@ -49,14 +113,7 @@ pub fn loglog_svg(title: &str, y_label: &str, series: &[Series]) -> Option<Strin
     if all.is_empty() {
         return None;
     }
-    let (xmin, xmax) = all.iter().fold((f64::MAX, f64::MIN), |(a, b), (x, _)| {
-        (a.min(*x), b.max(*x))
-    });
-    let (ymin, ymax) = all.iter().fold((f64::MAX, f64::MIN), |(a, b), (_, y)| {
-        (a.min(*y), b.max(*y))
-    });
-    let (xa, xb) = decades(xmin, xmax);
-    let (ya, yb) = decades(ymin, ymax);
+    let f = Frame::around(&all);
     // The legend sits right of the plot, as wide as its longest label (~7 px per character).
     let longest = series
         .iter()
@@ -65,9 +122,6 @@ pub fn loglog_svg(title: &str, y_label: &str, series: &[Series]) -> Option<Strin
         .unwrap_or(0)
         .max(20);
     let w = (LEFT + PLOT_W + 60.0 + 7.0 * longest as f64).round();
-    let (px0, px1, py0, py1) = (LEFT, LEFT + PLOT_W, H - BOTTOM, TOP);
-    let sx = |x: f64| px0 + (x.log10() - xa as f64) / (xb - xa) as f64 * (px1 - px0);
-    let sy = |y: f64| py0 + (y.log10() - ya as f64) / (yb - ya) as f64 * (py1 - py0);
 
     let mut s = String::new();
     s.push_str(&format!(
@@ -79,53 +133,49 @@ pub fn loglog_svg(title: &str, y_label: &str, series: &[Series]) -> Option<Strin
     ));
     s.push_str(&format!(
         "<text x=\"{}\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">{}</text>\n",
-        f2((px0 + px1) / 2.0),
+        f2((f.px0 + f.px1) / 2.0),
         escape(title)
     ));
-    // Grid: minor lines at 2..9 × each decade, major lines and labels at decades.
+    grid(&f, &mut s);
+    axes(&f, y_label, &mut s);
+    for (i, se) in series.iter().enumerate() {
+        series_lines(&f, i, se, &mut s);
+    }
+    s.push_str(&format!(
+        "<text x=\"{}\" y=\"{}\" font-size=\"10\" fill=\"#666666\">dotted: fitted model</text>\n",
+        f2(f.px1 + 15.0),
+        f2(TOP + 10.0 + series.len() as f64 * 20.0 + 6.0)
+    ));
+    s.push_str("</svg>\n");
+    Some(s)
+}
+
+/// Grid: minor lines at 2..9 × each decade, major lines at decades.
+fn grid(f: &Frame, s: &mut String) {
     s.push_str("<g stroke=\"#eeeeee\" stroke-width=\"1\">\n");
-    for d in xa..xb {
+    for d in f.xa..f.xb {
         for m in 2..10 {
-            let x = sx(m as f64 * 10f64.powi(d));
-            s.push_str(&format!(
-                "<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\"/>\n",
-                f2(x),
-                f2(py0),
-                f2(py1)
-            ));
+            s.push_str(&f.vline(f.sx(m as f64 * 10f64.powi(d))));
         }
     }
-    for d in ya..yb {
+    for d in f.ya..f.yb {
         for m in 2..10 {
-            let y = sy(m as f64 * 10f64.powi(d));
-            s.push_str(&format!(
-                "<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\"/>\n",
-                f2(px0),
-                f2(y),
-                f2(px1)
-            ));
+            s.push_str(&f.hline(f.sy(m as f64 * 10f64.powi(d))));
         }
     }
     s.push_str("</g>\n<g stroke=\"#bbbbbb\" stroke-width=\"1\">\n");
-    for d in xa..=xb {
-        let x = sx(10f64.powi(d));
-        s.push_str(&format!(
-            "<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\"/>\n",
-            f2(x),
-            f2(py0),
-            f2(py1)
-        ));
+    for d in f.xa..=f.xb {
+        s.push_str(&f.vline(f.sx(10f64.powi(d))));
     }
-    for d in ya..=yb {
-        let y = sy(10f64.powi(d));
-        s.push_str(&format!(
-            "<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\"/>\n",
-            f2(px0),
-            f2(y),
-            f2(px1)
-        ));
+    for d in f.ya..=f.yb {
+        s.push_str(&f.hline(f.sy(10f64.powi(d))));
     }
     s.push_str("</g>\n");
+}
+
+/// The plot's border, the decades' ticks and labels, and the axis titles.
+fn axes(f: &Frame, y_label: &str, s: &mut String) {
+    let (px0, px1, py0, py1) = (f.px0, f.px1, f.py0, f.py1);
     s.push_str(&format!(
         "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"black\"/>\n",
         f2(px0),
@@ -134,8 +184,8 @@ pub fn loglog_svg(title: &str, y_label: &str, series: &[Series]) -> Option<Strin
         f2(py0 - py1)
     ));
     s.push_str("<g class=\"x-ticks\" text-anchor=\"middle\">\n");
-    for d in xa..=xb {
-        let x = sx(10f64.powi(d));
+    for d in f.xa..=f.xb {
+        let x = f.sx(10f64.powi(d));
         s.push_str(&format!(
             "<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"black\"/><text x=\"{0}\" y=\"{3}\">{4}</text>\n",
             f2(x),
@@ -146,8 +196,8 @@ pub fn loglog_svg(title: &str, y_label: &str, series: &[Series]) -> Option<Strin
         ));
     }
     s.push_str("</g>\n<g class=\"y-ticks\" text-anchor=\"end\">\n");
-    for d in ya..=yb {
-        let y = sy(10f64.powi(d));
+    for d in f.ya..=f.yb {
+        let y = f.sy(10f64.powi(d));
         s.push_str(&format!(
             "<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"black\"/><text x=\"{3}\" y=\"{4}\">{5}</text>\n",
             f2(px0 - 5.0),
@@ -169,85 +219,79 @@ pub fn loglog_svg(title: &str, y_label: &str, series: &[Series]) -> Option<Strin
         f2((py0 + py1) / 2.0),
         escape(y_label)
     ));
+}
 
-    for (i, se) in series.iter().enumerate() {
-        let color = COLORS[i % COLORS.len()];
-        let mut pts: Vec<(f64, f64)> = se
-            .points
+/// Series `i`: its line, its points (each with a tooltip), its fitted model dotted over its
+/// N range, and its legend entry.
+fn series_lines(f: &Frame, i: usize, se: &Series, s: &mut String) {
+    let color = COLORS[i % COLORS.len()];
+    let mut pts: Vec<(f64, f64)> = se
+        .points
+        .iter()
+        .copied()
+        .filter(|(x, y)| *x > 0.0 && *y > 0.0)
+        .collect();
+    pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let dash = if se.style % 2 == 1 {
+        " stroke-dasharray=\"8 4\""
+    } else {
+        ""
+    };
+    s.push_str(&format!(
+        "<g class=\"series\" data-label=\"{}\">\n",
+        escape(&se.label)
+    ));
+    if pts.len() > 1 {
+        let path: Vec<String> = pts
             .iter()
-            .copied()
-            .filter(|(x, y)| *x > 0.0 && *y > 0.0)
+            .map(|(x, y)| format!("{},{}", f2(f.sx(*x)), f2(f.sy(*y))))
             .collect();
-        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let dash = if se.style % 2 == 1 {
-            " stroke-dasharray=\"8 4\""
-        } else {
-            ""
-        };
         s.push_str(&format!(
-            "<g class=\"series\" data-label=\"{}\">\n",
-            escape(&se.label)
-        ));
-        if pts.len() > 1 {
-            let path: Vec<String> = pts
-                .iter()
-                .map(|(x, y)| format!("{},{}", f2(sx(*x)), f2(sy(*y))))
-                .collect();
-            s.push_str(&format!(
-                "<polyline points=\"{}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"2\"{dash}/>\n",
-                path.join(" ")
-            ));
-        }
-        for (x, y) in &pts {
-            s.push_str(&format!(
-                "<circle cx=\"{}\" cy=\"{}\" r=\"3.5\" fill=\"{color}\"><title>{}: N={} {}</title></circle>\n",
-                f2(sx(*x)),
-                f2(sy(*y)),
-                escape(&se.label),
-                count_short(*x),
-                escape(&ns(*y))
-            ));
-        }
-        if let (Some(m), Some(first), Some(last)) = (&se.model, pts.first(), pts.last()) {
-            let (l0, l1) = (first.0.log10(), last.0.log10());
-            let curve: Vec<String> = (0..=48)
-                .map(|k| 10f64.powf(l0 + (l1 - l0) * k as f64 / 48.0))
-                .map(|n| (n, m.eval(n)))
-                .filter(|(_, y)| *y > 0.0)
-                .map(|(n, y)| {
-                    // Keep the curve inside the frame.
-                    let yy = sy(y).clamp(py1, py0);
-                    format!("{},{}", f2(sx(n)), f2(yy))
-                })
-                .collect();
-            if curve.len() > 1 {
-                s.push_str(&format!(
-                    "<polyline class=\"fit\" points=\"{}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"1\" stroke-dasharray=\"2 3\"/>\n",
-                    curve.join(" ")
-                ));
-            }
-        }
-        s.push_str("</g>\n");
-        // Legend.
-        let ly = TOP + 10.0 + i as f64 * 20.0;
-        let lx = px1 + 15.0;
-        s.push_str(&format!(
-            "<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"{color}\" stroke-width=\"2\"{dash}/><text x=\"{3}\" y=\"{4}\">{5}</text>\n",
-            f2(lx),
-            f2(ly),
-            f2(lx + 24.0),
-            f2(lx + 30.0),
-            f2(ly + 4.0),
-            escape(&se.label)
+            "<polyline points=\"{}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"2\"{dash}/>\n",
+            path.join(" ")
         ));
     }
+    for (x, y) in &pts {
+        s.push_str(&format!(
+            "<circle cx=\"{}\" cy=\"{}\" r=\"3.5\" fill=\"{color}\"><title>{}: N={} {}</title></circle>\n",
+            f2(f.sx(*x)),
+            f2(f.sy(*y)),
+            escape(&se.label),
+            count_short(*x),
+            escape(&ns(*y))
+        ));
+    }
+    if let (Some(m), Some(first), Some(last)) = (&se.model, pts.first(), pts.last()) {
+        let (l0, l1) = (first.0.log10(), last.0.log10());
+        let curve: Vec<String> = (0..=48)
+            .map(|k| 10f64.powf(l0 + (l1 - l0) * k as f64 / 48.0))
+            .map(|n| (n, m.eval(n)))
+            .filter(|(_, y)| *y > 0.0)
+            .map(|(n, y)| {
+                // Keep the curve inside the frame.
+                let yy = f.sy(y).clamp(f.py1, f.py0);
+                format!("{},{}", f2(f.sx(n)), f2(yy))
+            })
+            .collect();
+        if curve.len() > 1 {
+            s.push_str(&format!(
+                "<polyline class=\"fit\" points=\"{}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"1\" stroke-dasharray=\"2 3\"/>\n",
+                curve.join(" ")
+            ));
+        }
+    }
+    s.push_str("</g>\n");
+    let ly = TOP + 10.0 + i as f64 * 20.0;
+    let lx = f.px1 + 15.0;
     s.push_str(&format!(
-        "<text x=\"{}\" y=\"{}\" font-size=\"10\" fill=\"#666666\">dotted: fitted model</text>\n",
-        f2(px1 + 15.0),
-        f2(TOP + 10.0 + series.len() as f64 * 20.0 + 6.0)
+        "<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"{color}\" stroke-width=\"2\"{dash}/><text x=\"{3}\" y=\"{4}\">{5}</text>\n",
+        f2(lx),
+        f2(ly),
+        f2(lx + 24.0),
+        f2(lx + 30.0),
+        f2(ly + 4.0),
+        escape(&se.label)
     ));
-    s.push_str("</svg>\n");
-    Some(s)
 }
 
 #[cfg(test)]
