@@ -52,46 +52,8 @@ pub fn write_compare(
     }
     let mut sections = Vec::new();
     for name in &names {
-        // The target's tables on each side (none when that side did not trace it).
-        fn cases_of<'a>(side: &[(String, Vec<&'a CaseResult>)], name: &str) -> Vec<&'a CaseResult> {
-            side.iter()
-                .find(|(t, _)| t == name)
-                .map(|(_, cases)| cases.clone())
-                .unwrap_or_default()
-        }
-        let (ca, cb) = (cases_of(&ta, name), cases_of(&tb, name));
-        let mut series = plot_series(&ca, Some(&c.label_a), 0);
-        series.extend(plot_series(&cb, Some(&c.label_b), 1));
-        let y = if ca.is_empty() {
-            y_label(&cb)
-        } else {
-            y_label(&ca)
-        };
-        let mut plot_rel = None;
-        if let Some(svg) = svgplot::loglog_svg(&format!("{name}: {y} vs N"), y, &series) {
-            let rel = format!("plots/{}.svg", out::safe(name));
-            out.write(&rel, svg.as_bytes())?;
-            plot_rel = Some(rel);
-        }
-        let mut links = Vec::new();
-        for (side, label) in [("a", &c.label_a), ("b", &c.label_b)] {
-            let rel = format!("{side}/tables/{}.md", out::safe(name));
-            if out.has(&rel) {
-                links.push((format!("{label} table"), rel));
-            }
-        }
-        let groups = if opts.flamegraphs && opts.differential {
-            flamegraphs::cross_kernel(aa, ab, (&c.label_a, &c.label_b), name, &mut out, opts)?
-        } else {
-            Vec::new()
-        };
-        sections.push(index::Section {
-            title: name.clone(),
-            plot: plot_rel,
-            links,
-            tables_html: None,
-            groups,
-        });
+        let sides = (cases_of(&ta, name), cases_of(&tb, name));
+        sections.push(target_section(name, sides, &c, (aa, ab), &mut out, opts)?);
     }
     let summary = page::summary_rows(aa, ab, &c, &sections);
     let summary_text = summary::text(&summary);
@@ -103,27 +65,7 @@ pub fn write_compare(
     );
     out.write("compare.txt", terminal.as_bytes())?;
 
-    let mut verdicts: Vec<String> = c
-        .classes
-        .iter()
-        .map(|cl| tables::class_line(&c, cl))
-        .collect();
-    verdicts.extend(
-        aa.verdicts()
-            .map(|v| format!("{}: {}", c.label_a, verdict::line(v))),
-    );
-    verdicts.extend(
-        ab.verdicts()
-            .map(|v| format!("{}: {}", c.label_b, verdict::line(v))),
-    );
-    let root_causes: Vec<String> = aa
-        .root_causes()
-        .map(|r| format!("{}: {}", c.label_a, rootcause::line(&r.cause)))
-        .chain(
-            ab.root_causes()
-                .map(|r| format!("{}: {}", c.label_b, rootcause::line(&r.cause))),
-        )
-        .collect();
+    let (verdicts, root_causes) = both_sides_lines(&c, aa, ab);
     // Each side's warnings: its analysis's, then its exports'.
     let warnings: Vec<String> = side_warnings[0]
         .iter()
@@ -144,20 +86,7 @@ pub fn write_compare(
         run_header: ["side", "report"].map(String::from).to_vec(),
         runs: vec![],
         sections,
-        other: vec![
-            ("comparison (Markdown)".into(), "compare.md".into()),
-            ("comparison (CSV)".into(), "compare.csv".into()),
-            ("comparison (JSON)".into(), "compare.json".into()),
-            ("comparison (text)".into(), "compare.txt".into()),
-            (
-                format!("A: {} full report", c.label_a),
-                "a/index.html".into(),
-            ),
-            (
-                format!("B: {} full report", c.label_b),
-                "b/index.html".into(),
-            ),
-        ],
+        other: other_files(&c),
         method: std::iter::once(COMPARE_METHOD)
             .chain(METHOD.iter().copied())
             .map(String::from)
@@ -174,4 +103,102 @@ pub fn write_compare(
         files,
         terminal,
     })
+}
+
+/// The target's cases on one side (none when that side did not trace it).
+fn cases_of<'a>(side: &[(String, Vec<&'a CaseResult>)], name: &str) -> Vec<&'a CaseResult> {
+    side.iter()
+        .find(|(t, _)| t == name)
+        .map(|(_, cases)| cases.clone())
+        .unwrap_or_default()
+}
+
+/// One target's section of the index: its plot with both sides (B dashed), links to each
+/// side's table, and the differential flamegraphs from A to B.
+fn target_section(
+    name: &str,
+    (ca, cb): (Vec<&CaseResult>, Vec<&CaseResult>),
+    c: &compare::Comparison,
+    (aa, ab): (&Analysis, &Analysis),
+    out: &mut OutDir,
+    opts: &ReportOptions,
+) -> Result<index::Section, ReportError> {
+    let mut series = plot_series(&ca, Some(&c.label_a), 0);
+    series.extend(plot_series(&cb, Some(&c.label_b), 1));
+    let y = if ca.is_empty() {
+        y_label(&cb)
+    } else {
+        y_label(&ca)
+    };
+    let mut plot_rel = None;
+    if let Some(svg) = svgplot::loglog_svg(&format!("{name}: {y} vs N"), y, &series) {
+        let rel = format!("plots/{}.svg", out::safe(name));
+        out.write(&rel, svg.as_bytes())?;
+        plot_rel = Some(rel);
+    }
+    let mut links = Vec::new();
+    for (side, label) in [("a", &c.label_a), ("b", &c.label_b)] {
+        let rel = format!("{side}/tables/{}.md", out::safe(name));
+        if out.has(&rel) {
+            links.push((format!("{label} table"), rel));
+        }
+    }
+    let groups = if opts.flamegraphs && opts.differential {
+        flamegraphs::cross_kernel(aa, ab, (&c.label_a, &c.label_b), name, out, opts)?
+    } else {
+        Vec::new()
+    };
+    Ok(index::Section {
+        title: name.to_string(),
+        plot: plot_rel,
+        links,
+        tables_html: None,
+        groups,
+    })
+}
+
+/// The verdict lines (the class changes, then each side's verdicts) and the root-cause lines
+/// of both sides, each named by its side.
+fn both_sides_lines(
+    c: &compare::Comparison,
+    aa: &Analysis,
+    ab: &Analysis,
+) -> (Vec<String>, Vec<String>) {
+    let mut verdicts: Vec<String> = c
+        .classes
+        .iter()
+        .map(|cl| tables::class_line(c, cl))
+        .collect();
+    for (label, an) in [(&c.label_a, aa), (&c.label_b, ab)] {
+        verdicts.extend(
+            an.verdicts()
+                .map(|v| format!("{label}: {}", verdict::line(v))),
+        );
+    }
+    let root_causes = [(&c.label_a, aa), (&c.label_b, ab)]
+        .into_iter()
+        .flat_map(|(label, an)| {
+            an.root_causes()
+                .map(move |r| format!("{label}: {}", rootcause::line(&r.cause)))
+        })
+        .collect();
+    (verdicts, root_causes)
+}
+
+/// The index's links to the comparison's files and to each side's full report.
+fn other_files(c: &compare::Comparison) -> Vec<(String, String)> {
+    vec![
+        ("comparison (Markdown)".into(), "compare.md".into()),
+        ("comparison (CSV)".into(), "compare.csv".into()),
+        ("comparison (JSON)".into(), "compare.json".into()),
+        ("comparison (text)".into(), "compare.txt".into()),
+        (
+            format!("A: {} full report", c.label_a),
+            "a/index.html".into(),
+        ),
+        (
+            format!("B: {} full report", c.label_b),
+            "b/index.html".into(),
+        ),
+    ]
 }
