@@ -200,27 +200,7 @@ fn html(p: &Page) -> String {
     ));
     summary_html(&mut s, &p.summary);
     plots_html(&mut s, &p.sections);
-    if !p.findings.is_empty() {
-        s.push_str("<h2 id=\"findings\">Findings</h2>\n");
-        for (title, items) in &p.findings {
-            s.push_str(&format!(
-                "<h3>{}</h3>\n<ul class=\"findings\">\n",
-                escape(title)
-            ));
-            for i in items {
-                s.push_str(&format!("<li>{}", escape(&i.line)));
-                if !i.details.is_empty() {
-                    s.push_str("\n<ul class=\"details\">\n");
-                    for d in &i.details {
-                        s.push_str(&format!("<li>{}</li>\n", escape(d)));
-                    }
-                    s.push_str("</ul>\n");
-                }
-                s.push_str("</li>\n");
-            }
-            s.push_str("</ul>\n");
-        }
-    }
+    findings_html(&mut s, &p.findings);
     if !p.warnings.is_empty() {
         s.push_str("<h2>Warnings</h2>\n<ul>\n");
         for w in &p.warnings {
@@ -244,53 +224,7 @@ fn html(p: &Page) -> String {
         s.push_str("</table>\n");
     }
     for sec in &p.sections {
-        s.push_str(&format!(
-            "<h2 id=\"{}\">{}</h2>\n",
-            anchor(&sec.title),
-            escape(&sec.title)
-        ));
-        if !sec.links.is_empty() {
-            s.push_str("<p class=\"links\">Tables: ");
-            for (t, href) in &sec.links {
-                s.push_str(&link(t, href));
-            }
-            if let Some(plot) = &sec.plot {
-                s.push_str(&link("plot", plot));
-            }
-            s.push_str("</p>\n");
-        }
-        if let Some(t) = &sec.tables_html {
-            s.push_str(t);
-        }
-        for g in &sec.groups {
-            s.push_str(&format!(
-                "<h3>{}</h3>\n<p class=\"links\">",
-                escape(&g.title)
-            ));
-            for (t, href) in &g.items {
-                s.push_str(&link(t, href));
-            }
-            s.push_str("</p>\n");
-            for href in &g.embed {
-                let text = g
-                    .items
-                    .iter()
-                    .find(|(_, h)| h == href)
-                    .map_or("flamegraph", |(t, _)| t.as_str());
-                s.push_str(&format!(
-                    "<div class=\"flame\"><a href=\"{0}\" title=\"open the interactive flamegraph\"><img src=\"{0}\" alt=\"flamegraph: {1}\" loading=\"lazy\"></a></div>\n",
-                    escape(href),
-                    escape(text)
-                ));
-            }
-        }
-        if sec.links.is_empty()
-            && sec.plot.is_none()
-            && sec.groups.is_empty()
-            && sec.tables_html.is_none()
-        {
-            s.push_str("<p>No data for this target.</p>\n");
-        }
+        section_html(&mut s, sec);
     }
     if !p.method.is_empty() {
         s.push_str("<h2>How to read this</h2>\n<ul>\n");
@@ -308,6 +242,83 @@ fn html(p: &Page) -> String {
     }
     s.push_str("</body>\n</html>\n");
     s
+}
+
+/// The findings, each with its details, under their titles.
+fn findings_html(s: &mut String, findings: &[(String, Vec<Item>)]) {
+    if !findings.is_empty() {
+        s.push_str("<h2 id=\"findings\">Findings</h2>\n");
+        for (title, items) in findings {
+            s.push_str(&format!(
+                "<h3>{}</h3>\n<ul class=\"findings\">\n",
+                escape(title)
+            ));
+            for i in items {
+                s.push_str(&format!("<li>{}", escape(&i.line)));
+                if !i.details.is_empty() {
+                    s.push_str("\n<ul class=\"details\">\n");
+                    for d in &i.details {
+                        s.push_str(&format!("<li>{}</li>\n", escape(d)));
+                    }
+                    s.push_str("</ul>\n");
+                }
+                s.push_str("</li>\n");
+            }
+            s.push_str("</ul>\n");
+        }
+    }
+}
+
+/// One target's section: its links, tables and flamegraphs (or a line saying there is no
+/// data).
+fn section_html(s: &mut String, sec: &Section) {
+    s.push_str(&format!(
+        "<h2 id=\"{}\">{}</h2>\n",
+        anchor(&sec.title),
+        escape(&sec.title)
+    ));
+    if !sec.links.is_empty() {
+        s.push_str("<p class=\"links\">Tables: ");
+        for (t, href) in &sec.links {
+            s.push_str(&link(t, href));
+        }
+        if let Some(plot) = &sec.plot {
+            s.push_str(&link("plot", plot));
+        }
+        s.push_str("</p>\n");
+    }
+    if let Some(t) = &sec.tables_html {
+        s.push_str(t);
+    }
+    for g in &sec.groups {
+        s.push_str(&format!(
+            "<h3>{}</h3>\n<p class=\"links\">",
+            escape(&g.title)
+        ));
+        for (t, href) in &g.items {
+            s.push_str(&link(t, href));
+        }
+        s.push_str("</p>\n");
+        for href in &g.embed {
+            let text = g
+                .items
+                .iter()
+                .find(|(_, h)| h == href)
+                .map_or("flamegraph", |(t, _)| t.as_str());
+            s.push_str(&format!(
+                "<div class=\"flame\"><a href=\"{0}\" title=\"open the interactive flamegraph\"><img src=\"{0}\" alt=\"flamegraph: {1}\" loading=\"lazy\"></a></div>\n",
+                escape(href),
+                escape(text)
+            ));
+        }
+    }
+    if sec.links.is_empty()
+        && sec.plot.is_none()
+        && sec.groups.is_empty()
+        && sec.tables_html.is_none()
+    {
+        s.push_str("<p>No data for this target.</p>\n");
+    }
 }
 
 fn md_link(text: &str, href: &str) -> String {
