@@ -27,38 +27,6 @@ pub(super) fn summary_rows(
     c: &compare::Comparison,
     sections: &[index::Section],
 ) -> Vec<index::SummaryRow> {
-    let side = |an: &Analysis, target: &str, case: &str| {
-        let found = an
-            .cases
-            .iter()
-            .find(|c| c.table.target == target && c.table.case_name == case)?;
-        let (t, v) = (&found.table, &found.verdict);
-        let growth = v.scaling.as_ref().map(summary::growth).unwrap_or_default();
-        let cause = found
-            .root_cause
-            .as_ref()
-            .map(|rc| summary::cause(&rc.cause));
-        let grows = v.class().is_some_and(|c| c != Complexity::Constant);
-        let slope = v
-            .scaling
-            .as_ref()
-            .filter(|_| grows)
-            .map(summary::slope)
-            .unwrap_or_else(|| "-".into());
-        Some((
-            growth,
-            cause,
-            slope,
-            crate::render::fmt::via(t.plan.as_ref()).unwrap_or_default(),
-        ))
-    };
-    let class = |set: &[Complexity]| {
-        if set.is_empty() {
-            "not fitted".to_string()
-        } else {
-            classes_label(set)
-        }
-    };
     let labels = short_labels(&c.label_a, &c.label_b);
     let mut rows: Vec<index::SummaryRow> = c
         .classes
@@ -69,7 +37,7 @@ pub(super) fn summary_rows(
             let mut slopes = Vec::new();
             let mut plans = Vec::new();
             for (an, label) in [(aa, &labels.0), (ab, &labels.1)] {
-                if let Some((g, rc, slope, plan)) = side(an, &cl.target, &cl.case_name) {
+                if let Some((g, rc, slope, plan)) = side_cells(an, &cl.target, &cl.case_name) {
                     if !g.is_empty() {
                         growth.push(format!("{label}: {g}"));
                     }
@@ -89,30 +57,7 @@ pub(super) fn summary_rows(
             }
             // One plan for both sides when they agree.
             plans.dedup();
-            // A discovered loop has no target section: each side's report holds its lines.
-            let mut links = match cl.discovered {
-                Some(_) => vec![
-                    (format!("{} report", labels.0), "a/index.html".to_string()),
-                    (format!("{} report", labels.1), "b/index.html".to_string()),
-                ],
-                None => vec![(
-                    "tables".to_string(),
-                    format!("#{}", index::anchor(&cl.target)),
-                )],
-            };
-            if let Some(sec) = sections.iter().find(|s| s.title == cl.target) {
-                if let Some(p) = &sec.plot {
-                    links.push(("plot".into(), p.clone()));
-                }
-                let prefix = format!("{} · ", cl.case_name);
-                if let Some(g) = sec.groups.iter().find(|g| g.title.starts_with(&prefix)) {
-                    links.extend(
-                        g.embed
-                            .first()
-                            .map(|p| ("differential".to_string(), p.clone())),
-                    );
-                }
-            }
+            let links = row_links(cl, sections, &labels);
             index::SummaryRow {
                 target: cl.target.clone(),
                 case: cl.case_name.clone(),
@@ -125,8 +70,8 @@ pub(super) fn summary_rows(
                     } else {
                         ""
                     },
-                    class(&cl.classes_a),
-                    class(&cl.classes_b)
+                    class_or_unfitted(&cl.classes_a),
+                    class_or_unfitted(&cl.classes_b)
                 ),
                 slope: slopes,
                 growth,
@@ -142,6 +87,79 @@ pub(super) fn summary_rows(
         .collect();
     rows.sort_by_key(|r| !r.relevant);
     rows
+}
+
+/// One side's cells of a summary row (its growth, root cause, slope when it grows, plan),
+/// when that side has the target and case.
+fn side_cells(
+    an: &Analysis,
+    target: &str,
+    case: &str,
+) -> Option<(String, Option<String>, String, String)> {
+    let found = an
+        .cases
+        .iter()
+        .find(|c| c.table.target == target && c.table.case_name == case)?;
+    let (t, v) = (&found.table, &found.verdict);
+    let growth = v.scaling.as_ref().map(summary::growth).unwrap_or_default();
+    let cause = found
+        .root_cause
+        .as_ref()
+        .map(|rc| summary::cause(&rc.cause));
+    let grows = v.class().is_some_and(|c| c != Complexity::Constant);
+    let slope = v
+        .scaling
+        .as_ref()
+        .filter(|_| grows)
+        .map(summary::slope)
+        .unwrap_or_else(|| "-".into());
+    Some((
+        growth,
+        cause,
+        slope,
+        crate::render::fmt::via(t.plan.as_ref()).unwrap_or_default(),
+    ))
+}
+
+fn class_or_unfitted(set: &[Complexity]) -> String {
+    if set.is_empty() {
+        "not fitted".to_string()
+    } else {
+        classes_label(set)
+    }
+}
+
+/// A summary row's links: its target's tables (a discovered loop, which has no target
+/// section: each side's report), plot and differential flamegraph.
+fn row_links(
+    cl: &compare::ClassChange,
+    sections: &[index::Section],
+    labels: &(String, String),
+) -> Vec<(String, String)> {
+    let mut links = match cl.discovered {
+        Some(_) => vec![
+            (format!("{} report", labels.0), "a/index.html".to_string()),
+            (format!("{} report", labels.1), "b/index.html".to_string()),
+        ],
+        None => vec![(
+            "tables".to_string(),
+            format!("#{}", index::anchor(&cl.target)),
+        )],
+    };
+    if let Some(sec) = sections.iter().find(|s| s.title == cl.target) {
+        if let Some(p) = &sec.plot {
+            links.push(("plot".into(), p.clone()));
+        }
+        let prefix = format!("{} · ", cl.case_name);
+        if let Some(g) = sec.groups.iter().find(|g| g.title.starts_with(&prefix)) {
+            links.extend(
+                g.embed
+                    .first()
+                    .map(|p| ("differential".to_string(), p.clone())),
+            );
+        }
+    }
+    links
 }
 
 /// The page's findings: one item per target and case, with each side's verdict and root cause
