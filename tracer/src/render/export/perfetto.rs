@@ -141,9 +141,44 @@ pub fn write_trace<W: Write>(t: &Timeline, names: &Names, w: W) -> io::Result<Tr
         threads: threads.len(),
         ..TraceStats::default()
     };
-
     // Descriptors first: a track must be described before its first event.
-    for &tgid in &processes {
+    write_descriptors(&mut out, t, &processes, &threads)?;
+
+    // One stream per track, merged by timestamp. A stream has one step in the heap at a time,
+    // so each track keeps its own order at equal timestamps (an END before the next BEGIN).
+    let clamped = Cell::new(0);
+    let (uuids, mut streams) = track_streams(t, &clamped);
+    let mut heads: Vec<Option<(u64, Step)>> = streams.iter_mut().map(|s| s.next()).collect();
+    let mut heap: BinaryHeap<Reverse<(u64, usize)>> = heads
+        .iter()
+        .enumerate()
+        .filter_map(|(i, h)| h.as_ref().map(|(ts, _)| Reverse((*ts, i))))
+        .collect();
+    while let Some(Reverse((ts, i))) = heap.pop() {
+        let (_, step) = heads[i].take().expect("a queued stream has a head");
+        let event = track_event(step, uuids[i], t, names, &mut stats);
+        out.packet(Some(ts), trace_packet::Data::TrackEvent(event))?;
+        heads[i] = streams[i].next();
+        if let Some((next_ts, _)) = &heads[i] {
+            heap.push(Reverse((*next_ts, i)));
+        }
+    }
+    out.w.flush()?;
+    drop(streams);
+    stats.clamped = clamped.get();
+    stats.bytes = out.bytes;
+    Ok(stats)
+}
+
+/// The tracks: one per process, with its phases' track and N's counter track when it ran
+/// phases, and one per thread.
+fn write_descriptors<W: Write>(
+    out: &mut PacketWriter<W>,
+    t: &Timeline,
+    processes: &[u32],
+    threads: &[(u32, u32)],
+) -> io::Result<()> {
+    for &tgid in processes {
         let process = PROCESS_TRACK | u64::from(tgid);
         out.packet(
             None,
@@ -195,10 +230,12 @@ pub fn write_trace<W: Write>(t: &Timeline, names: &Names, w: W) -> io::Result<Tr
             }),
         )?;
     }
+    Ok(())
+}
 
-    // One stream per track, merged by timestamp. A stream has one step in the heap at a time,
-    // so each track keeps its own order at equal timestamps (an END before the next BEGIN).
-    let clamped = Cell::new(0);
+/// Each track's steps in time order, with the track's uuid: every thread's calls, and per
+/// process with phases its phases and the N counter.
+fn track_streams<'a>(t: &'a Timeline, clamped: &'a Cell<u64>) -> (Vec<u64>, Vec<Stream<'a>>) {
     let mut uuids: Vec<u64> = Vec::new();
     let mut streams: Vec<Stream> = Vec::new();
     for (i, calls) in t.by_thread().enumerate() {
@@ -207,7 +244,7 @@ pub fn write_trace<W: Write>(t: &Timeline, names: &Names, w: W) -> io::Result<Tr
             calls,
             next: 0,
             open: Vec::new(),
-            clamped: &clamped,
+            clamped,
         }));
     }
     for phases in t.phases.chunk_by(|a, b| a.tgid == b.tgid) {
@@ -224,78 +261,69 @@ pub fn write_trace<W: Write>(t: &Timeline, names: &Names, w: W) -> io::Result<Tr
             phases.iter().map(|p| (p.start_ns, Step::Counter(p.n))),
         ));
     }
-    let mut heads: Vec<Option<(u64, Step)>> = streams.iter_mut().map(|s| s.next()).collect();
-    let mut heap: BinaryHeap<Reverse<(u64, usize)>> = heads
-        .iter()
-        .enumerate()
-        .filter_map(|(i, h)| h.as_ref().map(|(ts, _)| Reverse((*ts, i))))
-        .collect();
-    while let Some(Reverse((ts, i))) = heap.pop() {
-        let (_, step) = heads[i].take().expect("a queued stream has a head");
-        let track = uuids[i];
-        let event = match step {
-            Step::CallBegin(c) => {
-                stats.slices += 1;
-                TrackEvent {
-                    r#type: Some(track_event::Type::SliceBegin as i32),
-                    track_uuid: Some(track),
-                    categories: vec![CATEGORY.to_string()],
-                    name_field: Some(track_event::NameField::Name(
-                        t.targets[usize::from(c.target)].clone(),
-                    )),
-                    debug_annotations: vec![
-                        arg_str("case", names.case(c.case)),
-                        arg_uint("n", c.n),
-                        arg_uint("oncpu_ns", c.oncpu_ns),
-                        arg_uint("offcpu_ns", c.wall_ns().saturating_sub(c.oncpu_ns)),
-                    ],
-                    ..Default::default()
-                }
-            }
-            Step::PhaseBegin(p) => {
-                stats.phase_slices += 1;
-                let case = names.case(p.case);
-                TrackEvent {
-                    r#type: Some(track_event::Type::SliceBegin as i32),
-                    track_uuid: Some(track),
-                    categories: vec![CATEGORY.to_string()],
-                    name_field: Some(track_event::NameField::Name(format!("{case} N={}", p.n))),
-                    debug_annotations: vec![
-                        arg_str("case", case),
-                        arg_uint("n", p.n),
-                        arg_uint("calls", p.calls),
-                    ],
-                    ..Default::default()
-                }
-            }
-            Step::CallEnd | Step::PhaseEnd => TrackEvent {
-                r#type: Some(track_event::Type::SliceEnd as i32),
+    (uuids, streams)
+}
+
+/// The event of one step on `track`, counted in `stats`.
+fn track_event(
+    step: Step,
+    track: u64,
+    t: &Timeline,
+    names: &Names,
+    stats: &mut TraceStats,
+) -> TrackEvent {
+    match step {
+        Step::CallBegin(c) => {
+            stats.slices += 1;
+            TrackEvent {
+                r#type: Some(track_event::Type::SliceBegin as i32),
                 track_uuid: Some(track),
+                categories: vec![CATEGORY.to_string()],
+                name_field: Some(track_event::NameField::Name(
+                    t.targets[usize::from(c.target)].clone(),
+                )),
+                debug_annotations: vec![
+                    arg_str("case", names.case(c.case)),
+                    arg_uint("n", c.n),
+                    arg_uint("oncpu_ns", c.oncpu_ns),
+                    arg_uint("offcpu_ns", c.wall_ns().saturating_sub(c.oncpu_ns)),
+                ],
                 ..Default::default()
-            },
-            Step::Counter(n) => {
-                stats.counter_values += 1;
-                TrackEvent {
-                    r#type: Some(track_event::Type::Counter as i32),
-                    track_uuid: Some(track),
-                    counter_value_field: Some(track_event::CounterValueField::CounterValue(
-                        i64::try_from(n).unwrap_or(i64::MAX),
-                    )),
-                    ..Default::default()
-                }
             }
-        };
-        out.packet(Some(ts), trace_packet::Data::TrackEvent(event))?;
-        heads[i] = streams[i].next();
-        if let Some((next_ts, _)) = &heads[i] {
-            heap.push(Reverse((*next_ts, i)));
+        }
+        Step::PhaseBegin(p) => {
+            stats.phase_slices += 1;
+            let case = names.case(p.case);
+            TrackEvent {
+                r#type: Some(track_event::Type::SliceBegin as i32),
+                track_uuid: Some(track),
+                categories: vec![CATEGORY.to_string()],
+                name_field: Some(track_event::NameField::Name(format!("{case} N={}", p.n))),
+                debug_annotations: vec![
+                    arg_str("case", case),
+                    arg_uint("n", p.n),
+                    arg_uint("calls", p.calls),
+                ],
+                ..Default::default()
+            }
+        }
+        Step::CallEnd | Step::PhaseEnd => TrackEvent {
+            r#type: Some(track_event::Type::SliceEnd as i32),
+            track_uuid: Some(track),
+            ..Default::default()
+        },
+        Step::Counter(n) => {
+            stats.counter_values += 1;
+            TrackEvent {
+                r#type: Some(track_event::Type::Counter as i32),
+                track_uuid: Some(track),
+                counter_value_field: Some(track_event::CounterValueField::CounterValue(
+                    i64::try_from(n).unwrap_or(i64::MAX),
+                )),
+                ..Default::default()
+            }
         }
     }
-    out.w.flush()?;
-    drop(streams);
-    stats.clamped = clamped.get();
-    stats.bytes = out.bytes;
-    Ok(stats)
 }
 
 fn arg_str(name: &str, v: String) -> DebugAnnotation {
