@@ -28,10 +28,11 @@ pub(super) fn write_report(
     opts: &ReportOptions,
     links: &mut BTreeMap<String, TargetLinks>,
 ) -> Result<(), ReportError> {
-    // (run, target, case id, case name, kind) -> stack indices: cases in the workload's order,
+    // (run, target, case id, case name, kind) -> stacks: cases in the workload's order,
     // kinds in a fixed order.
-    let mut groups: BTreeMap<(usize, String, u32, String, StackKind), Vec<usize>> = BTreeMap::new();
-    for (i, s) in a.stacks.iter().enumerate() {
+    let mut groups: BTreeMap<(usize, String, u32, String, StackKind), Vec<&StackData>> =
+        BTreeMap::new();
+    for s in &a.stacks {
         // Entry stacks are the profile's kernel samples again, filed by entry: the
         // profile's flamegraphs show them.
         if s.folded.is_empty()
@@ -49,80 +50,113 @@ pub(super) fn write_report(
                 s.file.kind,
             ))
             .or_default()
-            .push(i);
+            .push(s);
     }
-    for ((ri, target, _, case_name, kind), mut idx) in groups {
-        idx.sort_by_key(|&i| a.stacks[i].file.n);
+    for ((ri, target, _, case_name, kind), mut stacks) in groups {
+        stacks.sort_by_key(|s| s.file.n);
         let run = &a.runs[ri];
-        let plan = run
-            .targets
-            .iter()
-            .find(|t| t.name == target)
-            .and_then(|t| t.plan.as_ref());
-        let info = flamesvg::FlameInfo {
-            kind,
+        let group = Group {
+            run,
             target: &target,
             case_name: &case_name,
-            kernel: &run.kernel,
-            plan,
-            width: opts.flame_width,
+            kind,
+            sweep: a.is_sweep,
         };
-        let prefix = if a.is_sweep {
-            format!("{}/", out::safe(&run.label))
-        } else {
-            String::new()
-        };
-        let dir = format!(
-            "flamegraphs/{prefix}{}/{}/{}",
-            kind.as_str(),
-            out::safe(&target),
-            out::safe(&case_name)
-        );
-        let mut items = Vec::new();
-        let mut embed = Vec::new();
-        let (first, last) = (&a.stacks[idx[0]], &a.stacks[idx[idx.len() - 1]]);
-        // The differential first: it is what shows which frames grow.
-        if opts.differential && first.file.n != last.file.n {
-            let (n0, n1) = (first.file.n, last.file.n);
-            let rel = format!("{dir}/diff-n{n0}-n{n1}.svg");
-            let svg = flamesvg::differential(&info, n0, &first.folded, n1, &last.folded)
-                .map_err(failed(out, &rel))?;
-            out.write(&rel, &svg)?;
-            items.push((format!("differential N={n0} → N={n1}"), rel.clone()));
-            links.entry(target.clone()).or_default().diffs.push((
-                run.label.clone(),
-                case_name.clone(),
-                kind,
-                rel.clone(),
-            ));
-            embed.push(rel);
-        }
-        for &i in &idx {
-            let s = &a.stacks[i];
-            let rel = format!("{dir}/n{}.svg", s.file.n);
-            let svg = flamesvg::flamegraph(&info, s.file.n, &s.folded, s.file.count)
-                .map_err(failed(out, &rel))?;
-            out.write(&rel, &svg)?;
-            // The largest N is embedded beside the differential; the others are links.
-            if i == idx[idx.len() - 1] {
-                embed.push(rel.clone());
-            }
-            items.push((format!("N={}", s.file.n), rel));
-        }
-        let mut title = format!("{} · {}", case_name, flamesvg::kind_label(kind));
-        if a.is_sweep {
-            title.push_str(&format!(" · {}", run.label));
-        }
-        links
-            .entry(target.clone())
-            .or_default()
-            .flames
-            .push(index::FlameGroup {
-                title,
-                items,
-                embed,
-            });
+        write_group(&group, &stacks, out, opts, links)?;
     }
+    Ok(())
+}
+
+/// One run's stacks of one kind for one target and case.
+struct Group<'a> {
+    run: &'a crate::analysis::analyze::RunInfo,
+    target: &'a str,
+    case_name: &'a str,
+    kind: StackKind,
+    /// Part of a sweep: the run's name is in the paths and the title.
+    sweep: bool,
+}
+
+/// A group's flamegraphs (`stacks` by N, ascending): the differential between the smallest
+/// and the largest N, then one per N, linked from the target's section with the differential
+/// and the largest N embedded.
+fn write_group(
+    g: &Group,
+    stacks: &[&StackData],
+    out: &mut OutDir,
+    opts: &ReportOptions,
+    links: &mut BTreeMap<String, TargetLinks>,
+) -> Result<(), ReportError> {
+    let (run, kind) = (g.run, g.kind);
+    let plan = run
+        .targets
+        .iter()
+        .find(|t| t.name == g.target)
+        .and_then(|t| t.plan.as_ref());
+    let info = flamesvg::FlameInfo {
+        kind,
+        target: g.target,
+        case_name: g.case_name,
+        kernel: &run.kernel,
+        plan,
+        width: opts.flame_width,
+    };
+    let prefix = if g.sweep {
+        format!("{}/", out::safe(&run.label))
+    } else {
+        String::new()
+    };
+    let dir = format!(
+        "flamegraphs/{prefix}{}/{}/{}",
+        kind.as_str(),
+        out::safe(g.target),
+        out::safe(g.case_name)
+    );
+    let mut items = Vec::new();
+    let mut embed = Vec::new();
+    let (Some(first), Some(last)) = (stacks.first(), stacks.last()) else {
+        return Ok(());
+    };
+    // The differential first: it is what shows which frames grow.
+    if opts.differential && first.file.n != last.file.n {
+        let (n0, n1) = (first.file.n, last.file.n);
+        let rel = format!("{dir}/diff-n{n0}-n{n1}.svg");
+        let svg = flamesvg::differential(&info, n0, &first.folded, n1, &last.folded)
+            .map_err(failed(out, &rel))?;
+        out.write(&rel, &svg)?;
+        items.push((format!("differential N={n0} → N={n1}"), rel.clone()));
+        links.entry(g.target.to_string()).or_default().diffs.push((
+            run.label.clone(),
+            g.case_name.to_string(),
+            kind,
+            rel.clone(),
+        ));
+        embed.push(rel);
+    }
+    for (i, s) in stacks.iter().enumerate() {
+        let rel = format!("{dir}/n{}.svg", s.file.n);
+        let svg = flamesvg::flamegraph(&info, s.file.n, &s.folded, s.file.count)
+            .map_err(failed(out, &rel))?;
+        out.write(&rel, &svg)?;
+        // The largest N is embedded beside the differential; the others are links.
+        if i == stacks.len() - 1 {
+            embed.push(rel.clone());
+        }
+        items.push((format!("N={}", s.file.n), rel));
+    }
+    let mut title = format!("{} · {}", g.case_name, flamesvg::kind_label(kind));
+    if g.sweep {
+        title.push_str(&format!(" · {}", run.label));
+    }
+    links
+        .entry(g.target.to_string())
+        .or_default()
+        .flames
+        .push(index::FlameGroup {
+            title,
+            items,
+            embed,
+        });
     Ok(())
 }
 
