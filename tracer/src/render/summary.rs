@@ -94,52 +94,75 @@ pub(super) fn discovery_row(d: &crate::analysis::discover::Discovery) -> Summary
     let section = crate::rundata::PROFILE_TARGET.to_string();
     let links = vec![("details".into(), format!("#{}", anchor(&section)))];
     let case = format!("{} · {} (discover)", d.case_name, d.run);
-    if let Some(l) = d.entries.loops.first() {
-        let frame = l.frame().unwrap_or(&l.entry).to_string();
-        let exact = d.exact.iter().find(|e| e.function == frame);
-        let grower = l.top();
-        let top = grower.map(|g| &g.scaling);
-        let counted = crate::analysis::exact::counted_loop(&d.exact, &d.trips, &frame);
-        let mut class = class_text(top, true);
-        if let Some(c) = &counted {
-            class = format!("{} by loop count", c.class.label());
-        } else if let Some(e) = exact {
-            class.push_str(&format!(
-                " (exact: {})",
-                e.class().map_or("not fitted", |c| c.label())
-            ));
-        }
-        return SummaryRow {
-            links,
-            target: frame,
-            case,
-            class,
-            growth: grower
-                .map(|g| {
-                    // A class fitted on the self time: the points are the self time's.
-                    let own = if g.fitted_on_self { "self time " } else { "" };
-                    format!("{own}{} per {} call", growth(&g.scaling), l.entry)
-                })
-                .into_iter()
-                .collect(),
-            root_cause: vec![match &l.cause {
-                Some(c) => format!(
-                    "{} (self): {} of {}'s added time per call",
-                    c.function,
-                    pct(c.self_share.clamp(0.0, 1.0)),
-                    l.entry
-                ),
-                None => format!("no single frame carries {}'s growth", l.entry),
-            }],
-            slope: top.map(slope).into_iter().collect(),
-            plan: vec![match exact {
-                Some(_) => "sampling and entry counts, then exact timing".into(),
-                None => "sampling and entry counts".into(),
-            }],
-            grows: true,
-            relevant: true,
-        };
+    match d.entries.loops.first() {
+        Some(l) => loop_row(d, l, links, case),
+        None => profile_row(d, section, links, case),
     }
+}
+
+/// The row of a discover run's leading kernel loop `l`: its frame, class (by loop count
+/// when counted, the exact timing's beside it), growth per call of its entry, and the frame
+/// that carries it.
+fn loop_row(
+    d: &crate::analysis::discover::Discovery,
+    l: &crate::analysis::entries::KernelEntry,
+    links: Vec<(String, String)>,
+    case: String,
+) -> SummaryRow {
+    let frame = l.frame().unwrap_or(&l.entry).to_string();
+    let exact = d.exact.iter().find(|e| e.function == frame);
+    let grower = l.top();
+    let top = grower.map(|g| &g.scaling);
+    let counted = crate::analysis::exact::counted_loop(&d.exact, &d.trips, &frame);
+    let mut class = class_text(top, true);
+    if let Some(c) = &counted {
+        class = format!("{} by loop count", c.class.label());
+    } else if let Some(e) = exact {
+        class.push_str(&format!(
+            " (exact: {})",
+            e.class().map_or("not fitted", |c| c.label())
+        ));
+    }
+    SummaryRow {
+        links,
+        target: frame,
+        case,
+        class,
+        growth: grower
+            .map(|g| {
+                // A class fitted on the self time: the points are the self time's.
+                let own = if g.fitted_on_self { "self time " } else { "" };
+                format!("{own}{} per {} call", growth(&g.scaling), l.entry)
+            })
+            .into_iter()
+            .collect(),
+        root_cause: vec![match &l.cause {
+            Some(c) => format!(
+                "{} (self): {} of {}'s added time per call",
+                c.function,
+                pct(c.self_share.clamp(0.0, 1.0)),
+                l.entry
+            ),
+            None => format!("no single frame carries {}'s growth", l.entry),
+        }],
+        slope: top.map(slope).into_iter().collect(),
+        plan: vec![match exact {
+            Some(_) => "sampling and entry counts, then exact timing".into(),
+            None => "sampling and entry counts".into(),
+        }],
+        grows: true,
+        relevant: true,
+    }
+}
+
+/// The row of a discover run with no kernel loop named: its top function (or the profile
+/// itself), or, when entries were counted and none is a loop, what grows per op instead.
+fn profile_row(
+    d: &crate::analysis::discover::Discovery,
+    section: String,
+    links: Vec<(String, String)>,
+    case: String,
+) -> SummaryRow {
     let top = d.ranked.first();
     let scaling = top.map(|g| &g.scaling).or(d.total.as_ref());
     let exact = top.and_then(|g| d.exact.iter().find(|e| e.function == g.function));
@@ -175,30 +198,7 @@ pub(super) fn discovery_row(d: &crate::analysis::discover::Discovery) -> Summary
             .map(|s| format!("{} per {}", growth(s), d.per))
             .into_iter()
             .collect(),
-        root_cause: vec![match &d.cause {
-            _ if no_loop => {
-                let why = match &d.entries.growth {
-                    Some(g) => super::runlength::summary_cause(d, g),
-                    None => "no loop".into(),
-                };
-                match d.entries.first_undecided() {
-                    Some((e, g)) => format!(
-                        "{why}; undecided: {} in {} ({})",
-                        g.function,
-                        e.entry,
-                        super::entries::undecided_why(g)
-                    ),
-                    None => why,
-                }
-            }
-            Some(c) => format!(
-                "{} (self): {} of the added kernel time",
-                c.function,
-                pct(c.self_share.clamp(0.0, 1.0))
-            ),
-            None if d.nothing_grows() => "no kernel function grows".into(),
-            None => "no single function carries most of it".into(),
-        }],
+        root_cause: vec![profile_cause(d, no_loop)],
         slope: scaling
             .filter(|_| !d.nothing_grows())
             .map(slope)
@@ -211,6 +211,34 @@ pub(super) fn discovery_row(d: &crate::analysis::discover::Discovery) -> Summary
         // More calls or a longer run grow the workload's kernel time, but no kernel loop does.
         grows: !d.nothing_grows() && !no_loop,
         relevant: true,
+    }
+}
+
+/// The root-cause cell of [`profile_row`].
+fn profile_cause(d: &crate::analysis::discover::Discovery, no_loop: bool) -> String {
+    match &d.cause {
+        _ if no_loop => {
+            let why = match &d.entries.growth {
+                Some(g) => super::runlength::summary_cause(d, g),
+                None => "no loop".into(),
+            };
+            match d.entries.first_undecided() {
+                Some((e, g)) => format!(
+                    "{why}; undecided: {} in {} ({})",
+                    g.function,
+                    e.entry,
+                    super::entries::undecided_why(g)
+                ),
+                None => why,
+            }
+        }
+        Some(c) => format!(
+            "{} (self): {} of the added kernel time",
+            c.function,
+            pct(c.self_share.clamp(0.0, 1.0))
+        ),
+        None if d.nothing_grows() => "no kernel function grows".into(),
+        None => "no single function carries most of it".into(),
     }
 }
 
