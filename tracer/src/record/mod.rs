@@ -19,6 +19,7 @@ use crate::rundata::Run;
 mod command;
 mod events;
 mod extra;
+mod invocations;
 mod process;
 mod progress;
 mod run;
