@@ -306,87 +306,19 @@ pub fn fit_scaling_runs(sizes: &[Point], runs: &[Point]) -> Option<Scaling> {
         _ => None,
     };
 
-    let flat_reason = if visible_idx.is_none() {
-        Some(if growth_ratio <= 1.0 + MIN_MARGIN {
-            FlatReason::NoGrowth
-        } else {
-            FlatReason::WithinNoise
-        })
-    } else if visible_sizes < 2 && pts.len() >= 3 {
-        Some(FlatReason::OneSize)
-    } else {
-        match &growth_model {
-            None => Some(FlatReason::NoGrowingModel),
-            Some(m)
-                if pts.len() >= MIN_SIZES_FOR_CI
-                    && m.b_ci95.is_none_or(|(lo, _)| lo <= 0.0)
-                    && growth_ratio - 1.0 < SCATTER_MARGIN * m.nrms =>
-            {
-                Some(FlatReason::NotSignificant)
-            }
-            // Growth that shrinks again, or stops rising, over the visible sizes is a step or
-            // a bump, not a complexity class.
-            Some(_)
-                if excess_fit
-                    .as_ref()
-                    .is_some_and(|f| f.slope < MIN_RISING_SLOPE) =>
-            {
-                Some(FlatReason::Falls)
-            }
-            Some(_) => None,
-        }
-    };
+    let flat_reason = flat_reason(
+        &pts,
+        visible_idx,
+        growth_ratio,
+        growth_model.as_ref(),
+        excess_fit.as_ref(),
+    );
 
     let model = match (&flat_reason, &growth_model) {
         (None, Some(m)) => m.clone(),
-        _ => {
-            let m = pts.iter().map(|p| p.t).sum::<f64>() / pts.len() as f64;
-            let nrms = (pts.iter().map(|p| ((p.t - m) / p.t).powi(2)).sum::<f64>()
-                / pts.len() as f64)
-                .sqrt();
-            ModelFit {
-                class: Complexity::Constant,
-                a: m,
-                b: 0.0,
-                b_ci95: None,
-                nrms,
-            }
-        }
+        _ => mean_model(&pts),
     };
-    let (classes, evidence, class) = if model.class == Complexity::Constant {
-        // A rise neither shown nor excluded leaves O(1) and every growing shape that rises
-        // through the points: the class is O(1), the set says what the data cannot exclude.
-        let undecided = matches!(
-            flat_reason,
-            Some(FlatReason::WithinNoise | FlatReason::OneSize | FlatReason::NotSignificant)
-        );
-        let mut set = vec![Complexity::Constant];
-        if undecided {
-            set.extend(
-                Complexity::GROWING
-                    .iter()
-                    .filter(|c| candidates.iter().any(|m| m.class == **c && m.b > 0.0)),
-            );
-        }
-        (set, Vec::new(), Complexity::Constant)
-    } else {
-        let evidence = class_evidence(runs, &pts);
-        let mut set = plausible_set(&evidence);
-        if set.is_empty() {
-            // No growing model fits the runs as measured: the sizes' fit is all there is.
-            set.push(model.class);
-        }
-        let class = if set.contains(&model.class) {
-            model.class
-        } else {
-            evidence
-                .iter()
-                .filter(|e| set.contains(&e.class))
-                .min_by(|a, b| a.delta.total_cmp(&b.delta))
-                .map_or(model.class, |e| e.class)
-        };
-        (set, evidence, class)
-    };
+    let (classes, evidence, class) = class_set(&model, flat_reason, &candidates, runs, &pts);
     let model = if class == model.class {
         model
     } else {
@@ -419,6 +351,106 @@ pub fn fit_scaling_runs(sizes: &[Point], runs: &[Point]) -> Option<Scaling> {
         classes,
         evidence,
     })
+}
+
+/// Why the time per call counts as flat, if it does: no rise beyond the noise margin at
+/// any size (none, or within noise), a rise at the largest size only, no growing model, a
+/// rise the model's interval does not show, or growth that stops rising.
+fn flat_reason(
+    pts: &[Point],
+    visible_idx: Option<usize>,
+    growth_ratio: f64,
+    growth_model: Option<&ModelFit>,
+    excess_fit: Option<&LineFit>,
+) -> Option<FlatReason> {
+    let visible_sizes = visible_idx.map_or(0, |i| pts.len() - i);
+    if visible_idx.is_none() {
+        Some(if growth_ratio <= 1.0 + MIN_MARGIN {
+            FlatReason::NoGrowth
+        } else {
+            FlatReason::WithinNoise
+        })
+    } else if visible_sizes < 2 && pts.len() >= 3 {
+        Some(FlatReason::OneSize)
+    } else {
+        match growth_model {
+            None => Some(FlatReason::NoGrowingModel),
+            Some(m)
+                if pts.len() >= MIN_SIZES_FOR_CI
+                    && m.b_ci95.is_none_or(|(lo, _)| lo <= 0.0)
+                    && growth_ratio - 1.0 < SCATTER_MARGIN * m.nrms =>
+            {
+                Some(FlatReason::NotSignificant)
+            }
+            // Growth that shrinks again, or stops rising, over the visible sizes is a step or
+            // a bump, not a complexity class.
+            Some(_) if excess_fit.is_some_and(|f| f.slope < MIN_RISING_SLOPE) => {
+                Some(FlatReason::Falls)
+            }
+            Some(_) => None,
+        }
+    }
+}
+
+/// The constant model: the points' mean, with its relative RMS.
+fn mean_model(pts: &[Point]) -> ModelFit {
+    let m = pts.iter().map(|p| p.t).sum::<f64>() / pts.len() as f64;
+    let nrms =
+        (pts.iter().map(|p| ((p.t - m) / p.t).powi(2)).sum::<f64>() / pts.len() as f64).sqrt();
+    ModelFit {
+        class: Complexity::Constant,
+        a: m,
+        b: 0.0,
+        b_ci95: None,
+        nrms,
+    }
+}
+
+/// The class set the data cannot exclude, the runs' evidence for each growing class, and the
+/// class named: a flat time's is O(1) (with every growing shape that rises through the points
+/// when the rise was neither shown nor excluded); a growing time's, the model's class when
+/// the runs leave it in the set, else the set's best fit to the runs.
+fn class_set(
+    model: &ModelFit,
+    flat_reason: Option<FlatReason>,
+    candidates: &[ModelFit],
+    runs: &[Point],
+    pts: &[Point],
+) -> (Vec<Complexity>, Vec<ClassEvidence>, Complexity) {
+    if model.class == Complexity::Constant {
+        // A rise neither shown nor excluded leaves O(1) and every growing shape that rises
+        // through the points: the class is O(1), the set says what the data cannot exclude.
+        let undecided = matches!(
+            flat_reason,
+            Some(FlatReason::WithinNoise | FlatReason::OneSize | FlatReason::NotSignificant)
+        );
+        let mut set = vec![Complexity::Constant];
+        if undecided {
+            set.extend(
+                Complexity::GROWING
+                    .iter()
+                    .filter(|c| candidates.iter().any(|m| m.class == **c && m.b > 0.0)),
+            );
+        }
+        (set, Vec::new(), Complexity::Constant)
+    } else {
+        let evidence = class_evidence(runs, pts);
+        let mut set = plausible_set(&evidence);
+        if set.is_empty() {
+            // No growing model fits the runs as measured: the sizes' fit is all there is.
+            set.push(model.class);
+        }
+        let class = if set.contains(&model.class) {
+            model.class
+        } else {
+            evidence
+                .iter()
+                .filter(|e| set.contains(&e.class))
+                .min_by(|a, b| a.delta.total_cmp(&b.delta))
+                .map_or(model.class, |e| e.class)
+        };
+        (set, evidence, class)
+    }
 }
 
 /// The growing model to report: the one with the least growth, unless it fits worse than
