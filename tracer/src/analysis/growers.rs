@@ -224,116 +224,20 @@ pub(super) fn growers(
     if last == 0 || kernel_added <= 0.0 {
         return Growers::default();
     }
-    let (p0, p1) = (&profiles[0], &profiles[last]);
-    let per = |p: &Profile, f: &str, o: f64| p.incl.get(f).map_or(0.0, |v| v.0 as f64 / o);
-    let edge = |p: &Profile, f: &str, c: &str, o: f64| {
-        p.edges
-            .get(f)
-            .and_then(|m| m.get(c))
-            .map_or(0.0, |w| *w as f64 / o)
-    };
+    let p1 = &profiles[last];
     let mut out = Growers::default();
     for (f, &(_, samples1)) in &p1.incl {
         if samples1 < MIN_SAMPLES || is_dispatch(f) {
             continue;
         }
-        let added = per(p1, f, ops[last]) - per(p0, f, ops[0]);
-        if added <= 0.0 {
+        let Some((added, se)) = added_time(f, profiles, ops) else {
             continue;
-        }
-        // A pass-through: one callee carries most of the growth.
-        let callees: BTreeSet<&String> = p1
-            .edges
-            .get(f)
-            .into_iter()
-            .flat_map(|m| m.keys())
-            .filter(|c| !c.is_empty())
-            .collect();
-        let dominated = callees
-            .iter()
-            .any(|c| edge(p1, f, c, ops[last]) - edge(p0, f, c, ops[0]) >= PASS_THROUGH * added);
-        if dominated {
-            continue;
-        }
-        // Poisson error of the added time, in ns per op.
-        let w_per_sample = |p: &Profile| {
-            p.incl
-                .get(f)
-                .map_or(0.0, |v| v.0 as f64 / v.1.max(1) as f64)
         };
-        let s0 = p0.incl.get(f).map_or(0, |v| v.1) as f64;
-        let se = ((samples1 as f64).sqrt() * w_per_sample(p1) / ops[last])
-            .hypot(s0.max(1.0).sqrt() * w_per_sample(p0).max(w_per_sample(p1)) / ops[0]);
-        if added < MIN_ADDED_SIGMA * se || per(p1, f, ops[last]) < MIN_SHARE * kernel_ns[last] {
+        if added < MIN_ADDED_SIGMA * se || per_op(p1, f, ops[last]) < MIN_SHARE * kernel_ns[last] {
             continue;
         }
-        let points: Vec<FnPoint> = ns
-            .iter()
-            .enumerate()
-            .map(|(i, &n)| {
-                let p = &profiles[i];
-                let incl = per(p, f, ops[i]);
-                FnPoint {
-                    n,
-                    incl_ns: incl,
-                    self_ns: p.selfw.get(f).map_or(0.0, |w| *w as f64 / ops[i]),
-                    samples: p.incl.get(f).map_or(0, |v| v.1),
-                    share: if kernel_ns[i] > 0.0 {
-                        incl / kernel_ns[i]
-                    } else {
-                        0.0
-                    },
-                }
-            })
-            .collect();
-        // Sizes with a handful of samples say little about a time (±45% at 5 samples) and
-        // would bend the class: the fit uses the sizes with MIN_FIT_SAMPLES or more.
-        let fit_points: Vec<Point> = points
-            .iter()
-            .filter(|p| p.samples >= MIN_FIT_SAMPLES)
-            .map(|p| Point {
-                n: p.n as f64,
-                t: p.incl_ns,
-                rel_se: Some(1.0 / (p.samples as f64).sqrt()),
-            })
-            .collect();
-        let mut scaling = spread.fit(&fit_points);
-        let mut fitted_on_self = false;
-        // A loop in the function's own body beside fixed work in its callees: the fixed part
-        // hides the loop's rise at the middle sizes, where the inclusive time stays within
-        // the fit's margin of its baseline, and the fit calls it flat. When the self time
-        // carries at least half the added time, its own growth is fitted: 6.1's
-        // wait_consider_task walks the children in its body and reaps through release_task
-        // (under TCG a fixed cost, most of the call at N = 10); over N = 10, 100, 1000 jobs
-        // of a shell its self time per call rose 14 -> 57 -> 233 µs, its inclusive time
-        // 176 -> 206 -> 358 µs (17% over the baseline at N = 100, where the margin is 20%).
-        if scaling
-            .as_ref()
-            .is_none_or(|s| s.class == Complexity::Constant)
-            && self_carries_growth(&points[0], &points[last])
-        {
-            let self_points: Vec<Point> = points
-                .iter()
-                .filter(|p| p.samples >= MIN_FIT_SAMPLES && p.self_ns > 0.0)
-                .map(|p| Point {
-                    n: p.n as f64,
-                    t: p.self_ns,
-                    // The self time's share of the samples, at least one.
-                    rel_se: Some(1.0 / (p.samples as f64 * p.self_ns / p.incl_ns).max(1.0).sqrt()),
-                })
-                .collect();
-            // Kept only when it grows: else the inclusive fit stands, and with it the reason
-            // it was flat.
-            let on_self = spread.fit(&self_points);
-            if on_self
-                .as_ref()
-                .is_some_and(|s| s.class != Complexity::Constant)
-            {
-                scaling = on_self;
-                fitted_on_self = true;
-            }
-        }
-        let Some(scaling) = scaling else {
+        let points = fn_points(f, ns, ops, profiles, kernel_ns);
+        let Some((scaling, fitted_on_self)) = fit_function(&points, spread) else {
             continue;
         };
         let undecided = matches!(
@@ -365,6 +269,134 @@ pub(super) fn growers(
         list.truncate(MAX_RANKED);
     }
     out
+}
+
+/// Function `f`'s inclusive time per op in profile `p` of `o` ops.
+fn per_op(p: &Profile, f: &str, o: f64) -> f64 {
+    p.incl.get(f).map_or(0.0, |v| v.0 as f64 / o)
+}
+
+/// The time per op `f` adds from the smallest size to the largest, with its Poisson error;
+/// None when it adds none, or when it passes most of it through to one callee (that callee
+/// is the grower, not `f`).
+fn added_time(f: &str, profiles: &[Profile], ops: &[f64]) -> Option<(f64, f64)> {
+    let last = profiles.len() - 1;
+    let (p0, p1) = (&profiles[0], &profiles[last]);
+    let edge = |p: &Profile, c: &str, o: f64| {
+        p.edges
+            .get(f)
+            .and_then(|m| m.get(c))
+            .map_or(0.0, |w| *w as f64 / o)
+    };
+    let added = per_op(p1, f, ops[last]) - per_op(p0, f, ops[0]);
+    if added <= 0.0 {
+        return None;
+    }
+    let callees: BTreeSet<&String> = p1
+        .edges
+        .get(f)
+        .into_iter()
+        .flat_map(|m| m.keys())
+        .filter(|c| !c.is_empty())
+        .collect();
+    let dominated = callees
+        .iter()
+        .any(|c| edge(p1, c, ops[last]) - edge(p0, c, ops[0]) >= PASS_THROUGH * added);
+    if dominated {
+        return None;
+    }
+    // Poisson error of the added time, in ns per op.
+    let w_per_sample = |p: &Profile| {
+        p.incl
+            .get(f)
+            .map_or(0.0, |v| v.0 as f64 / v.1.max(1) as f64)
+    };
+    let samples1 = p1.incl.get(f).map_or(0, |v| v.1) as f64;
+    let s0 = p0.incl.get(f).map_or(0, |v| v.1) as f64;
+    let se = (samples1.sqrt() * w_per_sample(p1) / ops[last])
+        .hypot(s0.max(1.0).sqrt() * w_per_sample(p0).max(w_per_sample(p1)) / ops[0]);
+    Some((added, se))
+}
+
+/// `f`'s time per op at each size: inclusive, self, its samples and its share of the kernel
+/// time.
+fn fn_points(
+    f: &str,
+    ns: &[u64],
+    ops: &[f64],
+    profiles: &[Profile],
+    kernel_ns: &[f64],
+) -> Vec<FnPoint> {
+    ns.iter()
+        .enumerate()
+        .map(|(i, &n)| {
+            let p = &profiles[i];
+            let incl = per_op(p, f, ops[i]);
+            FnPoint {
+                n,
+                incl_ns: incl,
+                self_ns: p.selfw.get(f).map_or(0.0, |w| *w as f64 / ops[i]),
+                samples: p.incl.get(f).map_or(0, |v| v.1),
+                share: if kernel_ns[i] > 0.0 {
+                    incl / kernel_ns[i]
+                } else {
+                    0.0
+                },
+            }
+        })
+        .collect()
+}
+
+/// The fit of a function's inclusive time per op, or of its self time where the inclusive
+/// one reads flat and the self time carries the growth (whether it was, beside it).
+fn fit_function(points: &[FnPoint], spread: &RunSpread) -> Option<(Scaling, bool)> {
+    // Sizes with a handful of samples say little about a time (±45% at 5 samples) and
+    // would bend the class: the fit uses the sizes with MIN_FIT_SAMPLES or more.
+    let fit_points: Vec<Point> = points
+        .iter()
+        .filter(|p| p.samples >= MIN_FIT_SAMPLES)
+        .map(|p| Point {
+            n: p.n as f64,
+            t: p.incl_ns,
+            rel_se: Some(1.0 / (p.samples as f64).sqrt()),
+        })
+        .collect();
+    let scaling = spread.fit(&fit_points);
+    // A loop in the function's own body beside fixed work in its callees: the fixed part
+    // hides the loop's rise at the middle sizes, where the inclusive time stays within
+    // the fit's margin of its baseline, and the fit calls it flat. When the self time
+    // carries at least half the added time, its own growth is fitted: 6.1's
+    // wait_consider_task walks the children in its body and reaps through release_task
+    // (under TCG a fixed cost, most of the call at N = 10); over N = 10, 100, 1000 jobs
+    // of a shell its self time per call rose 14 -> 57 -> 233 µs, its inclusive time
+    // 176 -> 206 -> 358 µs (17% over the baseline at N = 100, where the margin is 20%).
+    let (first, last) = (points.first()?, points.last()?);
+    if scaling
+        .as_ref()
+        .is_none_or(|s| s.class == Complexity::Constant)
+        && self_carries_growth(first, last)
+    {
+        let self_points: Vec<Point> = points
+            .iter()
+            .filter(|p| p.samples >= MIN_FIT_SAMPLES && p.self_ns > 0.0)
+            .map(|p| Point {
+                n: p.n as f64,
+                t: p.self_ns,
+                // The self time's share of the samples, at least one.
+                rel_se: Some(1.0 / (p.samples as f64 * p.self_ns / p.incl_ns).max(1.0).sqrt()),
+            })
+            .collect();
+        // Kept only when it grows: else the inclusive fit stands, and with it the reason
+        // it was flat.
+        let on_self = spread.fit(&self_points);
+        if on_self
+            .as_ref()
+            .is_some_and(|s| s.class != Complexity::Constant)
+        {
+            return on_self.map(|s| (s, true));
+        }
+    }
+    scaling.map(|s| (s, false))
 }
 
 /// The frame whose self time carries most of the added kernel time, when a growing function
