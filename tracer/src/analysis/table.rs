@@ -454,8 +454,9 @@ fn row(
     let op_repeats_ns = workload
         .map(|w| w.times(s.case, &s.case_name, s.n))
         .unwrap_or_default();
-    let noise_source = match (metric, workload) {
-        (Metric::OncpuMean, Some(w)) if has_oncpu => {
+    let oncpu_fitted = matches!(metric, Metric::OncpuMean) && has_oncpu;
+    let noise_source = match workload {
+        Some(w) if oncpu_fitted => {
             let cpu = w.cpu_times(s.case, &s.case_name, s.n);
             if cpu.is_empty() {
                 op_repeats_ns.clone()
@@ -465,35 +466,14 @@ fn row(
         }
         _ => op_repeats_ns.clone(),
     };
-    // Each run of a sweep's command at this N (the user's, or a built-in workload's round):
-    // the fitted metric's centre over that run's calls of this case alone.
-    let run_times_ns: Vec<f64> = if timed {
-        run.invocations
-            .iter()
-            .filter(|i| i.n == s.n && !i.failed())
-            .filter_map(|i| {
-                let sp = i
-                    .spans
-                    .iter()
-                    .find(|x| x.target == s.target && x.case == s.case)?;
-                run_centre(sp, matches!(metric, Metric::OncpuMean) && has_oncpu)
-            })
-            .collect()
+    let run_times_ns = if timed {
+        run_times(run, s, oncpu_fitted)
     } else {
         Vec::new()
     };
     // The workload's repeats where it reports them, else the command's runs.
     let repeat_rel_sd = rel_sd(&noise_source).or_else(|| rel_sd(&run_times_ns));
-    let (op_ns, op_source) = match median(&op_repeats_ns) {
-        Some(m) => (Some(m), Some("workload".to_string())),
-        None => match (phase, ops) {
-            (Some(p), Some(o)) if p.wall_ns > 0 => (
-                Some(p.wall_ns as f64 / o as f64),
-                Some("phases".to_string()),
-            ),
-            _ => (None, None),
-        },
-    };
+    let (op_ns, op_source) = op_time(&op_repeats_ns, phase, ops);
     let target_ns_per_op = match (wall_mean_ns, calls_per_op) {
         (Some(w), Some(c)) => Some(w * c),
         _ => None,
@@ -510,17 +490,7 @@ fn row(
         _ => &s.wall,
     };
     let (time_per_call_ns, time_per_call_sd_ns) = if timed {
-        (
-            // The median of the runs resists one disturbed run as the trimmed mean resists
-            // one disturbed call.
-            if run_times_ns.len() >= 2 {
-                median(&run_times_ns)
-            } else {
-                hist::trimmed_mean(fitted, hist::TRIM)
-            },
-            // The spread that goes with the trimmed mean: sd/√calls is its error.
-            hist::trimmed_sd(fitted, hist::TRIM),
-        )
+        fitted_time(fitted, &run_times_ns)
     } else {
         (None, None)
     };
@@ -556,6 +526,56 @@ fn row(
             Metric::OncpuMean if has_oncpu => s.oncpu.clone(),
             _ => s.wall.clone(),
         }),
+    }
+}
+
+/// The time per call a size is fitted with, and the spread that goes with it: the median of
+/// the runs' centres where there are several (it resists one disturbed run as the trimmed
+/// mean resists one disturbed call), else the calls' trimmed mean; the trimmed standard
+/// deviation (sd/√calls is its error).
+fn fitted_time(fitted: &Dist, run_times_ns: &[f64]) -> (Option<f64>, Option<f64>) {
+    (
+        if run_times_ns.len() >= 2 {
+            median(run_times_ns)
+        } else {
+            hist::trimmed_mean(fitted, hist::TRIM)
+        },
+        hist::trimmed_sd(fitted, hist::TRIM),
+    )
+}
+
+/// Each run of a sweep's command at `s`'s N (the user's, or a built-in workload's round):
+/// the fitted metric's centre over that run's calls of this case alone.
+fn run_times(run: &Run, s: &SpanRow, oncpu: bool) -> Vec<f64> {
+    run.invocations
+        .iter()
+        .filter(|i| i.n == s.n && !i.failed())
+        .filter_map(|i| {
+            let sp = i
+                .spans
+                .iter()
+                .find(|x| x.target == s.target && x.case == s.case)?;
+            run_centre(sp, oncpu)
+        })
+        .collect()
+}
+
+/// The time of one op and where it comes from: the workload's repeats (their median), else
+/// the phase's wall time over its ops.
+fn op_time(
+    op_repeats_ns: &[f64],
+    phase: Option<&crate::rundata::PhaseRow>,
+    ops: Option<u64>,
+) -> (Option<f64>, Option<String>) {
+    match median(op_repeats_ns) {
+        Some(m) => (Some(m), Some("workload".to_string())),
+        None => match (phase, ops) {
+            (Some(p), Some(o)) if p.wall_ns > 0 => (
+                Some(p.wall_ns as f64 / o as f64),
+                Some("phases".to_string()),
+            ),
+            _ => (None, None),
+        },
     }
 }
 
