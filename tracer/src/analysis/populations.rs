@@ -232,7 +232,7 @@ fn rest_mean(d: &Dist, taken: f64, taken_mean: f64) -> Option<f64> {
 
 /// The split of one table, when its calls per op show two populations.
 pub fn split(t: &CaseTable) -> Option<PopulationSplit> {
-    let rows: Vec<(&super::table::Row, f64, &Dist)> = t
+    let rows: Vec<SizeCalls> = t
         .rows
         .iter()
         .filter_map(|r| Some((r, r.calls_per_op?, r.hist.as_ref()?)))
@@ -267,19 +267,68 @@ pub fn split(t: &CaseTable) -> Option<PopulationSplit> {
     // the sizes, each weighted by its calls. A half-and-half size votes nothing (both ends
     // cut at its median), and an uneven one votes for the end where its small part is a
     // mode of its own rather than the tail of the large one.
+    let fixed_slower = fixed_is_slower(&rows, a, b);
+
+    let (fixed_pts, per_n_pts) = population_points(&rows, a, fixed_slower);
+    let (f_last, p_last) = (fixed_pts.last()?.t, per_n_pts.last()?.t);
+    let separated = f_last.max(p_last) >= MIN_SEPARATION * f_last.min(p_last).max(1.0);
+    let populations = if separated {
+        vec![
+            Population {
+                kind: "fixed".into(),
+                scaling: fit_scaling(&fixed_pts),
+                points: fixed_pts,
+            },
+            Population {
+                kind: "per-n".into(),
+                scaling: fit_scaling(&per_n_pts),
+                points: per_n_pts,
+            },
+        ]
+    } else {
+        Vec::new()
+    };
+    Some(PopulationSplit {
+        run: t.run.clone(),
+        target: t.target.clone(),
+        case_name: t.case_name.clone(),
+        fixed_per_op: a,
+        per_n: b,
+        calls_per_op: (y[0], c_last),
+        separated,
+        fixed_slower,
+        populations,
+    })
+}
+
+/// The calls of each size as counted by the split: its row, its calls per op and the time
+/// histogram of its calls.
+type SizeCalls<'a> = (&'a super::table::Row, f64, &'a Dist);
+
+/// Which end of the time histograms the `a` fixed calls per op lie at: the end whose `fixed`
+/// calls stand most apart from the rest, as Otsu's threshold measures it (the between-part
+/// share of the variance of log time), summed over the sizes, each weighted by its calls. A
+/// half-and-half size votes nothing (both ends cut at its median), and an uneven one votes
+/// for the end where its small part is a mode of its own rather than the tail of the large
+/// one. `b` is the calls per op added per unit of N.
+fn fixed_is_slower(rows: &[SizeCalls], a: f64, b: f64) -> bool {
     let mut vote = 0.0;
-    for (r, _, d) in &rows {
+    for (r, _, d) in rows {
         let total: f64 = d.hist.iter().map(|b| b.1 as f64).sum();
         let fixed = total * (a / (a + b * r.n as f64)).min(1.0);
         if let (Some(top), Some(bottom)) = (apartness(d, fixed, true), apartness(d, fixed, false)) {
             vote += total * (top - bottom);
         }
     }
-    let fixed_slower = vote >= 0.0;
+    vote >= 0.0
+}
 
+/// Each size's time per call of the `a` fixed calls per op (taken from the `fixed_slower`
+/// end of its histogram) and of the rest, with their errors.
+fn population_points(rows: &[SizeCalls], a: f64, fixed_slower: bool) -> (Vec<Point>, Vec<Point>) {
     let mut fixed_pts = Vec::new();
     let mut per_n_pts = Vec::new();
-    for (r, c, d) in &rows {
+    for (r, c, d) in rows {
         let total: f64 = d.hist.iter().map(|b| b.1 as f64).sum();
         let n = r.n as f64;
         let fixed = total * (a / c.max(a)).min(1.0);
@@ -313,35 +362,7 @@ pub fn split(t: &CaseTable) -> Option<PopulationSplit> {
             rel_se: Some(se(total - fixed)),
         });
     }
-    let (f_last, p_last) = (fixed_pts.last()?.t, per_n_pts.last()?.t);
-    let separated = f_last.max(p_last) >= MIN_SEPARATION * f_last.min(p_last).max(1.0);
-    let populations = if separated {
-        vec![
-            Population {
-                kind: "fixed".into(),
-                scaling: fit_scaling(&fixed_pts),
-                points: fixed_pts,
-            },
-            Population {
-                kind: "per-n".into(),
-                scaling: fit_scaling(&per_n_pts),
-                points: per_n_pts,
-            },
-        ]
-    } else {
-        Vec::new()
-    };
-    Some(PopulationSplit {
-        run: t.run.clone(),
-        target: t.target.clone(),
-        case_name: t.case_name.clone(),
-        fixed_per_op: a,
-        per_n: b,
-        calls_per_op: (y[0], c_last),
-        separated,
-        fixed_slower,
-        populations,
-    })
+    (fixed_pts, per_n_pts)
 }
 
 /// Tables of mixed calls for unit tests here and in the renderers.
