@@ -267,55 +267,12 @@ fn discover_case(
         .zip(&ops)
         .map(|(p, o)| p.kernel_w as f64 / o)
         .collect();
-    let kernel_samples: Vec<u64> = profiles
-        .iter()
-        .map(|p| p.incl.values().map(|v| v.1).max().unwrap_or(0))
-        .collect();
-    let total = spread.fit(
-        &ns.iter()
-            .zip(&kernel_ns)
-            .zip(&kernel_samples)
-            .filter(|((_, t), _)| **t > 0.0)
-            .map(|((&n, &t), &c)| Point {
-                n: n as f64,
-                t,
-                rel_se: Some(1.0 / (c.max(1) as f64).sqrt()),
-            })
-            .collect::<Vec<_>>(),
-    );
+    let total = kernel_time_fit(&ns, &profiles, &kernel_ns, spread);
     let last = ns.len() - 1;
     let kernel_added = grown(&profiles[0], &profiles[last], ops[0], ops[last]);
 
     let ranked = growers(&ns, &ops, &profiles, kernel_added, &kernel_ns, spread).growing;
-    // Blocked time: the same analysis of the off-CPU profiles (weights are time blocked).
-    let off_profiles: Vec<Profile> = ns
-        .iter()
-        .map(|&n| {
-            offcpu
-                .iter()
-                .find(|s| s.file.n == n)
-                .map(|s| profile(&s.folded, 0))
-                .unwrap_or_default()
-        })
-        .collect();
-    let off_total: Vec<f64> = off_profiles
-        .iter()
-        .zip(&ops)
-        .map(|(p, o)| p.kernel_w as f64 / o)
-        .collect();
-    let blocked = if off_profiles.iter().all(|p| p.kernel_w == 0) {
-        Vec::new()
-    } else {
-        growers(
-            &ns,
-            &ops,
-            &off_profiles,
-            grown(&off_profiles[0], &off_profiles[last], ops[0], ops[last]),
-            &off_total,
-            spread,
-        )
-        .growing
-    };
+    let blocked = blocked_growers(&ns, &ops, offcpu, spread);
     let mut ranked = ranked;
     for g in &mut ranked {
         g.also_blocked = blocked.iter().any(|b| b.function == g.function);
@@ -343,6 +300,70 @@ fn discover_case(
         trips: Vec::new(),
         entries: Default::default(),
     }
+}
+
+/// The fit of the kernel time per op (or run) over the sizes, each size's error from its
+/// sample count.
+fn kernel_time_fit(
+    ns: &[u64],
+    profiles: &[Profile],
+    kernel_ns: &[f64],
+    spread: &RunSpread,
+) -> Option<Scaling> {
+    let kernel_samples: Vec<u64> = profiles
+        .iter()
+        .map(|p| p.incl.values().map(|v| v.1).max().unwrap_or(0))
+        .collect();
+    spread.fit(
+        &ns.iter()
+            .zip(kernel_ns)
+            .zip(&kernel_samples)
+            .filter(|((_, t), _)| **t > 0.0)
+            .map(|((&n, &t), &c)| Point {
+                n: n as f64,
+                t,
+                rel_se: Some(1.0 / (c.max(1) as f64).sqrt()),
+            })
+            .collect::<Vec<_>>(),
+    )
+}
+
+/// Blocked time: the same analysis of the off-CPU profiles (weights are time blocked); none
+/// when nothing blocked.
+fn blocked_growers(
+    ns: &[u64],
+    ops: &[f64],
+    offcpu: &[&StackData],
+    spread: &RunSpread,
+) -> Vec<Grower> {
+    let off_profiles: Vec<Profile> = ns
+        .iter()
+        .map(|&n| {
+            offcpu
+                .iter()
+                .find(|s| s.file.n == n)
+                .map(|s| profile(&s.folded, 0))
+                .unwrap_or_default()
+        })
+        .collect();
+    if off_profiles.iter().all(|p| p.kernel_w == 0) {
+        return Vec::new();
+    }
+    let off_total: Vec<f64> = off_profiles
+        .iter()
+        .zip(ops)
+        .map(|(p, o)| p.kernel_w as f64 / o)
+        .collect();
+    let last = ns.len() - 1;
+    growers(
+        ns,
+        ops,
+        &off_profiles,
+        grown(&off_profiles[0], &off_profiles[last], ops[0], ops[last]),
+        &off_total,
+        spread,
+    )
+    .growing
 }
 
 fn coverage(ns: &[u64], profiles: &[Profile], invocations: &[Invocation]) -> Vec<Coverage> {
