@@ -57,27 +57,7 @@ pub(super) fn measure(name: &str, c: CaseData) -> Option<Measured> {
                 .unwrap_or_default()
         })
         .unzip();
-    let points: Vec<EntryPoint> = (0..ns.len())
-        .map(|i| {
-            let p = &profiles[i];
-            let per_call = p.kernel_w as f64 / calls[i];
-            EntryPoint {
-                n: ns[i],
-                calls_per_op: calls[i] / ops[i],
-                per_call_ns: per_call,
-                // Poisson: a count of s samples has error √s (at least one sample's worth,
-                // so a size with none still has an error).
-                per_call_se_ns: period_ns as f64 * (p.samples.max(1) as f64).sqrt() / calls[i],
-                wall_per_call_ns: wall[i] / calls[i],
-                samples: p.samples,
-                share: if kernel_ns[i] > 0.0 {
-                    per_call * calls[i] / ops[i] / kernel_ns[i]
-                } else {
-                    0.0
-                },
-            }
-        })
-        .collect();
+    let points = entry_points(ns, ops, period_ns, kernel_ns, &profiles, &calls, &wall);
     let per_call = spread.fit(
         &points
             .iter()
@@ -121,6 +101,40 @@ pub(super) fn measure(name: &str, c: CaseData) -> Option<Measured> {
         own,
         own_per_call,
     })
+}
+
+/// The entry's point at each size: calls per op, time per call from its samples (with its
+/// Poisson error), wall time per call from its counts, and its share of the kernel time.
+fn entry_points(
+    ns: &[u64],
+    ops: &[f64],
+    period_ns: u64,
+    kernel_ns: &[f64],
+    profiles: &[Profile],
+    calls: &[f64],
+    wall: &[f64],
+) -> Vec<EntryPoint> {
+    (0..ns.len())
+        .map(|i| {
+            let p = &profiles[i];
+            let per_call = p.kernel_w as f64 / calls[i];
+            EntryPoint {
+                n: ns[i],
+                calls_per_op: calls[i] / ops[i],
+                per_call_ns: per_call,
+                // Poisson: a count of s samples has error √s (at least one sample's worth,
+                // so a size with none still has an error).
+                per_call_se_ns: period_ns as f64 * (p.samples.max(1) as f64).sqrt() / calls[i],
+                wall_per_call_ns: wall[i] / calls[i],
+                samples: p.samples,
+                share: if kernel_ns[i] > 0.0 {
+                    per_call * calls[i] / ops[i] / kernel_ns[i]
+                } else {
+                    0.0
+                },
+            }
+        })
+        .collect()
 }
 
 /// Measured entry `m` with the frames inside it whose time per call grows (as a loop's, or
