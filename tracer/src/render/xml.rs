@@ -77,7 +77,7 @@ pub fn check_well_formed(doc: &str) -> Result<String, String> {
             }
             i += k + 1;
         } else if let Some(r) = rest.strip_prefix("</") {
-            let name_len = name_len(r);
+            let name_len = name_len_of(r);
             if name_len == 0 {
                 return err(i, "end tag without a name");
             }
@@ -94,7 +94,7 @@ pub fn check_well_formed(doc: &str) -> Result<String, String> {
             i += 2 + name_len + (r[name_len..].len() - after.len()) + 1;
         } else {
             let r = &rest[1..];
-            let name_len = name_len(r);
+            let name_len = name_len_of(r);
             if name_len == 0 {
                 return err(i, "'<' not starting a tag");
             }
@@ -105,56 +105,9 @@ pub fn check_well_formed(doc: &str) -> Result<String, String> {
                 }
                 root = Some(name.to_string());
             }
-            // Attributes.
-            let mut j = 1 + name_len;
-            let mut seen: Vec<&str> = Vec::new();
-            loop {
-                let ws = rest[j..].len() - rest[j..].trim_start().len();
-                j += ws;
-                let t = &rest[j..];
-                if t.starts_with("/>") {
-                    j += 2;
-                    break;
-                }
-                if t.starts_with('>') {
-                    j += 1;
-                    stack.push(name);
-                    break;
-                }
-                if t.is_empty() {
-                    return err(i, "unterminated start tag");
-                }
-                if ws == 0 {
-                    return err(i + j, "missing space before attribute");
-                }
-                let an = name_len_of(t);
-                if an == 0 {
-                    return err(i + j, "malformed attribute");
-                }
-                let aname = &t[..an];
-                if seen.contains(&aname) {
-                    return err(i + j, &format!("duplicate attribute {aname}"));
-                }
-                seen.push(aname);
-                let t2 = t[an..].trim_start();
-                let Some(t3) = t2.strip_prefix('=') else {
-                    return err(i + j, "attribute without value");
-                };
-                let t3 = t3.trim_start();
-                let q = t3.chars().next().unwrap_or(' ');
-                if q != '"' && q != '\'' {
-                    return err(i + j, "unquoted attribute value");
-                }
-                let Some(vlen) = t3[1..].find(q) else {
-                    return err(i + j, "unterminated attribute value");
-                };
-                let value = &t3[1..1 + vlen];
-                if value.contains('<') {
-                    return err(i + j, "'<' in attribute value");
-                }
-                check_refs(value).map_err(|w| format!("{w} at byte {}", i + j))?;
-                let consumed = t.len() - t3.len() + 1 + vlen + 1;
-                j += consumed;
+            let (j, open) = start_tag(rest, i, name_len)?;
+            if open {
+                stack.push(name);
             }
             i += j;
         }
@@ -163,6 +116,63 @@ pub fn check_well_formed(doc: &str) -> Result<String, String> {
         return Err(format!("<{open}> is never closed"));
     }
     root.ok_or_else(|| "no root element".to_string())
+}
+
+/// The length of the start tag at the head of `rest` (at byte `at` of the document, its
+/// name `name_len` bytes after the `<`), its attributes checked, and whether it opens an
+/// element (`>`) rather than closing itself (`/>`).
+fn start_tag(rest: &str, at: usize, name_len: usize) -> Result<(usize, bool), String> {
+    let mut j = 1 + name_len;
+    let mut seen: Vec<&str> = Vec::new();
+    loop {
+        let ws = rest[j..].len() - rest[j..].trim_start().len();
+        j += ws;
+        let t = &rest[j..];
+        if t.starts_with("/>") {
+            return Ok((j + 2, false));
+        }
+        if t.starts_with('>') {
+            return Ok((j + 1, true));
+        }
+        if t.is_empty() {
+            return Err(at_byte(at, "unterminated start tag"));
+        }
+        if ws == 0 {
+            return Err(at_byte(at + j, "missing space before attribute"));
+        }
+        let an = name_len_of(t);
+        if an == 0 {
+            return Err(at_byte(at + j, "malformed attribute"));
+        }
+        let aname = &t[..an];
+        if seen.contains(&aname) {
+            return Err(at_byte(at + j, &format!("duplicate attribute {aname}")));
+        }
+        seen.push(aname);
+        let t2 = t[an..].trim_start();
+        let Some(t3) = t2.strip_prefix('=') else {
+            return Err(at_byte(at + j, "attribute without value"));
+        };
+        let t3 = t3.trim_start();
+        let q = t3.chars().next().unwrap_or(' ');
+        if q != '"' && q != '\'' {
+            return Err(at_byte(at + j, "unquoted attribute value"));
+        }
+        let Some(vlen) = t3[1..].find(q) else {
+            return Err(at_byte(at + j, "unterminated attribute value"));
+        };
+        let value = &t3[1..1 + vlen];
+        if value.contains('<') {
+            return Err(at_byte(at + j, "'<' in attribute value"));
+        }
+        check_refs(value).map_err(|w| at_byte(at + j, &w))?;
+        let consumed = t.len() - t3.len() + 1 + vlen + 1;
+        j += consumed;
+    }
+}
+
+fn at_byte(at: usize, what: &str) -> String {
+    format!("{what} at byte {at}")
 }
 
 fn is_name_char(c: char, first: bool) -> bool {
@@ -181,10 +191,6 @@ fn name_len_of(s: &str) -> usize {
         n = k + c.len_utf8();
     }
     n
-}
-
-fn name_len(s: &str) -> usize {
-    name_len_of(s)
 }
 
 /// Every `&` must start `&name;` for a predefined entity or a character reference.
