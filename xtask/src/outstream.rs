@@ -308,226 +308,290 @@ pub fn decode_bytes(data: &[u8], dest: &Path) -> Result<Received, StreamError> {
     }
     let mut pos = STREAM_MAGIC.len();
     let mut seq = 0u32;
-    let mut entries = Vec::new();
-    let mut bytes = 0u64;
-    // The file being received: (relative path, open file, size so far, running CRC).
-    let mut open: Option<(PathBuf, fs::File, u64, Crc32)> = None;
-    let mut stopped: Option<Stopped> = None;
-    let werr = |path: &Path, source| StreamError::Write {
-        path: path.to_path_buf(),
-        source,
-    };
-    let corrupt = |offset: usize, what: String| StreamError::Corrupt {
-        offset: offset as u64,
-        what,
+    let mut d = Decoder {
+        dest,
+        entries: Vec::new(),
+        bytes: 0,
+        open: None,
+        stopped: None,
     };
     loop {
         if pos == data.len() {
             return Err(StreamError::NoDone {
-                entries: entries.len() as u32,
+                entries: d.entries.len() as u32,
             });
         }
         let frame_start = pos;
-        if data.len() - pos < HEADER_LEN {
-            return Err(StreamError::Truncated {
-                offset: pos as u64,
-                seq,
-            });
-        }
-        let head = &data[pos..pos + HEADER_LEN];
-        if &head[..2] != FRAME_MAGIC {
-            return Err(corrupt(pos, "frame magic missing".into()));
-        }
-        let fseq = u32::from_le_bytes(head[2..6].try_into().unwrap());
-        let kind_byte = head[6];
-        let len = u32::from_le_bytes(head[7..11].try_into().unwrap()) as usize;
-        if len > MAX_PAYLOAD {
-            return Err(corrupt(
-                pos,
-                format!("frame length {len} exceeds the maximum"),
-            ));
-        }
-        if data.len() - pos < HEADER_LEN + len + 4 {
-            return Err(StreamError::Truncated {
-                offset: pos as u64,
-                seq,
-            });
-        }
-        let payload = &data[pos + HEADER_LEN..pos + HEADER_LEN + len];
-        let want_crc = u32::from_le_bytes(
-            data[pos + HEADER_LEN + len..pos + HEADER_LEN + len + 4]
-                .try_into()
-                .unwrap(),
-        );
-        let mut crc = Crc32::new();
-        crc.update(&head[2..]);
-        crc.update(payload);
-        if crc.finish() != want_crc {
-            return Err(corrupt(pos, format!("checksum mismatch in frame {seq}")));
-        }
-        if fseq != seq {
-            return Err(corrupt(
-                pos,
-                format!("frame sequence {fseq}, expected {seq} (a frame was lost or repeated)"),
-            ));
-        }
-        let kind = FrameKind::from_u8(kind_byte)
-            .ok_or_else(|| corrupt(pos, format!("unknown frame kind {kind_byte}")))?;
-        pos += HEADER_LEN + len + 4;
+        let (kind, payload) = read_frame(data, &mut pos, seq)?;
         seq = seq.wrapping_add(1);
-
-        let in_file = open.is_some();
-        // After `Stopped` only `Complete` frames and the end frame may follow.
-        if stopped.is_some() && !matches!(kind, FrameKind::Complete | FrameKind::Done) {
-            return Err(corrupt(
-                frame_start,
-                "an entry after the stop report".into(),
-            ));
+        if let Some(status) = d.apply(kind, payload, frame_start)? {
+            // Bytes after the end frame would mean two streams got mixed.
+            if pos != data.len() {
+                return Err(corrupt(pos, "data after the end-of-stream frame".into()));
+            }
+            return Ok(Received {
+                entries: d.entries,
+                bytes: d.bytes,
+                status,
+                stopped: d.stopped,
+            });
         }
+    }
+}
+
+fn corrupt(offset: usize, what: String) -> StreamError {
+    StreamError::Corrupt {
+        offset: offset as u64,
+        what,
+    }
+}
+
+fn write_error(path: &Path, source: io::Error) -> StreamError {
+    StreamError::Write {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// The frame at `*pos`, which must be number `seq`, its header and checksum verified; moves
+/// `*pos` past it.
+fn read_frame<'a>(
+    data: &'a [u8],
+    pos: &mut usize,
+    seq: u32,
+) -> Result<(FrameKind, &'a [u8]), StreamError> {
+    let at = *pos;
+    let truncated = StreamError::Truncated {
+        offset: at as u64,
+        seq,
+    };
+    if data.len() - at < HEADER_LEN {
+        return Err(truncated);
+    }
+    let head = &data[at..at + HEADER_LEN];
+    if &head[..2] != FRAME_MAGIC {
+        return Err(corrupt(at, "frame magic missing".into()));
+    }
+    let fseq = u32::from_le_bytes(head[2..6].try_into().unwrap());
+    let kind_byte = head[6];
+    let len = u32::from_le_bytes(head[7..11].try_into().unwrap()) as usize;
+    if len > MAX_PAYLOAD {
+        return Err(corrupt(
+            at,
+            format!("frame length {len} exceeds the maximum"),
+        ));
+    }
+    if data.len() - at < HEADER_LEN + len + 4 {
+        return Err(truncated);
+    }
+    let payload = &data[at + HEADER_LEN..at + HEADER_LEN + len];
+    let want_crc = u32::from_le_bytes(
+        data[at + HEADER_LEN + len..at + HEADER_LEN + len + 4]
+            .try_into()
+            .unwrap(),
+    );
+    let mut crc = Crc32::new();
+    crc.update(&head[2..]);
+    crc.update(payload);
+    if crc.finish() != want_crc {
+        return Err(corrupt(at, format!("checksum mismatch in frame {seq}")));
+    }
+    if fseq != seq {
+        return Err(corrupt(
+            at,
+            format!("frame sequence {fseq}, expected {seq} (a frame was lost or repeated)"),
+        ));
+    }
+    let kind = FrameKind::from_u8(kind_byte)
+        .ok_or_else(|| corrupt(at, format!("unknown frame kind {kind_byte}")))?;
+    *pos = at + HEADER_LEN + len + 4;
+    Ok((kind, payload))
+}
+
+/// What a stream has written so far into `dest`.
+struct Decoder<'a> {
+    dest: &'a Path,
+    entries: Vec<PathBuf>,
+    bytes: u64,
+    /// The file being received: (relative path, open file, size so far, running CRC).
+    open: Option<(PathBuf, fs::File, u64, Crc32)>,
+    stopped: Option<Stopped>,
+}
+
+impl Decoder<'_> {
+    /// Applies one frame (starting at byte `at`); the guest's exit status once the
+    /// end-of-stream frame is read.
+    fn apply(
+        &mut self,
+        kind: FrameKind,
+        payload: &[u8],
+        at: usize,
+    ) -> Result<Option<i32>, StreamError> {
+        // After `Stopped` only `Complete` frames and the end frame may follow.
+        if self.stopped.is_some() && !matches!(kind, FrameKind::Complete | FrameKind::Done) {
+            return Err(corrupt(at, "an entry after the stop report".into()));
+        }
+        let in_file = self.open.is_some();
         let need = |ok: bool, what: &str| -> Result<(), StreamError> {
             if ok {
                 Ok(())
             } else {
-                Err(corrupt(frame_start, format!("unexpected {what} frame")))
+                Err(corrupt(at, format!("unexpected {what} frame")))
             }
-        };
-        let path_of = |bytes: &[u8]| -> Result<PathBuf, StreamError> {
-            let s = std::str::from_utf8(bytes)
-                .map_err(|_| corrupt(frame_start, "path is not UTF-8".into()))?;
-            check_rel_path(s).map_err(|e| corrupt(frame_start, e))?;
-            Ok(PathBuf::from(s))
-        };
-        let mode_of = |p: &[u8]| -> Result<u32, StreamError> {
-            p.get(..4)
-                .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
-                .ok_or_else(|| corrupt(frame_start, "short payload".into()))
         };
         match kind {
             FrameKind::FileStart => {
                 need(!in_file, "file-start")?;
-                let mode = mode_of(payload)?;
-                let rel = path_of(&payload[4..])?;
-                let full = dest.join(&rel);
-                if let Some(parent) = full.parent() {
-                    fs::create_dir_all(parent).map_err(|e| werr(parent, e))?;
-                }
-                let f = fs::File::create(&full).map_err(|e| werr(&full, e))?;
-                // Keep the guest's permission bits (executables stay executable) but
-                // never set-id bits on the host.
-                f.set_permissions(fs::Permissions::from_mode(mode & 0o777))
-                    .map_err(|e| werr(&full, e))?;
-                open = Some((rel, f, 0, Crc32::new()));
+                self.file_start(payload, at)?;
             }
             FrameKind::Data => {
                 need(in_file, "data")?;
-                let (rel, f, size, fcrc) = open.as_mut().unwrap();
-                f.write_all(payload).map_err(|e| werr(rel, e))?;
+                let (rel, f, size, fcrc) = self.open.as_mut().unwrap();
+                f.write_all(payload).map_err(|e| write_error(rel, e))?;
                 *size += payload.len() as u64;
                 fcrc.update(payload);
             }
             FrameKind::FileEnd => {
                 need(in_file, "file-end")?;
-                if payload.len() != 12 {
-                    return Err(corrupt(frame_start, "bad file-end payload".into()));
-                }
-                let (rel, f, size, fcrc) = open.take().unwrap();
-                let want_size = u64::from_le_bytes(payload[..8].try_into().unwrap());
-                let want_crc = u32::from_le_bytes(payload[8..].try_into().unwrap());
-                if size != want_size || fcrc.finish() != want_crc {
-                    return Err(corrupt(
-                        frame_start,
-                        format!(
-                            "{}: received {size} bytes, sender had {want_size} (or contents differ)",
-                            rel.display()
-                        ),
-                    ));
-                }
-                drop(f);
-                bytes += size;
-                entries.push(rel);
+                self.file_end(payload, at)?;
             }
             FrameKind::Dir => {
                 need(!in_file, "directory")?;
-                let mode = mode_of(payload)?;
-                let rel = path_of(&payload[4..])?;
-                let full = dest.join(&rel);
-                fs::create_dir_all(&full).map_err(|e| werr(&full, e))?;
+                let mode = mode_of(payload, at)?;
+                let rel = path_of(&payload[4..], at)?;
+                let full = self.dest.join(&rel);
+                fs::create_dir_all(&full).map_err(|e| write_error(&full, e))?;
                 fs::set_permissions(&full, fs::Permissions::from_mode((mode & 0o777) | 0o700))
-                    .map_err(|e| werr(&full, e))?;
-                entries.push(rel);
+                    .map_err(|e| write_error(&full, e))?;
+                self.entries.push(rel);
             }
             FrameKind::Symlink => {
                 need(!in_file, "symlink")?;
-                let n = mode_of(payload)? as usize;
-                let rest = &payload[4..];
-                if n > rest.len() {
-                    return Err(corrupt(frame_start, "bad symlink payload".into()));
-                }
-                let rel = path_of(&rest[..n])?;
-                let target = std::str::from_utf8(&rest[n..])
-                    .map_err(|_| corrupt(frame_start, "link target not UTF-8".into()))?;
-                let full = dest.join(&rel);
-                if let Some(parent) = full.parent() {
-                    fs::create_dir_all(parent).map_err(|e| werr(parent, e))?;
-                }
-                let _ = fs::remove_file(&full);
-                std::os::unix::fs::symlink(target, &full).map_err(|e| werr(&full, e))?;
-                entries.push(rel);
+                self.symlink(payload, at)?;
             }
             FrameKind::Stopped => {
                 need(!in_file, "stop report")?;
                 let killed = match payload {
                     [0] => false,
                     [1] => true,
-                    _ => return Err(corrupt(frame_start, "bad stop report payload".into())),
+                    _ => return Err(corrupt(at, "bad stop report payload".into())),
                 };
-                stopped = Some(Stopped {
+                self.stopped = Some(Stopped {
                     killed,
                     complete: Vec::new(),
                 });
             }
-            FrameKind::Complete => {
-                let Some(st) = stopped.as_mut() else {
-                    return Err(corrupt(
-                        frame_start,
-                        "a complete-entry frame without a stop report".into(),
-                    ));
-                };
-                let rel = path_of(payload)?;
-                if !entries.contains(&rel) {
-                    return Err(corrupt(
-                        frame_start,
-                        format!("{} is reported complete but was not sent", rel.display()),
-                    ));
-                }
-                st.complete.push(rel);
-            }
+            FrameKind::Complete => self.complete(payload, at)?,
             FrameKind::Done => {
                 need(!in_file, "end-of-stream")?;
                 if payload.len() != 8 {
-                    return Err(corrupt(frame_start, "bad end-of-stream payload".into()));
+                    return Err(corrupt(at, "bad end-of-stream payload".into()));
                 }
                 let status = i32::from_le_bytes(payload[..4].try_into().unwrap());
                 let count = u32::from_le_bytes(payload[4..].try_into().unwrap());
-                if count as usize != entries.len() {
+                if count as usize != self.entries.len() {
                     return Err(corrupt(
-                        frame_start,
-                        format!("sender sent {count} entries, received {}", entries.len()),
+                        at,
+                        format!(
+                            "sender sent {count} entries, received {}",
+                            self.entries.len()
+                        ),
                     ));
                 }
-                // Bytes after the end frame would mean two streams got mixed.
-                if pos != data.len() {
-                    return Err(corrupt(pos, "data after the end-of-stream frame".into()));
-                }
-                return Ok(Received {
-                    entries,
-                    bytes,
-                    status,
-                    stopped,
-                });
+                return Ok(Some(status));
             }
         }
+        Ok(None)
     }
+
+    fn file_start(&mut self, payload: &[u8], at: usize) -> Result<(), StreamError> {
+        let mode = mode_of(payload, at)?;
+        let rel = path_of(&payload[4..], at)?;
+        let full = self.dest.join(&rel);
+        if let Some(parent) = full.parent() {
+            fs::create_dir_all(parent).map_err(|e| write_error(parent, e))?;
+        }
+        let f = fs::File::create(&full).map_err(|e| write_error(&full, e))?;
+        // Keep the guest's permission bits (executables stay executable) but never set-id
+        // bits on the host.
+        f.set_permissions(fs::Permissions::from_mode(mode & 0o777))
+            .map_err(|e| write_error(&full, e))?;
+        self.open = Some((rel, f, 0, Crc32::new()));
+        Ok(())
+    }
+
+    fn file_end(&mut self, payload: &[u8], at: usize) -> Result<(), StreamError> {
+        if payload.len() != 12 {
+            return Err(corrupt(at, "bad file-end payload".into()));
+        }
+        let (rel, f, size, fcrc) = self.open.take().unwrap();
+        let want_size = u64::from_le_bytes(payload[..8].try_into().unwrap());
+        let want_crc = u32::from_le_bytes(payload[8..].try_into().unwrap());
+        if size != want_size || fcrc.finish() != want_crc {
+            return Err(corrupt(
+                at,
+                format!(
+                    "{}: received {size} bytes, sender had {want_size} (or contents differ)",
+                    rel.display()
+                ),
+            ));
+        }
+        drop(f);
+        self.bytes += size;
+        self.entries.push(rel);
+        Ok(())
+    }
+
+    fn symlink(&mut self, payload: &[u8], at: usize) -> Result<(), StreamError> {
+        let n = mode_of(payload, at)? as usize;
+        let rest = &payload[4..];
+        if n > rest.len() {
+            return Err(corrupt(at, "bad symlink payload".into()));
+        }
+        let rel = path_of(&rest[..n], at)?;
+        let target = std::str::from_utf8(&rest[n..])
+            .map_err(|_| corrupt(at, "link target not UTF-8".into()))?;
+        let full = self.dest.join(&rel);
+        if let Some(parent) = full.parent() {
+            fs::create_dir_all(parent).map_err(|e| write_error(parent, e))?;
+        }
+        let _ = fs::remove_file(&full);
+        std::os::unix::fs::symlink(target, &full).map_err(|e| write_error(&full, e))?;
+        self.entries.push(rel);
+        Ok(())
+    }
+
+    fn complete(&mut self, payload: &[u8], at: usize) -> Result<(), StreamError> {
+        let Some(st) = self.stopped.as_mut() else {
+            return Err(corrupt(
+                at,
+                "a complete-entry frame without a stop report".into(),
+            ));
+        };
+        let rel = path_of(payload, at)?;
+        if !self.entries.contains(&rel) {
+            return Err(corrupt(
+                at,
+                format!("{} is reported complete but was not sent", rel.display()),
+            ));
+        }
+        st.complete.push(rel);
+        Ok(())
+    }
+}
+
+/// A payload's path, relative and inside the output directory.
+fn path_of(bytes: &[u8], at: usize) -> Result<PathBuf, StreamError> {
+    let s = std::str::from_utf8(bytes).map_err(|_| corrupt(at, "path is not UTF-8".into()))?;
+    check_rel_path(s).map_err(|e| corrupt(at, e))?;
+    Ok(PathBuf::from(s))
+}
+
+/// A payload's leading u32 (a mode, or a length).
+fn mode_of(p: &[u8], at: usize) -> Result<u32, StreamError> {
+    p.get(..4)
+        .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
+        .ok_or_else(|| corrupt(at, "short payload".into()))
 }
 
 #[cfg(test)]
