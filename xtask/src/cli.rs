@@ -63,6 +63,19 @@ pub enum Cmd {
     /// The whole job: sweep every workload under the tracer (natively when this kernel
     /// allows function probes, else in VMs on 5.10, 6.1 and 6.12), report, compare kernels.
     Run(RunArgs),
+    /// Check that a change leaves the tracer's output as it was: the tracer of BASE and the
+    /// working tree's each render every run and sweep under tracer/tests/fixtures (and each
+    /// DIR), and compare the fixtures' kernel pairs; every file written must be the same
+    /// (JSON numbers to ten significant digits). Exits non-zero naming the files that differ.
+    /// The base is built in target/same/ (a few minutes the first time).
+    Same {
+        /// The revision to compare with.
+        #[arg(long, default_value = "HEAD")]
+        base: String,
+        /// More run or sweep directories to render with both.
+        #[arg(value_name = "DIR")]
+        dirs: Vec<PathBuf>,
+    },
     /// Benchmarks of the tracer's own cost against bpftrace and the counter-only floor;
     /// writes BENCHMARKS.md and bench.json at the workspace root (not part of `test`).
     Bench(BenchArgs),

@@ -31,6 +31,7 @@ pub mod paths;
 pub mod progress;
 pub mod protocol;
 pub mod run;
+pub mod same;
 pub mod setup;
 pub mod testcmd;
 pub mod vm;

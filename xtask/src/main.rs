@@ -77,6 +77,9 @@ fn main() -> ExitCode {
                 }
             }))
         }
+        Cmd::Same { base, dirs } => {
+            report(xtask::same::run(xtask::same::SameOptions { base, dirs }))
+        }
         Cmd::Run(r) => {
             vm::install_interrupt_handler();
             report(xtask::run::run(xtask::run::RunOptions {
