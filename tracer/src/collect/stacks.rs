@@ -182,8 +182,6 @@ pub fn stack_files(
     ksyms: &KernelSymbolizer,
     usyms: &mut UserSymbolizer,
 ) -> Vec<(StackFile, String)> {
-    // (kind, target name, case, n) -> stack string -> (weight, count)
-    type Group = BTreeMap<String, (u64, u64)>;
     let mut groups: BTreeMap<(StackKind, String, u32, u64), Group> = BTreeMap::new();
     for (key, val) in &snap.stacks {
         let kind = match key.kind {
@@ -202,24 +200,7 @@ pub fn stack_files(
                 _ => continue,
             },
         };
-        let mut frames = Vec::new();
-        if kind == StackKind::Callers {
-            frames.extend(user_frames(snap, key.ustack, key.tgid, usyms));
-        }
-        match (kind, key.kstack) {
-            // A whole-process sample that interrupted user mode: no kernel frames to show.
-            (StackKind::Profile, -1) => frames.push(USER_FRAME.to_string()),
-            _ => frames.extend(kernel_frames(
-                snap,
-                key.kstack,
-                matches!(kind, StackKind::Oncpu | StackKind::Profile),
-                ksyms,
-            )),
-        }
-        if frames.is_empty() {
-            // Every frame was the probe's own (a sample taken inside the BPF program).
-            frames.push("[probe-only-stack]".to_string());
-        }
+        let frames = stack_frames(snap, key, kind, ksyms, usyms);
         // A whole-process kernel sample is also filed under the kernel entry it ran under
         // (its target is the entry's code; see `collect::entries`).
         let entry = (kind == StackKind::Profile && key.kstack != -1)
@@ -244,39 +225,83 @@ pub fn stack_files(
         }
         add(kind, tname, line);
     }
-    let mut out = Vec::new();
-    for ((kind, tname, case, n), lines) in groups {
-        let tname = tname.as_str();
-        let case_name = workloads::cases::case_name(case);
-        let mut content = String::new();
-        let (mut total_ns, mut count) = (0u64, 0u64);
-        for (stack, (ns, c)) in &lines {
-            if *ns == 0 {
-                continue;
-            }
-            content.push_str(&format!("{stack} {ns}\n"));
-            total_ns += ns;
-            count += c;
-        }
-        if content.is_empty() {
+    groups
+        .into_iter()
+        .filter_map(|((kind, tname, case, n), lines)| folded_file(kind, &tname, case, n, &lines))
+        .collect()
+}
+
+/// One stack file's lines: folded stack -> (weight, count).
+type Group = BTreeMap<String, (u64, u64)>;
+
+/// A stack's frames, outermost first: a caller stack's user frames above its kernel ones;
+/// a whole-process sample of user mode is one marker frame, a stack of the probe's own
+/// frames only another.
+fn stack_frames(
+    snap: &Snapshot,
+    key: &tracer_ebpf::StackKey,
+    kind: StackKind,
+    ksyms: &KernelSymbolizer,
+    usyms: &mut UserSymbolizer,
+) -> Vec<String> {
+    let mut frames = Vec::new();
+    if kind == StackKind::Callers {
+        frames.extend(user_frames(snap, key.ustack, key.tgid, usyms));
+    }
+    match (kind, key.kstack) {
+        // A whole-process sample that interrupted user mode: no kernel frames to show.
+        (StackKind::Profile, -1) => frames.push(USER_FRAME.to_string()),
+        _ => frames.extend(kernel_frames(
+            snap,
+            key.kstack,
+            matches!(kind, StackKind::Oncpu | StackKind::Profile),
+            ksyms,
+        )),
+    }
+    if frames.is_empty() {
+        // Every frame was the probe's own (a sample taken inside the BPF program).
+        frames.push("[probe-only-stack]".to_string());
+    }
+    frames
+}
+
+/// The folded file of one (kind, target, case, N) and its contents; none when no line
+/// carries weight.
+fn folded_file(
+    kind: StackKind,
+    tname: &str,
+    case: u32,
+    n: u64,
+    lines: &Group,
+) -> Option<(StackFile, String)> {
+    let case_name = workloads::cases::case_name(case);
+    let mut content = String::new();
+    let (mut total_ns, mut count) = (0u64, 0u64);
+    for (stack, (ns, c)) in lines {
+        if *ns == 0 {
             continue;
         }
-        let path = stack_file_path(kind, tname, &case_name, n);
-        out.push((
-            StackFile {
-                kind,
-                target: tname.to_string(),
-                case,
-                case_name,
-                n,
-                path,
-                total_ns,
-                count,
-            },
-            content,
-        ));
+        content.push_str(&format!("{stack} {ns}\n"));
+        total_ns += ns;
+        count += c;
     }
-    out
+    if content.is_empty() {
+        return None;
+    }
+    let path = stack_file_path(kind, tname, &case_name, n);
+    Some((
+        StackFile {
+            kind,
+            target: tname.to_string(),
+            case,
+            case_name,
+            n,
+            path,
+            total_ns,
+            count,
+        },
+        content,
+    ))
 }
 
 #[cfg(test)]
