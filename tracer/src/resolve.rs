@@ -107,7 +107,48 @@ pub fn resolve(
     opts: &ResolveOptions,
     mut progress: impl FnMut(&str),
 ) -> Result<(Vec<Resolved>, std::time::Duration), ResolveError> {
-    let mut verify_time = std::time::Duration::ZERO;
+    check_forced(targets, opts)?;
+    let mut ctx = Context {
+        learned: Learned::default(),
+        kprobes_possible: kernel::has_kprobe_pmu()
+            || engine.tracefs_root().join("kprobe_events").exists(),
+        // Functions named on the command line are checked against the kernel's lists of
+        // what must not be probed; read them only when there is such a function.
+        guard: targets
+            .iter()
+            .any(|(_, t)| t.calibration == Calibration::None)
+            .then(|| Guard::load(engine.tracefs_root())),
+        verify_time: std::time::Duration::ZERO,
+    };
+    let mut out = Vec::new();
+    for &(index, target) in targets {
+        out.push(resolve_target(
+            engine,
+            ksyms,
+            index,
+            target,
+            opts,
+            &mut ctx,
+            &mut progress,
+        )?);
+    }
+    Ok((out, ctx.verify_time))
+}
+
+/// What resolving one target uses of the others': what was learned, the kernel's abilities,
+/// the dangerous-function lists, and the time spent calibrating.
+struct Context {
+    learned: Learned,
+    kprobes_possible: bool,
+    guard: Option<Guard>,
+    verify_time: std::time::Duration,
+}
+
+/// A forced plan (`--plan TARGET=PLAN`) must be one of its target's.
+fn check_forced(
+    targets: &[(u32, &'static Target)],
+    opts: &ResolveOptions,
+) -> Result<(), ResolveError> {
     for (target, plan) in &opts.forced {
         if let Some((_, t)) = targets.iter().find(|(_, t)| t.name == target)
             && !t.plans.iter().any(|p| p.name == plan)
@@ -124,142 +165,184 @@ pub fn resolve(
             });
         }
     }
-    let mut learned = Learned::default();
-    let kprobes_possible =
-        kernel::has_kprobe_pmu() || engine.tracefs_root().join("kprobe_events").exists();
-    // Functions named on the command line are checked against the kernel's lists of what
-    // must not be probed; read them only when there is such a function.
-    let guard = targets
-        .iter()
-        .any(|(_, t)| t.calibration == Calibration::None)
-        .then(|| Guard::load(engine.tracefs_root()));
-    let mut out = Vec::new();
-    for &(index, target) in targets {
-        let forced = opts.forced.get(target.name);
-        let arbitrary = target.calibration == Calibration::None;
-        let mut r = Resolved {
-            target,
-            index,
-            active: None,
-            rejected: Vec::new(),
-            verification: None,
-            heat: None,
-            hot_refused: false,
-            guarded: false,
-            notes: Vec::new(),
-            probe_cost: None,
-        };
-        if let (true, Some(g)) = (arbitrary, &guard) {
-            r.notes.extend(g.notes());
+    Ok(())
+}
+
+/// Walks one target's plans (only the forced one, when forced): the first that the
+/// dangerous-function checks allow, this kernel attaches, its calibration confirms (with
+/// `verify`) and, for a named function, whose call rate is not too hot, is the active one.
+fn resolve_target(
+    engine: &mut Engine,
+    ksyms: &Kallsyms,
+    index: u32,
+    target: &'static Target,
+    opts: &ResolveOptions,
+    ctx: &mut Context,
+    progress: &mut impl FnMut(&str),
+) -> Result<Resolved, ResolveError> {
+    let forced = opts.forced.get(target.name);
+    let arbitrary = target.calibration == Calibration::None;
+    let mut r = Resolved {
+        target,
+        index,
+        active: None,
+        rejected: Vec::new(),
+        verification: None,
+        heat: None,
+        hot_refused: false,
+        guarded: false,
+        notes: Vec::new(),
+        probe_cost: None,
+    };
+    let guard = ctx.guard.as_ref().filter(|_| arbitrary);
+    if let Some(g) = guard {
+        r.notes.extend(g.notes());
+    }
+    for plan in target.plans {
+        if forced.is_some_and(|f| f != plan.name) {
+            continue;
         }
-        for plan in target.plans {
-            if let Some(f) = forced
-                && f != plan.name
-            {
-                continue;
-            }
-            if let (true, Some(g), Method::Functions { mech, .. }) =
-                (arbitrary, &guard, plan.method)
-                && let Some(reason) = g.refusal(target.name, mech)
-            {
+        if let (Some(g), Method::Functions { mech, .. }) = (guard, plan.method)
+            && let Some(reason) = g.refusal(target.name, mech)
+        {
+            r.rejected.push(Rejection {
+                plan: plan.name.into(),
+                reason,
+            });
+            r.guarded = true;
+            continue;
+        }
+        progress(&format!("{}: trying {}", target.name, plan.name));
+        let attached = match try_plan(
+            engine,
+            ksyms,
+            index,
+            plan,
+            &mut ctx.learned,
+            ctx.kprobes_possible,
+        )? {
+            PlanOutcome::Attached(a) => a,
+            PlanOutcome::Refused(reason) => {
                 r.rejected.push(Rejection {
                     plan: plan.name.into(),
                     reason,
                 });
-                r.guarded = true;
                 continue;
             }
-            progress(&format!("{}: trying {}", target.name, plan.name));
-            let attached =
-                match try_plan(engine, ksyms, index, plan, &mut learned, kprobes_possible)? {
-                    PlanOutcome::Attached(a) => a,
-                    PlanOutcome::Refused(reason) => {
-                        r.rejected.push(Rejection {
-                            plan: plan.name.into(),
-                            reason,
-                        });
-                        continue;
-                    }
-                };
-            if opts.verify && target.calibration != Calibration::None {
-                progress(&format!("{}: calibrating {}", target.name, plan.name));
-                let t0 = std::time::Instant::now();
-                let counts = calibrate::run(engine, target.calibration)?;
-                verify_time += t0.elapsed();
-                let observed = counts.get(index as usize).copied().unwrap_or(0);
-                let expect = (target.expect)(plan, target.calibration);
-                let passed = expect.check(observed);
-                let v = Verification {
-                    workload: target.calibration.describe(),
-                    expected: expect.describe(),
-                    observed,
-                    passed,
-                };
-                if !passed {
-                    for s in &attached.slots {
-                        engine.release(s);
-                    }
-                    let why = if observed == 0 {
-                        "the probe never fired: the calls it should see go through inlined copies"
-                    } else if expect.too_low(observed) {
-                        "fewer calls than operations: some call sites are inlined copies"
-                    } else {
-                        "more calls than operations: the probe is not specific to the target"
-                    };
-                    r.rejected.push(Rejection {
-                        plan: plan.name.into(),
-                        reason: format!(
-                            "attached to {}, but calibration ({}) counted {observed} calls, expected {}: {why}",
-                            attached.attach_points.join(", "),
-                            v.workload,
-                            v.expected
-                        ),
-                    });
+        };
+        if opts.verify && !arbitrary {
+            progress(&format!("{}: calibrating {}", target.name, plan.name));
+            let t0 = std::time::Instant::now();
+            let verified = verify(engine, target, index, &attached)?;
+            ctx.verify_time += t0.elapsed();
+            match verified {
+                Ok(v) => r.verification = Some(v),
+                Err(rejection) => {
+                    r.rejected.push(rejection);
                     continue;
                 }
-                r.verification = Some(v);
             }
-            if arbitrary && let Some(slot) = attached.slots.first() {
-                progress(&format!(
-                    "{}: counting its calls for {} ms",
-                    target.name,
-                    guard::HOT_WINDOW.as_millis()
-                ));
-                match engine.probe_runs(slot, guard::HOT_WINDOW, guard::clearly_hot) {
-                    Ok(runs) => {
-                        let heat = Heat::from_runs(&runs);
-                        if heat.is_hot() && !opts.force_hot {
-                            for s in &attached.slots {
-                                engine.release(s);
-                            }
-                            r.rejected.push(Rejection {
-                                plan: plan.name.into(),
-                                reason: heat.refusal(target.name),
-                            });
-                            r.hot_refused = true;
-                            r.heat = Some(heat);
-                            // A cheaper rung does not exist further down: kprobes cost more.
-                            break;
-                        }
-                        if heat.is_hot() {
-                            r.notes.push(format!(
-                                "{}: traced anyway (--force-hot)",
-                                heat.describe(target.name)
-                            ));
-                        }
-                        r.heat = Some(heat);
-                    }
-                    Err(e) => r
-                        .notes
-                        .push(format!("{}: call rate not measured ({e})", target.name)),
-                }
+        }
+        if arbitrary
+            && let Some(slot) = attached.slots.first()
+            && too_hot(engine, target, slot, opts, &mut r, progress)
+        {
+            for s in &attached.slots {
+                engine.release(s);
             }
-            r.active = Some(attached);
+            r.rejected.push(Rejection {
+                plan: plan.name.into(),
+                reason: r.heat.as_ref().expect("measured").refusal(target.name),
+            });
+            // A cheaper rung does not exist further down: kprobes cost more.
             break;
         }
-        out.push(r);
+        r.active = Some(attached);
+        break;
     }
-    Ok((out, verify_time))
+    Ok(r)
+}
+
+/// Runs the target's calibration with `attached` in place: its verification when the count
+/// is what the plan expects, else the plan's rejection (its slots released).
+fn verify(
+    engine: &mut Engine,
+    target: &'static Target,
+    index: u32,
+    attached: &ActivePlan,
+) -> Result<Result<Verification, Rejection>, ResolveError> {
+    let plan = attached.plan;
+    let counts = calibrate::run(engine, target.calibration)?;
+    let observed = counts.get(index as usize).copied().unwrap_or(0);
+    let expect = (target.expect)(plan, target.calibration);
+    let passed = expect.check(observed);
+    let v = Verification {
+        workload: target.calibration.describe(),
+        expected: expect.describe(),
+        observed,
+        passed,
+    };
+    if passed {
+        return Ok(Ok(v));
+    }
+    for s in &attached.slots {
+        engine.release(s);
+    }
+    let why = if observed == 0 {
+        "the probe never fired: the calls it should see go through inlined copies"
+    } else if expect.too_low(observed) {
+        "fewer calls than operations: some call sites are inlined copies"
+    } else {
+        "more calls than operations: the probe is not specific to the target"
+    };
+    Ok(Err(Rejection {
+        plan: plan.name.into(),
+        reason: format!(
+            "attached to {}, but calibration ({}) counted {observed} calls, expected {}: {why}",
+            attached.attach_points.join(", "),
+            v.workload,
+            v.expected
+        ),
+    }))
+}
+
+/// Counts a named function's calls for a moment through `slot` (the rate goes to `r.heat`):
+/// whether it is called too often to time without `--force-hot`. Traced anyway, or not
+/// measured, it says so in `r.notes`.
+fn too_hot(
+    engine: &mut Engine,
+    target: &'static Target,
+    slot: &Slot,
+    opts: &ResolveOptions,
+    r: &mut Resolved,
+    progress: &mut impl FnMut(&str),
+) -> bool {
+    progress(&format!(
+        "{}: counting its calls for {} ms",
+        target.name,
+        guard::HOT_WINDOW.as_millis()
+    ));
+    match engine.probe_runs(slot, guard::HOT_WINDOW, guard::clearly_hot) {
+        Ok(runs) => {
+            let heat = Heat::from_runs(&runs);
+            let hot = heat.is_hot();
+            if hot && !opts.force_hot {
+                r.hot_refused = true;
+            } else if hot {
+                r.notes.push(format!(
+                    "{}: traced anyway (--force-hot)",
+                    heat.describe(target.name)
+                ));
+            }
+            r.heat = Some(heat);
+            r.hot_refused
+        }
+        Err(e) => {
+            r.notes
+                .push(format!("{}: call rate not measured ({e})", target.name));
+            false
+        }
+    }
 }
 
 /// What trying one plan on this kernel came to.
@@ -281,144 +364,15 @@ fn try_plan(
 ) -> Result<PlanOutcome, EngineError> {
     match plan.method {
         Method::Functions { mech, symbols } => {
-            match mech {
-                FnMech::Fentry => {
-                    if let Some(r) = &learned.fentry_refused {
-                        return Ok(PlanOutcome::Refused(format!(
-                            "fentry is refused on this kernel (first refusal: {r})"
-                        )));
-                    }
-                    if !kernel::has_vmlinux_btf() {
-                        return Ok(PlanOutcome::Refused(
-                            "no kernel BTF (/sys/kernel/btf/vmlinux): fentry needs \
-                                       CONFIG_DEBUG_INFO_BTF"
-                                .into(),
-                        ));
-                    }
-                }
-                FnMech::Kprobe => {
-                    if let Some(r) = &learned.kprobe_refused {
-                        return Ok(PlanOutcome::Refused(format!(
-                            "kprobes are refused on this kernel (first refusal: {r})"
-                        )));
-                    }
-                    if !kprobes_possible {
-                        return Ok(PlanOutcome::Refused(
-                            "no kprobe support (no kprobe PMU and no kprobe_events: \
-                                       CONFIG_KPROBES is off)"
-                                .into(),
-                        ));
-                    }
-                }
+            if let Some(reason) = mech_refusal(mech, learned, kprobes_possible) {
+                return Ok(PlanOutcome::Refused(reason));
             }
-            // Presence in kallsyms first: a name absent there has no out-of-line copy to probe.
-            let mut present: Vec<String> = Vec::new();
-            let mut absent: Vec<&str> = Vec::new();
-            for &s in symbols {
-                if ksyms.contains(s) {
-                    present.push(s.to_string());
-                } else if mech == FnMech::Kprobe {
-                    // A compiler clone (.isra/.constprop) is still an entry point for kprobes.
-                    match ksyms.clones(s).into_iter().next() {
-                        Some(c) => present.push(c),
-                        None => absent.push(s),
-                    }
-                } else {
-                    absent.push(s);
-                }
-            }
-            if present.is_empty() {
-                return Ok(PlanOutcome::Refused(format!(
-                    "{} not in kallsyms: inlined (or not built) on this kernel",
-                    symbols.join(", ")
-                )));
-            }
-            let mut slots = Vec::new();
-            for s in &present {
-                match engine.attach_function(target, mech, s)? {
-                    Ok(slot) => slots.push(slot),
-                    Err(f) => {
-                        for slot in &slots {
-                            engine.release(slot);
-                        }
-                        if let AttachFailure::Refused(m) = &f {
-                            match mech {
-                                FnMech::Fentry => learned.fentry_refused = Some(m.clone()),
-                                FnMech::Kprobe => learned.kprobe_refused = Some(m.clone()),
-                            }
-                        }
-                        return Ok(PlanOutcome::Refused(f.message().to_string()));
-                    }
-                }
-            }
-            let mut points = present;
-            if !absent.is_empty() {
-                points.push(format!("(absent: {})", absent.join(", ")));
-            }
-            Ok(PlanOutcome::Attached(ActivePlan {
-                plan,
-                slots,
-                attach_points: points,
-            }))
+            try_functions(engine, ksyms, target, plan, mech, symbols, learned)
         }
         Method::Syscalls {
             syscalls,
             fd_prefix,
-        } => {
-            let root = engine.tracefs_root().to_path_buf();
-            let mut slots = Vec::new();
-            let mut points = Vec::new();
-            if let Some(prefix) = fd_prefix
-                && let Err(f) = engine.enable_fd_tracking(prefix)?
-            {
-                return Ok(PlanOutcome::Refused(f.message().to_string()));
-            }
-            for sc in syscalls {
-                let enter = format!("sys_enter_{sc}");
-                let exit = format!("sys_exit_{sc}");
-                if !crate::kernel::tracefs::event_exists(&root, "syscalls", &enter)
-                    || !crate::kernel::tracefs::event_exists(&root, "syscalls", &exit)
-                {
-                    continue;
-                }
-                let fd_off = match fd_prefix {
-                    Some(_) => {
-                        let fmt =
-                            crate::kernel::tracefs::EventFormat::load(&root, "syscalls", &enter)
-                                .map_err(EngineError::Tracefs)?;
-                        Some(fmt.offset("fd").map_err(EngineError::Tracefs)?)
-                    }
-                    None => None,
-                };
-                for (role, name, off) in
-                    [(TpRole::Exit, &exit, None), (TpRole::Enter, &enter, fd_off)]
-                {
-                    match engine.attach_tracepoint(target, role, "syscalls", name, off)? {
-                        Ok(slot) => {
-                            slots.push(slot);
-                            points.push(format!("syscalls:{name}"));
-                        }
-                        Err(f) => {
-                            for s in &slots {
-                                engine.release(s);
-                            }
-                            return Ok(PlanOutcome::Refused(f.message().to_string()));
-                        }
-                    }
-                }
-            }
-            if slots.is_empty() {
-                return Ok(PlanOutcome::Refused(format!(
-                    "no syscalls:sys_enter/exit tracepoints for {} (CONFIG_FTRACE_SYSCALLS off?)",
-                    syscalls.join(", ")
-                )));
-            }
-            Ok(PlanOutcome::Attached(ActivePlan {
-                plan,
-                slots,
-                attach_points: points,
-            }))
-        }
+        } => try_syscalls(engine, target, plan, syscalls, fd_prefix),
         Method::Count { category, event } => {
             match engine.attach_tracepoint(target, TpRole::Point, category, event, None)? {
                 Ok(slot) => Ok(PlanOutcome::Attached(ActivePlan {
@@ -430,4 +384,162 @@ fn try_plan(
             }
         }
     }
+}
+
+/// Why this kernel cannot take a function probe of `mech` at all, before any attach: it
+/// refused one already, or lacks what the mechanism needs.
+fn mech_refusal(mech: FnMech, learned: &Learned, kprobes_possible: bool) -> Option<String> {
+    match mech {
+        FnMech::Fentry => {
+            if let Some(r) = &learned.fentry_refused {
+                return Some(format!(
+                    "fentry is refused on this kernel (first refusal: {r})"
+                ));
+            }
+            if !kernel::has_vmlinux_btf() {
+                return Some(
+                    "no kernel BTF (/sys/kernel/btf/vmlinux): fentry needs CONFIG_DEBUG_INFO_BTF"
+                        .into(),
+                );
+            }
+        }
+        FnMech::Kprobe => {
+            if let Some(r) = &learned.kprobe_refused {
+                return Some(format!(
+                    "kprobes are refused on this kernel (first refusal: {r})"
+                ));
+            }
+            if !kprobes_possible {
+                return Some(
+                    "no kprobe support (no kprobe PMU and no kprobe_events: CONFIG_KPROBES is \
+                     off)"
+                        .into(),
+                );
+            }
+        }
+    }
+    None
+}
+
+/// Attaches `mech` to each of `symbols` present in kallsyms (a kprobe to a compiler clone
+/// of one that is not), all or none; the first refusal is learned for the mechanism.
+fn try_functions(
+    engine: &mut Engine,
+    ksyms: &Kallsyms,
+    target: u32,
+    plan: &'static Plan,
+    mech: FnMech,
+    symbols: &[&str],
+    learned: &mut Learned,
+) -> Result<PlanOutcome, EngineError> {
+    // Presence in kallsyms first: a name absent there has no out-of-line copy to probe.
+    let mut present: Vec<String> = Vec::new();
+    let mut absent: Vec<&str> = Vec::new();
+    for &s in symbols {
+        if ksyms.contains(s) {
+            present.push(s.to_string());
+        } else if mech == FnMech::Kprobe {
+            // A compiler clone (.isra/.constprop) is still an entry point for kprobes.
+            match ksyms.clones(s).into_iter().next() {
+                Some(c) => present.push(c),
+                None => absent.push(s),
+            }
+        } else {
+            absent.push(s);
+        }
+    }
+    if present.is_empty() {
+        return Ok(PlanOutcome::Refused(format!(
+            "{} not in kallsyms: inlined (or not built) on this kernel",
+            symbols.join(", ")
+        )));
+    }
+    let mut slots = Vec::new();
+    for s in &present {
+        match engine.attach_function(target, mech, s)? {
+            Ok(slot) => slots.push(slot),
+            Err(f) => {
+                for slot in &slots {
+                    engine.release(slot);
+                }
+                if let AttachFailure::Refused(m) = &f {
+                    match mech {
+                        FnMech::Fentry => learned.fentry_refused = Some(m.clone()),
+                        FnMech::Kprobe => learned.kprobe_refused = Some(m.clone()),
+                    }
+                }
+                return Ok(PlanOutcome::Refused(f.message().to_string()));
+            }
+        }
+    }
+    let mut points = present;
+    if !absent.is_empty() {
+        points.push(format!("(absent: {})", absent.join(", ")));
+    }
+    Ok(PlanOutcome::Attached(ActivePlan {
+        plan,
+        slots,
+        attach_points: points,
+    }))
+}
+
+/// Attaches the enter and exit tracepoints of each of `syscalls` this kernel has (with the
+/// fd filter's offset when `fd_prefix` asks for it), all or none.
+fn try_syscalls(
+    engine: &mut Engine,
+    target: u32,
+    plan: &'static Plan,
+    syscalls: &[&str],
+    fd_prefix: Option<&str>,
+) -> Result<PlanOutcome, EngineError> {
+    let root = engine.tracefs_root().to_path_buf();
+    let mut slots = Vec::new();
+    let mut points = Vec::new();
+    if let Some(prefix) = fd_prefix
+        && let Err(f) = engine.enable_fd_tracking(prefix)?
+    {
+        return Ok(PlanOutcome::Refused(f.message().to_string()));
+    }
+    for sc in syscalls {
+        let enter = format!("sys_enter_{sc}");
+        let exit = format!("sys_exit_{sc}");
+        if !crate::kernel::tracefs::event_exists(&root, "syscalls", &enter)
+            || !crate::kernel::tracefs::event_exists(&root, "syscalls", &exit)
+        {
+            continue;
+        }
+        let fd_off = match fd_prefix {
+            Some(_) => {
+                let fmt = crate::kernel::tracefs::EventFormat::load(&root, "syscalls", &enter)
+                    .map_err(EngineError::Tracefs)?;
+                Some(fmt.offset("fd").map_err(EngineError::Tracefs)?)
+            }
+            None => None,
+        };
+        for (role, name, off) in [(TpRole::Exit, &exit, None), (TpRole::Enter, &enter, fd_off)] {
+            match engine.attach_tracepoint(target, role, "syscalls", name, off)? {
+                Ok(slot) => {
+                    slots.push(slot);
+                    points.push(format!("syscalls:{name}"));
+                }
+                Err(f) => {
+                    for s in &slots {
+                        engine.release(s);
+                    }
+                    return Ok(PlanOutcome::Refused(f.message().to_string()));
+                }
+            }
+        }
+    }
+    if slots.is_empty() {
+        return Ok(PlanOutcome::Refused(format!(
+            "no syscalls:sys_enter/exit tracepoints for {} (CONFIG_FTRACE_SYSCALLS off?)",
+            syscalls.join(", ")
+        )));
+    }
+    Ok(PlanOutcome::Attached(ActivePlan {
+        plan,
+        slots,
+        attach_points: points,
+    }))
 }
