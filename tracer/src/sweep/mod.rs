@@ -329,8 +329,6 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
     let (runs, interrupted, all_ran, budget_cuts) = runtime.block_on(async {
         let mut session =
             Session::attach(opts.engine.clone(), &targets, &opts.resolve, opts.progress).await?;
-        let mut runs = Vec::new();
-        let mut first_pass: Option<LoadedRun> = None;
         let passes = budget::passes_planned(&opts, &jobs, &targets);
         let counted = loops::counted_targets(
             session.resolved(),
@@ -340,46 +338,20 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
         let budget = opts
             .budget
             .map(|b| budget::Budget::new(started, b, rounds.0, passes));
-        // The first round of each job, for the passes' estimate.
-        let mut first_rounds = std::time::Duration::ZERO;
-        for (k, job) in jobs.iter().enumerate() {
-            let run_writer = DirWriter::prepare(&tmp_root.join(&job.name), false)?;
-            let mut spec = job.spec.clone();
-            if let Some(ext) = spec.external.as_mut() {
-                ext.extra.deadline = budget.map(|b| b.share(jobs.len() - k));
-                ext.extra.counted = counted.clone();
-            }
-            let outcome = session.run(&spec, run_writer, false).await?;
-            first_rounds += budget::first_round(&outcome.run.invocations, job.values.len());
-            // The discover run the confirmation pass starts from, or the command's run whose
-            // root causes name the loops to count, kept as recorded.
-            let confirms = opts.engine.discover && opts.confirm > 0 && job.is_command();
-            if confirms || (passes && loops::by_root_cause(&opts, job)) {
-                let loaded = LoadedRun::recorded(
-                    job.name.clone(),
-                    outcome.dir.clone(),
-                    outcome.run.clone(),
-                    &outcome.stacks,
-                )
-                .map_err(|e| TracerError::Other(format!("internal: the recorded run: {e}")))?;
-                first_pass = Some(loaded);
-            }
-            if let Some(json) = &job.json {
-                let _ = std::fs::remove_file(json);
-            }
-            session.println(&job_done_line(job, &outcome.run));
-            runs.push(SweepRun {
-                workload: job.name.clone(),
-                dir: job.name.clone(),
-                n: job.values.clone(),
-                command: job.shown_command(),
-                command_exit: outcome.run.command_exit,
-                status: outcome.run.status,
-            });
-            if session.interrupted.is_some() {
-                break;
-            }
-        }
+        let TimedRounds {
+            mut runs,
+            first_pass,
+            first_rounds,
+        } = timed_rounds(
+            &mut session,
+            &opts,
+            &jobs,
+            &tmp_root,
+            budget,
+            &counted,
+            passes,
+        )
+        .await?;
         let mut interrupted = session.interrupted;
         let mut cuts = std::mem::take(&mut session.budget_cuts);
         session.finish();
@@ -400,21 +372,7 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
         Ok::<_, TracerError>((runs, interrupted, all_ran, cuts))
     })?;
 
-    let sweep = Sweep {
-        format: SWEEP_FORMAT.into(),
-        status: if interrupted.is_none() && all_ran {
-            RunStatus::Complete
-        } else {
-            RunStatus::Partial
-        },
-        partial_reason: interrupted.map(|s| format!("interrupted by {s}")),
-        kernel: kernel::kernel_info(),
-        hostname: kernel::hostname(),
-        duration_s: started.elapsed().as_secs_f64(),
-        runs,
-        budget_s: opts.budget.map(|b| b.as_secs_f64()),
-        budget_cuts,
-    };
+    let sweep = sweep_record(&opts, started, runs, interrupted, all_ran, budget_cuts);
     writer.write(
         SWEEP_FILE,
         serde_json::to_string_pretty(&sweep)
@@ -428,6 +386,100 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
         sweep,
         exit_code,
     })
+}
+
+/// What the timed rounds of a sweep's jobs came to.
+struct TimedRounds {
+    runs: Vec<SweepRun>,
+    /// The run the passes after the jobs start from (a discover run to confirm, or the
+    /// command's run whose root causes name the loops to count), as recorded.
+    first_pass: Option<LoadedRun>,
+    /// The jobs' first rounds' time, for the passes' estimate.
+    first_rounds: Duration,
+}
+
+/// Runs each job in the session, each given its share of `--budget` and the loops counted
+/// in its rounds, until the last or a signal.
+async fn timed_rounds(
+    session: &mut Session,
+    opts: &SweepOptions,
+    jobs: &[Job],
+    tmp_root: &Path,
+    budget: Option<budget::Budget>,
+    counted: &[String],
+    passes: bool,
+) -> Result<TimedRounds, TracerError> {
+    let mut done = TimedRounds {
+        runs: Vec::new(),
+        first_pass: None,
+        first_rounds: Duration::ZERO,
+    };
+    for (k, job) in jobs.iter().enumerate() {
+        let run_writer = DirWriter::prepare(&tmp_root.join(&job.name), false)?;
+        let mut spec = job.spec.clone();
+        if let Some(ext) = spec.external.as_mut() {
+            ext.extra.deadline = budget.map(|b| b.share(jobs.len() - k));
+            ext.extra.counted = counted.to_vec();
+        }
+        let outcome = session.run(&spec, run_writer, false).await?;
+        done.first_rounds += budget::first_round(&outcome.run.invocations, job.values.len());
+        // The discover run the confirmation pass starts from, or the command's run whose
+        // root causes name the loops to count, kept as recorded.
+        let confirms = opts.engine.discover && opts.confirm > 0 && job.is_command();
+        if confirms || (passes && loops::by_root_cause(opts, job)) {
+            let loaded = LoadedRun::recorded(
+                job.name.clone(),
+                outcome.dir.clone(),
+                outcome.run.clone(),
+                &outcome.stacks,
+            )
+            .map_err(|e| TracerError::Other(format!("internal: the recorded run: {e}")))?;
+            done.first_pass = Some(loaded);
+        }
+        if let Some(json) = &job.json {
+            let _ = std::fs::remove_file(json);
+        }
+        session.println(&job_done_line(job, &outcome.run));
+        done.runs.push(SweepRun {
+            workload: job.name.clone(),
+            dir: job.name.clone(),
+            n: job.values.clone(),
+            command: job.shown_command(),
+            command_exit: outcome.run.command_exit,
+            status: outcome.run.status,
+        });
+        if session.interrupted.is_some() {
+            break;
+        }
+    }
+    Ok(done)
+}
+
+/// The sweep's own record (`sweep.json`): complete only when every job ran and no signal
+/// stopped it.
+fn sweep_record(
+    opts: &SweepOptions,
+    started: Instant,
+    runs: Vec<SweepRun>,
+    interrupted: Option<&'static str>,
+    all_ran: bool,
+    budget_cuts: Vec<String>,
+) -> Sweep {
+    Sweep {
+        format: SWEEP_FORMAT.into(),
+        status: if interrupted.is_none() && all_ran {
+            RunStatus::Complete
+        } else {
+            RunStatus::Partial
+        },
+        partial_reason: interrupted.map(|s| format!("interrupted by {s}")),
+        kernel: kernel::kernel_info(),
+        hostname: kernel::hostname(),
+        duration_s: started.elapsed().as_secs_f64(),
+        runs,
+        budget_s: opts.budget.map(|b| b.as_secs_f64()),
+        budget_cuts,
+    }
 }
 
 #[cfg(test)]
