@@ -11,6 +11,48 @@ use crate::record::Session;
 use super::jobs::Job;
 use super::{SweepOptions, SweepRun};
 
+/// The functions the confirmation times exactly (per discovery: the top kernel loop's
+/// frame, the top `k` and the root cause), and their immediate callers: each caller is traced
+/// too (it is out of line: it has a frame), so the kernel counts how many times per call of
+/// the caller the function runs, the trips of the loop that calls it, exact where the times
+/// bend.
+fn to_confirm(a: &crate::analysis::Analysis, k: usize) -> (Vec<String>, Vec<String>) {
+    // Each with its caller chain in the heaviest stack.
+    let mut chosen: Vec<(&String, &[String])> = Vec::new();
+    for d in &a.discoveries {
+        // The top kernel loop's frame first: it is the answer.
+        if k > 0
+            && let Some(g) = d.entries.loops.first().and_then(|l| l.top())
+        {
+            chosen.push((&g.function, g.callers.as_slice()));
+        }
+        chosen.extend(
+            d.ranked
+                .iter()
+                .take(k)
+                .map(|g| (&g.function, g.callers.as_slice())),
+        );
+        if k > 0
+            && let Some(c) = &d.cause
+        {
+            chosen.push((&c.function, c.callers.as_slice()));
+        }
+    }
+    let mut candidates: Vec<String> = Vec::new();
+    for (f, _) in &chosen {
+        if crate::plan::valid_function_name(f) && !candidates.contains(f) {
+            candidates.push((*f).clone());
+        }
+    }
+    let mut callers: Vec<String> = Vec::new();
+    for c in chosen.iter().filter_map(|(_, callers)| callers.last()) {
+        if crate::plan::valid_function_name(c) && !candidates.contains(c) && !callers.contains(c) {
+            callers.push(c.clone());
+        }
+    }
+    (candidates, callers)
+}
+
 /// The second pass of a discover sweep: the top-ranked functions timed exactly, as targets,
 /// over the same N. Skipped, with the reason printed, when nothing grew or the kernel allows
 /// no function probe on any of them (then the finding rests on samples, as the report says).
@@ -28,45 +70,9 @@ pub(super) async fn confirm_pass(
         notes: Vec::new(),
     };
     let a = crate::analysis::analyze(&ds, &crate::analysis::AnalysisOptions::default());
-    // The top kernel loop's frame, the top K and the root cause (the frame whose own time
-    // grows), each with its caller chain in the heaviest stack.
-    let mut chosen: Vec<(&String, &[String])> = Vec::new();
-    for d in &a.discoveries {
-        // The top kernel loop's frame first: it is the answer.
-        if opts.confirm > 0
-            && let Some(g) = d.entries.loops.first().and_then(|l| l.top())
-        {
-            chosen.push((&g.function, g.callers.as_slice()));
-        }
-        chosen.extend(
-            d.ranked
-                .iter()
-                .take(opts.confirm)
-                .map(|g| (&g.function, g.callers.as_slice())),
-        );
-        if opts.confirm > 0
-            && let Some(c) = &d.cause
-        {
-            chosen.push((&c.function, c.callers.as_slice()));
-        }
-    }
-    let mut candidates: Vec<String> = Vec::new();
-    for (f, _) in &chosen {
-        if crate::plan::valid_function_name(f) && !candidates.contains(f) {
-            candidates.push((*f).clone());
-        }
-    }
+    let (candidates, mut callers) = to_confirm(&a, opts.confirm);
     if candidates.is_empty() {
         return Ok(None);
-    }
-    // Each one's immediate caller is traced too (it is out of line: it has a frame): the
-    // kernel then counts how many times per call of the caller the function runs, the trips
-    // of the loop that calls it, exact where the times bend.
-    let mut callers: Vec<String> = Vec::new();
-    for c in chosen.iter().filter_map(|(_, callers)| callers.last()) {
-        if crate::plan::valid_function_name(c) && !candidates.contains(c) && !callers.contains(c) {
-            callers.push(c.clone());
-        }
     }
     let engine = EngineOptions {
         discover: false,
