@@ -158,19 +158,9 @@ pub(super) fn from_root_causes<'a>(
     (!loops.is_empty()).then_some(Count { job, loops })
 }
 
-/// Runs the pass: one session with the counted targets and the functions counted inside them
-/// (no stacks, no samples: only counts are wanted), each job once per N, into
-/// `<job>-loops`. Prints why and runs nothing for a job none of whose functions attaches
-/// here (no function probes, or the function is outside ftrace on this kernel). With the
-/// runs, the signal that stopped the pass, if one did.
-pub(super) async fn loop_pass(
-    opts: &SweepOptions,
-    counts: &[Count<'_>],
-    tmp_root: &Path,
-) -> Result<(Vec<SweepRun>, Option<&'static str>), TracerError> {
-    if counts.is_empty() {
-        return Ok((Vec::new(), None));
-    }
+/// The pass's targets, numbered: every counted target, then every function counted inside
+/// one, each once, up to the kernel's limit of targets.
+fn pass_targets(counts: &[Count<'_>]) -> Vec<(u32, &'static Target)> {
     let mut pass: Vec<(u32, &'static Target)> = Vec::new();
     let add = |t: &'static Target, pass: &mut Vec<(u32, &'static Target)>| {
         if pass.len() < tracer_ebpf::MAX_TARGETS && !pass.iter().any(|(_, p)| p.name == t.name) {
@@ -185,6 +175,23 @@ pub(super) async fn loop_pass(
             add(crate::plan::arbitrary_target(f), &mut pass);
         }
     }
+    pass
+}
+
+/// Runs the pass: one session with the counted targets and the functions counted inside them
+/// (no stacks, no samples: only counts are wanted), each job once per N, into
+/// `<job>-loops`. Prints why and runs nothing for a job none of whose functions attaches
+/// here (no function probes, or the function is outside ftrace on this kernel). With the
+/// runs, the signal that stopped the pass, if one did.
+pub(super) async fn loop_pass(
+    opts: &SweepOptions,
+    counts: &[Count<'_>],
+    tmp_root: &Path,
+) -> Result<(Vec<SweepRun>, Option<&'static str>), TracerError> {
+    if counts.is_empty() {
+        return Ok((Vec::new(), None));
+    }
+    let pass = pass_targets(counts);
     let engine = EngineOptions {
         sample_freq_hz: 0,
         caller_stacks: false,
