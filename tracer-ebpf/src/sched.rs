@@ -19,7 +19,7 @@ use crate::{
     interruptions,
     maps::{CONFIG, COUNTERS, CURRENT_PHASE, FOLLOW, NS_SEEDS, OFF_START, PENDING_OPEN, THREADS},
     phases::{bump_phase_gen, lookup_phase},
-    spans::top_target,
+    spans::{ThreadState, top_target},
     stacks::stack_id,
     util::{bump, config, now},
 };
@@ -92,18 +92,7 @@ fn on_switch<C: EbpfContext>(
             entries::switch_out(prev);
         }
         if let Some(st) = THREADS.get_ptr_mut(&prev) {
-            let st = unsafe { &mut *st };
-            if st.active > 0 && st.off_since_ns == 0 {
-                st.oncpu_ns += ts.saturating_sub(st.last_in_ns);
-                st.off_since_ns = ts;
-                if cfg.flags & FLAG_OFFCPU_STACKS != 0 {
-                    let (case, n, _) = st.phase.get((pid_tgid >> 32) as u32);
-                    st.off_case = case;
-                    st.off_n = n;
-                    st.off_target = top_target(st);
-                    st.off_kstack = stack_id(ctx, 0, counter::STACKS_LOST_OFFCPU);
-                }
-            }
+            thread_switched_out(ctx, cfg, unsafe { &mut *st }, ts, pid_tgid);
         }
     }
     if cfg.flags & FLAG_DISCOVER != 0 && prev != 0 && filter_pass(cfg) {
@@ -155,25 +144,54 @@ fn on_switch<C: EbpfContext>(
     // Whether `next` has open calls decides whether its calls here take the fast path.
     fastpath::switch_in(cfg, Some(next), st.map(|s| unsafe { &*s }));
     if let Some(st) = st {
-        let st = unsafe { &mut *st };
-        if st.active > 0 && st.off_since_ns != 0 {
-            let blocked = ts.saturating_sub(st.off_since_ns);
-            st.last_in_ns = ts;
-            st.off_since_ns = 0;
-            if cfg.flags & FLAG_OFFCPU_STACKS != 0 && st.off_kstack >= 0 {
-                let key = StackKey {
-                    agg: AggKey {
-                        target: st.off_target,
-                        case: st.off_case,
-                        n: st.off_n,
-                    },
-                    kind: STACK_OFFCPU,
-                    kstack: st.off_kstack,
-                    ustack: -1,
-                    tgid: 0,
-                };
-                add_stack(&key, blocked);
-            }
+        thread_switched_in(cfg, unsafe { &mut *st }, ts);
+    }
+}
+
+/// A thread with open calls leaves the CPU at `ts`: its on-CPU time so far is counted, and
+/// with off-CPU stacks on, where it blocked (its stack, phase and innermost open target).
+#[inline(always)]
+fn thread_switched_out<C: EbpfContext>(
+    ctx: &C,
+    cfg: &Config,
+    st: &mut ThreadState,
+    ts: u64,
+    pid_tgid: u64,
+) {
+    if st.active > 0 && st.off_since_ns == 0 {
+        st.oncpu_ns += ts.saturating_sub(st.last_in_ns);
+        st.off_since_ns = ts;
+        if cfg.flags & FLAG_OFFCPU_STACKS != 0 {
+            let (case, n, _) = st.phase.get((pid_tgid >> 32) as u32);
+            st.off_case = case;
+            st.off_n = n;
+            st.off_target = top_target(st);
+            st.off_kstack = stack_id(ctx, 0, counter::STACKS_LOST_OFFCPU);
+        }
+    }
+}
+
+/// A thread with open calls comes back at `ts`: the time it was off the CPU goes to the
+/// stack where it blocked.
+#[inline(always)]
+fn thread_switched_in(cfg: &Config, st: &mut ThreadState, ts: u64) {
+    if st.active > 0 && st.off_since_ns != 0 {
+        let blocked = ts.saturating_sub(st.off_since_ns);
+        st.last_in_ns = ts;
+        st.off_since_ns = 0;
+        if cfg.flags & FLAG_OFFCPU_STACKS != 0 && st.off_kstack >= 0 {
+            let key = StackKey {
+                agg: AggKey {
+                    target: st.off_target,
+                    case: st.off_case,
+                    n: st.off_n,
+                },
+                kind: STACK_OFFCPU,
+                kstack: st.off_kstack,
+                ustack: -1,
+                tgid: 0,
+            };
+            add_stack(&key, blocked);
         }
     }
 }
