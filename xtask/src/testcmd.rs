@@ -193,21 +193,7 @@ pub fn run(opts: TestOptions) -> Result<()> {
     // that selects other targets resolves other features for the shared dependencies (a
     // package's dev-dependencies count only where its tests are built) and compiles the
     // tracer library and what it uses a second time.
-    let mut build: Vec<&str> = vec!["test", "--workspace"];
-    match (opts.quick, native) {
-        (true, _) => {
-            // The eBPF crate's binary is for BPF only: `--bins` would select it for the
-            // host (its `test = false` holds only when no target flag is given).
-            build.extend(["--exclude", "tracer-ebpf", "--lib", "--bins"]);
-            for t in QUICK_NATIVE {
-                build.extend(["--test", t]);
-            }
-            build.extend(["--test", QUICK_VM]);
-        }
-        (false, false) => build.extend(["--test", "vm_*"]),
-        (false, true) => {}
-    }
-    build.push("--no-run");
+    let build = build_args(opts.quick, native);
     let messages = match times.step("build the tests", || cargo_json(&build)) {
         Ok(m) => Some(m),
         Err(e) => {
@@ -231,17 +217,7 @@ pub fn run(opts: TestOptions) -> Result<()> {
         _ => None,
     };
     if let Some(h) = guest_build {
-        let (r, took) = h.join().unwrap_or_else(|_| {
-            (
-                Err(anyhow::anyhow!("the guest build panicked")),
-                Duration::ZERO,
-            )
-        });
-        times.0.push(("guest binaries".into(), took));
-        if let Err(e) = r {
-            eprintln!("\nxtask test: FAILED: guest binaries: {e:#}");
-            failed.push(format!("guest binaries: {e:#}"));
-        }
+        join_step(h, "guest binaries", &mut times, &mut failed);
     }
     if !failed.is_empty() {
         bail!("{}", failed.join("\n"));
@@ -277,27 +253,7 @@ pub fn run(opts: TestOptions) -> Result<()> {
     if native {
         let r = times.step(
             "workspace tests: unit and native (VM tests show as ignored)",
-            || {
-                if opts.quick {
-                    let mut args = vec![
-                        "test",
-                        "--workspace",
-                        "--exclude",
-                        "tracer-ebpf",
-                        "--lib",
-                        "--bins",
-                    ];
-                    for t in QUICK_NATIVE {
-                        args.extend(["--test", t]);
-                    }
-                    args.push("--no-fail-fast");
-                    cargo(&args)
-                } else {
-                    // Every binary runs even after one fails: one run of the suite shows
-                    // every failure.
-                    cargo(&["test", "--workspace", "--no-fail-fast"])
-                }
-            },
+            || native_tests(opts.quick),
         );
         if let Err(e) = r {
             failed.push(format!("{e:#}"));
@@ -305,18 +261,79 @@ pub fn run(opts: TestOptions) -> Result<()> {
     }
     drop(reserved);
     if let Some(h) = vm_part {
-        let (r, took) = h.join().unwrap_or_else(|_| {
-            (
-                Err(anyhow::anyhow!("the VM test driver panicked")),
-                Duration::ZERO,
-            )
-        });
-        times.0.push(("VM tests".into(), took));
-        if let Err(e) = r {
-            eprintln!("\nxtask test: FAILED: VM tests: {e:#}");
-            failed.push(format!("VM tests: {e:#}"));
-        }
+        join_step(h, "VM tests", &mut times, &mut failed);
     }
+    print_summary(&failed, total, &times);
+    if !failed.is_empty() {
+        bail!("{}", failed.join("\n"));
+    }
+    Ok(())
+}
+
+/// The arguments of the one `cargo test --no-run` that builds every test binary the run
+/// needs, native and VM: a second `cargo test` that selects other targets resolves other
+/// features for the shared dependencies (a package's dev-dependencies count only where its
+/// tests are built) and compiles the tracer library and what it uses a second time.
+fn build_args(quick: bool, native: bool) -> Vec<&'static str> {
+    let mut build: Vec<&str> = vec!["test", "--workspace"];
+    match (quick, native) {
+        (true, _) => {
+            // The eBPF crate's binary is for BPF only: `--bins` would select it for the
+            // host (its `test = false` holds only when no target flag is given).
+            build.extend(["--exclude", "tracer-ebpf", "--lib", "--bins"]);
+            for t in QUICK_NATIVE {
+                build.extend(["--test", t]);
+            }
+            build.extend(["--test", QUICK_VM]);
+        }
+        (false, false) => build.extend(["--test", "vm_*"]),
+        (false, true) => {}
+    }
+    build.push("--no-run");
+    build
+}
+
+/// The workspace's unit and native tests (`--quick`: the quick set).
+fn native_tests(quick: bool) -> Result<()> {
+    if quick {
+        let mut args = vec![
+            "test",
+            "--workspace",
+            "--exclude",
+            "tracer-ebpf",
+            "--lib",
+            "--bins",
+        ];
+        for t in QUICK_NATIVE {
+            args.extend(["--test", t]);
+        }
+        args.push("--no-fail-fast");
+        cargo(&args)
+    } else {
+        // Every binary runs even after one fails: one run of the suite shows every failure.
+        cargo(&["test", "--workspace", "--no-fail-fast"])
+    }
+}
+
+/// Waits for a step run on a thread of its own, its time and failure recorded as `name`'s.
+fn join_step<T>(
+    h: std::thread::JoinHandle<(Result<T>, Duration)>,
+    name: &str,
+    times: &mut Times,
+    failed: &mut Vec<String>,
+) {
+    let (r, took) = h
+        .join()
+        .unwrap_or_else(|_| (Err(anyhow::anyhow!("its thread panicked")), Duration::ZERO));
+    times.0.push((name.into(), took));
+    if let Err(e) = r {
+        eprintln!("\nxtask test: FAILED: {name}: {e:#}");
+        failed.push(format!("{name}: {e:#}"));
+    }
+}
+
+/// The run's outcome and each step's time.
+fn print_summary(failed: &[String], total: Instant, times: &Times) {
     eprintln!(
         "\nxtask test: {} in {:.0} s",
         if failed.is_empty() {
@@ -329,8 +346,4 @@ pub fn run(opts: TestOptions) -> Result<()> {
     for (name, d) in &times.0 {
         eprintln!("  {:>6.1} s  {name}", d.as_secs_f64());
     }
-    if !failed.is_empty() {
-        bail!("{}", failed.join("\n"));
-    }
-    Ok(())
 }
