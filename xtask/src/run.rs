@@ -350,116 +350,11 @@ pub fn run(opts: RunOptions) -> Result<()> {
         },
     };
 
-    let mut reports: Vec<(String, PathBuf)> = Vec::new();
-    let mut comparisons: Vec<(String, PathBuf)> = Vec::new();
-    if native {
-        let sweep = out.join("native");
-        let args: Vec<String> = sweep_args(opts.quick, false)
-            .into_iter()
-            .map(|a| {
-                if a == "SWEEP_DIR" {
-                    sweep.to_string_lossy().into_owned()
-                } else {
-                    a
-                }
-            })
-            .collect();
-        let mut all = args;
-        all.insert(1, "--force".into());
-        let budget = sweep_budget(opts.budget.saturating_sub(started.elapsed()), 1, 1, false);
-        all.insert(1, format!("{}s", budget.as_secs()));
-        all.insert(1, "--budget".into());
-        eprintln!("xtask run: sweeping natively into {}", sweep.display());
-        let st = Command::new(host_tracer()).args(&all).status()?;
-        if !st.success() {
-            bail!("tracer sweep failed ({st})");
-        }
-        reports.push(("native".into(), sweep.join("report")));
+    let (reports, comparisons) = if native {
+        (vec![sweep_native(&opts, &out, started)?], Vec::new())
     } else {
-        if let Some(j) = opts.jobs {
-            // SAFETY: set before any thread of ours starts; read by vm::slots.
-            unsafe { std::env::set_var(vm::slots::JOBS_ENV, j.to_string()) };
-        }
-        eprintln!(
-            "xtask run: sweeping every workload on Linux {} (qemu TCG), up to {} at once",
-            opts.kernels
-                .iter()
-                .map(|k| k.version())
-                .collect::<Vec<_>>()
-                .join(", "),
-            vm::slots::jobs(vm::VmConfig::DEFAULT_MEM_MB)
-        );
-        let at_once = vm::slots::jobs(vm::VmConfig::DEFAULT_MEM_MB);
-        let budget = sweep_budget(
-            opts.budget.saturating_sub(started.elapsed()),
-            opts.kernels.len(),
-            at_once,
-            true,
-        );
-        eprintln!(
-            "xtask run: {:.0} s for each kernel's sweep ({} at once; tracer sweep --budget cuts \
-             what does not fit and says so)",
-            budget.as_secs_f64(),
-            at_once
-        );
-        // One thread per kernel; the host's VM slots decide how many guests run at once.
-        let board = Progress::drawable().then(MultiProgress::new);
-        let swept: Vec<(Kernel, Result<PathBuf>)> = std::thread::scope(|scope| {
-            let handles: Vec<_> = opts
-                .kernels
-                .iter()
-                .map(|&k| {
-                    let (guest, out, board) = (&guest, &out, board.as_ref());
-                    let quick = opts.quick;
-                    (
-                        k,
-                        scope.spawn(move || sweep_in_vm(k, quick, budget, guest, out, board)),
-                    )
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|(k, h)| {
-                    let r = h.join().unwrap_or_else(|_| {
-                        Err(anyhow::anyhow!("the {} sweep panicked", k.version()))
-                    });
-                    (k, r)
-                })
-                .collect()
-        });
-        let mut failed = Vec::new();
-        for (k, r) in swept {
-            match r {
-                Ok(sweep) => {
-                    let label = format!("Linux {}", k.version());
-                    println!(
-                        "\n== {label}: {}\n{}",
-                        sweep.join("report/index.html").display(),
-                        summary_table(&sweep.join("report"))
-                    );
-                    reports.push((label, sweep.join("report")));
-                }
-                Err(e) => failed.push(format!("{}: {e:#}", k.version())),
-            }
-        }
-        if !failed.is_empty() {
-            bail!("{}", failed.join("\n"));
-        }
-        // Each kernel against the next: the history of each thread's fix, one step at a time.
-        for (a, b) in history_steps(&opts.kernels) {
-            let cmp = out.join(format!("compare-{}-{}", a.version(), b.version()));
-            let sweep_of = |k: Kernel| out.join(k.version()).join("sweep");
-            tracer_cmd(&[
-                "compare",
-                sweep_of(a).to_str().unwrap(),
-                sweep_of(b).to_str().unwrap(),
-                "-o",
-                cmp.to_str().unwrap(),
-            ])?;
-            comparisons.push((format!("Linux {} -> {}", a.version(), b.version()), cmp));
-        }
-    }
-
+        sweep_in_vms(&opts, &out, started, &guest)?
+    };
     println!();
     for (label, dir) in reports.iter().chain(&comparisons) {
         println!("== {label}: {}", dir.join("index.html").display());
@@ -481,6 +376,130 @@ pub fn run(opts: RunOptions) -> Result<()> {
         out.display()
     );
     Ok(())
+}
+
+/// Sweeps every workload on this machine's kernel, into `out/native`: its report.
+fn sweep_native(opts: &RunOptions, out: &Path, started: Instant) -> Result<(String, PathBuf)> {
+    let sweep = out.join("native");
+    let args: Vec<String> = sweep_args(opts.quick, false)
+        .into_iter()
+        .map(|a| {
+            if a == "SWEEP_DIR" {
+                sweep.to_string_lossy().into_owned()
+            } else {
+                a
+            }
+        })
+        .collect();
+    let mut all = args;
+    all.insert(1, "--force".into());
+    let budget = sweep_budget(opts.budget.saturating_sub(started.elapsed()), 1, 1, false);
+    all.insert(1, format!("{}s", budget.as_secs()));
+    all.insert(1, "--budget".into());
+    eprintln!("xtask run: sweeping natively into {}", sweep.display());
+    let st = Command::new(host_tracer()).args(&all).status()?;
+    if !st.success() {
+        bail!("tracer sweep failed ({st})");
+    }
+    Ok(("native".into(), sweep.join("report")))
+}
+
+/// Reports or comparisons, each with its label.
+type Labelled = Vec<(String, PathBuf)>;
+
+/// Sweeps every workload in a VM per kernel, as many at once as the host's slots allow,
+/// then compares each kernel with the next: the reports and the comparisons.
+fn sweep_in_vms(
+    opts: &RunOptions,
+    out: &Path,
+    started: Instant,
+    guest: &guest::GuestBinaries,
+) -> Result<(Labelled, Labelled)> {
+    if let Some(j) = opts.jobs {
+        // SAFETY: set before any thread of ours starts; read by vm::slots.
+        unsafe { std::env::set_var(vm::slots::JOBS_ENV, j.to_string()) };
+    }
+    eprintln!(
+        "xtask run: sweeping every workload on Linux {} (qemu TCG), up to {} at once",
+        opts.kernels
+            .iter()
+            .map(|k| k.version())
+            .collect::<Vec<_>>()
+            .join(", "),
+        vm::slots::jobs(vm::VmConfig::DEFAULT_MEM_MB)
+    );
+    let at_once = vm::slots::jobs(vm::VmConfig::DEFAULT_MEM_MB);
+    let budget = sweep_budget(
+        opts.budget.saturating_sub(started.elapsed()),
+        opts.kernels.len(),
+        at_once,
+        true,
+    );
+    eprintln!(
+        "xtask run: {:.0} s for each kernel's sweep ({} at once; tracer sweep --budget cuts \
+         what does not fit and says so)",
+        budget.as_secs_f64(),
+        at_once
+    );
+    // One thread per kernel; the host's VM slots decide how many guests run at once.
+    let board = Progress::drawable().then(MultiProgress::new);
+    let swept: Vec<(Kernel, Result<PathBuf>)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = opts
+            .kernels
+            .iter()
+            .map(|&k| {
+                let (guest, out, board) = (&guest, &out, board.as_ref());
+                let quick = opts.quick;
+                (
+                    k,
+                    scope.spawn(move || sweep_in_vm(k, quick, budget, guest, out, board)),
+                )
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|(k, h)| {
+                let r = h
+                    .join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("the {} sweep panicked", k.version())));
+                (k, r)
+            })
+            .collect()
+    });
+    let mut reports = Vec::new();
+    let mut comparisons = Vec::new();
+    let mut failed = Vec::new();
+    for (k, r) in swept {
+        match r {
+            Ok(sweep) => {
+                let label = format!("Linux {}", k.version());
+                println!(
+                    "\n== {label}: {}\n{}",
+                    sweep.join("report/index.html").display(),
+                    summary_table(&sweep.join("report"))
+                );
+                reports.push((label, sweep.join("report")));
+            }
+            Err(e) => failed.push(format!("{}: {e:#}", k.version())),
+        }
+    }
+    if !failed.is_empty() {
+        bail!("{}", failed.join("\n"));
+    }
+    // Each kernel against the next: the history of each thread's fix, one step at a time.
+    for (a, b) in history_steps(&opts.kernels) {
+        let cmp = out.join(format!("compare-{}-{}", a.version(), b.version()));
+        let sweep_of = |k: Kernel| out.join(k.version()).join("sweep");
+        tracer_cmd(&[
+            "compare",
+            sweep_of(a).to_str().unwrap(),
+            sweep_of(b).to_str().unwrap(),
+            "-o",
+            cmp.to_str().unwrap(),
+        ])?;
+        comparisons.push((format!("Linux {} -> {}", a.version(), b.version()), cmp));
+    }
+    Ok((reports, comparisons))
 }
 
 #[cfg(test)]
