@@ -70,7 +70,6 @@ pub mod slots;
 mod watch;
 
 use std::fs;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -339,47 +338,10 @@ pub fn run(cfg: &VmConfig) -> Result<VmReport, VmError> {
     fs::create_dir_all(&out_dir).map_err(|e| VmError::Io(out_dir.clone(), e))?;
 
     let nonce = rundir::nonce();
-    let initrd = run_dir.join("initramfs.cpio");
-    let initramfs_bytes = initramfs::write(
-        &guest,
-        &RunFiles {
-            argv: cfg.command.clone(),
-            env: cfg.env.clone(),
-            nonce: nonce.clone(),
-            includes: cfg.includes.clone(),
-            transport: cfg.transport.as_str().to_string(),
-        },
-        Path::new(initramfs::BUSYBOX),
-        &initrd,
-    )?;
-    // Serial: qemu writes the stream here. Disk: the NVMe backing file, sparse, large
-    // enough for anything the guest's RAM-backed /out can hold.
-    let stream_path = run_dir.join(match cfg.transport {
-        Transport::Serial => "out.stream",
-        Transport::Disk => "out.disk",
-    });
-    if cfg.transport == Transport::Disk {
-        let f = fs::File::create(&stream_path).map_err(|e| VmError::Io(stream_path.clone(), e))?;
-        f.set_len((u64::from(cfg.mem_mb) + 64) << 20)
-            .map_err(|e| VmError::Io(stream_path.clone(), e))?;
-    }
+    let (initrd, stream_path, initramfs_bytes) = write_run_files(cfg, &guest, &run_dir, &nonce)?;
 
     let args = qemu_args(cfg, &kernel.vmlinuz, &initrd, &stream_path, accel);
-    // One computing guest per host core at most (see `slots`); the wait is not part of the
-    // timeout. An idle guest needs no core of its own.
-    let slot = match cfg.idle {
-        true => None,
-        false => Some(
-            slots::acquire(cfg.mem_mb, || {
-                eprintln!(
-                    "vm: every VM slot is taken ({} guests at once; {} sets it): waiting for one",
-                    slots::jobs(cfg.mem_mb),
-                    slots::JOBS_ENV
-                )
-            })
-            .map_err(|e| VmError::Io(slots::slots_dir(), e))?,
-        ),
-    };
+    let slot = vm_slot(cfg)?;
     let started = Instant::now();
     let mut guard = qemu::spawn(&args)?;
     let qemu_pid = guard.child().id();
@@ -398,11 +360,8 @@ pub fn run(cfg: &VmConfig) -> Result<VmReport, VmError> {
     let console_thread = std::thread::spawn(move || {
         watch::pump_console(stdout, &nonce2, echo, on_line, &console_log, tx)
     });
-    let stderr_thread = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = { stderr }.read_to_string(&mut s);
-        s
-    });
+    let stderr_thread =
+        std::thread::spawn(move || std::io::read_to_string(stderr).unwrap_or_default());
 
     let mut seen = watch::Seen::default();
     let heartbeat = qemu::heartbeat_file(&stream_path);
@@ -437,9 +396,9 @@ pub fn run(cfg: &VmConfig) -> Result<VmReport, VmError> {
     let out_send =
         protocol::parse_send_stats(&console).map(|(bytes, us)| (bytes, Duration::from_micros(us)));
     if !cfg.keep_run_files {
-        let _ = fs::remove_file(&initrd);
-        let _ = fs::remove_file(&stream_path);
-        let _ = fs::remove_file(&heartbeat);
+        for f in [&initrd, &stream_path, &heartbeat] {
+            let _ = fs::remove_file(f);
+        }
     }
     Ok(VmReport {
         status: collected.status,
@@ -462,6 +421,62 @@ pub fn run(cfg: &VmConfig) -> Result<VmReport, VmError> {
         qemu_stderr,
         flush: collected.flush,
     })
+}
+
+/// The guest's initramfs (its binaries, the command, the nonce) and the file the output
+/// stream arrives in (serial: written by qemu; disk: the NVMe backing file, sparse, large
+/// enough for anything the guest's RAM-backed /out can hold), under `run_dir`; with the
+/// initramfs's size.
+fn write_run_files(
+    cfg: &VmConfig,
+    guest: &guest::GuestBinaries,
+    run_dir: &Path,
+    nonce: &str,
+) -> Result<(PathBuf, PathBuf, u64), VmError> {
+    let initrd = run_dir.join("initramfs.cpio");
+    let initramfs_bytes = initramfs::write(
+        guest,
+        &RunFiles {
+            argv: cfg.command.clone(),
+            env: cfg.env.clone(),
+            nonce: nonce.to_string(),
+            includes: cfg.includes.clone(),
+            transport: cfg.transport.as_str().to_string(),
+        },
+        Path::new(initramfs::BUSYBOX),
+        &initrd,
+    )?;
+    // Serial: qemu writes the stream here. Disk: the NVMe backing file, sparse, large
+    // enough for anything the guest's RAM-backed /out can hold.
+    let stream_path = run_dir.join(match cfg.transport {
+        Transport::Serial => "out.stream",
+        Transport::Disk => "out.disk",
+    });
+    if cfg.transport == Transport::Disk {
+        let f = fs::File::create(&stream_path).map_err(|e| VmError::Io(stream_path.clone(), e))?;
+        f.set_len((u64::from(cfg.mem_mb) + 64) << 20)
+            .map_err(|e| VmError::Io(stream_path.clone(), e))?;
+    }
+    Ok((initrd, stream_path, initramfs_bytes))
+}
+
+/// A VM slot: one computing guest per host core at most (see `slots`); the wait is not part
+/// of the timeout. An idle guest needs no core of its own.
+fn vm_slot(cfg: &VmConfig) -> Result<Option<slots::Slot>, VmError> {
+    let slot = match cfg.idle {
+        true => None,
+        false => Some(
+            slots::acquire(cfg.mem_mb, || {
+                eprintln!(
+                    "vm: every VM slot is taken ({} guests at once; {} sets it): waiting for one",
+                    slots::jobs(cfg.mem_mb),
+                    slots::JOBS_ENV
+                )
+            })
+            .map_err(|e| VmError::Io(slots::slots_dir(), e))?,
+        ),
+    };
+    Ok(slot)
 }
 
 #[cfg(test)]
