@@ -159,17 +159,21 @@ pub(super) fn wait(
     limits: &Limits,
     mut stop: Option<StopLine>,
 ) -> Ending {
-    let deadline = started + limits.timeout;
-    let mut timed_out = false;
-    let mut stalled = None;
-    let mut locked_up = None;
-    let mut was_interrupted = false;
-    let mut beat = Heartbeat::default();
-    let mut beat_checked = started;
-    // Once the stop request went out: when, and how many interrupts had come by then.
-    let mut flushing: Option<(Instant, usize)> = None;
-    let mut flush_lost: Option<String> = None;
-    let qemu_status = loop {
+    let mut w = Watch {
+        started,
+        ending: Ending {
+            qemu_status: None,
+            timed_out: false,
+            stalled: None,
+            locked_up: None,
+            interrupted: false,
+            flush_lost: None,
+        },
+        beat: Heartbeat::default(),
+        beat_checked: started,
+        flushing: None,
+    };
+    w.ending.qemu_status = loop {
         match rx.recv_timeout(Duration::from_millis(50)) {
             Ok(ev) => {
                 seen.apply(ev, started);
@@ -186,103 +190,135 @@ pub(super) fn wait(
             break Some(st);
         }
         let now = Instant::now();
-        if let Some((since, interrupts_then)) = flushing {
-            if interrupts() > interrupts_then {
-                flush_lost = Some("interrupted again, so qemu was killed at once".into());
-                break guard.kill_and_reap();
-            }
-            if seen.exit_at.is_none() && now - since > limits.flush_timeout {
-                flush_lost = Some(format!(
-                    "the guest had not sent them {} s after the stop request",
-                    limits.flush_timeout.as_secs()
-                ));
-                break guard.kill_and_reap();
-            }
-        } else if interrupted() || (now >= deadline && seen.exit_at.is_none()) {
-            // (Past the exit marker the guest only powers off: the timeout waits for that.)
-            let cause = if interrupted() {
-                was_interrupted = true;
-                "interrupted".to_string()
-            } else {
-                timed_out = true;
-                format!(
-                    "the run reached its timeout ({} s)",
-                    limits.timeout.as_secs()
-                )
-            };
-            if seen.exit_at.is_some() {
-                // The files were sent already.
-                break guard.kill_and_reap();
-            }
-            match request_stop(&mut stop, seen) {
-                Ok(()) => {
-                    eprintln!(
-                        "xtask vm: {cause}: asking the guest to stop the command and send its \
-                         /out files (up to {} s; interrupt again to kill the VM at once)",
-                        limits.flush_timeout.as_secs()
-                    );
-                    flushing = Some((now, interrupts()));
-                }
-                Err(why) => {
-                    flush_lost = Some(why);
-                    break guard.kill_and_reap();
-                }
-            }
-        }
-        // Once a second; after the exit marker the guest is only powering off.
-        if let Some((file, silence)) = limits.heartbeat
-            && seen.exit_at.is_none()
-            && now - beat_checked >= Duration::from_secs(1)
-        {
-            beat_checked = now;
-            beat.observe(fs::metadata(file).map_or(0, |m| m.len()), now);
-            if let Some(s) = beat.silent_for(now).filter(|s| *s > silence) {
-                if flushing.is_some() {
-                    flush_lost = Some(format!(
-                        "the guest stopped running while stopping the command (no heartbeat for {} s)",
-                        s.as_secs()
-                    ));
-                } else {
-                    stalled = Some((now - started, s));
-                }
-                break guard.kill_and_reap();
-            }
-        }
-        // A CPU stuck in the kernel this long does not come back (TCG guests have stayed
-        // stuck for the whole timeout, other CPUs still beating): end the run now.
-        if let Some((line, secs)) = &seen.lockup
-            && *secs >= LOCKUP_GIVE_UP_SECS
-        {
-            if flushing.is_some() {
-                flush_lost = Some(format!("a guest CPU locked up: {line}"));
-            } else {
-                locked_up = Some((now - started, line.clone()));
-            }
-            break guard.kill_and_reap();
-        }
-        // panic=-1 reboots at once and -no-reboot turns that into an exit; this only
-        // covers a kernel that hangs after the panic message.
-        if seen
-            .panic_at
-            .is_some_and(|t| now - t > Duration::from_secs(10))
-        {
-            break guard.kill_and_reap();
-        }
-        // The marker comes after the files were sent; power-off should follow at once.
-        if seen
-            .exit_at
-            .is_some_and(|t| now - t > Duration::from_secs(15))
+        if w.stopping_ends(now, seen, limits, &mut stop)
+            || w.heartbeat_lost(now, seen, limits)
+            || w.locked_up(now, seen)
+            // panic=-1 reboots at once and -no-reboot turns that into an exit; this only
+            // covers a kernel that hangs after the panic message.
+            || seen.panic_at.is_some_and(|t| now - t > Duration::from_secs(10))
+            // The marker comes after the files were sent; power-off should follow at once.
+            || seen.exit_at.is_some_and(|t| now - t > Duration::from_secs(15))
         {
             break guard.kill_and_reap();
         }
     };
-    Ending {
-        qemu_status,
-        timed_out,
-        stalled,
-        locked_up,
-        interrupted: was_interrupted,
-        flush_lost,
+    w.ending
+}
+
+/// What watching a guest has come to so far.
+struct Watch {
+    started: Instant,
+    /// How it ended, filled in as the reasons arise.
+    ending: Ending,
+    beat: Heartbeat,
+    beat_checked: Instant,
+    /// Once the stop request went out: when, and how many interrupts had come by then.
+    flushing: Option<(Instant, usize)>,
+}
+
+impl Watch {
+    /// Past the timeout, or interrupted: asks the guest to stop its command and send its
+    /// files; while it does, gives up on a second interrupt or past the flush timeout.
+    /// Whether qemu must be killed now.
+    fn stopping_ends(
+        &mut self,
+        now: Instant,
+        seen: &Seen,
+        limits: &Limits,
+        stop: &mut Option<StopLine>,
+    ) -> bool {
+        if let Some((since, interrupts_then)) = self.flushing {
+            if interrupts() > interrupts_then {
+                self.ending.flush_lost =
+                    Some("interrupted again, so qemu was killed at once".into());
+                return true;
+            }
+            if seen.exit_at.is_none() && now - since > limits.flush_timeout {
+                self.ending.flush_lost = Some(format!(
+                    "the guest had not sent them {} s after the stop request",
+                    limits.flush_timeout.as_secs()
+                ));
+                return true;
+            }
+            return false;
+        }
+        // (Past the exit marker the guest only powers off: the timeout waits for that.)
+        let deadline = self.started + limits.timeout;
+        if !(interrupted() || (now >= deadline && seen.exit_at.is_none())) {
+            return false;
+        }
+        let cause = if interrupted() {
+            self.ending.interrupted = true;
+            "interrupted".to_string()
+        } else {
+            self.ending.timed_out = true;
+            format!(
+                "the run reached its timeout ({} s)",
+                limits.timeout.as_secs()
+            )
+        };
+        if seen.exit_at.is_some() {
+            // The files were sent already.
+            return true;
+        }
+        match request_stop(stop, seen) {
+            Ok(()) => {
+                eprintln!(
+                    "xtask vm: {cause}: asking the guest to stop the command and send its /out \
+                     files (up to {} s; interrupt again to kill the VM at once)",
+                    limits.flush_timeout.as_secs()
+                );
+                self.flushing = Some((now, interrupts()));
+                false
+            }
+            Err(why) => {
+                self.ending.flush_lost = Some(why);
+                true
+            }
+        }
+    }
+
+    /// Once a second, before the exit marker (after it the guest is only powering off):
+    /// whether the heartbeat file stayed silent too long (the guest stopped running).
+    fn heartbeat_lost(&mut self, now: Instant, seen: &Seen, limits: &Limits) -> bool {
+        let Some((file, silence)) = limits.heartbeat else {
+            return false;
+        };
+        if seen.exit_at.is_some() || now - self.beat_checked < Duration::from_secs(1) {
+            return false;
+        }
+        self.beat_checked = now;
+        self.beat
+            .observe(fs::metadata(file).map_or(0, |m| m.len()), now);
+        let Some(s) = self.beat.silent_for(now).filter(|s| *s > silence) else {
+            return false;
+        };
+        if self.flushing.is_some() {
+            self.ending.flush_lost = Some(format!(
+                "the guest stopped running while stopping the command (no heartbeat for {} s)",
+                s.as_secs()
+            ));
+        } else {
+            self.ending.stalled = Some((now - self.started, s));
+        }
+        true
+    }
+
+    /// A CPU stuck in the kernel this long does not come back (TCG guests have stayed
+    /// stuck for the whole timeout, other CPUs still beating): whether to end the run now.
+    fn locked_up(&mut self, now: Instant, seen: &Seen) -> bool {
+        let Some((line, secs)) = &seen.lockup else {
+            return false;
+        };
+        if *secs < LOCKUP_GIVE_UP_SECS {
+            return false;
+        }
+        if self.flushing.is_some() {
+            self.ending.flush_lost = Some(format!("a guest CPU locked up: {line}"));
+        } else {
+            self.ending.locked_up = Some((now - self.started, line.clone()));
+        }
+        true
     }
 }
 
