@@ -201,99 +201,8 @@ fn with_backports(
     };
     let root = backports_root(&suite, &work.join("apt"))?;
 
-    // The seeds: each removed package's siblings among `wanted`, at its version.
-    let mut chosen: Vec<Chosen> = Vec::new();
-    for r in removals {
-        let Some((version, source)) = family_version(&root, r, &mut chosen).map_err(apt_err)?
-        else {
-            return Err(BackportsError::NotInBackports {
-                package: r.package.clone(),
-                version: r.version.clone(),
-                suite,
-            });
-        };
-        let mut siblings = 0;
-        for w in wanted {
-            if chosen.iter().any(|c| c.package == *w) {
-                continue;
-            }
-            if let Some(rec) = root.show_exact(w, &version).map_err(apt_err)?
-                && source_package(&rec) == source
-            {
-                chosen.push(Chosen::new(w, &version, &rec));
-                siblings += 1;
-            }
-        }
-        if siblings == 0 {
-            return Err(BackportsError::NoSibling {
-                package: r.package.clone(),
-                source_package: source,
-                suite,
-            });
-        }
-    }
-
-    // Their dependencies that the system cannot satisfy but backports can, transitively.
-    // One the system satisfies with its installed or candidate version stays the system's;
-    // one neither satisfies is left to apt (it may be a virtual package), whose
-    // simulation below has the last word. In waves (the dependencies of all packages
-    // chosen in the last one at once), as each look-up in the system's index takes a
-    // second or so.
-    let mut wave = 0..chosen.len();
-    while !wave.is_empty() {
-        let clauses: Vec<Vec<Relation>> = chosen[wave.clone()]
-            .iter()
-            .flat_map(|c| c.dependencies.iter().cloned())
-            .filter(|clause| {
-                !clause
-                    .iter()
-                    .any(|rel| chosen.iter().any(|c| rel.matches(&c.package, &c.version)))
-            })
-            .collect();
-        let names: Vec<&str> = clauses
-            .iter()
-            .flat_map(|c| c.iter().map(|r| r.package.as_str()))
-            .collect();
-        let on_system = system.policies(&names);
-        let need: Vec<&Vec<Relation>> = clauses
-            .iter()
-            .filter(|clause| {
-                !clause.iter().any(|rel| {
-                    on_system.iter().any(|p| {
-                        p.package == rel.package
-                            && [&p.installed, &p.candidate]
-                                .into_iter()
-                                .flatten()
-                                .any(|v| rel.matches(&p.package, v))
-                    })
-                })
-            })
-            .collect();
-        let needed_names: Vec<&str> = need
-            .iter()
-            .flat_map(|c| c.iter().map(|r| r.package.as_str()))
-            .collect();
-        let in_backports = root.candidates(&needed_names).map_err(apt_err)?;
-        let before = chosen.len();
-        for clause in need {
-            let pick = clause.iter().find_map(|rel| {
-                let p = in_backports.iter().find(|p| p.package == rel.package)?;
-                let v = p.candidate.as_ref()?;
-                rel.matches(&p.package, v)
-                    .then(|| (rel.package.clone(), v.clone()))
-            });
-            if let Some((package, version)) = pick
-                && !chosen.iter().any(|c| c.package == package)
-            {
-                let rec = root
-                    .show_exact(&package, &version)
-                    .map_err(apt_err)?
-                    .unwrap_or_default();
-                chosen.push(Chosen::new(&package, &version, &rec));
-            }
-        }
-        wave = before..chosen.len();
-    }
+    let mut chosen = siblings(&root, wanted, removals, &suite)?;
+    add_dependencies(system, &root, &mut chosen).map_err(apt_err)?;
 
     let debs_dir = work.join("debs");
     let _ = std::fs::remove_dir_all(&debs_dir);
@@ -347,6 +256,118 @@ fn with_backports(
             packages,
         }),
     })
+}
+
+/// The seeds: each removed package's siblings among `wanted` (built from its source
+/// package), at the version backports has it.
+fn siblings(
+    root: &AptRoot,
+    wanted: &[&str],
+    removals: &[SimulatedRemoval],
+    suite: &str,
+) -> Result<Vec<Chosen>, BackportsError> {
+    let apt_err = |source| BackportsError::Apt {
+        suite: suite.to_string(),
+        source,
+    };
+    let mut chosen: Vec<Chosen> = Vec::new();
+    for r in removals {
+        let Some((version, source)) = family_version(root, r, &mut chosen).map_err(apt_err)?
+        else {
+            return Err(BackportsError::NotInBackports {
+                package: r.package.clone(),
+                version: r.version.clone(),
+                suite: suite.to_string(),
+            });
+        };
+        let mut siblings = 0;
+        for w in wanted {
+            if chosen.iter().any(|c| c.package == *w) {
+                continue;
+            }
+            if let Some(rec) = root.show_exact(w, &version).map_err(apt_err)?
+                && source_package(&rec) == source
+            {
+                chosen.push(Chosen::new(w, &version, &rec));
+                siblings += 1;
+            }
+        }
+        if siblings == 0 {
+            return Err(BackportsError::NoSibling {
+                package: r.package.clone(),
+                source_package: source,
+                suite: suite.to_string(),
+            });
+        }
+    }
+    Ok(chosen)
+}
+
+/// Adds to `chosen` their dependencies that the system cannot satisfy but backports can,
+/// transitively.
+fn add_dependencies(
+    system: &System,
+    root: &AptRoot,
+    chosen: &mut Vec<Chosen>,
+) -> Result<(), apt::AptError> {
+    // One the system satisfies with its installed or candidate version stays the system's;
+    // one neither satisfies is left to apt (it may be a virtual package), whose
+    // simulation below has the last word. In waves (the dependencies of all packages
+    // chosen in the last one at once), as each look-up in the system's index takes a
+    // second or so.
+    let mut wave = 0..chosen.len();
+    while !wave.is_empty() {
+        let clauses: Vec<Vec<Relation>> = chosen[wave.clone()]
+            .iter()
+            .flat_map(|c| c.dependencies.iter().cloned())
+            .filter(|clause| {
+                !clause
+                    .iter()
+                    .any(|rel| chosen.iter().any(|c| rel.matches(&c.package, &c.version)))
+            })
+            .collect();
+        let names: Vec<&str> = clauses
+            .iter()
+            .flat_map(|c| c.iter().map(|r| r.package.as_str()))
+            .collect();
+        let on_system = system.policies(&names);
+        let need: Vec<&Vec<Relation>> = clauses
+            .iter()
+            .filter(|clause| {
+                !clause.iter().any(|rel| {
+                    on_system.iter().any(|p| {
+                        p.package == rel.package
+                            && [&p.installed, &p.candidate]
+                                .into_iter()
+                                .flatten()
+                                .any(|v| rel.matches(&p.package, v))
+                    })
+                })
+            })
+            .collect();
+        let needed_names: Vec<&str> = need
+            .iter()
+            .flat_map(|c| c.iter().map(|r| r.package.as_str()))
+            .collect();
+        let in_backports = root.candidates(&needed_names)?;
+        let before = chosen.len();
+        for clause in need {
+            let pick = clause.iter().find_map(|rel| {
+                let p = in_backports.iter().find(|p| p.package == rel.package)?;
+                let v = p.candidate.as_ref()?;
+                rel.matches(&p.package, v)
+                    .then(|| (rel.package.clone(), v.clone()))
+            });
+            if let Some((package, version)) = pick
+                && !chosen.iter().any(|c| c.package == package)
+            {
+                let rec = root.show_exact(&package, &version)?.unwrap_or_default();
+                chosen.push(Chosen::new(&package, &version, &rec));
+            }
+        }
+        wave = before..chosen.len();
+    }
+    Ok(())
 }
 
 /// The version, and the source package, at which to take the siblings of `removed` (an
