@@ -272,8 +272,7 @@ fn siblings(
     };
     let mut chosen: Vec<Chosen> = Vec::new();
     for r in removals {
-        let Some((version, source)) = family_version(root, r, &mut chosen).map_err(apt_err)?
-        else {
+        let Some((version, source)) = family_version(root, r, &mut chosen).map_err(apt_err)? else {
             return Err(BackportsError::NotInBackports {
                 package: r.package.clone(),
                 version: r.version.clone(),

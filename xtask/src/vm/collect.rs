@@ -43,56 +43,11 @@ pub(super) fn collect(
         None
     };
     if let Some(status) = cut_short {
-        let flush = match seen.exit_status {
-            Some(console_status) => match decode() {
-                Ok(r) if r.status == console_status => {
-                    let (complete, killed) = match r.stopped {
-                        Some(s) => (s.complete, s.killed),
-                        // The command had ended by itself: everything is complete.
-                        None => (
-                            r.entries
-                                .iter()
-                                .filter(|e| e.components().count() == 1)
-                                .cloned()
-                                .collect(),
-                            false,
-                        ),
-                    };
-                    let incomplete = complete::incomplete_entries(&r.entries, &complete);
-                    out_files = r.entries;
-                    out_bytes = r.bytes;
-                    Flush::Sent {
-                        complete,
-                        incomplete,
-                        command_status: console_status,
-                        killed,
-                    }
-                }
-                Ok(r) => Flush::Lost(format!(
-                    "they were damaged in transit: the stream recorded status {}, the console {console_status}",
-                    r.status
-                )),
-                Err(e) => Flush::Lost(format!("they were damaged in transit: {e}")),
-            },
-            None => Flush::Lost(
-                ending
-                    .flush_lost
-                    .clone()
-                    .unwrap_or_else(|| match &seen.panic {
-                        Some(p) => format!("the kernel panicked while stopping the command: {p}"),
-                        None => format!(
-                            "qemu stopped before the guest sent them ({})",
-                            ending
-                                .qemu_status
-                                .map_or("unknown status".into(), |s| s.to_string())
-                        ),
-                    }),
-            ),
-        };
+        let (flush, files, bytes) = flushed(ending, seen, decode);
         return Collected {
             status,
-            out_files,
-            out_bytes,
+            out_files: files,
+            out_bytes: bytes,
             flush: Some(flush),
         };
     }
@@ -130,6 +85,68 @@ pub(super) fn collect(
         out_files,
         out_bytes,
         flush: None,
+    }
+}
+
+/// What a run cut short (timed out, or interrupted) sent back after the stop request: the
+/// entries complete at the stop, or why they were lost; with the files and bytes received.
+fn flushed(
+    ending: &Ending,
+    seen: &Seen,
+    decode: impl FnOnce() -> Result<outstream::Received, String>,
+) -> (Flush, Vec<PathBuf>, u64) {
+    let Some(console_status) = seen.exit_status else {
+        let why = ending
+            .flush_lost
+            .clone()
+            .unwrap_or_else(|| match &seen.panic {
+                Some(p) => format!("the kernel panicked while stopping the command: {p}"),
+                None => format!(
+                    "qemu stopped before the guest sent them ({})",
+                    ending
+                        .qemu_status
+                        .map_or("unknown status".into(), |s| s.to_string())
+                ),
+            });
+        return (Flush::Lost(why), Vec::new(), 0);
+    };
+    match decode() {
+        Ok(r) if r.status == console_status => {
+            let (complete, killed) = match r.stopped {
+                Some(s) => (s.complete, s.killed),
+                // The command had ended by itself: everything is complete.
+                None => (
+                    r.entries
+                        .iter()
+                        .filter(|e| e.components().count() == 1)
+                        .cloned()
+                        .collect(),
+                    false,
+                ),
+            };
+            let incomplete = complete::incomplete_entries(&r.entries, &complete);
+            let flush = Flush::Sent {
+                complete,
+                incomplete,
+                command_status: console_status,
+                killed,
+            };
+            (flush, r.entries, r.bytes)
+        }
+        Ok(r) => (
+            Flush::Lost(format!(
+                "they were damaged in transit: the stream recorded status {}, the console \
+                 {console_status}",
+                r.status
+            )),
+            Vec::new(),
+            0,
+        ),
+        Err(e) => (
+            Flush::Lost(format!("they were damaged in transit: {e}")),
+            Vec::new(),
+            0,
+        ),
     }
 }
 
