@@ -53,7 +53,6 @@ fn verdict(met: Option<bool>) -> &'static str {
 /// The whole file.
 pub fn markdown(r: &Results) -> String {
     let mut md = String::new();
-    let m = &r.meta;
     md.push_str("# Benchmarks: the tracer's own cost, side by side with bpftrace\n\n");
     let _ = writeln!(
         md,
@@ -62,6 +61,62 @@ pub fn markdown(r: &Results) -> String {
         if r.plan.quick { " --quick" } else { "" },
         if r.vm.is_some() { " --vm" } else { "" }
     );
+    meta_table(&mut md, r);
+    md.push_str(
+        "\nThe machine has 2 cores and other jobs (VM tests) may run at the same time: that is \
+         why every comparison runs its configurations interleaved in one run (ABCDE ABCDE ...), \
+         pairs each traced run with the untraced run of the same round, and reports medians \
+         with their spread.\n\n",
+    );
+
+    // Targets.
+    md.push_str("## Targets\n\n| target | measured | |\n| --- | --- | --- |\n");
+    for t in &r.targets {
+        let v = if t.info { "stated" } else { verdict(t.met) };
+        let _ = writeln!(md, "| {} | {} | {} |", t.target, t.measured, v);
+    }
+    md.push('\n');
+    missed::why_missed(&mut md, r);
+
+    // 1.
+    section_1_intro(&mut md);
+    for set in &r.overhead {
+        overhead::overhead_table(&mut md, set);
+    }
+    for set in &r.discover {
+        overhead::discover_section(&mut md, set);
+    }
+    if let Some(l) = &r.loss {
+        loss::loss_section(&mut md, l);
+    }
+    if let Some(s) = &r.startup {
+        resources::startup_section(&mut md, s);
+    }
+    if let Some(mem) = &r.memory {
+        resources::memory_section(&mut md, mem);
+    }
+    if let Some(a) = &r.analysis {
+        resources::analysis_section(&mut md, a);
+    }
+    if let Some(p) = &r.profile {
+        profile::profile_section(&mut md, p);
+    }
+    if let Some(v) = &r.vm {
+        overhead::vm_section(&mut md, v);
+    }
+    if !r.skipped.is_empty() {
+        md.push_str("## Not measured in this run\n\n");
+        for s in &r.skipped {
+            let _ = writeln!(md, "- {s}");
+        }
+        md.push('\n');
+    }
+    md
+}
+
+/// The run's facts: when, which commit, machine, kernel, toolchain, tools and rounds.
+fn meta_table(md: &mut String, r: &Results) {
+    let m = &r.meta;
     md.push_str("| | |\n| --- | --- |\n");
     let _ = writeln!(md, "| date | {} |", m.date_utc);
     let _ = writeln!(
@@ -98,23 +153,10 @@ pub fn markdown(r: &Results) -> String {
         r.plan.rounds,
         m.duration_s
     );
-    md.push_str(
-        "\nThe machine has 2 cores and other jobs (VM tests) may run at the same time: that is \
-         why every comparison runs its configurations interleaved in one run (ABCDE ABCDE ...), \
-         pairs each traced run with the untraced run of the same round, and reports medians \
-         with their spread.\n\n",
-    );
+}
 
-    // Targets.
-    md.push_str("## Targets\n\n| target | measured | |\n| --- | --- | --- |\n");
-    for t in &r.targets {
-        let v = if t.info { "stated" } else { verdict(t.met) };
-        let _ = writeln!(md, "| {} | {} | {} |", t.target, t.measured, v);
-    }
-    md.push('\n');
-    missed::why_missed(&mut md, r);
-
-    // 1.
+/// Section 1's heading and what its tables measure.
+fn section_1_intro(md: &mut String) {
     md.push_str("## 1. Added cost per traced call\n\n");
     md.push_str(
         "ns/op is the workload's own timing of its measured phase (`time_ns_per_op`). \
@@ -123,7 +165,8 @@ pub fn markdown(r: &Results) -> String {
          equals the workload's ops exactly; bpftrace's `count()` must lie between the ops and \
          the ops plus the calls outside the phase; the floor must count at least two hits per \
          call, its entry and its exit). A ratio is reported only when both added costs are \
-         clearly above the noise (each one's lower quartile over the rounds is positive and its interquartile range narrower than its median); \
+         clearly above the noise (each one's lower quartile over the rounds is positive and \
+         its interquartile range narrower than its median); \
          otherwise it reads \"not measurable\". Configurations:\n\n\
          - **untraced**: the workload alone;\n\
          - **tracer**: `tracer record --targets T --no-verify` (default options: caller stacks \
@@ -144,38 +187,6 @@ pub fn markdown(r: &Results) -> String {
          and the entry time kept per CPU until the exit: what timing a call costs at the \
          least, whatever the tool.\n\n",
     );
-    for set in &r.overhead {
-        overhead::overhead_table(&mut md, set);
-    }
-    for set in &r.discover {
-        overhead::discover_section(&mut md, set);
-    }
-    if let Some(l) = &r.loss {
-        loss::loss_section(&mut md, l);
-    }
-    if let Some(s) = &r.startup {
-        resources::startup_section(&mut md, s);
-    }
-    if let Some(mem) = &r.memory {
-        resources::memory_section(&mut md, mem);
-    }
-    if let Some(a) = &r.analysis {
-        resources::analysis_section(&mut md, a);
-    }
-    if let Some(p) = &r.profile {
-        profile::profile_section(&mut md, p);
-    }
-    if let Some(v) = &r.vm {
-        overhead::vm_section(&mut md, v);
-    }
-    if !r.skipped.is_empty() {
-        md.push_str("## Not measured in this run\n\n");
-        for s in &r.skipped {
-            let _ = writeln!(md, "- {s}");
-        }
-        md.push('\n');
-    }
-    md
 }
 
 #[cfg(test)]
