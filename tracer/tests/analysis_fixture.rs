@@ -6,7 +6,8 @@
 //! verdicts against the noise of real data. The `vm-*` fixtures are real sweeps of Debian
 //! kernels under qemu (TCG), reduced to one target's on-CPU stacks and spans: do_wait in
 //! waitpid(pid) on 5.10 (sampled at 999 Hz and at 4999 Hz) and on 6.1, and dup_mmap in spawn
-//! on 6.1, each measured by fentry on the target itself.
+//! on 6.1, each measured by fentry on the target itself. `native-6.18-poll-discover/{a,b}` are
+//! two discover sweeps of one program on the 6.18 host, one after the other.
 
 use std::path::Path;
 
@@ -410,4 +411,36 @@ fn wnohang_polls_are_told_from_the_teardown_reaps_on_real_5_10_data() {
     );
     let (first, last) = (&polls.points[0], &polls.points[polls.points.len() - 1]);
     assert!(last.t / first.t > 16.0 * 0.5, "{first:?} -> {last:?}");
+}
+
+/// Two discover sweeps of poll(2) over N idle pipes (`poll_pipes {n} 20000` of
+/// tracer/tests/c/, N = 100..3000, two runs per size), one after the other on this project's
+/// 6.18 host at rest (`native-6.18-poll-discover/{a,b}`): the same program's kernel loop,
+/// matched by program and entry, compares `same` (its growth per poll call ×25.2 and ×27.4),
+/// with the frame named on both sides. Beside a busy neighbour two such sweeps have read ×51.9
+/// and ×24.7, beyond the margin: `tests/discover.rs` runs them live and asserts what load
+/// cannot change; the `same` of an unchanged loop is asserted here, on data at rest.
+#[test]
+fn two_discover_sweeps_of_one_program_at_rest_compare_same() {
+    let (a, b) = (
+        vm("native-6.18-poll-discover/a"),
+        vm("native-6.18-poll-discover/b"),
+    );
+    let c = tracer::analysis::compare::compare(&a, &b);
+    let poll = c
+        .classes
+        .iter()
+        .find(|cl| cl.discovered.as_ref().is_some_and(|d| d.entry == "poll"))
+        .unwrap_or_else(|| panic!("no poll loop compared: {:?}", c.classes));
+    assert_eq!(
+        poll.growth.change,
+        tracer::analysis::compare::Change::Same,
+        "{poll:?}"
+    );
+    let d = poll.discovered.as_ref().unwrap();
+    assert!(
+        d.frame_a.is_some() && d.frame_b.is_some(),
+        "a loop on both sides: {d:?}"
+    );
+    assert!(c.unmatched.is_none(), "{:?}", c.unmatched);
 }

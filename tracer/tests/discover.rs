@@ -727,8 +727,13 @@ fn compare_dirs(a: &Path, b: &Path) -> (Value, tempfile::TempDir, std::process::
 
 /// Two discover sweeps of one program compare their kernel loop, matched by program and
 /// syscall: poll(2) over N idle pipes asks every pipe on each call (O(n) on every kernel), so
-/// the same sweep twice is `same`, never grew or shrank. A discover sweep of another program
-/// is no match: the compare says so and compares nothing of theirs.
+/// the same sweep twice never reads grew or shrank, and its line names the loop on both
+/// sides. Whether it reads `same` depends on the machine: at rest it does (asserted on two
+/// saved sweeps, `analysis_fixture.rs`), but beside a busy neighbour two sweeps read a growth
+/// per call of ×51.9 and ×24.7 (a 0.75 µs call at N = 100 is where a neighbour's cache and
+/// preemptions weigh most), beyond the margin: `inconclusive` is then the honest answer and
+/// is accepted here. A discover sweep of another program is no match: the compare says so
+/// and compares nothing of theirs.
 #[test]
 fn discover_compares_one_programs_loop_and_refuse_two_programs() {
     let _g = serial();
@@ -760,7 +765,19 @@ fn discover_compares_one_programs_loop_and_refuse_two_programs() {
         .iter()
         .find(|v| v["discovered"]["entry"] == "poll")
         .unwrap_or_else(|| panic!("no poll loop compared: {}", text(&o)));
-    assert_eq!(poll_loop["change"], "same", "{}", text(&o));
+    let change = poll_loop["change"].as_str().unwrap_or_default();
+    assert!(
+        change == "same" || change == "inconclusive",
+        "{change}: {}",
+        text(&o)
+    );
+    assert!(
+        ["frame_a", "frame_b"]
+            .iter()
+            .all(|f| poll_loop["discovered"][f].is_string()),
+        "a loop on both sides: {}",
+        text(&o)
+    );
     assert!(
         loops
             .iter()
@@ -769,7 +786,7 @@ fn discover_compares_one_programs_loop_and_refuse_two_programs() {
         text(&o)
     );
     assert!(
-        String::from_utf8_lossy(&o.stdout).contains("in poll [command]: same: "),
+        String::from_utf8_lossy(&o.stdout).contains(&format!("in poll [command]: {change}: ")),
         "{}",
         text(&o)
     );
