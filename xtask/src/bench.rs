@@ -245,45 +245,7 @@ pub fn evaluate(r: &Results) -> Vec<TargetCheck> {
         }
     }
     if let Some(s) = &r.startup {
-        for name in [
-            "tracer record (default targets, verified)",
-            "tracer record --no-verify (default targets)",
-            "tracer record --targets getpid --no-verify",
-        ] {
-            if let Ok(x) = startup::find(s, name) {
-                let ext = x.to_attached_ms.map(|m| m.median);
-                out.push(TargetCheck {
-                    target: format!("all probes attached in < 0.5 s: {name}"),
-                    measured: format!(
-                        "{} ms launch -> command starts (attach_ms {})",
-                        ext.map_or("?".into(), |v| format!("{v:.0}")),
-                        x.attach_ms
-                            .map_or("?".into(), |m| format!("{:.0}", m.median))
-                    ),
-                    met: ext.map(|v| v < 500.0),
-                    info: false,
-                });
-            }
-        }
-        for name in [
-            "tracer record (default targets, verified)",
-            "tracer record --targets getpid --no-verify",
-        ] {
-            if let Ok(x) = startup::find(s, name) {
-                let d = x.detach_ms.map(|m| m.median);
-                out.push(TargetCheck {
-                    target: format!("detached in < 0.3 s: {name}"),
-                    measured: format!(
-                        "detach_ms {} (command starts -> exit {} ms)",
-                        d.map_or("?".into(), |v| format!("{v:.0}")),
-                        x.to_exit_ms
-                            .map_or("?".into(), |m| format!("{:.0}", m.median))
-                    ),
-                    met: d.map(|v| v < 300.0),
-                    info: false,
-                });
-            }
-        }
+        out.extend(startup_targets(s));
     }
     for set in &r.discover {
         if let Some(p) = overhead::discover_overhead(set) {
@@ -321,6 +283,52 @@ pub fn evaluate(r: &Results) -> Vec<TargetCheck> {
             met: Some(t.wall_s < 10.0),
             info: false,
         });
+    }
+    out
+}
+
+/// The start-up goals: every probe attached within half a second of launch, detached within
+/// 0.3 s, for the configurations measured.
+fn startup_targets(s: &startup::Startup) -> Vec<TargetCheck> {
+    let mut out = Vec::new();
+    for name in [
+        "tracer record (default targets, verified)",
+        "tracer record --no-verify (default targets)",
+        "tracer record --targets getpid --no-verify",
+    ] {
+        if let Ok(x) = startup::find(s, name) {
+            let ext = x.to_attached_ms.map(|m| m.median);
+            out.push(TargetCheck {
+                target: format!("all probes attached in < 0.5 s: {name}"),
+                measured: format!(
+                    "{} ms launch -> command starts (attach_ms {})",
+                    ext.map_or("?".into(), |v| format!("{v:.0}")),
+                    x.attach_ms
+                        .map_or("?".into(), |m| format!("{:.0}", m.median))
+                ),
+                met: ext.map(|v| v < 500.0),
+                info: false,
+            });
+        }
+    }
+    for name in [
+        "tracer record (default targets, verified)",
+        "tracer record --targets getpid --no-verify",
+    ] {
+        if let Ok(x) = startup::find(s, name) {
+            let d = x.detach_ms.map(|m| m.median);
+            out.push(TargetCheck {
+                target: format!("detached in < 0.3 s: {name}"),
+                measured: format!(
+                    "detach_ms {} (command starts -> exit {} ms)",
+                    d.map_or("?".into(), |v| format!("{v:.0}")),
+                    x.to_exit_ms
+                        .map_or("?".into(), |m| format!("{:.0}", m.median))
+                ),
+                met: d.map(|v| v < 300.0),
+                info: false,
+            });
+        }
     }
     out
 }
