@@ -151,54 +151,7 @@ pub fn parse_out(
     for c in combos(getpid, waitpid) {
         let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); CONFIGS.len()];
         for r in 0..rounds {
-            let u = out.join(format!(
-                "{}-untraced-r{r}.workload.json",
-                slug(&c.workload.label)
-            ));
-            let w = WorkloadResult::parse(&read_json(&u)?)?;
-            samples[0].push(Sample {
-                ns_per_op: w.ns_per_op(),
-                ops: w.ops,
-                counted: None,
-            });
-            for (i, cfg) in ["tracer", "tracer-lean"].iter().enumerate() {
-                let p = out.join(format!("{}-{cfg}-r{r}.run.json", c.key()));
-                let run = TracerRun::parse(&read_json(&p)?, c.target)?;
-                ensure!(
-                    run.plan == c.mech,
-                    "{}: the tracer used plan {:?}, not {}",
-                    p.display(),
-                    run.plan,
-                    c.mech
-                );
-                run.check_exact(c.target)
-                    .with_context(|| format!("{}", p.display()))?;
-                let w = run.workload.expect("checked");
-                samples[i + 1].push(Sample {
-                    ns_per_op: w.ns_per_op(),
-                    ops: w.ops,
-                    counted: Some(run.calls_in_case),
-                });
-            }
-            for (i, name) in [(3, "floor"), (4, "timed-floor")] {
-                let tag = format!("{}-{name}-r{r}", c.key());
-                let hits_text = std::fs::read_to_string(out.join(format!("{tag}.hits")))?;
-                let hits = floor_hits(&hits_text).ok_or_else(|| anyhow!("{tag}: no floor hits"))?;
-                let w =
-                    WorkloadResult::parse(&read_json(&out.join(format!("{tag}.workload.json")))?)?;
-                // Entry and exit of every call: two hits each.
-                ensure!(
-                    hits >= 2 * w.ops,
-                    "{tag}: the {} {name} counted {hits} hits for {} ops",
-                    c.mech,
-                    w.ops
-                );
-                samples[i].push(Sample {
-                    ns_per_op: w.ns_per_op(),
-                    ops: w.ops,
-                    counted: Some(hits),
-                });
-            }
+            round_samples(out, &c, r, &mut samples)?;
         }
         let names: Vec<String> = CONFIGS.iter().map(|s| s.to_string()).collect();
         let attach = Attach {
@@ -239,6 +192,60 @@ pub fn parse_out(
         sets.push(set);
     }
     Ok(sets)
+}
+
+/// Round `r` of combination `c` from the guest's files under `out`: the untraced run, the
+/// tracer's two configurations (each checked: the plan asked for, every call counted) and the
+/// two floors (each counting both ends of every call), one sample each into `samples`.
+fn round_samples(out: &Path, c: &Combo, r: usize, samples: &mut [Vec<Sample>]) -> Result<()> {
+    let u = out.join(format!(
+        "{}-untraced-r{r}.workload.json",
+        slug(&c.workload.label)
+    ));
+    let w = WorkloadResult::parse(&read_json(&u)?)?;
+    samples[0].push(Sample {
+        ns_per_op: w.ns_per_op(),
+        ops: w.ops,
+        counted: None,
+    });
+    for (i, cfg) in ["tracer", "tracer-lean"].iter().enumerate() {
+        let p = out.join(format!("{}-{cfg}-r{r}.run.json", c.key()));
+        let run = TracerRun::parse(&read_json(&p)?, c.target)?;
+        ensure!(
+            run.plan == c.mech,
+            "{}: the tracer used plan {:?}, not {}",
+            p.display(),
+            run.plan,
+            c.mech
+        );
+        run.check_exact(c.target)
+            .with_context(|| format!("{}", p.display()))?;
+        let w = run.workload.expect("checked");
+        samples[i + 1].push(Sample {
+            ns_per_op: w.ns_per_op(),
+            ops: w.ops,
+            counted: Some(run.calls_in_case),
+        });
+    }
+    for (i, name) in [(3, "floor"), (4, "timed-floor")] {
+        let tag = format!("{}-{name}-r{r}", c.key());
+        let hits_text = std::fs::read_to_string(out.join(format!("{tag}.hits")))?;
+        let hits = floor_hits(&hits_text).ok_or_else(|| anyhow!("{tag}: no floor hits"))?;
+        let w = WorkloadResult::parse(&read_json(&out.join(format!("{tag}.workload.json")))?)?;
+        // Entry and exit of every call: two hits each.
+        ensure!(
+            hits >= 2 * w.ops,
+            "{tag}: the {} {name} counted {hits} hits for {} ops",
+            c.mech,
+            w.ops
+        );
+        samples[i].push(Sample {
+            ns_per_op: w.ns_per_op(),
+            ops: w.ops,
+            counted: Some(hits),
+        });
+    }
+    Ok(())
 }
 
 pub fn run(
