@@ -221,18 +221,41 @@ pub fn generate(dir: &Path, spec: &SynthSpec) -> Result<SynthInfo> {
     }
     ev.flush()?;
     drop(ev);
+    let duration_s = (clock - 1_000_000_000) as f64 / 1e9;
+    let run = run_json(spec, duration_s, &spans, &phases, &stack_files);
+    std::fs::write(dir.join("run.json"), serde_json::to_string_pretty(&run)?)?;
+    Ok(SynthInfo {
+        spans: spec.spans,
+        samples: spec.samples,
+        rows,
+        stack_files: stack_files.len(),
+        events_csv_bytes: std::fs::metadata(&events_path)?.len(),
+        stacks_bytes,
+        generate_s: t0.elapsed().as_secs_f64(),
+    })
+}
+
+/// The synthetic run's run.json: its targets (fentry, as if measured), rows, phases and stack
+/// files.
+fn run_json(
+    spec: &SynthSpec,
+    duration_s: f64,
+    spans: &[serde_json::Value],
+    phases: &[serde_json::Value],
+    stack_files: &[serde_json::Value],
+) -> serde_json::Value {
     let cases: BTreeMap<String, &str> = TARGETS
         .iter()
         .map(|t| (t.case.to_string(), t.case_name))
         .collect();
-    let run = json!({
+    json!({
         "format": "tracer-run/1",
         "status": "complete",
         "tracer_version": "synthetic",
         "kernel": {"release": "synthetic", "version": "", "machine": "x86_64"},
         "hostname": "synthetic",
         "started_unix": 0.0,
-        "duration_s": (clock - 1_000_000_000) as f64 / 1e9,
+        "duration_s": duration_s,
         "command": ["synthetic"],
         "filter": "synthetic data (xtask bench)",
         "sample_freq_hz": SAMPLE_FREQ_HZ,
@@ -247,16 +270,6 @@ pub fn generate(dir: &Path, spec: &SynthSpec) -> Result<SynthInfo> {
         "spans": spans,
         "phases": phases,
         "stack_files": stack_files,
-    });
-    std::fs::write(dir.join("run.json"), serde_json::to_string_pretty(&run)?)?;
-    Ok(SynthInfo {
-        spans: spec.spans,
-        samples: spec.samples,
-        rows,
-        stack_files: stack_files.len(),
-        events_csv_bytes: std::fs::metadata(&events_path)?.len(),
-        stacks_bytes,
-        generate_s: t0.elapsed().as_secs_f64(),
     })
 }
 
