@@ -12,6 +12,7 @@
 mod analysis;
 mod attach;
 mod exec;
+mod goals;
 mod loss;
 mod measure;
 mod memory;
@@ -33,6 +34,7 @@ use serde_json::Value;
 use xtask::paths;
 
 use exec::{Cmd, argv, path_str, probe_output};
+pub use goals::evaluate;
 use measure::{Attach, Config, Tools, Workload};
 
 /// What `cargo xtask bench` was asked for.
@@ -199,140 +201,6 @@ fn resolve(tools: &Tools, target: &str) -> Result<Attach> {
     Attach::from_probes(&v, target)
 }
 
-/// One target per figure of merit of `set`, its added cost counted per `per` (call, op).
-fn ratio_targets<'a>(
-    set: &'a overhead::OverheadSet,
-    per: &'a str,
-) -> impl Iterator<Item = TargetCheck> + 'a {
-    set.ratios.iter().map(move |ratio| TargetCheck {
-        target: format!(
-            "{}: {} / {} added ns per {per} <= {}",
-            set.title, ratio.numerator, ratio.denominator, ratio.limit
-        ),
-        measured: ratio
-            .of_medians
-            .map_or("n/a (an added cost not above noise)".into(), |v| {
-                format!("{v:.2}")
-            }),
-        met: ratio.met,
-        info: false,
-    })
-}
-
-/// The issue's targets against the figures.
-pub fn evaluate(r: &Results) -> Vec<TargetCheck> {
-    let mut out = Vec::new();
-    for set in r
-        .overhead
-        .iter()
-        .chain(r.vm.iter().flat_map(|v| v.sets.iter()))
-    {
-        out.extend(ratio_targets(set, "call"));
-    }
-    if let Some(l) = &r.loss {
-        for a in &l.aggregate {
-            out.push(TargetCheck {
-                target: format!("zero loss in aggregate mode, {}", a.options),
-                measured: format!(
-                    "{} of {} calls counted at {:.2} M calls/s",
-                    a.counted,
-                    a.workload_ops,
-                    a.rate_per_s / 1e6
-                ),
-                met: Some(a.exact),
-                info: false,
-            });
-        }
-    }
-    if let Some(s) = &r.startup {
-        out.extend(startup_targets(s));
-    }
-    for set in &r.discover {
-        if let Some(p) = overhead::discover_overhead(set) {
-            out.push(TargetCheck {
-                target: format!("{}: added to the command's time per op", set.title),
-                measured: format!("{:+.1}% ({:+.1}% to {:+.1}%)", p.median, p.min, p.max),
-                met: None,
-                info: true,
-            });
-        }
-        out.extend(ratio_targets(set, "op"));
-    }
-    if let Some(m) = &r.memory {
-        let peak = m.peak_rss_kib.max(m.sampled_peak_rss_kib);
-        out.push(TargetCheck {
-            target: format!("peak RSS < 100 MiB during a {} s record", m.seconds),
-            measured: format!("{:.1} MiB", peak as f64 / 1024.0),
-            met: Some(peak > 0 && peak < 100 * 1024),
-            info: false,
-        });
-    }
-    if let Some(a) = &r.analysis
-        && let Some(t) = a.timings.first()
-    {
-        out.push(TargetCheck {
-            target: format!(
-                "tracer report on {} M spans + {} M samples < 10 s",
-                a.synth.spans as f64 / 1e6,
-                a.synth.samples as f64 / 1e6
-            ),
-            measured: format!(
-                "{:.2} s (exact percentiles from the raw spans in {} of {} rows)",
-                t.wall_s, a.exact_rows, a.table_rows
-            ),
-            met: Some(t.wall_s < 10.0),
-            info: false,
-        });
-    }
-    out
-}
-
-/// The start-up goals: every probe attached within half a second of launch, detached within
-/// 0.3 s, for the configurations measured.
-fn startup_targets(s: &startup::Startup) -> Vec<TargetCheck> {
-    let mut out = Vec::new();
-    for name in [
-        "tracer record (default targets, verified)",
-        "tracer record --no-verify (default targets)",
-        "tracer record --targets getpid --no-verify",
-    ] {
-        if let Ok(x) = startup::find(s, name) {
-            let ext = x.to_attached_ms.map(|m| m.median);
-            out.push(TargetCheck {
-                target: format!("all probes attached in < 0.5 s: {name}"),
-                measured: format!(
-                    "{} ms launch -> command starts (attach_ms {})",
-                    ext.map_or("?".into(), |v| format!("{v:.0}")),
-                    x.attach_ms
-                        .map_or("?".into(), |m| format!("{:.0}", m.median))
-                ),
-                met: ext.map(|v| v < 500.0),
-                info: false,
-            });
-        }
-    }
-    for name in [
-        "tracer record (default targets, verified)",
-        "tracer record --targets getpid --no-verify",
-    ] {
-        if let Ok(x) = startup::find(s, name) {
-            let d = x.detach_ms.map(|m| m.median);
-            out.push(TargetCheck {
-                target: format!("detached in < 0.3 s: {name}"),
-                measured: format!(
-                    "detach_ms {} (command starts -> exit {} ms)",
-                    d.map_or("?".into(), |v| format!("{v:.0}")),
-                    x.to_exit_ms
-                        .map_or("?".into(), |m| format!("{:.0}", m.median))
-                ),
-                met: d.map(|v| v < 300.0),
-                info: false,
-            });
-        }
-    }
-    out
-}
-
 /// Recompute the ratios and targets of an existing bench.json and rewrite both files.
 fn rerender() -> Result<()> {
     let root = paths::workspace_root();
@@ -365,6 +233,96 @@ pub fn run(opts: BenchOptions) -> Result<()> {
     let started = Instant::now();
     let plan = Plan::new(&opts);
     build()?;
+    let tools = tools()?;
+    let scratch = tools.scratch.clone();
+    let mut skipped = Vec::new();
+    if tools.bpftrace.is_none() {
+        skipped.push(
+            "bpftrace is not installed (cargo xtask setup installs it): no bpftrace columns".into(),
+        );
+    }
+
+    // 1. Added cost per traced call.
+    let getpid = Workload::getpid(plan.getpid_n, plan.getpid_iterations);
+    let waitpid = Workload::waitpid(plan.waitpid_iterations);
+    let configs = overhead_configs(tools.bpftrace.is_some());
+    let getpid_attach = resolve(&tools, "getpid")?;
+    let wait_attach = resolve(&tools, "do_wait")?;
+    let overhead_sets = overhead_sets(
+        &tools,
+        &plan,
+        [(&getpid, &getpid_attach), (&waitpid, &wait_attach)],
+        &configs,
+    )?;
+    let discover = discover_sets(
+        &tools,
+        &plan,
+        [(&waitpid, &wait_attach), (&getpid, &getpid_attach)],
+        &mut skipped,
+    )?;
+
+    // 2. Loss.
+    let loss_w = Workload::getpid(plan.getpid_n, plan.loss_iterations);
+    let raw_w = Workload::getpid(plan.getpid_n, plan.loss_iterations / 2);
+    let rings: Vec<&str> = plan.rings.iter().map(String::as_str).collect();
+    let loss = loss::Loss {
+        aggregate: loss::aggregate(&tools, &loss_w)?,
+        raw: loss::raw(&tools, &raw_w, &rings)?,
+        workload: loss_w,
+        raw_workload: raw_w,
+    };
+
+    // 3. Start-up and shut-down.
+    let startup = startup::measure(&tools, &getpid_attach, plan.startup_reps)?;
+
+    // 4. Memory.
+    let memory = memory::measure(&tools, plan.memory_seconds)?;
+
+    // 5. Analysis speed.
+    let analysis = analysis::measure(
+        &tools,
+        &synth::SynthSpec::new(plan.synth_spans, plan.synth_samples),
+    )?;
+
+    // Where the per-call cost goes.
+    let profile = profile_section(&tools, &getpid, &getpid_attach, &mut skipped);
+
+    // 6. fentry and kprobe in a VM.
+    let vm = opts
+        .vm
+        .then(|| vm_section(&plan, &scratch, &mut skipped))
+        .flatten();
+    if !opts.vm {
+        skipped.push("VM section (fentry, kprobe) not run: pass --vm".into());
+    }
+
+    let mut results = Results {
+        format: FORMAT.into(),
+        meta: meta(started),
+        plan,
+        overhead: overhead_sets,
+        discover,
+        loss: Some(loss),
+        startup: Some(startup),
+        memory: Some(memory),
+        analysis: Some(analysis),
+        profile,
+        vm,
+        skipped,
+        targets: Vec::new(),
+    };
+    results.targets = evaluate(&results);
+    write(&results)?;
+    eprintln!(
+        "xtask bench: wrote BENCHMARKS.md and bench.json in {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
+    print_targets(&results);
+    check_no_loss(&results)
+}
+
+/// The release binaries just built, bpftrace where installed, and a fresh scratch directory.
+fn tools() -> Result<Tools> {
     let rel = paths::target_dir().join("release");
     let scratch = exec::fresh_dir(paths::target_dir().join("bench"))?;
     let bpftrace = [
@@ -379,18 +337,72 @@ pub fn run(opts: BenchOptions) -> Result<()> {
         tracer: rel.join("tracer"),
         workloads: rel.join("workloads"),
         bpftrace,
-        scratch: scratch.clone(),
+        scratch,
     };
-    let mut skipped = Vec::new();
-    if tools.bpftrace.is_none() {
-        skipped.push(
-            "bpftrace is not installed (cargo xtask setup installs it): no bpftrace columns".into(),
-        );
-    }
+    Ok(tools)
+}
 
-    // 1. Added cost per traced call.
-    let getpid = Workload::getpid(plan.getpid_n, plan.getpid_iterations);
-    let waitpid = Workload::waitpid(plan.waitpid_iterations);
+/// Section 1's sets: each workload's added cost per traced call under every configuration.
+fn overhead_sets(
+    tools: &Tools,
+    plan: &Plan,
+    sets: [(&Workload, &Attach); 2],
+    configs: &[Config],
+) -> Result<Vec<overhead::OverheadSet>> {
+    let mut overhead_sets = Vec::new();
+    for (w, a) in sets {
+        let title = format!("{}, {} (host)", w.label, a.mechanism);
+        let mut set = overhead::measure(tools, &title, w, a, configs, plan.rounds)?;
+        let (mech, points, _) = a.floor_args(false);
+        let (pmech, ppoints, _) = a.floor_args(true);
+        set.notes.push(format!(
+            "floor = `tracer __floor {mech} {points}`: a per-CPU counter on every attach \
+             point, system-wide, nothing else (raw-syscall: raw `sys_enter`/`sys_exit`, which \
+             fire for every syscall, counting the ones named, as the tracer attaches them); \
+             timed-floor = the same with `--timed`: also a clock read at each end and the \
+             entry time kept per CPU until the exit, the least any probe that times calls \
+             does; the -perf-events floors: `tracer __floor {pmech} {ppoints}`, one perf \
+             event per tracepoint, the mechanism of tracer-lean-perf-events"
+        ));
+        overhead_sets.push(set);
+    }
+    Ok(overhead_sets)
+}
+
+/// Discover mode's sets: sampling only, against perf record -g at the same frequency (when
+/// perf is installed; else why not, in `skipped`).
+fn discover_sets(
+    tools: &Tools,
+    plan: &Plan,
+    sets: [(&Workload, &Attach); 2],
+    skipped: &mut Vec<String>,
+) -> Result<Vec<overhead::OverheadSet>> {
+    // Discover mode: sampling only, against perf record -g at the same frequency, on the
+    // workload with the deepest kernel stacks and on the syscall-heavy one.
+    let mut discover_configs = vec![Config::Untraced, Config::Discover];
+    if profile::available() {
+        discover_configs.push(Config::PerfRecord);
+    } else {
+        skipped.push("perf is not installed: discover is not compared with perf record".into());
+    }
+    let mut discover = Vec::new();
+    for (w, a) in sets {
+        discover.push(overhead::measure(
+            tools,
+            &format!("{}, --discover sampling (host)", w.label),
+            w,
+            a,
+            &discover_configs,
+            plan.rounds,
+        )?);
+    }
+    Ok(discover)
+}
+
+/// The configurations of the added-cost tables: untraced, the tracer (default, lean, lean
+/// without the fast path, lean on perf events), bpftrace (with and without the phase
+/// markers' uprobes) when installed, and the floors.
+fn overhead_configs(bpftrace: bool) -> Vec<Config> {
     let mut configs = vec![
         Config::Untraced,
         Config::Tracer {
@@ -420,7 +432,7 @@ pub fn run(opts: BenchOptions) -> Result<()> {
             exact_path: false,
         },
     ];
-    if tools.bpftrace.is_some() {
+    if bpftrace {
         configs.push(Config::Bpftrace {
             phase_uprobes: false,
         });
@@ -434,72 +446,19 @@ pub fn run(opts: BenchOptions) -> Result<()> {
         configs.push(Config::Floor { perf_events });
         configs.push(Config::TimedFloor { perf_events });
     }
-    let getpid_attach = resolve(&tools, "getpid")?;
-    let wait_attach = resolve(&tools, "do_wait")?;
-    let mut overhead_sets = Vec::new();
-    for (w, a) in [(&getpid, &getpid_attach), (&waitpid, &wait_attach)] {
-        let title = format!("{}, {} (host)", w.label, a.mechanism);
-        let mut set = overhead::measure(&tools, &title, w, a, &configs, plan.rounds)?;
-        let (mech, points, _) = a.floor_args(false);
-        let (pmech, ppoints, _) = a.floor_args(true);
-        set.notes.push(format!(
-            "floor = `tracer __floor {mech} {points}`: a per-CPU counter on every attach \
-             point, system-wide, nothing else (raw-syscall: raw `sys_enter`/`sys_exit`, which \
-             fire for every syscall, counting the ones named, as the tracer attaches them); \
-             timed-floor = the same with `--timed`: also a clock read at each end and the \
-             entry time kept per CPU until the exit, the least any probe that times calls \
-             does; the -perf-events floors: `tracer __floor {pmech} {ppoints}`, one perf \
-             event per tracepoint, the mechanism of tracer-lean-perf-events"
-        ));
-        overhead_sets.push(set);
-    }
+    configs
+}
 
-    // Discover mode: sampling only, against perf record -g at the same frequency, on the
-    // workload with the deepest kernel stacks and on the syscall-heavy one.
-    let mut discover_configs = vec![Config::Untraced, Config::Discover];
+/// A perf profile of the traced getpid workload per tool, when perf is installed and works
+/// (else why not, in `skipped`).
+fn profile_section(
+    tools: &Tools,
+    getpid: &Workload,
+    attach: &Attach,
+    skipped: &mut Vec<String>,
+) -> Option<profile::Profile> {
     if profile::available() {
-        discover_configs.push(Config::PerfRecord);
-    } else {
-        skipped.push("perf is not installed: discover is not compared with perf record".into());
-    }
-    let mut discover = Vec::new();
-    for (w, a) in [(&waitpid, &wait_attach), (&getpid, &getpid_attach)] {
-        discover.push(overhead::measure(
-            &tools,
-            &format!("{}, --discover sampling (host)", w.label),
-            w,
-            a,
-            &discover_configs,
-            plan.rounds,
-        )?);
-    }
-
-    // 2. Loss.
-    let loss_w = Workload::getpid(plan.getpid_n, plan.loss_iterations);
-    let raw_w = Workload::getpid(plan.getpid_n, plan.loss_iterations / 2);
-    let rings: Vec<&str> = plan.rings.iter().map(String::as_str).collect();
-    let loss = loss::Loss {
-        aggregate: loss::aggregate(&tools, &loss_w)?,
-        raw: loss::raw(&tools, &raw_w, &rings)?,
-        workload: loss_w,
-        raw_workload: raw_w,
-    };
-
-    // 3. Start-up and shut-down.
-    let startup = startup::measure(&tools, &getpid_attach, plan.startup_reps)?;
-
-    // 4. Memory.
-    let memory = memory::measure(&tools, plan.memory_seconds)?;
-
-    // 5. Analysis speed.
-    let analysis = analysis::measure(
-        &tools,
-        &synth::SynthSpec::new(plan.synth_spans, plan.synth_samples),
-    )?;
-
-    // Where the per-call cost goes.
-    let profile = if profile::available() {
-        match profile::measure(&tools, &getpid, &getpid_attach) {
+        match profile::measure(tools, getpid, attach) {
             Ok(p) => Some(p),
             Err(e) => {
                 skipped.push(format!("perf profile failed: {e:#}"));
@@ -509,45 +468,28 @@ pub fn run(opts: BenchOptions) -> Result<()> {
     } else {
         skipped.push("perf is not installed: no profile".into());
         None
-    };
+    }
+}
 
-    // 6. fentry and kprobe in a VM.
-    let vm = if opts.vm {
-        let g = Workload::getpid(20_000, if plan.quick { 5 } else { 10 });
-        let w = Workload::waitpid(if plan.quick { 200 } else { 300 });
-        match vmbench::run(&g, &w, plan.vm_rounds, &scratch) {
-            Ok(v) => Some(v),
-            Err(e) => {
-                skipped.push(format!("VM section failed: {e:#}"));
-                None
-            }
+/// The fentry and kprobe sets, measured in a Debian 6.1 VM (why not, in `skipped`).
+fn vm_section(
+    plan: &Plan,
+    scratch: &std::path::Path,
+    skipped: &mut Vec<String>,
+) -> Option<vmbench::VmSection> {
+    let g = Workload::getpid(20_000, if plan.quick { 5 } else { 10 });
+    let w = Workload::waitpid(if plan.quick { 200 } else { 300 });
+    match vmbench::run(&g, &w, plan.vm_rounds, scratch) {
+        Ok(v) => Some(v),
+        Err(e) => {
+            skipped.push(format!("VM section failed: {e:#}"));
+            None
         }
-    } else {
-        skipped.push("VM section (fentry, kprobe) not run: pass --vm".into());
-        None
-    };
+    }
+}
 
-    let mut results = Results {
-        format: FORMAT.into(),
-        meta: meta(started),
-        plan,
-        overhead: overhead_sets,
-        discover,
-        loss: Some(loss),
-        startup: Some(startup),
-        memory: Some(memory),
-        analysis: Some(analysis),
-        profile,
-        vm,
-        skipped,
-        targets: Vec::new(),
-    };
-    results.targets = evaluate(&results);
-    write(&results)?;
-    eprintln!(
-        "xtask bench: wrote BENCHMARKS.md and bench.json in {:.0} s",
-        started.elapsed().as_secs_f64()
-    );
+/// Each goal, met or missed, on the terminal.
+fn print_targets(results: &Results) {
     for t in &results.targets {
         let mark = match t.met {
             Some(true) => "met   ",
@@ -556,6 +498,10 @@ pub fn run(opts: BenchOptions) -> Result<()> {
         };
         eprintln!("  {mark} {}: {}", t.target, t.measured);
     }
+}
+
+/// A bench run whose aggregate mode lost calls fails.
+fn check_no_loss(results: &Results) -> Result<()> {
     let lost: Vec<&loss::AggregateRun> = results
         .loss
         .iter()
