@@ -233,15 +233,10 @@ pub fn run_config(
     let json = dir.join(format!("{tag}.json"));
     let _ = std::fs::remove_file(&json);
     let cmd = w.command(&tools.workloads, &json);
-    let read_workload = |json: &Path| -> Result<WorkloadResult> {
-        let text = std::fs::read_to_string(json)
-            .with_context(|| format!("{} did not write {}", w.label, json.display()))?;
-        WorkloadResult::parse(&serde_json::from_str(&text)?)
-    };
     match config {
         Config::Untraced => {
             Cmd::new(cmd, &dir, tag).run()?;
-            let r = read_workload(&json)?;
+            let r = read_workload(w, &json)?;
             Ok(Sample {
                 ns_per_op: r.ns_per_op(),
                 ops: r.ops,
@@ -254,140 +249,229 @@ pub fn run_config(
             perf_events,
             exact_path,
         } => {
-            let out = dir.join(tag);
-            let mut a = Vec::new();
-            let env: Vec<&str> = [
+            let env = [
                 (*perf_events, PERF_EVENTS_ENV),
                 (*exact_path, NO_FAST_PATH_ENV),
             ]
             .into_iter()
             .filter_map(|(on, e)| on.then_some(e))
-            .collect();
-            if !env.is_empty() {
-                a.push("/usr/bin/env".to_string());
-                a.extend(env.into_iter().map(String::from));
-            }
-            a.extend(record_argv(tools, &w.target, &out, Some(&json)));
-            if *lean {
-                a.extend(argv(LEAN_FLAGS));
-            }
-            if let Some(p) = plan {
-                a.extend(argv(["--plan", &format!("{}={p}", w.target)]));
-            }
-            a.push("--".into());
-            a.extend(cmd);
-            Cmd::new(a, &dir, tag).run()?;
-            let run = TracerRun::read(&out, &w.target)?;
-            let _ = std::fs::remove_dir_all(&out);
-            run.check_exact(&w.target)
-                .with_context(|| format!("{tag}: the tracer's count is wrong"))?;
-            let r = run.workload.expect("checked");
-            Ok(Sample {
-                ns_per_op: r.ns_per_op(),
-                ops: r.ops,
-                counted: Some(run.calls_in_case),
-            })
-        }
-        Config::Discover => {
-            let out = dir.join(tag);
-            let mut a = argv([
-                path_str(&tools.tracer).as_str(),
-                "record",
-                "--discover",
-                "-F",
-                DISCOVER_FREQ,
-                "--force",
-                "-o",
-                &path_str(&out),
-                "--",
-            ]);
-            a.extend(cmd);
-            Cmd::new(a, &dir, tag).run()?;
-            // No target is traced: only the counters matter here.
-            let p = out.join("run.json");
-            let run: Value = serde_json::from_str(
-                &std::fs::read_to_string(&p).with_context(|| format!("{}", p.display()))?,
+            .collect::<Vec<_>>();
+            run_tracer(
+                tools,
+                w,
+                &env,
+                *lean,
+                plan.as_deref(),
+                (&dir, tag),
+                cmd,
+                &json,
             )
-            .with_context(|| format!("{}", p.display()))?;
-            let _ = std::fs::remove_dir_all(&out);
-            let samples = run["counters"]["samples_total"].as_u64().unwrap_or(0);
-            ensure!(samples > 0, "{tag}: --discover took no sample");
-            let r = read_workload(&json)?;
-            Ok(Sample {
-                ns_per_op: r.ns_per_op(),
-                ops: r.ops,
-                counted: Some(samples),
-            })
         }
-        Config::PerfRecord => {
-            let data = dir.join(format!("{tag}.perf.data"));
-            let mut a = argv([
-                "perf",
-                "record",
-                "-F",
-                DISCOVER_FREQ,
-                "-g",
-                "-o",
-                &path_str(&data),
-                "--",
-            ]);
-            a.extend(cmd);
-            let out = Cmd::new(a, &dir, tag).run()?;
-            let _ = std::fs::remove_file(&data);
-            let samples = perf_record_samples(&out.stderr)
-                .ok_or_else(|| anyhow!("{tag}: perf record printed no sample count"))?;
-            ensure!(samples > 0, "{tag}: perf record took no sample");
-            let r = read_workload(&json)?;
-            Ok(Sample {
-                ns_per_op: r.ns_per_op(),
-                ops: r.ops,
-                counted: Some(samples),
-            })
-        }
+        Config::Discover => run_discover(tools, w, (&dir, tag), cmd, &json),
+        Config::PerfRecord => run_perf_record(w, (&dir, tag), cmd, &json),
         Config::Bpftrace { phase_uprobes } => {
-            let bt = tools
-                .bpftrace
-                .as_ref()
-                .ok_or_else(|| anyhow!("bpftrace is not installed"))?;
-            let bin = path_str(&tools.workloads);
-            let script = attach.bpftrace_script(phase_uprobes.then_some(bin.as_str()))?;
-            let out = run_bpftrace(bt, &script, &cmd, &dir, tag)?;
-            let r = read_workload(&json)?;
-            let calls = bpftrace_count(&out.stdout, "@calls")
-                .ok_or_else(|| anyhow!("{tag}: bpftrace printed no @calls count"))?;
-            check_at_least(calls, r.ops, r.ops + w.calls_outside_phase, "bpftrace", tag)?;
-            Ok(Sample {
-                ns_per_op: r.ns_per_op(),
-                ops: r.ops,
-                counted: Some(calls),
-            })
+            run_bpftrace_config(tools, w, attach, *phase_uprobes, (&dir, tag), &cmd, &json)
         }
         Config::Floor { perf_events } | Config::TimedFloor { perf_events } => {
-            let (mech, points, per_call) = attach.floor_args(*perf_events);
-            let mut a = argv([path_str(&tools.tracer).as_str(), "__floor"]);
-            if matches!(config, Config::TimedFloor { .. }) {
-                a.push("--timed".into());
-            }
-            a.extend(argv([&mech, &points, "--"]));
-            a.extend(cmd);
-            let out = Cmd::new(a, &dir, tag).run()?;
-            let hits = floor_hits(&out.stdout)
-                .ok_or_else(|| anyhow!("{tag}: tracer __floor printed no hits"))?;
-            let r = read_workload(&json)?;
-            // The floor counts system-wide and both points of a bracket: at least
-            // per_call x ops, and nothing stops other processes from adding more.
-            ensure!(
-                hits >= per_call * r.ops,
-                "{tag}: the floor counted {hits} hits for {} ops ({per_call} per call expected)",
-                r.ops
-            );
-            Ok(Sample {
-                ns_per_op: r.ns_per_op(),
-                ops: r.ops,
-                counted: Some(hits),
-            })
+            let timed = matches!(config, Config::TimedFloor { .. });
+            run_floor(
+                tools,
+                w,
+                attach,
+                *perf_events,
+                timed,
+                (&dir, tag),
+                cmd,
+                &json,
+            )
         }
     }
+}
+
+/// The workload under `perf record -g` at discover's frequency: the samples it took.
+fn run_perf_record(
+    w: &Workload,
+    (dir, tag): (&Path, &str),
+    cmd: Vec<String>,
+    json: &Path,
+) -> Result<Sample> {
+    let data = dir.join(format!("{tag}.perf.data"));
+    let mut a = argv([
+        "perf",
+        "record",
+        "-F",
+        DISCOVER_FREQ,
+        "-g",
+        "-o",
+        &path_str(&data),
+        "--",
+    ]);
+    a.extend(cmd);
+    let out = Cmd::new(a, dir, tag).run()?;
+    let _ = std::fs::remove_file(&data);
+    let samples = perf_record_samples(&out.stderr)
+        .ok_or_else(|| anyhow!("{tag}: perf record printed no sample count"))?;
+    ensure!(samples > 0, "{tag}: perf record took no sample");
+    let r = read_workload(w, json)?;
+    Ok(Sample {
+        ns_per_op: r.ns_per_op(),
+        ops: r.ops,
+        counted: Some(samples),
+    })
+}
+
+/// The workload under bpftrace's equivalent probe (with the phase markers' uprobes with
+/// `phase_uprobes`): its count, between the ops and the ops plus the calls outside the phase.
+fn run_bpftrace_config(
+    tools: &Tools,
+    w: &Workload,
+    attach: &Attach,
+    phase_uprobes: bool,
+    (dir, tag): (&Path, &str),
+    cmd: &[String],
+    json: &Path,
+) -> Result<Sample> {
+    let bt = tools
+        .bpftrace
+        .as_ref()
+        .ok_or_else(|| anyhow!("bpftrace is not installed"))?;
+    let bin = path_str(&tools.workloads);
+    let script = attach.bpftrace_script(phase_uprobes.then_some(bin.as_str()))?;
+    let out = run_bpftrace(bt, &script, cmd, dir, tag)?;
+    let r = read_workload(w, json)?;
+    let calls = bpftrace_count(&out.stdout, "@calls")
+        .ok_or_else(|| anyhow!("{tag}: bpftrace printed no @calls count"))?;
+    check_at_least(calls, r.ops, r.ops + w.calls_outside_phase, "bpftrace", tag)?;
+    Ok(Sample {
+        ns_per_op: r.ns_per_op(),
+        ops: r.ops,
+        counted: Some(calls),
+    })
+}
+
+/// What the workload wrote of its run (`--json`).
+fn read_workload(w: &Workload, json: &Path) -> Result<WorkloadResult> {
+    let text = std::fs::read_to_string(json)
+        .with_context(|| format!("{} did not write {}", w.label, json.display()))?;
+    WorkloadResult::parse(&serde_json::from_str(&text)?)
+}
+
+/// The workload under `tracer record` (with `env` set, lean, on a forced plan), its count
+/// checked exact.
+#[allow(clippy::too_many_arguments)]
+fn run_tracer(
+    tools: &Tools,
+    w: &Workload,
+    env: &[&str],
+    lean: bool,
+    plan: Option<&str>,
+    (dir, tag): (&Path, &str),
+    cmd: Vec<String>,
+    json: &Path,
+) -> Result<Sample> {
+    let out = dir.join(tag);
+    let mut a = Vec::new();
+    if !env.is_empty() {
+        a.push("/usr/bin/env".to_string());
+        a.extend(env.iter().map(|e| e.to_string()));
+    }
+    a.extend(record_argv(tools, &w.target, &out, Some(json)));
+    if lean {
+        a.extend(argv(LEAN_FLAGS));
+    }
+    if let Some(p) = plan {
+        a.extend(argv(["--plan", &format!("{}={p}", w.target)]));
+    }
+    a.push("--".into());
+    a.extend(cmd);
+    Cmd::new(a, dir, tag).run()?;
+    let run = TracerRun::read(&out, &w.target)?;
+    let _ = std::fs::remove_dir_all(&out);
+    run.check_exact(&w.target)
+        .with_context(|| format!("{tag}: the tracer's count is wrong"))?;
+    let r = run.workload.expect("checked");
+    Ok(Sample {
+        ns_per_op: r.ns_per_op(),
+        ops: r.ops,
+        counted: Some(run.calls_in_case),
+    })
+}
+
+/// The workload under `tracer record --discover`: the samples it took.
+fn run_discover(
+    tools: &Tools,
+    w: &Workload,
+    (dir, tag): (&Path, &str),
+    cmd: Vec<String>,
+    json: &Path,
+) -> Result<Sample> {
+    let out = dir.join(tag);
+    let mut a = argv([
+        path_str(&tools.tracer).as_str(),
+        "record",
+        "--discover",
+        "-F",
+        DISCOVER_FREQ,
+        "--force",
+        "-o",
+        &path_str(&out),
+        "--",
+    ]);
+    a.extend(cmd);
+    Cmd::new(a, dir, tag).run()?;
+    // No target is traced: only the counters matter here.
+    let p = out.join("run.json");
+    let run: Value = serde_json::from_str(
+        &std::fs::read_to_string(&p).with_context(|| format!("{}", p.display()))?,
+    )
+    .with_context(|| format!("{}", p.display()))?;
+    let _ = std::fs::remove_dir_all(&out);
+    let samples = run["counters"]["samples_total"].as_u64().unwrap_or(0);
+    ensure!(samples > 0, "{tag}: --discover took no sample");
+    let r = read_workload(w, json)?;
+    Ok(Sample {
+        ns_per_op: r.ns_per_op(),
+        ops: r.ops,
+        counted: Some(samples),
+    })
+}
+
+/// The workload under `tracer __floor` (`--timed` with `timed`): the hits, at least the
+/// attach points' per call for every op.
+#[allow(clippy::too_many_arguments)]
+fn run_floor(
+    tools: &Tools,
+    w: &Workload,
+    attach: &Attach,
+    perf_events: bool,
+    timed: bool,
+    (dir, tag): (&Path, &str),
+    cmd: Vec<String>,
+    json: &Path,
+) -> Result<Sample> {
+    let (mech, points, per_call) = attach.floor_args(perf_events);
+    let mut a = argv([path_str(&tools.tracer).as_str(), "__floor"]);
+    if timed {
+        a.push("--timed".into());
+    }
+    a.extend(argv([&mech, &points, "--"]));
+    a.extend(cmd);
+    let out = Cmd::new(a, dir, tag).run()?;
+    let hits =
+        floor_hits(&out.stdout).ok_or_else(|| anyhow!("{tag}: tracer __floor printed no hits"))?;
+    let r = read_workload(w, json)?;
+    // The floor counts system-wide and both points of a bracket: at least
+    // per_call x ops, and nothing stops other processes from adding more.
+    ensure!(
+        hits >= per_call * r.ops,
+        "{tag}: the floor counted {hits} hits for {} ops ({per_call} per call expected)",
+        r.ops
+    );
+    Ok(Sample {
+        ns_per_op: r.ns_per_op(),
+        ops: r.ops,
+        counted: Some(hits),
+    })
 }
 
 /// `bpftrace -e SCRIPT -c CMD` with output to log files.
