@@ -62,6 +62,68 @@ enum Tool {
 }
 
 pub fn measure(tools: &Tools, getpid: &Attach, reps: usize) -> Result<Startup> {
+    let cases = cases(tools, getpid)?;
+    let mut acc: Vec<Acc> = cases.iter().map(|_| Acc::default()).collect();
+    let dir = tools.scratch.join("startup");
+    std::fs::create_dir_all(&dir)?;
+    for r in 0..reps {
+        for (i, (name, tool)) in cases.iter().enumerate() {
+            eprintln!("xtask bench: start-up: {}/{reps}: {name}", r + 1);
+            let tag = format!("startup-{i}-r{r}");
+            let a = &mut acc[i];
+            let out: Output = match tool {
+                Tool::Tracer {
+                    targets,
+                    verify,
+                    perf_events,
+                } => startup_run(
+                    tools,
+                    targets.as_deref(),
+                    *verify,
+                    *perf_events,
+                    (&dir, &tag),
+                    a,
+                )?,
+                Tool::Bpftrace { script } => {
+                    let bt = tools.bpftrace.as_ref().expect("checked");
+                    let out = run_bpftrace(bt, script, &argv([DATE, "+%s%N"]), &dir, &tag)?;
+                    a.probes = attaching_probes(&out.stdout);
+                    out
+                }
+            };
+            let started = command_timestamp(&out.stdout)
+                .ok_or_else(|| anyhow!("{tag}: the traced `date` printed no timestamp"))?;
+            let launched = out.launched_unix_ns as f64;
+            let ended = launched + out.wall.as_nanos() as f64;
+            a.to_attached.push((started - launched) / 1e6);
+            a.to_exit.push((ended - started) / 1e6);
+            a.wall.push(out.wall.as_secs_f64() * 1e3);
+        }
+    }
+    let results = cases
+        .iter()
+        .zip(acc)
+        .map(|((name, tool), a)| StartupResult {
+            name: name.clone(),
+            command: match tool {
+                Tool::Tracer { .. } => format!("{name} -o DIR -- {DATE} +%s%N"),
+                Tool::Bpftrace { .. } => format!("bpftrace -e SCRIPT -c '{DATE} +%s%N'"),
+            },
+            to_attached_ms: Summary::of(&a.to_attached),
+            to_exit_ms: Summary::of(&a.to_exit),
+            wall_ms: Summary::of(&a.wall),
+            attach_ms: Summary::of(&a.attach),
+            verify_ms: Summary::of(&a.verify),
+            detach_ms: Summary::of(&a.detach),
+            probes: a.probes,
+        })
+        .collect();
+    Ok(Startup { reps, results })
+}
+
+/// The configurations timed: the tracer with one target and with the default ones, verified
+/// or not (and on perf events), and bpftrace's same getpid probes when installed.
+fn cases(tools: &Tools, getpid: &Attach) -> Result<Vec<(String, Tool)>> {
     let mut cases: Vec<(String, Tool)> = vec![
         (
             "tracer record --targets getpid --no-verify".into(),
@@ -112,83 +174,46 @@ pub fn measure(tools: &Tools, getpid: &Attach, reps: usize) -> Result<Startup> {
             },
         ));
     }
-    let mut acc: Vec<Acc> = cases.iter().map(|_| Acc::default()).collect();
-    let dir = tools.scratch.join("startup");
-    std::fs::create_dir_all(&dir)?;
-    for r in 0..reps {
-        for (i, (name, tool)) in cases.iter().enumerate() {
-            eprintln!("xtask bench: start-up: {}/{reps}: {name}", r + 1);
-            let tag = format!("startup-{i}-r{r}");
-            let a = &mut acc[i];
-            let out: Output = match tool {
-                Tool::Tracer {
-                    targets,
-                    verify,
-                    perf_events,
-                } => {
-                    let run_dir = dir.join(&tag);
-                    let mut args = if *perf_events {
-                        argv(["/usr/bin/env", PERF_EVENTS_ENV])
-                    } else {
-                        Vec::new()
-                    };
-                    args.extend(argv([
-                        path_str(&tools.tracer).as_str(),
-                        "record",
-                        "--force",
-                        "-o",
-                        &path_str(&run_dir),
-                    ]));
-                    if let Some(t) = targets {
-                        args.extend(argv(["--targets", t]));
-                    }
-                    if !verify {
-                        args.push("--no-verify".into());
-                    }
-                    args.extend(argv(["--", DATE, "+%s%N"]));
-                    let out = Cmd::new(args, &dir, &tag).run()?;
-                    let run = TracerRun::read(&run_dir, targets.as_deref().unwrap_or("do_wait"))?;
-                    let _ = std::fs::remove_dir_all(&run_dir);
-                    a.attach.push(run.attach_ms);
-                    a.verify.push(run.verify_ms);
-                    a.detach.push(run.detach_ms);
-                    out
-                }
-                Tool::Bpftrace { script } => {
-                    let bt = tools.bpftrace.as_ref().expect("checked");
-                    let out = run_bpftrace(bt, script, &argv([DATE, "+%s%N"]), &dir, &tag)?;
-                    a.probes = attaching_probes(&out.stdout);
-                    out
-                }
-            };
-            let started = command_timestamp(&out.stdout)
-                .ok_or_else(|| anyhow!("{tag}: the traced `date` printed no timestamp"))?;
-            let launched = out.launched_unix_ns as f64;
-            let ended = launched + out.wall.as_nanos() as f64;
-            a.to_attached.push((started - launched) / 1e6);
-            a.to_exit.push((ended - started) / 1e6);
-            a.wall.push(out.wall.as_secs_f64() * 1e3);
-        }
+    Ok(cases)
+}
+
+/// One `tracer record` of `date` (with `targets`, verified or not, on perf events or not):
+/// its attach, verify and detach times go to `a`.
+fn startup_run(
+    tools: &Tools,
+    targets: Option<&str>,
+    verify: bool,
+    perf_events: bool,
+    (dir, tag): (&std::path::Path, &str),
+    a: &mut Acc,
+) -> Result<Output> {
+    let run_dir = dir.join(tag);
+    let mut args = if perf_events {
+        argv(["/usr/bin/env", PERF_EVENTS_ENV])
+    } else {
+        Vec::new()
+    };
+    args.extend(argv([
+        path_str(&tools.tracer).as_str(),
+        "record",
+        "--force",
+        "-o",
+        &path_str(&run_dir),
+    ]));
+    if let Some(t) = targets {
+        args.extend(argv(["--targets", t]));
     }
-    let results = cases
-        .iter()
-        .zip(acc)
-        .map(|((name, tool), a)| StartupResult {
-            name: name.clone(),
-            command: match tool {
-                Tool::Tracer { .. } => format!("{name} -o DIR -- {DATE} +%s%N"),
-                Tool::Bpftrace { .. } => format!("bpftrace -e SCRIPT -c '{DATE} +%s%N'"),
-            },
-            to_attached_ms: Summary::of(&a.to_attached),
-            to_exit_ms: Summary::of(&a.to_exit),
-            wall_ms: Summary::of(&a.wall),
-            attach_ms: Summary::of(&a.attach),
-            verify_ms: Summary::of(&a.verify),
-            detach_ms: Summary::of(&a.detach),
-            probes: a.probes,
-        })
-        .collect();
-    Ok(Startup { reps, results })
+    if !verify {
+        args.push("--no-verify".into());
+    }
+    args.extend(argv(["--", DATE, "+%s%N"]));
+    let out = Cmd::new(args, dir, tag).run()?;
+    let run = TracerRun::read(&run_dir, targets.unwrap_or("do_wait"))?;
+    let _ = std::fs::remove_dir_all(&run_dir);
+    a.attach.push(run.attach_ms);
+    a.verify.push(run.verify_ms);
+    a.detach.push(run.detach_ms);
+    Ok(out)
 }
 
 /// The nanosecond timestamp `date +%s%N` printed (a line of 19 digits).
