@@ -443,4 +443,28 @@ fn two_discover_sweeps_of_one_program_at_rest_compare_same() {
         "a loop on both sides: {d:?}"
     );
     assert!(c.unmatched.is_none(), "{:?}", c.unmatched);
+    // The summary row names, per side, the frame that carries the loop's added time.
+    let tmp = tempfile::tempdir().unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let s = tracer::pipeline::compare(
+        &fixtures.join("native-6.18-poll-discover/a"),
+        &fixtures.join("native-6.18-poll-discover/b"),
+        tmp.path(),
+        &ReportOptions {
+            flamegraphs: false,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let row = s
+        .terminal
+        .lines()
+        .find(|l| l.starts_with("do_sys_poll in poll "))
+        .unwrap_or_else(|| panic!("{}", s.terminal));
+    for side in ["A", "B"] {
+        assert!(
+            row.contains(&format!("{side}: pipe_poll (self): ")),
+            "{side}'s frame: {row}"
+        );
+    }
 }

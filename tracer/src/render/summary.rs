@@ -136,15 +136,7 @@ fn loop_row(
             })
             .into_iter()
             .collect(),
-        root_cause: vec![match &l.cause {
-            Some(c) => format!(
-                "{} (self): {} of {}'s added time per call",
-                c.function,
-                pct(c.self_share.clamp(0.0, 1.0)),
-                l.entry
-            ),
-            None => format!("no single frame carries {}'s growth", l.entry),
-        }],
+        root_cause: vec![loop_cause(l)],
         slope: top.map(slope).into_iter().collect(),
         plan: vec![match exact {
             Some(_) => "sampling and entry counts, then exact timing".into(),
@@ -152,6 +144,20 @@ fn loop_row(
         }],
         grows: true,
         relevant: true,
+    }
+}
+
+/// The root-cause cell of a discovered kernel loop: the frame whose own time carries its
+/// entry's added time per call, and how much of it.
+pub(super) fn loop_cause(l: &crate::analysis::entries::KernelEntry) -> String {
+    match &l.cause {
+        Some(c) => format!(
+            "{} (self): {} of {}'s added time per call",
+            c.function,
+            pct(c.self_share.clamp(0.0, 1.0)),
+            l.entry
+        ),
+        None => format!("no single frame carries {}'s growth", l.entry),
     }
 }
 

@@ -37,7 +37,9 @@ pub(super) fn summary_rows(
             let mut slopes = Vec::new();
             let mut plans = Vec::new();
             for (an, label) in [(aa, &labels.0), (ab, &labels.1)] {
-                if let Some((g, rc, slope, plan)) = side_cells(an, &cl.target, &cl.case_name) {
+                let cells =
+                    side_cells(an, &cl.target, &cl.case_name).or_else(|| loop_cells(an, cl));
+                if let Some((g, rc, slope, plan)) = cells {
                     if !g.is_empty() {
                         growth.push(format!("{label}: {g}"));
                     }
@@ -118,6 +120,30 @@ fn side_cells(
         cause,
         slope,
         crate::render::fmt::via(t.plan.as_ref()).unwrap_or_default(),
+    ))
+}
+
+/// One side's cells of a discovered kernel loop's row, where that side has the loop: no
+/// growth (the row gives both sides' over the common sizes), the frame that carries it, the
+/// slope of its time, and how it was measured.
+fn loop_cells(
+    an: &Analysis,
+    cl: &compare::ClassChange,
+) -> Option<(String, Option<String>, String, String)> {
+    let sides = cl.discovered.as_ref()?;
+    let entry = an
+        .discoveries
+        .iter()
+        .filter(|d| d.run == sides.run && d.case_name == cl.case_name)
+        .flat_map(|d| d.entries.loops.iter())
+        .find(|e| e.entry == sides.entry)?;
+    Some((
+        String::new(),
+        Some(summary::loop_cause(entry)),
+        entry
+            .top()
+            .map_or_else(|| "-".into(), |g| summary::slope(&g.scaling)),
+        "sampling and entry counts".into(),
     ))
 }
 
