@@ -377,7 +377,7 @@ fn compare_names_the_frame_whose_share_fell_between_kernels() {
     // 6.1's do_wait does not grow: the shares compared are those at the largest N.
     assert_eq!(top.basis, ShareBasis::SamplesAtLargestN);
     assert!(top.a > 0.7 && top.b < top.a - 0.3, "{top:?}");
-    let lines = render::tables::frame_shift_lines(&c);
+    let lines = render::compare::tables::frame_shift_lines(&c);
     let line = lines
         .iter()
         .find(|l| l.starts_with("do_wait [waitpid-pid]: wait_consider_task "))

@@ -177,7 +177,7 @@ fn loop_answer(
     }
     line.push_str(&format!(
         "; {} {} calls per {}; on-CPU [{basis}]",
-        super::entries::count(last.calls_per_op),
+        super::fmt::count(last.calls_per_op),
         l.entry,
         d.per,
     ));
@@ -312,7 +312,7 @@ pub fn table_rows(d: &Discovery, growers: &[Grower], top: usize) -> Vec<Vec<Stri
             (i + 1).to_string(),
             g.function.clone(),
             g.scaling.classes_label(),
-            super::summary::slope(&g.scaling),
+            super::fmt::slope(&g.scaling),
             format!("{} ± {}", ns(g.added_ns), ns(g.added_se_ns)),
             pct(g.added_share.min(1.0)),
             format!("{} → {}", pct(f.share), pct(l.share)),

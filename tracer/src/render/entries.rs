@@ -2,7 +2,7 @@
 //! grows, and the frames inside it that carry the growth) and the more calls (the workload's
 //! own scaling: entries made more often per op, each no dearer).
 
-use super::fmt::{fmt_n, ns, pct};
+use super::fmt::{count, fmt_n, ns, pct, slope};
 use crate::analysis::discover::Discovery;
 use crate::analysis::discover::Grower;
 use crate::analysis::entries::{
@@ -14,19 +14,6 @@ use crate::analysis::growers::FnPoint;
 
 /// How many more-calls entries a line names.
 const MORE_CALLS_NAMED: usize = 5;
-
-/// A count per op: whole numbers from 100 on, three significant digits below (0.00150, not
-/// 0.00).
-pub fn count(v: f64) -> String {
-    if v >= 100.0 {
-        format!("{v:.0}")
-    } else if v > 0.0 && v < 1.0 {
-        let decimals = (2.0 - v.log10().floor()).clamp(2.0, 9.0) as usize;
-        format!("{v:.decimals$}")
-    } else {
-        super::fmt::sig3(v)
-    }
-}
 
 fn calls_text(d: &Discovery, f: &EntryPoint, l: &EntryPoint) -> String {
     format!(
@@ -52,11 +39,7 @@ pub fn counted_loop_text(c: &CountedLoop) -> String {
 
 /// The class of a grower's time: "O(n), slope 1.02".
 pub fn class_text(g: &Grower) -> String {
-    format!(
-        "{}, slope {}",
-        g.scaling.classes_label(),
-        super::summary::slope(&g.scaling)
-    )
+    format!("{}, slope {}", g.scaling.classes_label(), slope(&g.scaling))
 }
 
 /// A grower's class and the times it was fitted on, first and last size: "O(n), slope 1.02,

@@ -1,5 +1,6 @@
 //! Number and plan formatting and text-column alignment shared by the renderers.
 
+use crate::analysis::fit::{Complexity, FlatReason, MIN_SIZES_FOR_CI, Scaling};
 use crate::rundata::PlanUsed;
 
 pub use workloads::numbers::{PercentStyle, percent, sig3};
@@ -152,6 +153,68 @@ fn align_cells(rows: &[Vec<String>], right: bool) -> String {
         out.push('\n');
     }
     out
+}
+
+/// A count per op: whole numbers from 100 on, three significant digits below (0.00150, not
+/// 0.00).
+pub fn count(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v > 0.0 && v < 1.0 {
+        let decimals = (2.0 - v.log10().floor()).clamp(2.0, 9.0) as usize;
+        format!("{v:.decimals$}")
+    } else {
+        sig3(v)
+    }
+}
+
+/// The fitted exponent in short, with its 95% interval when it says something: from
+/// [`MIN_SIZES_FOR_CI`] sizes on (over three, one degree of freedom, it spans several units
+/// of exponent: "1.21 [-2.36, 4.78]").
+pub fn slope(s: &Scaling) -> String {
+    match s.slope.slope_ci95 {
+        Some((lo, hi)) if s.slope.points >= MIN_SIZES_FOR_CI => {
+            format!("{:.2} [{lo:.2}, {hi:.2}]", s.slope.slope)
+        }
+        _ => format!("{:.2}", s.slope.slope),
+    }
+}
+
+/// The class as the verdict line words it: O(1) that rose but not clearly enough is "O(1)
+/// within noise", so a growth column of ×12 beside it does not read as a contradiction.
+pub fn class_text(s: Option<&Scaling>, timed: bool) -> String {
+    match s {
+        Some(s)
+            if s.class == Complexity::Constant
+                && s.flat_reason.is_some_and(|r| r != FlatReason::NoGrowth) =>
+        {
+            format!("{} within noise", s.class.label())
+        }
+        Some(s) => s.classes_label(),
+        None if timed => "not fitted".to_string(),
+        None => "count only".to_string(),
+    }
+}
+
+pub(super) fn md_escape(s: &str) -> String {
+    s.replace('|', "\\|")
+}
+
+pub(super) fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+pub(super) fn num(v: Option<f64>) -> String {
+    v.map_or(String::new(), |x| {
+        format!("{x:.3}")
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .to_string()
+    })
 }
 
 #[cfg(test)]

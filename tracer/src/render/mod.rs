@@ -26,7 +26,7 @@
 //! `index.html` and `README.md`); `compare` writes a comparison from two of them. The analysis
 //! returns data; `verdict`, `warnings` and `rootcause` write its sentences.
 
-mod compare;
+pub mod compare;
 mod dataset;
 pub mod digest;
 pub mod discover;

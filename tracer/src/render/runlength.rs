@@ -2,7 +2,7 @@
 //! tasks, counted (`analysis::runlength`), and what carries the growth of the kernel time per
 //! op where no loop is named: more calls, a longer run, both or neither.
 
-use super::entries::count;
+use super::fmt::count;
 use super::fmt::{ns, pct};
 use crate::analysis::discover::Discovery;
 use crate::analysis::runlength::{GrowthReason, KernelGrowth, RunLength};

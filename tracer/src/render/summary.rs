@@ -3,13 +3,13 @@
 //! verdict and root-cause lines stay in the findings and the per-target tables.
 
 use crate::analysis::Analysis;
-use crate::analysis::fit::{Complexity, FlatReason, MIN_SIZES_FOR_CI, Scaling};
+use crate::analysis::fit::Scaling;
 use crate::analysis::populations::Mix;
 use crate::analysis::rootcause::{FrameGrowth, OUTSIDE_FRAME, RootCause, SELF_FRAME};
 use crate::analysis::table::CaseTable;
 
 use super::digest::{self, Kind};
-use super::fmt::{ns, pct};
+use super::fmt::{class_text, ns, pct, slope};
 use super::index::{SummaryRow, anchor};
 use super::rootcause;
 
@@ -257,22 +257,6 @@ pub fn mix_calls(m: Option<&Mix>) -> String {
     }
 }
 
-/// The class as the verdict line words it: O(1) that rose but not clearly enough is "O(1)
-/// within noise", so a growth column of ×12 beside it does not read as a contradiction.
-pub fn class_text(s: Option<&Scaling>, timed: bool) -> String {
-    match s {
-        Some(s)
-            if s.class == Complexity::Constant
-                && s.flat_reason.is_some_and(|r| r != FlatReason::NoGrowth) =>
-        {
-            format!("{} within noise", s.class.label())
-        }
-        Some(s) => s.classes_label(),
-        None if timed => "not fitted".to_string(),
-        None => "count only".to_string(),
-    }
-}
-
 /// The rows of a report: discoveries first, then the findings' groups (growing, flat, not
 /// fitted). `links(table)` gives each row's links beyond its section.
 pub fn rows(a: &Analysis, links: impl Fn(&CaseTable) -> Vec<(String, String)>) -> Vec<SummaryRow> {
@@ -339,18 +323,6 @@ pub fn rows(a: &Analysis, links: impl Fn(&CaseTable) -> Vec<(String, String)>) -
     out
 }
 
-/// The fitted exponent in short, with its 95% interval when it says something: from
-/// [`MIN_SIZES_FOR_CI`] sizes on (over three, one degree of freedom, it spans several units
-/// of exponent: "1.21 [-2.36, 4.78]").
-pub fn slope(s: &Scaling) -> String {
-    match s.slope.slope_ci95 {
-        Some((lo, hi)) if s.slope.points >= MIN_SIZES_FOR_CI => {
-            format!("{:.2} [{lo:.2}, {hi:.2}]", s.slope.slope)
-        }
-        _ => format!("{:.2}", s.slope.slope),
-    }
-}
-
 /// The summary table as plain text, for the terminal and `summary.txt`: the findings the
 /// workloads exist for, one aligned row each (a compare row's sides joined by `|`), then
 /// one line counting the incidental target/case pairs.
@@ -383,7 +355,7 @@ pub fn text(rows: &[SummaryRow]) -> String {
                 r.plan.join(" | "),
             ]);
         }
-        out.push_str(&super::tables::align_left(&cells));
+        out.push_str(&super::fmt::align_left(&cells));
     }
     if !incidental.is_empty() {
         let growing = incidental.iter().filter(|r| r.grows).count();

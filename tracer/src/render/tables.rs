@@ -1,21 +1,16 @@
 //! The per-N tables of a target as Markdown, CSV, JSON and an HTML fragment for the index.
 //!
-//! The terminal text is in `super::terminal`; the comparison tables are in `compare::tables`
-//! and re-exported here under their old paths.
+//! The terminal text is in `super::terminal`; the comparison tables are in `compare::tables`.
 
 use serde::Serialize;
 
 use crate::analysis::table::{CaseTable, PercentileSource, Row};
 use crate::analysis::{CaseResult, CaseRootCause, Verdict};
 
-use super::fmt::{ns, opt, pct};
+use super::fmt::{csv_field, md_escape, ns, num, opt, pct};
 use super::probecost;
 use super::rootcause;
 
-pub use super::compare::tables::{
-    compare_csv, compare_json, compare_markdown, compare_terminal, frame_shift_lines,
-};
-pub use super::fmt::align_left;
 
 const MD_HEADER: [&str; 16] = [
     "N",
@@ -137,10 +132,6 @@ fn percentile_text(t: &CaseTable) -> Option<String> {
     }
 }
 
-pub(super) fn md_escape(s: &str) -> String {
-    s.replace('|', "\\|")
-}
-
 /// One Markdown document for a target: a section per (run, case) with its verdict, root cause
 /// and table.
 pub fn markdown(target: &str, cases: &[&CaseResult]) -> String {
@@ -229,23 +220,6 @@ pub fn html(cases: &[&CaseResult]) -> String {
         out.push_str("</table></div>\n");
     }
     out
-}
-
-pub(super) fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
-pub(super) fn num(v: Option<f64>) -> String {
-    v.map_or(String::new(), |x| {
-        format!("{x:.3}")
-            .trim_end_matches('0')
-            .trim_end_matches('.')
-            .to_string()
-    })
 }
 
 /// Flat CSV of the tables: raw nanoseconds, empty fields for unavailable values.

@@ -65,11 +65,7 @@ fn mixed(mix: &Mix, all: &Scaling) -> String {
         let (p0, p1) = (s.points[0], s.points[s.points.len() - 1]);
         format!("{} -> {} per call", ns(p0.t), ns(p1.t))
     };
-    let together = format!(
-        "{}, {}",
-        super::summary::class_text(Some(all), true),
-        ends(all)
-    );
+    let together = format!("{}, {}", super::fmt::class_text(Some(all), true), ends(all));
     let calls = |per_n: bool, fixed: f64, n: f64| {
         if per_n {
             format!("the ≈{}·N", sig3(n))
@@ -95,7 +91,7 @@ fn mixed(mix: &Mix, all: &Scaling) -> String {
                 out.push_str(&format!(
                     "; {} others: {}, {}",
                     calls(!head_per_n, *fixed_per_op, *per_n),
-                    super::summary::class_text(Some(o), true),
+                    super::fmt::class_text(Some(o), true),
                     ends(o)
                 ));
             }

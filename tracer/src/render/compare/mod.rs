@@ -3,7 +3,7 @@
 //! the index.
 
 mod page;
-pub(super) mod tables;
+pub mod tables;
 
 use std::path::Path;
 

@@ -113,7 +113,7 @@ fn side_cells(
         .scaling
         .as_ref()
         .filter(|_| grows)
-        .map(summary::slope)
+        .map(crate::render::fmt::slope)
         .unwrap_or_else(|| "-".into());
     Some((
         growth,
@@ -142,7 +142,7 @@ fn loop_cells(
         Some(summary::loop_cause(entry)),
         entry
             .top()
-            .map_or_else(|| "-".into(), |g| summary::slope(&g.scaling)),
+            .map_or_else(|| "-".into(), |g| crate::render::fmt::slope(&g.scaling)),
         "sampling and entry counts".into(),
     ))
 }

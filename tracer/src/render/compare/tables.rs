@@ -9,8 +9,9 @@ use crate::analysis::fit::{Complexity, classes_label};
 use crate::analysis::frameshift::FrameShift;
 use crate::analysis::loopchange::LoopSides;
 
-use crate::render::fmt::{PercentStyle, align, fmt_n, ns, opt, percent, sig3};
-use crate::render::tables::{csv_field, md_escape, num};
+use crate::render::fmt::{
+    PercentStyle, align, csv_field, fmt_n, md_escape, ns, num, opt, percent, sig3,
+};
 
 fn quantity_value(q: Quantity, v: Option<f64>) -> String {
     match q {
