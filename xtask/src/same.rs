@@ -108,9 +108,11 @@ pub fn run(opts: SameOptions) -> Result<()> {
 /// nothing the first time: a few minutes).
 fn build_base(root: &Path, work: &Path, base: &str) -> Result<PathBuf> {
     let tree = work.join("base-tree");
-    if tree.exists() {
-        git(root, &["worktree", "remove", "--force"], &[&tree])?;
+    if tree.exists() && git(root, &["worktree", "remove", "--force"], &[&tree]).is_err() {
+        // Left by an interrupted run, or no longer registered: start afresh.
+        std::fs::remove_dir_all(&tree).with_context(|| format!("removing {}", tree.display()))?;
     }
+    git(root, &["worktree", "prune"], &[])?;
     std::fs::create_dir_all(work)?;
     git(
         root,
@@ -214,7 +216,10 @@ fn render(bin: &Path, job: &Job, out: &Path) -> Result<()> {
     let mut text = o.stdout;
     text.extend_from_slice(&o.stderr);
     text.extend_from_slice(format!("exit {:?}\n", o.status.code()).as_bytes());
-    std::fs::write(out.with_extension("txt"), text)?;
+    // Beside the directory (whose name may hold dots: "6.18"), not in place of its extension.
+    let mut log = out.as_os_str().to_owned();
+    log.push(".txt");
+    std::fs::write(PathBuf::from(log), text)?;
     Ok(())
 }
 

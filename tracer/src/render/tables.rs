@@ -11,7 +11,6 @@ use super::fmt::{csv_field, md_escape, ns, num, opt, pct};
 use super::probecost;
 use super::rootcause;
 
-
 const MD_HEADER: [&str; 16] = [
     "N",
     "calls",
