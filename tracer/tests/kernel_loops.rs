@@ -61,7 +61,12 @@ fn script(dir: &Path, name: &str, body: &str) -> String {
 /// bash with N background jobs running 300 short foreground commands: bash reaps with
 /// waitpid(-1, ...), and each of those wait4 calls walks every child, on every kernel. The
 /// jobs themselves are N more forks, execs and page faults per run: more calls, not the
-/// answer.
+/// answer. The walk is named as a loop of wait4 whatever the machine; whether it leads is the
+/// ranking's call (most time added per run): on a quiet host it does, but beside a busy
+/// neighbour each exec's teardown of the forked shell's growing memory (load_elf_binary 40 ->
+/// 90 µs per execve, 3309 execs a run) once added more per run than the walk (about 166
+/// against 119 ms) and led. So the test holds the leader to add at least most of what the
+/// walk adds, and the answer and the summary row to lead with whichever loop leads.
 #[test]
 fn a_shell_with_background_jobs_has_its_wait_walk_named_and_its_setup_as_more_calls() {
     let _g = serial();
@@ -85,20 +90,43 @@ fn a_shell_with_background_jobs_has_its_wait_walk_named_and_its_setup_as_more_ca
     assert!(o.status.success(), "{}", text(&o));
     let d = discovery(&s);
     let (loops, more) = loops_and_more(d);
-    assert_eq!(
-        loops.first().map(String::as_str),
-        Some("wait4"),
-        "{}",
-        text(&o)
-    );
-    let frame = d["entries"]["loops"][0]["frames"][0]["function"]
-        .as_str()
-        .unwrap_or_default();
+    let at = loops
+        .iter()
+        .position(|l| l == "wait4")
+        .unwrap_or_else(|| panic!("wait4 is no loop: {loops:?}: {}", text(&o)));
+    let frame_of = |i: usize| {
+        d["entries"]["loops"][i]["frames"][0]["function"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    let walk = frame_of(at);
     assert!(
-        ["wait_consider_task", "__do_wait"].contains(&frame),
-        "{frame}: {}",
+        ["wait_consider_task", "__do_wait"].contains(&walk.as_str()),
+        "{walk}: {}",
         text(&o)
     );
+    // What a loop's frame adds per run: its rise per call times the calls at the largest N.
+    let added = |i: usize| {
+        let l = &d["entries"]["loops"][i];
+        let pts = l["frames"][0]["points"].as_array().unwrap();
+        let (first, last) = (&pts[0], &pts[pts.len() - 1]);
+        let rise = last["incl_ns"].as_f64().unwrap() - first["incl_ns"].as_f64().unwrap();
+        let calls = l["points"].as_array().unwrap().last().unwrap()["calls_per_op"]
+            .as_f64()
+            .unwrap();
+        rise * calls
+    };
+    assert!(
+        at == 0 || added(0) >= 0.8 * added(at),
+        "{} leads, adding {:.0} ns per run against the walk's {:.0}: {}",
+        loops[0],
+        added(0),
+        added(at),
+        text(&o)
+    );
+    let (lead, frame) = (loops[0].clone(), frame_of(0));
+    let frame = frame.as_str();
     // The setup: N more forks and execs per run, none twice as dear (a frame inside one may
     // be a minor loop: each exec tears down a copy of a shell whose heap grows with its jobs).
     assert!(more.iter().any(|e| e == "execve"), "{more:?}: {}", text(&o));
@@ -116,7 +144,7 @@ fn a_shell_with_background_jobs_has_its_wait_walk_named_and_its_setup_as_more_ca
         .unwrap_or_default();
     assert!(
         answer.contains(&format!(
-            "{frame} in wait4: its time per wait4 call grows O("
+            "{frame} in {lead}: its time per {lead} call grows O("
         )),
         "{stdout}"
     );
@@ -125,7 +153,10 @@ fn a_shell_with_background_jobs_has_its_wait_walk_named_and_its_setup_as_more_ca
         .find(|l| l.contains("(discover)"))
         .unwrap_or_default();
     assert!(row.starts_with(frame), "summary row: {stdout}");
-    assert!(row.contains("per wait4 call"), "summary row: {stdout}");
+    assert!(
+        row.contains(&format!("per {lead} call")),
+        "summary row: {stdout}"
+    );
     let html = std::fs::read_to_string(out.path().join("sweep/report/index.html")).unwrap();
     let loops_at = html.find("kernel loops (time per call grows with N)");
     let table_at = html.find("grows per run:");
