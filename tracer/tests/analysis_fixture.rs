@@ -58,7 +58,7 @@ fn saved_sweep_loads_and_analyses() {
     );
     // Every stack file listed was read and matched its recorded total.
     let listed: usize = ds.runs.iter().map(|r| r.run.stack_files.len()).sum();
-    assert_eq!(a.stacks.len(), listed);
+    assert_eq!(a.runs.iter().map(|r| r.stacks.len()).sum::<usize>(), listed);
     assert!(a.warnings.is_empty(), "{:?}", a.warnings);
 }
 

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::rundata::{Run, RunStatus, StackKind, TargetReport};
+use crate::rundata::{PlanUsed, Run, RunRole, RunStatus, StackKind, TargetReport};
 
 use super::discover::{Discovery, ProfiledRun, discover};
 use super::exact::confirm_verdict;
@@ -49,6 +49,9 @@ pub struct CaseRootCause {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RunInfo {
     pub label: String,
+    /// What the run is to its sweep: a measured run or a second pass over one.
+    #[serde(skip)]
+    pub role: RunRole,
     pub dir: PathBuf,
     pub kernel: String,
     pub status: RunStatus,
@@ -57,6 +60,20 @@ pub struct RunInfo {
     pub sample_freq_hz: u64,
     pub targets: Vec<TargetReport>,
     pub counters: BTreeMap<String, u64>,
+    /// Its folded-stack files of the sizes kept (a failed N's are left out with its rows),
+    /// ordered by (kind, target, case, N).
+    #[serde(skip)]
+    pub stacks: Vec<StackData>,
+}
+
+impl RunInfo {
+    /// The plan its target `target` was probed with.
+    pub fn plan_of(&self, target: &str) -> Option<&PlanUsed> {
+        self.targets
+            .iter()
+            .find(|t| t.name == target)
+            .and_then(|t| t.plan.as_ref())
+    }
 }
 
 /// Everything the analysis found for one target and case of one run.
@@ -86,8 +103,6 @@ pub struct Analysis {
     pub discoveries: Vec<Discovery>,
     /// Calls of one target per call of another it ran inside: exact loop trip counts.
     pub trips: Vec<super::trips::TripCount>,
-    #[serde(skip)]
-    pub stacks: Vec<StackData>,
     /// Things a reader should know (partial runs, lost events, unreadable workload results).
     pub warnings: Vec<Warning>,
 }
@@ -122,11 +137,10 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Analysis {
         cases: Vec::new(),
         discoveries: Vec::new(),
         trips: Vec::new(),
-        stacks: Vec::new(),
         warnings: ds.notes.clone(),
     };
     let mut profile_runs = Vec::new();
-    for (ri, lr) in ds.runs.iter().enumerate() {
+    for lr in &ds.runs {
         let (run, failed) = without_failed_sizes(lr);
         let run = run.as_ref();
         a.warnings.extend(failed);
@@ -137,8 +151,19 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Analysis {
             .is_some_and(|(w, _)| w.status == "interrupted");
         a.warnings
             .extend(run_warnings(ds, &lr.label, run, unreadable, interrupted));
-        a.runs.push(RunInfo {
+        // The stack files of the sizes kept (a failed N's are left out with its rows).
+        let stacks = lr
+            .stacks
+            .iter()
+            .filter(|(f, _)| run.stack_files.contains(f))
+            .map(|(f, folded)| StackData {
+                file: f.clone(),
+                folded: folded.clone(),
+            })
+            .collect();
+        let info = RunInfo {
             label: lr.label.clone(),
+            role: RunRole::of(&lr.label).0,
             dir: lr.dir.clone(),
             kernel: run.kernel.release.clone(),
             status: run.status,
@@ -147,29 +172,21 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Analysis {
             sample_freq_hz: run.sample_freq_hz,
             targets: run.targets.clone(),
             counters: run.counters.clone(),
-        });
-        // The stack files of the sizes kept (a failed N's are left out with its rows).
-        for (f, folded) in &lr.stacks {
-            if run.stack_files.contains(f) {
-                a.stacks.push(StackData {
-                    run: ri,
-                    file: f.clone(),
-                    folded: folded.clone(),
-                });
-            }
-        }
-
+            stacks,
+        };
         a.trips
             .extend(super::trips::trip_counts(&lr.label, &run.spans));
         // A loop-count pass's times hold a probe per trip: only its counts are used (below).
         if counts_only(ds, &lr.label) {
+            a.runs.push(info);
             continue;
         }
         // Rows that lost raw spans (ringbuf_drops, warned above) keep histogram percentiles.
         for t in tables(run, &lr.label, &topts, lr.raw.as_ref()) {
-            let case = case_result(&a, ri, run, t);
+            let case = case_result(&info, &a.trips, t);
             a.cases.push(case);
         }
+        a.runs.push(info);
         profile_runs.push(ProfiledRun {
             label: lr.label.clone(),
             kernel: run.kernel.release.clone(),
@@ -182,7 +199,15 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Analysis {
         });
     }
     join_loop_counts(&mut a);
-    a.discoveries = discover(&a.stacks, &profile_runs);
+    // Each profiled run beside its own stacks (the runs counted only are not profiled).
+    let profiled: Vec<(&ProfiledRun, &[StackData])> = profile_runs
+        .iter()
+        .filter_map(|p| {
+            let run = a.runs.iter().find(|r| r.label == p.label)?;
+            Some((p, run.stacks.as_slice()))
+        })
+        .collect();
+    a.discoveries = discover(&profiled);
     join_confirm_passes(&mut a);
     a
 }
@@ -304,13 +329,12 @@ fn run_warnings(
 }
 
 /// One table's verdict, with the class its loop counts in the same run give it, its
-/// populations and its root cause (from `a`'s stacks of run `ri`; per op as well where the
+/// populations and its root cause (from the run's stacks; per op as well where the
 /// calls mix populations and no frame grows per call).
-fn case_result(a: &Analysis, ri: usize, run: &Run, t: CaseTable) -> CaseResult {
-    let label = &a.runs[ri].label;
+fn case_result(info: &RunInfo, all_trips: &[TripCount], t: CaseTable) -> CaseResult {
+    let label = &info.label;
     let mut verdict = verdict(&t);
-    let trips: Vec<TripCount> = a
-        .trips
+    let trips: Vec<TripCount> = all_trips
         .iter()
         .filter(|x| &x.run == label && x.outer == t.target && x.case_name == t.case_name)
         .cloned()
@@ -318,25 +342,23 @@ fn case_result(a: &Analysis, ri: usize, run: &Run, t: CaseTable) -> CaseResult {
     if let Some(time) = &verdict.scaling {
         verdict.by_loop = loop_class(time, &trips.iter().collect::<Vec<_>>());
     }
-    let target_report = run.targets.iter().find(|x| x.name == t.target);
-    let anchors = Anchors::new(&t.target, target_report.and_then(|x| x.plan.as_ref()));
+    let anchors = Anchors::new(&t.target, info.plan_of(&t.target));
     let population = split_populations(&t);
-    let root_cause =
-        case_root_cause(&a.stacks, ri, &t, &anchors, Per::Call).map(|(kind, cause)| {
-            let mixed = population.as_ref().is_some_and(|p| p.separated);
-            let per_op = (mixed && !cause.culprit.as_ref().is_some_and(FrameGrowth::grows))
-                .then(|| case_root_cause(&a.stacks, ri, &t, &anchors, Per::Op))
-                .flatten()
-                .map(|(_, c)| c);
-            CaseRootCause {
-                run: label.clone(),
-                target: t.target.clone(),
-                case_name: t.case_name.clone(),
-                kind,
-                cause,
-                per_op,
-            }
-        });
+    let root_cause = case_root_cause(&info.stacks, &t, &anchors, Per::Call).map(|(kind, cause)| {
+        let mixed = population.as_ref().is_some_and(|p| p.separated);
+        let per_op = (mixed && !cause.culprit.as_ref().is_some_and(FrameGrowth::grows))
+            .then(|| case_root_cause(&info.stacks, &t, &anchors, Per::Op))
+            .flatten()
+            .map(|(_, c)| c);
+        CaseRootCause {
+            run: label.clone(),
+            target: t.target.clone(),
+            case_name: t.case_name.clone(),
+            kind,
+            cause,
+            per_op,
+        }
+    });
     verdict.mix = population.as_ref().map(PopulationSplit::mix);
     CaseResult {
         table: t,
@@ -351,7 +373,7 @@ fn case_result(a: &Analysis, ri: usize, run: &Run, t: CaseTable) -> CaseResult {
 /// the loops that pass counted, beside the sampled ranking.
 fn join_confirm_passes(a: &mut Analysis) {
     for d in &mut a.discoveries {
-        let confirm_run = format!("{}{}", d.run, crate::rundata::CONFIRM_SUFFIX);
+        let confirm_run = RunRole::Confirm.dir_name(&d.run);
         for CaseResult {
             table: t,
             verdict: v,
@@ -383,9 +405,10 @@ fn join_confirm_passes(a: &mut Analysis) {
 /// Is `label` the loop-count pass of another run of the data set (`<run>-loops` beside
 /// `<run>`, `sweep::loops`)?
 fn counts_only(ds: &Dataset, label: &str) -> bool {
-    label
-        .strip_suffix(crate::rundata::LOOPS_SUFFIX)
-        .is_some_and(|base| ds.runs.iter().any(|r| r.label == base))
+    match RunRole::of(label) {
+        (RunRole::LoopCount, base) => ds.runs.iter().any(|r| r.label == base),
+        _ => false,
+    }
 }
 
 /// A built-in sweep's loop-count pass counted the trips of its targets' loops, once per N:
@@ -394,7 +417,7 @@ fn counts_only(ds: &Dataset, label: &str) -> bool {
 /// run's time over the pass's count).
 fn join_loop_counts(a: &mut Analysis) {
     for c in &mut a.cases {
-        let pass = format!("{}{}", c.table.run, crate::rundata::LOOPS_SUFFIX);
+        let pass = RunRole::LoopCount.dir_name(&c.table.run);
         let counted: Vec<TripCount> = a
             .trips
             .iter()
@@ -430,7 +453,6 @@ enum Per {
 /// the time grows.
 fn case_root_cause(
     stacks: &[StackData],
-    run: usize,
     t: &CaseTable,
     anchors: &Anchors,
     per: Per,
@@ -448,8 +470,7 @@ fn case_root_cause(
                 .iter()
                 .map(|r| {
                     let file = stacks.iter().find(|s| {
-                        s.run == run
-                            && s.file.kind == kind
+                        s.file.kind == kind
                             && s.file.target == t.target
                             && s.file.case == t.case
                             && s.file.n == r.n
@@ -525,7 +546,6 @@ mod tests {
         folded.add(path("finish_task_switch"), slow * 1000);
         folded.add(path("wait_consider_task"), (10 - slow) * 1000);
         StackData {
-            run: 0,
             file: StackFile {
                 kind: StackKind::Oncpu,
                 target: "do_wait".into(),
@@ -631,6 +651,7 @@ mod tests {
     fn root_cause_attributes_the_growth_the_verdict_fits() {
         let table = |metric| CaseTable {
             run: "r".into(),
+            role: crate::rundata::RunRole::Measured,
             kernel: "6.1".into(),
             target: "do_wait".into(),
             case: 0,
@@ -649,14 +670,14 @@ mod tests {
         let anchors = Anchors::new("do_wait", None);
 
         let (_, flat) =
-            case_root_cause(&stacks, 0, &table(Metric::OncpuMean), &anchors, Per::Call).unwrap();
+            case_root_cause(&stacks, &table(Metric::OncpuMean), &anchors, Per::Call).unwrap();
         assert_eq!(flat.target_ns, Some((300_000.0, 298_000.0)));
         assert!(!flat.attributes());
         assert!(flat.culprit.is_none(), "{:?}", flat.culprit);
 
         // Fitting wall time, the on-CPU stacks still split the on-CPU mean, which grew.
         let (_, by_mean) =
-            case_root_cause(&stacks, 0, &table(Metric::WallMean), &anchors, Per::Call).unwrap();
+            case_root_cause(&stacks, &table(Metric::WallMean), &anchors, Per::Call).unwrap();
         assert_eq!(by_mean.target_ns, Some((300_000.0, 450_000.0)));
         assert!(by_mean.attributes());
         assert_eq!(

@@ -160,67 +160,75 @@ pub struct ProfiledRun {
     pub interruptions: Option<InterruptionCounting>,
 }
 
-/// Discoveries of every (run, case) with whole-process profiles; `runs[i]` is run i.
-pub fn discover(stacks: &[StackData], runs: &[ProfiledRun]) -> Vec<Discovery> {
-    let mut groups: BTreeMap<(usize, u32), Vec<&StackData>> = BTreeMap::new();
-    for s in stacks {
-        if s.file.kind == StackKind::Profile && s.file.case != tracer_ebpf::CASE_UNPHASED {
-            groups.entry((s.run, s.file.case)).or_default().push(s);
-        }
-    }
+/// Discoveries of every (run, case) with whole-process profiles, each run beside its stacks.
+pub fn discover(runs: &[(&ProfiledRun, &[StackData])]) -> Vec<Discovery> {
     let mut out = Vec::new();
-    for ((ri, case), mut files) in groups {
-        let Some(run) = runs.get(ri) else {
-            continue;
-        };
-        let ProfiledRun {
-            sample_freq_hz: freq,
-            invocations,
-            ..
-        } = run;
-        let failed: BTreeSet<u64> = invocations
-            .iter()
-            .filter(|i| i.failed() && i.n > 0)
-            .map(|i| i.n)
-            .collect();
-        files.retain(|f| !failed.contains(&f.file.n));
-        files.sort_by_key(|f| f.file.n);
-        if files.is_empty() {
-            continue;
+    for &(run, stacks) in runs {
+        let mut groups: BTreeMap<u32, Vec<&StackData>> = BTreeMap::new();
+        for s in stacks {
+            if s.file.kind == StackKind::Profile && s.file.case != tracer_ebpf::CASE_UNPHASED {
+                groups.entry(s.file.case).or_default().push(s);
+            }
         }
-        let offcpu: Vec<&StackData> = stacks
-            .iter()
-            .filter(|s| {
-                s.run == ri
-                    && s.file.kind == StackKind::ProfileOffcpu
-                    && s.file.case == case
-                    && !failed.contains(&s.file.n)
-            })
-            .collect();
-        let period_ns = 1_000_000_000u64.checked_div(*freq).unwrap_or(0);
-        let (entry_files, entry_rows) = super::entries::of_case(stacks, &run.entries, ri, case);
-        let spread = RunSpread::of(invocations, &failed);
-        let mut d = discover_case(run, &files, &offcpu, period_ns, case, &failed, &spread);
-        d.entries = super::entries::find(super::entries::CaseData {
-            ns: &d.ns,
-            ops: &ops_of(&d.ns, &run.phases, case),
-            period_ns,
-            files: &entry_files,
-            rows: &entry_rows,
-            kernel_ns: &d.kernel_ns,
-            spread: &spread,
-            interruptions: run.interruptions.as_ref(),
-        });
-        d.entries.unavailable = run.entries_unavailable.clone();
-        d.spread = spread;
-        if let (Some(g), Some(c)) = (d.entries.growth.as_mut(), d.cause.as_ref()) {
-            let mut chain = c.callers.clone();
-            chain.push(c.function.clone());
-            g.cause_in_interruptions = super::runlength::is_interruption(&chain);
+        for (case, files) in groups {
+            if let Some(d) = discover_run_case(run, stacks, case, files) {
+                out.push(d);
+            }
         }
-        out.push(d);
     }
     out
+}
+
+/// The discovery of one case of one run from its profile `files`.
+fn discover_run_case(
+    run: &ProfiledRun,
+    stacks: &[StackData],
+    case: u32,
+    mut files: Vec<&StackData>,
+) -> Option<Discovery> {
+    let failed: BTreeSet<u64> = run
+        .invocations
+        .iter()
+        .filter(|i| i.failed() && i.n > 0)
+        .map(|i| i.n)
+        .collect();
+    files.retain(|f| !failed.contains(&f.file.n));
+    files.sort_by_key(|f| f.file.n);
+    if files.is_empty() {
+        return None;
+    }
+    let offcpu: Vec<&StackData> = stacks
+        .iter()
+        .filter(|s| {
+            s.file.kind == StackKind::ProfileOffcpu
+                && s.file.case == case
+                && !failed.contains(&s.file.n)
+        })
+        .collect();
+    let period_ns = 1_000_000_000u64
+        .checked_div(run.sample_freq_hz)
+        .unwrap_or(0);
+    let (entry_files, entry_rows) = super::entries::of_case(stacks, &run.entries, case);
+    let spread = RunSpread::of(&run.invocations, &failed);
+    let mut d = discover_case(run, &files, &offcpu, period_ns, case, &failed, &spread);
+    d.entries = super::entries::find(super::entries::CaseData {
+        ns: &d.ns,
+        ops: &ops_of(&d.ns, &run.phases, case),
+        period_ns,
+        files: &entry_files,
+        rows: &entry_rows,
+        kernel_ns: &d.kernel_ns,
+        spread: &spread,
+        interruptions: run.interruptions.as_ref(),
+    });
+    d.entries.unavailable = run.entries_unavailable.clone();
+    d.spread = spread;
+    if let (Some(g), Some(c)) = (d.entries.growth.as_mut(), d.cause.as_ref()) {
+        let mut chain = c.callers.clone();
+        chain.push(c.function.clone());
+        g.cause_in_interruptions = super::runlength::is_interruption(&chain);
+    }
+    Some(d)
 }
 
 /// The ops of each size: what the command said (or `--ops` gave), else its runs.
@@ -403,6 +411,11 @@ fn coverage(ns: &[u64], profiles: &[Profile], invocations: &[Invocation]) -> Vec
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    /// The discoveries of one run (`runs[0]`) with `stacks`.
+    pub(crate) fn discover(stacks: &[StackData], runs: &[ProfiledRun]) -> Vec<Discovery> {
+        super::discover(&[(&runs[0], stacks)])
+    }
     use crate::analysis::fit::Complexity;
     use crate::analysis::stacks::Folded;
     use crate::rundata::{StackFile, stack_file_path};
@@ -413,7 +426,6 @@ pub(crate) mod tests {
     pub(crate) fn data(n: u64, text: &str) -> StackData {
         let folded = Folded::parse(text).unwrap();
         StackData {
-            run: 0,
             file: StackFile {
                 kind: StackKind::Profile,
                 target: "process".into(),

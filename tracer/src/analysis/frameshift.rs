@@ -138,17 +138,11 @@ pub fn frame_shifts(a: &Analysis, b: &Analysis) -> Vec<FrameShift> {
 
 /// Shares and times of one side's table, or None without enough on-CPU samples at any size.
 fn side(an: &Analysis, t: &CaseTable) -> Option<Side> {
-    let run = an.runs.iter().position(|r| r.label == t.run)?;
-    let plan = an.runs[run]
-        .targets
-        .iter()
-        .find(|x| x.name == t.target)
-        .and_then(|x| x.plan.as_ref());
-    let anchors = Anchors::new(&t.target, plan);
+    let run = an.runs.iter().find(|r| r.label == t.run)?;
+    let anchors = Anchors::new(&t.target, run.plan_of(&t.target));
     let stacks_at = |n: u64| {
-        an.stacks.iter().find(|s| {
-            s.run == run
-                && s.file.kind == StackKind::Oncpu
+        run.stacks.iter().find(|s| {
+            s.file.kind == StackKind::Oncpu
                 && s.file.target == t.target
                 && s.file.case_name == t.case_name
                 && s.file.n == n

@@ -224,7 +224,6 @@ mod tests {
             cases: Vec::new(),
             discoveries: vec![d],
             trips: Vec::new(),
-            stacks: Vec::new(),
             warnings: Vec::new(),
         }
     }

@@ -231,11 +231,10 @@ pub fn normalize_to(before: &Folded, after: &Folded) -> Folded {
     before.scaled(after.total() as f64 / tb as f64)
 }
 
-/// A folded-stack file of the data set, loaded and checked.
-#[derive(Clone, Debug)]
+/// A folded-stack file of one run (held by its [`super::analyze::RunInfo`]), loaded and
+/// checked.
+#[derive(Clone, Debug, PartialEq)]
 pub struct StackData {
-    /// Index into [`super::Analysis::runs`].
-    pub run: usize,
     pub file: StackFile,
     pub folded: Folded,
 }

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::rundata::{Dist, InvocationSpan, PlanUsed, Run, SpanRow};
+use crate::rundata::{Dist, InvocationSpan, PlanUsed, Run, RunRole, SpanRow};
 
 use super::fit::Point;
 use super::hist;
@@ -165,6 +165,9 @@ pub fn rel_se_of_runs(runs: &[f64]) -> Option<f64> {
 pub struct CaseTable {
     /// Run label (the run directory's name).
     pub run: String,
+    /// What that run is to its sweep.
+    #[serde(skip)]
+    pub role: RunRole,
     pub kernel: String,
     pub target: String,
     pub case: u32,
@@ -397,6 +400,7 @@ pub fn tables(
             );
         out.push(CaseTable {
             run: label.to_string(),
+            role: RunRole::of(label).0,
             kernel: run.kernel.release.clone(),
             target: target.name.clone(),
             case,

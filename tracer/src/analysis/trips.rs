@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::fit::{ADEQUATE_FIT, Complexity, Point, Scaling, fit_scaling};
 use super::stats::ols;
-use crate::rundata::SpanRow;
+use crate::rundata::{RunRole, SpanRow};
 
 /// Fewest inner calls per outer call, at some N, for a series to be kept.
 pub const MIN_TRIPS: f64 = 0.01;
@@ -178,6 +178,9 @@ pub struct TripPoint {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct TripCount {
     pub run: String,
+    /// What that run is to its sweep.
+    #[serde(skip)]
+    pub role: RunRole,
     pub outer: String,
     pub inner: String,
     pub case_name: String,
@@ -223,6 +226,7 @@ pub fn trip_counts(run: &str, spans: &[SpanRow]) -> Vec<TripCount> {
                 Some(t) => t.points.push(point),
                 None => out.push(TripCount {
                     run: run.to_string(),
+                    role: RunRole::of(run).0,
                     outer: outer.clone(),
                     inner: inner.target.clone(),
                     case_name: inner.case_name.clone(),

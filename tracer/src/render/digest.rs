@@ -28,7 +28,7 @@ impl Finding<'_> {
     pub fn leads(&self) -> bool {
         self.cases.iter().any(|c| {
             let t = &c.table;
-            !t.run.ends_with(crate::rundata::CONFIRM_SUFFIX)
+            t.role != crate::rundata::RunRole::Confirm
                 && workloads::cases::is_thread_target(&t.case_name, &t.target)
         })
     }

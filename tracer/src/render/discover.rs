@@ -408,11 +408,10 @@ pub fn markdown(d: &Discovery) -> String {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::analysis::discover::discover;
 
     /// A discovery of 4 sizes where wait_consider_task grows linearly (or nothing grows).
     pub(crate) fn discovery(grow: bool) -> Discovery {
-        use crate::analysis::discover::tests::{PERIOD, data, runs};
+        use crate::analysis::discover::tests::{PERIOD, data, discover, runs};
         let ns = [10u64, 100, 1000, 3000];
         let stacks: Vec<_> = ns
             .iter()

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::analysis::analyze::RunInfo;
 use crate::analysis::stacks::Anchors;
 use crate::analysis::{Analysis, StackData};
 use crate::rundata::StackKind;
@@ -28,48 +29,42 @@ pub(super) fn write_report(
     opts: &ReportOptions,
     links: &mut BTreeMap<String, TargetLinks>,
 ) -> Result<(), ReportError> {
-    // (run, target, case id, case name, kind) -> stacks: cases in the workload's order,
-    // kinds in a fixed order.
-    let mut groups: BTreeMap<(usize, String, u32, String, StackKind), Vec<&StackData>> =
-        BTreeMap::new();
-    for s in &a.stacks {
-        // Entry stacks are the profile's kernel samples again, filed by entry: the
-        // profile's flamegraphs show them.
-        if s.folded.is_empty()
-            || s.file.kind == StackKind::Entry
-            || (s.file.case == tracer_ebpf::CASE_UNPHASED && !opts.include_unphased)
-        {
-            continue;
+    for run in &a.runs {
+        // (target, case id, case name, kind) -> stacks: cases in the workload's order, kinds
+        // in a fixed order.
+        let mut groups: BTreeMap<(&str, u32, &str, StackKind), Vec<&StackData>> = BTreeMap::new();
+        for s in run.stacks.iter().filter(|s| drawn(s, opts)) {
+            groups
+                .entry((&s.file.target, s.file.case, &s.file.case_name, s.file.kind))
+                .or_default()
+                .push(s);
         }
-        groups
-            .entry((
-                s.run,
-                s.file.target.clone(),
-                s.file.case,
-                s.file.case_name.clone(),
-                s.file.kind,
-            ))
-            .or_default()
-            .push(s);
-    }
-    for ((ri, target, _, case_name, kind), mut stacks) in groups {
-        stacks.sort_by_key(|s| s.file.n);
-        let run = &a.runs[ri];
-        let group = Group {
-            run,
-            target: &target,
-            case_name: &case_name,
-            kind,
-            sweep: a.is_sweep,
-        };
-        write_group(&group, &stacks, out, opts, links)?;
+        for ((target, _, case_name, kind), mut stacks) in groups {
+            stacks.sort_by_key(|s| s.file.n);
+            let group = Group {
+                run,
+                target,
+                case_name,
+                kind,
+                sweep: a.is_sweep,
+            };
+            write_group(&group, &stacks, out, opts, links)?;
+        }
     }
     Ok(())
 }
 
+/// Whether a stack file gets flamegraphs. Entry stacks are the profile's kernel samples
+/// again, filed by entry: the profile's flamegraphs show them.
+fn drawn(s: &StackData, opts: &ReportOptions) -> bool {
+    !(s.folded.is_empty()
+        || s.file.kind == StackKind::Entry
+        || (s.file.case == tracer_ebpf::CASE_UNPHASED && !opts.include_unphased))
+}
+
 /// One run's stacks of one kind for one target and case.
 struct Group<'a> {
-    run: &'a crate::analysis::analyze::RunInfo,
+    run: &'a RunInfo,
     target: &'a str,
     case_name: &'a str,
     kind: StackKind,
@@ -88,11 +83,7 @@ fn write_group(
     links: &mut BTreeMap<String, TargetLinks>,
 ) -> Result<(), ReportError> {
     let (run, kind) = (g.run, g.kind);
-    let plan = run
-        .targets
-        .iter()
-        .find(|t| t.name == g.target)
-        .and_then(|t| t.plan.as_ref());
+    let plan = run.plan_of(g.target);
     let info = flamesvg::FlameInfo {
         kind,
         target: g.target,
@@ -160,23 +151,21 @@ fn write_group(
     Ok(())
 }
 
-/// Stacks of one target by (case, kind) and N, the first of each when runs repeat them.
-type StacksByN<'a> = BTreeMap<(String, StackKind), BTreeMap<u64, &'a StackData>>;
+/// Stacks of one target by (case, kind) and N, each beside its run; the first of each when
+/// runs repeat them.
+type StacksByN<'a> = BTreeMap<(String, StackKind), BTreeMap<u64, (&'a RunInfo, &'a StackData)>>;
 
 fn stacks_by_n<'a>(an: &'a Analysis, target: &str, opts: &ReportOptions) -> StacksByN<'a> {
     let mut m: StacksByN<'a> = BTreeMap::new();
-    for s in &an.stacks {
-        if s.file.target != target
-            || s.file.kind == StackKind::Entry
-            || s.folded.is_empty()
-            || (s.file.case == tracer_ebpf::CASE_UNPHASED && !opts.include_unphased)
-        {
-            continue;
+    for run in &an.runs {
+        for s in run.stacks.iter().filter(|s| drawn(s, opts)) {
+            if s.file.target == target {
+                m.entry((s.file.case_name.clone(), s.file.kind))
+                    .or_default()
+                    .entry(s.file.n)
+                    .or_insert((run, s));
+            }
         }
-        m.entry((s.file.case_name.clone(), s.file.kind))
-            .or_default()
-            .entry(s.file.n)
-            .or_insert(s);
     }
     m
 }
@@ -200,20 +189,13 @@ pub(super) fn cross_kernel(
         let Some((&n, before)) = by_n_a.iter().rev().find(|(n, _)| by_n_b.contains_key(n)) else {
             continue;
         };
-        let after = by_n_b[&n];
-        let run_b = &ab.runs[after.run];
+        let (run_a, before) = *before;
+        let (run_b, after) = by_n_b[&n];
         // Each side cut at the target by its own plan's frames, so the two kernels' stacks
         // line up below it.
-        let anchors = |an: &Analysis, s: &StackData| {
-            let plan = an.runs[s.run]
-                .targets
-                .iter()
-                .find(|t| t.name == target)
-                .and_then(|t| t.plan.as_ref());
-            Anchors::new(target, plan)
-        };
-        let before_aligned = before.folded.aligned(&anchors(aa, before));
-        let after_aligned = after.folded.aligned(&anchors(ab, after));
+        let anchors = |run: &RunInfo| Anchors::new(target, run.plan_of(target));
+        let before_aligned = before.folded.aligned(&anchors(run_a));
+        let after_aligned = after.folded.aligned(&anchors(run_b));
         let info = flamesvg::FlameInfo {
             kind: *kind,
             target,

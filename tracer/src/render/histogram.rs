@@ -203,20 +203,23 @@ fn histogram_tables<'a>(
     let mut chosen: Vec<&CaseTable> = growing.iter().map(|c| &c.table).collect();
     let mut seen: Vec<&str> = growing.iter().map(|c| c.table.target.as_str()).collect();
     let tables: Vec<&CaseTable> = a.cases.iter().map(|c| &c.table).collect();
+    let calls = |t: &CaseTable| -> u64 { t.rows.iter().map(|r| r.timed_calls).sum() };
     for (i, t) in tables.iter().enumerate() {
         if seen.contains(&t.target.as_str()) {
             continue;
         }
-        let calls = |j: usize| -> u64 { tables[j].rows.iter().map(|r| r.timed_calls).sum() };
-        let best = (i..tables.len())
-            .filter(|&j| tables[j].target == t.target && calls(j) > 0)
-            .filter(|&j| {
-                full || (workloads::cases::is_thread_target(&tables[j].case_name, &t.target)
-                    && !tables[j].run.ends_with(crate::rundata::CONFIRM_SUFFIX))
+        // The first of the most timed calls, among this one and the tables after it.
+        let best = tables[i..]
+            .iter()
+            .filter(|u| u.target == t.target && calls(u) > 0)
+            .filter(|u| {
+                full || (workloads::cases::is_thread_target(&u.case_name, &t.target)
+                    && u.role != crate::rundata::RunRole::Confirm)
             })
-            .max_by_key(|&j| (calls(j), std::cmp::Reverse(j)));
+            .rev()
+            .max_by_key(|u| calls(u));
         seen.push(&t.target);
-        chosen.extend(best.map(|j| tables[j]));
+        chosen.extend(best.copied());
     }
     chosen
 }

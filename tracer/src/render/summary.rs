@@ -494,7 +494,6 @@ mod tests {
             cases: vec![],
             discoveries,
             trips: vec![],
-            stacks: vec![],
             warnings: vec![],
         }
     }

@@ -45,11 +45,47 @@ pub const EVENTS_CSV: &str = "events.csv";
 /// Header of `events.csv`, one row per call (raw-events mode).
 pub const EVENTS_HEADER: &str = "end_ns,tid,tgid,target,case,n,wall_ns,oncpu_ns\n";
 /// Suffix of the run directory where a discover sweep's top functions were timed exactly.
-pub const CONFIRM_SUFFIX: &str = "-confirm";
-/// Suffix of the run directory where a built-in sweep counted its targets' loop trips
-/// (`sweep::loops`): its counts join the timed run's verdicts; its times, which hold the
-/// per-trip probes, are not fitted.
-pub const LOOPS_SUFFIX: &str = "-loops";
+const CONFIRM_SUFFIX: &str = "-confirm";
+/// Suffix of the run directory where a sweep counted its targets' loop trips
+/// (`sweep::loops`).
+const LOOPS_SUFFIX: &str = "-loops";
+
+/// What a run directory of a sweep holds. A second pass over a measured run is stored beside
+/// it under the measured run's name and a suffix; this is the one place that reads or writes
+/// that suffix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RunRole {
+    /// The sizes timed (or sampled) as asked.
+    Measured,
+    /// A discover sweep's second pass: its top functions timed exactly (`sweep::confirm`).
+    Confirm,
+    /// A sweep's loop-count pass: its counts join the measured run's verdicts; its times,
+    /// which hold a probe per trip, are not fitted (`sweep::loops`).
+    LoopCount,
+}
+
+impl RunRole {
+    /// The role of the run directory named `label`, and the name of the measured run it
+    /// belongs to (itself for a measured run).
+    pub fn of(label: &str) -> (RunRole, &str) {
+        if let Some(base) = label.strip_suffix(CONFIRM_SUFFIX) {
+            (RunRole::Confirm, base)
+        } else if let Some(base) = label.strip_suffix(LOOPS_SUFFIX) {
+            (RunRole::LoopCount, base)
+        } else {
+            (RunRole::Measured, label)
+        }
+    }
+
+    /// The directory name of this role's pass over the measured run `base`.
+    pub fn dir_name(self, base: &str) -> String {
+        match self {
+            RunRole::Measured => base.to_string(),
+            RunRole::Confirm => format!("{base}{CONFIRM_SUFFIX}"),
+            RunRole::LoopCount => format!("{base}{LOOPS_SUFFIX}"),
+        }
+    }
+}
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Run {

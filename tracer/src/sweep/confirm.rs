@@ -112,7 +112,7 @@ pub(super) async fn confirm_pass(
         }
         Err(e) => return Err(e),
     };
-    let name = format!("{}{}", job.name, crate::rundata::CONFIRM_SUFFIX);
+    let name = crate::rundata::RunRole::Confirm.dir_name(&job.name);
     let counting = if callers.is_empty() {
         String::new()
     } else {

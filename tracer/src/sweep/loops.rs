@@ -247,7 +247,7 @@ pub(super) async fn loop_pass(
             continue;
         }
         let job = count.job;
-        let name = format!("{}{}", job.name, crate::rundata::LOOPS_SUFFIX);
+        let name = crate::rundata::RunRole::LoopCount.dir_name(&job.name);
         session.println(&format!(
             "counting {} once per N ({name})",
             counting.join("; ")

@@ -497,16 +497,15 @@ fn rank(mut rest: Vec<KernelEntry>, common: f64) -> Vec<KernelEntry> {
     out
 }
 
-/// The entry stacks and counts of run `run`, case `case`, by name.
+/// The entry stacks and counts of case `case` among one run's `stacks` and `rows`.
 pub(super) fn of_case<'a>(
     stacks: &'a [StackData],
     rows: &'a [EntryRow],
-    run: usize,
     case: u32,
 ) -> (Vec<&'a StackData>, Vec<&'a EntryRow>) {
     let files = stacks
         .iter()
-        .filter(|s| s.run == run && s.file.kind == StackKind::Entry && s.file.case == case)
+        .filter(|s| s.file.kind == StackKind::Entry && s.file.case == case)
         .collect();
     let rows = rows.iter().filter(|r| r.case == case).collect();
     (files, rows)

@@ -1,8 +1,7 @@
 //! Unit tests of the entries' judgement on synthetic profiles.
 
 use super::*;
-use crate::analysis::discover::discover;
-use crate::analysis::discover::tests::{PERIOD, data, runs};
+use crate::analysis::discover::tests::{PERIOD, data, discover, runs};
 use crate::rundata::stack_file_path;
 
 const NS: [u64; 4] = [10, 100, 1000, 3000];

@@ -182,7 +182,7 @@ pub fn write_report_exports(
     max_events_bytes: u64,
 ) -> Result<ReportExports, ReportError> {
     let mut written = ReportExports::default();
-    for (ri, lr) in ds.runs.iter().enumerate() {
+    for lr in &ds.runs {
         let (trace, profiles) = if ds.is_sweep {
             let label = out::safe(&lr.label);
             (
@@ -204,10 +204,12 @@ pub fn write_report_exports(
             )),
             _ => written.files.extend(write_run_trace(lr, out, &trace)?),
         }
+        // The analysed run's stacks: a failed size's are left out, as from its tables.
         let stacks: Vec<(&StackFile, &Folded)> = a
-            .stacks
+            .runs
             .iter()
-            .filter(|s| s.run == ri)
+            .filter(|r| r.label == lr.label)
+            .flat_map(|r| &r.stacks)
             .map(|s| (&s.file, &s.folded))
             .collect();
         written
