@@ -159,3 +159,21 @@ fn a_circle_of_imports_is_found() {
     acyclic.insert(m("c::d"), String::new());
     assert_eq!(circle(&graph_of(&acyclic)), None);
 }
+
+/// Recording imports no analysis module: what its extra runs need of the analysis they ask
+/// through `record::advice::Advice`, which the sweep hands them. Test modules may use the
+/// real analysis to drive the scheduler.
+#[test]
+fn recording_imports_no_analysis() {
+    let mods = modules(&paths::workspace_root().join("tracer/src/record"));
+    assert!(mods.len() > 10, "{} record modules found", mods.len());
+    let importing: Vec<String> = mods
+        .iter()
+        .filter(|(_, code)| code.contains("crate::analysis") || code.contains("analysis::"))
+        .map(|(m, _)| m.join("::"))
+        .collect();
+    assert!(
+        importing.is_empty(),
+        "record modules that import analysis: {importing:?}"
+    );
+}

@@ -1,6 +1,7 @@
 //! Analysis of saved run data: pure functions from [`crate::rundata::Run`] and folded stacks to
 //! tables, scaling verdicts, root causes and comparisons. Nothing here renders or needs root.
 
+pub mod advice;
 pub mod analyze;
 pub mod compare;
 pub mod comparerows;

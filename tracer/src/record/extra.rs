@@ -5,7 +5,7 @@
 //! A verdict (a traced target, with its case for a built-in workload's, that case's own
 //! target only) is fitted from the runs so far as the report fits it: each size's centre is
 //! the median of its runs' centres, its error their spread over √runs, each run its own
-//! point in the class evidence ([`verdicts`]). It could still change when the same data at
+//! point in the class evidence ([`Advice::verdicts`]). It could still change when the same data at
 //! the cap would say something else: each size's runs repeated to the cap, its error shrunk
 //! as √runs (what more runs like these would show). Where the two agree, more runs of these
 //! sizes cannot move it, whether it names one class, stays flat, or leaves a set the sizes do
@@ -20,7 +20,7 @@
 //! A discover sweep has a second rule, read from its analysis: a frame whose time per call
 //! rose as a loop's does, but at sizes the data cannot tell apart (`analysis::entries`'
 //! undecided frames), names the size whose runs would decide it ([`MoreRuns`]). Where that
-//! size has fewer than `FEW_SAMPLES` samples of the frame, it runs again until it should have
+//! size has fewer samples of the frame than its time needs, it runs again until it should have
 //! them (its samples per run so far say how many runs that takes), within the time budget and
 //! `--max-repeat` when given; otherwise up to the cap of runs per size. The runs come in
 //! batches of at most twice the size's runs so far, the analysis read again after each, at
@@ -31,10 +31,8 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use super::advice::{Advice, MoreRuns, Open};
 use super::spec::Invocation as Planned;
-use crate::analysis::entries::{FEW_SAMPLES, MoreRuns};
-use crate::analysis::fit::{Complexity, Point, Scaling, classes_label, fit_scaling_runs};
-use crate::analysis::table::{rel_se_of_runs, run_centre};
 use crate::rundata::Invocation;
 
 /// The default cap on runs per size: twice the planned rounds.
@@ -97,186 +95,15 @@ impl ExtraRuns {
     }
 }
 
-/// What a verdict says, as far as more runs could change it: flat, or growing within a
-/// set of classes.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Decision {
-    Flat,
-    Grows(Vec<Complexity>),
-}
-
-impl Decision {
-    fn of(s: Option<Scaling>) -> Decision {
-        match s {
-            Some(s) if s.class != Complexity::Constant => Decision::Grows(s.classes),
-            _ => Decision::Flat,
-        }
-    }
-
-    /// Growth alone, for a verdict whose class comes from a loop count.
-    fn growth_only(self) -> Decision {
-        match self {
-            Decision::Grows(_) => Decision::Grows(Vec::new()),
-            flat => flat,
-        }
-    }
-
-    /// "O(1)", "O(n)", "O(n) or O(n log n)"; "grows" for growth whose class a loop count
-    /// gives.
-    pub fn label(&self) -> String {
-        match self {
-            Decision::Flat => "O(1)".into(),
-            Decision::Grows(c) if c.is_empty() => "grows".into(),
-            Decision::Grows(c) => classes_label(c),
-        }
-    }
-}
-
-/// One verdict of the runs so far (a target, with its case for a built-in workload's), and
-/// what the same data would say at the cap of runs per size.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Open {
-    /// `do_wait`, or `do_wait [waitpid-any]`.
-    pub target: String,
-    pub now: Decision,
-    /// The verdict with every size at the cap: its runs so far repeated, its error shrunk
-    /// as √runs. Equal to `now`: more runs of these sizes cannot change it.
-    pub at_cap: Decision,
-    /// The size to run next for it (the one with the largest error among those under the
-    /// cap), its runs so far and its relative error; None when every size is at the cap.
-    pub next: Option<(u64, usize, f64)>,
-    /// Where its class set would part, when it holds several ([`Scaling::parts_at`]): the
-    /// size to add, where more runs of these cannot narrow it.
-    pub parts_at: Option<u64>,
-}
-
-impl Open {
-    /// More runs could change the verdict, and a size has runs to spare.
-    pub fn wants_runs(&self) -> bool {
-        self.now != self.at_cap && self.next.is_some()
-    }
-}
-
-/// Each successful run's centre per N and (target, case) (the tables' fitted centre of its
-/// calls).
-type Centres<'a> = BTreeMap<(&'a str, u32), BTreeMap<u64, Vec<f64>>>;
-
-/// Every successful run's centre, and the sizes where a run failed.
-fn centres(invocations: &[Invocation]) -> (Centres<'_>, Vec<u64>) {
-    // On-CPU where the target's probes measured it in any run, as the tables choose.
-    let oncpu: std::collections::BTreeSet<&str> = invocations
-        .iter()
-        .flat_map(|i| &i.spans)
-        .filter(|s| s.oncpu.sum_ns > 0)
-        .map(|s| s.target.as_str())
-        .collect();
-    // A built-in workload's case decides on the target it exists for; what else it traced is
-    // incidental and runs no size again.
-    let decides = |s: &&crate::rundata::InvocationSpan| {
-        workloads::cases::is_thread_target(&workloads::cases::case_name(s.case), &s.target)
-    };
-    let mut by_key = Centres::new();
-    let mut failed = Vec::new();
-    for inv in invocations.iter().filter(|i| i.n > 0) {
-        if inv.failed() {
-            failed.push(inv.n);
-            continue;
-        }
-        for s in inv.spans.iter().filter(decides) {
-            if let Some(c) = run_centre(s, oncpu.contains(s.target.as_str())) {
-                by_key
-                    .entry((s.target.as_str(), s.case))
-                    .or_default()
-                    .entry(inv.n)
-                    .or_default()
-                    .push(c);
-            }
-        }
-    }
-    (by_key, failed)
-}
-
-fn median(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let m = s.len() / 2;
-    if s.len() % 2 == 1 {
-        s[m]
-    } else {
-        (s[m - 1] + s[m]) / 2.0
-    }
-}
-
-/// The verdict of one target's sizes, each size's runs repeated to `runs_each` (None: as
-/// they are): the sizes' centres (the median of their runs, error the runs' spread over
-/// √runs) and every run as its own point, as the report fits them; with where its class
-/// set would part ([`Scaling::parts_at`]).
-fn decision(sizes: &BTreeMap<u64, Vec<f64>>, runs_each: Option<usize>) -> (Decision, Option<u64>) {
-    let mut points = Vec::new();
-    let mut run_points = Vec::new();
-    for (&n, runs) in sizes {
-        let k = runs_each.unwrap_or(runs.len()).max(runs.len());
-        let rel_se = rel_se_of_runs(runs).map(|se| se * (runs.len() as f64 / k as f64).sqrt());
-        points.push(Point {
-            n: n as f64,
-            t: median(runs),
-            rel_se,
-        });
-        run_points.extend(runs.iter().cycle().take(k).map(|&t| Point {
-            n: n as f64,
-            t,
-            rel_se: None,
-        }));
-    }
-    let fit = fit_scaling_runs(&points, &run_points);
-    let parts_at = fit.as_ref().and_then(Scaling::parts_at);
-    (Decision::of(fit), parts_at)
-}
-
-/// Every verdict of the runs so far with two sizes or more, each size run at least twice
-/// (the spread between runs is what the cap's projection shrinks): what it says now, at
-/// `max_runs` per size, and the size to run next for it; for the `counted` targets, whether
-/// it grows only. Sizes whose command failed are left out, and are never run again.
-pub fn verdicts(invocations: &[Invocation], max_runs: u32, counted: &[String]) -> Vec<Open> {
-    let (by_key, failed) = centres(invocations);
-    let ran = |n: u64| invocations.iter().filter(|i| i.n == n).count();
-    let mut out = Vec::new();
-    for ((t, case), mut sizes) in by_key {
-        sizes.retain(|n, _| !failed.contains(n));
-        if sizes.len() < 2 || sizes.values().any(|r| r.len() < 2) {
-            continue;
-        }
-        let ((mut now, parts_at), (mut at_cap, _)) = (
-            decision(&sizes, None),
-            decision(&sizes, Some(max_runs as usize)),
-        );
-        if counted.iter().any(|c| c == t) {
-            (now, at_cap) = (now.growth_only(), at_cap.growth_only());
-        }
-        let next = sizes
-            .iter()
-            .filter(|(n, _)| ran(**n) < max_runs as usize)
-            .filter_map(|(&n, r)| Some((n, r.len(), rel_se_of_runs(r)?)))
-            .max_by(|a, b| a.2.total_cmp(&b.2).then(b.0.cmp(&a.0)));
-        out.push(Open {
-            target: if case == workloads::cases::CASE_COMMAND {
-                t.to_string()
-            } else {
-                format!("{t} [{}]", workloads::cases::case_name(case))
-            },
-            now,
-            at_cap,
-            next,
-            parts_at,
-        });
-    }
-    out
-}
-
 /// The next verdict to run a size again for: the first that more runs could change, with a
 /// size under the cap. None: every verdict is decided, or cannot change by more runs.
-pub fn next_size(invocations: &[Invocation], limits: &ExtraRuns) -> Option<Open> {
-    verdicts(invocations, limits.max_runs, &limits.counted)
+pub fn next_size(
+    advice: &dyn Advice,
+    invocations: &[Invocation],
+    limits: &ExtraRuns,
+) -> Option<Open> {
+    advice
+        .verdicts(invocations, limits.max_runs, &limits.counted)
         .into_iter()
         .filter(Open::wants_runs)
         .max_by(|a, b| {
@@ -288,6 +115,8 @@ pub fn next_size(invocations: &[Invocation], limits: &ExtraRuns) -> Option<Open>
 /// The extra runs of one external sweep as they happen: asked for the next command run once
 /// the planned ones are done, it picks the size ([`next_size`]) and keeps to the budget.
 pub struct Scheduler<'a> {
+    /// The analysis, read for the verdicts of the runs so far.
+    advice: &'a dyn Advice,
     limits: ExtraRuns,
     plan: &'a [Planned],
     label: &'a str,
@@ -320,8 +149,15 @@ struct SampleRuns {
 impl<'a> Scheduler<'a> {
     /// For a sweep's `plan` (its planned runs, about to start); `label` names the command.
     /// With `discover`, the sweep's analysis may ask for runs too ([`Self::wants_analysis`]).
-    pub fn new(limits: ExtraRuns, plan: &'a [Planned], label: &'a str, discover: bool) -> Self {
+    pub fn new(
+        advice: &'a dyn Advice,
+        limits: ExtraRuns,
+        plan: &'a [Planned],
+        label: &'a str,
+        discover: bool,
+    ) -> Self {
         Scheduler {
+            advice,
             limits,
             plan,
             label,
@@ -344,7 +180,7 @@ impl<'a> Scheduler<'a> {
             self.budget = self.limits.budget_after(self.started.elapsed());
             Instant::now()
         });
-        let (n, why) = match next_size(done, &self.limits) {
+        let (n, why) = match next_size(self.advice, done, &self.limits) {
             Some(Open {
                 target,
                 now,
@@ -412,7 +248,7 @@ impl<'a> Scheduler<'a> {
     }
 
     /// Plan the runs the discover analysis asks for (`wants`, read after the runs `done`):
-    /// a size short of samples until it should have [`FEW_SAMPLES`] (from its samples per run
+    /// a size short of samples until it should have enough (from its samples per run
     /// so far), within `--max-repeat` when given; any other up to the cap of runs per size.
     pub fn plan_samples(&mut self, wants: Vec<MoreRuns>, done: &[Invocation]) {
         let limits = self.limits.clone();
@@ -430,8 +266,8 @@ impl<'a> Scheduler<'a> {
             {
                 continue;
             }
-            let target = if w.samples < FEW_SAMPLES {
-                let needed = (runs * FEW_SAMPLES).div_ceil(w.samples.max(1));
+            let target = if w.samples < w.enough {
+                let needed = (runs * w.enough).div_ceil(w.samples.max(1));
                 if limits.max_given {
                     needed.min(limits.max_runs as u64)
                 } else {
@@ -469,8 +305,10 @@ impl<'a> Scheduler<'a> {
     /// each verdict that is not one class came to (more runs could still change it, but the
     /// budget or the cap stopped them; or none could).
     fn spread_summary(&self, done: &[Invocation]) -> Vec<String> {
-        let verdicts = verdicts(done, self.limits.max_runs, &self.limits.counted);
-        let wide = |o: &&Open| matches!(&o.now, Decision::Grows(c) if c.len() > 1);
+        let verdicts = self
+            .advice
+            .verdicts(done, self.limits.max_runs, &self.limits.counted);
+        let wide = |o: &&Open| o.now.is_wide();
         if self.added.is_empty() && !verdicts.iter().any(|o| o.wants_runs() || wide(&o)) {
             return Vec::new();
         }
@@ -596,6 +434,17 @@ fn sizes_added(added: &BTreeMap<u64, u32>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::advice::{Analyst, verdicts};
+    use crate::analysis::fit::{Complexity, classes_label};
+    use crate::record::advice::Decision;
+
+    /// Growth within the class set `c`.
+    fn grows(c: &[Complexity]) -> Decision {
+        Decision::Grows {
+            classes: c.len(),
+            label: classes_label(c),
+        }
+    }
     use crate::analysis::hist::from_values;
     use crate::rundata::InvocationSpan;
 
@@ -641,23 +490,27 @@ mod tests {
             (1000, &[11000, 14000, 8500]),
             (4000, &[41000, 52000, 33000]),
         ]);
-        let open = next_size(&noisy, &limits).unwrap();
+        let open = next_size(&Analyst, &noisy, &limits).unwrap();
         assert_eq!(open.target, "do_wait");
-        assert_eq!(
-            open.now,
-            Decision::Grows(vec![Complexity::Linear, Complexity::NLogN])
-        );
-        assert_eq!(open.at_cap, Decision::Grows(vec![Complexity::Linear]));
+        assert_eq!(open.now, grows(&[Complexity::Linear, Complexity::NLogN]));
+        assert_eq!(open.at_cap, grows(&[Complexity::Linear]));
         let (n, runs, rel_se) = open.next.unwrap();
         assert_eq!((n, runs), (1000, 3), "the largest error: {open:?}");
         assert!((0.1..0.2).contains(&rel_se), "{rel_se}");
         // At the cap that size runs no more: the next noisiest does.
         let mut capped = noisy.clone();
         capped.extend(runs_of(&[(1000, &[11000, 14000, 8500])]));
-        assert_ne!(next_size(&capped, &limits).unwrap().next.unwrap().0, 1000);
+        assert_ne!(
+            next_size(&Analyst, &capped, &limits)
+                .unwrap()
+                .next
+                .unwrap()
+                .0,
+            1000
+        );
         // No extra run when the cap is the planned rounds.
         assert_eq!(
-            next_size(&noisy, &ExtraRuns::for_repeat(3).with_max(3)),
+            next_size(&Analyst, &noisy, &ExtraRuns::for_repeat(3).with_max(3)),
             None
         );
         // Its class a loop count gives (wait_consider_task counted inside do_wait): that it
@@ -666,7 +519,7 @@ mod tests {
             counted: vec!["do_wait".into()],
             ..ExtraRuns::for_repeat(3)
         };
-        assert_eq!(next_size(&noisy, &counted), None);
+        assert_eq!(next_size(&Analyst, &noisy, &counted), None);
         let v = verdicts(&noisy, 6, &counted.counted);
         assert_eq!(v[0].now, v[0].at_cap);
         assert_eq!(v[0].now.label(), "grows");
@@ -677,9 +530,9 @@ mod tests {
             (1000, &[11000, 12000, 10500]),
             (4000, &[41000, 44000, 40000]),
         ]);
-        assert_eq!(next_size(&steady, &limits), None);
+        assert_eq!(next_size(&Analyst, &steady, &limits), None);
         let v = verdicts(&steady, limits.max_runs, &[]);
-        assert_eq!(v[0].now, Decision::Grows(vec![Complexity::Linear]));
+        assert_eq!(v[0].now, grows(&[Complexity::Linear]));
     }
 
     /// Verdicts more runs of these sizes cannot change run nothing more, however their runs
@@ -697,12 +550,12 @@ mod tests {
             (&v[0].now, &v[0].at_cap),
             (&Decision::Flat, &Decision::Flat)
         );
-        assert_eq!(next_size(&flat, &limits), None);
+        assert_eq!(next_size(&Analyst, &flat, &limits), None);
         let two = runs_of(&[(10, &[1000, 1500, 800]), (1000, &[10000, 15000, 8000])]);
         let v = verdicts(&two, limits.max_runs, &[]);
-        assert_eq!(v[0].now, Decision::Grows(Complexity::GROWING.to_vec()));
+        assert_eq!(v[0].now, grows(&Complexity::GROWING));
         assert_eq!(v[0].now, v[0].at_cap);
-        assert_eq!(next_size(&two, &limits), None);
+        assert_eq!(next_size(&Analyst, &two, &limits), None);
     }
 
     /// A built-in workload's runs: each case of the target it exists for is judged on its own;
@@ -735,7 +588,7 @@ mod tests {
             let wild = [100, 900, 300][k / sizes.len()] * (1 + n / 100);
             runs.push(run(n, 1000, linear(n), wild));
         }
-        assert_eq!(next_size(&runs, &limits), None);
+        assert_eq!(next_size(&Analyst, &runs, &limits), None);
         // waitpid(-1)'s own calls scattering by ±25% do, and the line names the case.
         let mut runs = Vec::new();
         // The runs of `a_size_runs_again_only_while_more_runs_could_change_the_verdict`.
@@ -747,7 +600,7 @@ mod tests {
         for (k, &n) in sizes.iter().chain(&sizes).chain(&sizes).enumerate() {
             runs.push(run(n, 1000, any_t[k / sizes.len()][k % sizes.len()], 100));
         }
-        let u = next_size(&runs, &limits)
+        let u = next_size(&Analyst, &runs, &limits)
             .unwrap_or_else(|| panic!("{:?}", verdicts(&runs, limits.max_runs, &[])));
         assert_eq!(u.target, "do_wait [waitpid-any]");
     }
@@ -760,17 +613,17 @@ mod tests {
             .iter()
             .map(|&(n, t)| inv(n, 0, t))
             .collect();
-        assert_eq!(next_size(&one, &limits), None);
+        assert_eq!(next_size(&Analyst, &one, &limits), None);
         // A size whose command failed once is not run again, however its runs differ.
         let failed = vec![inv(10, 0, 1000), inv(10, 0, 5000), inv(10, 1, 3000)];
-        assert_eq!(next_size(&failed, &limits), None);
+        assert_eq!(next_size(&Analyst, &failed, &limits), None);
         // A run without calls of any target (a plain `tracer record` has N = 0, too).
         let mut empty = vec![inv(10, 0, 1000), inv(10, 0, 5000)];
         for i in &mut empty {
             i.spans.clear();
         }
         empty.push(inv(0, 0, 1));
-        assert_eq!(next_size(&empty, &limits), None);
+        assert_eq!(next_size(&Analyst, &empty, &limits), None);
     }
 
     /// A discover sweep reads its runs so far for the sizes short of samples, unless
@@ -790,7 +643,8 @@ mod tests {
             max_given,
             ..ExtraRuns::for_repeat(2)
         };
-        let wants = |l: ExtraRuns| Scheduler::new(l, &plan, "bench", true).wants_analysis();
+        let wants =
+            |l: ExtraRuns| Scheduler::new(&Analyst, l, &plan, "bench", true).wants_analysis();
         assert!(wants(limits(4, false)), "the default cap leaves room");
         assert!(
             wants(limits(3, true)),
@@ -798,7 +652,9 @@ mod tests {
         );
         assert!(!wants(limits(2, true)), "--max-repeat 2 = --repeat 2");
         // Not a discover sweep: nothing to read either way.
-        assert!(!Scheduler::new(limits(4, false), &plan, "bench", false).wants_analysis());
+        assert!(
+            !Scheduler::new(&Analyst, limits(4, false), &plan, "bench", false).wants_analysis()
+        );
     }
 
     #[test]
@@ -821,10 +677,11 @@ mod tests {
             (1000, &[11000, 14000, 8500]),
             (4000, &[41000, 52000, 33000]),
         ]);
-        let s = Scheduler::new(ExtraRuns::for_repeat(3), &plan, "bench", false);
+        let s = Scheduler::new(&Analyst, ExtraRuns::for_repeat(3), &plan, "bench", false);
         assert_eq!(s.summary(&steady), None);
         // No time at all: the open verdict gets no run, and the line says why.
         let mut s = Scheduler::new(
+            &Analyst,
             ExtraRuns {
                 budget: Some(Duration::ZERO),
                 ..ExtraRuns::for_repeat(3)
@@ -844,7 +701,7 @@ mod tests {
             budget: Some(Duration::from_secs(60)),
             ..ExtraRuns::for_repeat(3)
         };
-        let mut s = Scheduler::new(limits, &plan, "bench", false);
+        let mut s = Scheduler::new(&Analyst, limits, &plan, "bench", false);
         let (next, label) = s.next(&open).unwrap();
         assert_eq!(next.phase(), Some((100, 1000)));
         assert!(
@@ -865,10 +722,7 @@ mod tests {
             extra < 4 * 3,
             "{extra} extra runs: stopped by the cap, not the decision"
         );
-        assert_eq!(
-            verdicts(&done, 6, &[])[0].now,
-            Decision::Grows(vec![Complexity::Linear])
-        );
+        assert_eq!(verdicts(&done, 6, &[])[0].now, grows(&[Complexity::Linear]));
         let line = s.summary(&done).unwrap();
         assert!(
             line.starts_with("runs per size: N=10 ")
@@ -882,6 +736,7 @@ mod tests {
         MoreRuns {
             n,
             samples,
+            enough: 100,
             entry: "read".into(),
             function: "sysvipc_find_ipc".into(),
         }
@@ -906,8 +761,8 @@ mod tests {
             ..ExtraRuns::for_repeat(2)
         };
         // Not a discover sweep: the analysis is never asked.
-        assert!(!Scheduler::new(limits.clone(), &plan, "ipc.sh", false).wants_analysis());
-        let mut s = Scheduler::new(limits.clone(), &plan, "ipc.sh", true);
+        assert!(!Scheduler::new(&Analyst, limits.clone(), &plan, "ipc.sh", false).wants_analysis());
+        let mut s = Scheduler::new(&Analyst, limits.clone(), &plan, "ipc.sh", true);
         assert!(s.next(&done).is_none());
         assert!(s.wants_analysis());
         // 14 samples over 2 runs: 15 runs should give 100; the first batch is twice the runs.
@@ -941,6 +796,7 @@ mod tests {
 
         // --max-repeat caps them; a size with samples enough runs to the cap, 2R.
         let mut s = Scheduler::new(
+            &Analyst,
             ExtraRuns {
                 max_given: true,
                 ..limits.clone()
@@ -951,11 +807,11 @@ mod tests {
         );
         s.plan_samples(vec![want(10, 14)], &done);
         assert_eq!(s.samples.as_ref().unwrap().queue.len(), 2);
-        let mut s = Scheduler::new(limits.clone(), &plan, "ipc.sh", true);
+        let mut s = Scheduler::new(&Analyst, limits.clone(), &plan, "ipc.sh", true);
         s.plan_samples(vec![want(100, 400), want(10, 500)], &done);
         assert_eq!(s.samples.as_ref().unwrap().queue.len(), 4);
         // At the cap already: nothing planned, and the line says the frame is still open.
-        let mut s = Scheduler::new(limits.clone(), &plan, "ipc.sh", true);
+        let mut s = Scheduler::new(&Analyst, limits.clone(), &plan, "ipc.sh", true);
         let capped: Vec<Invocation> = done.iter().chain(&done).cloned().collect();
         s.plan_samples(vec![want(10, 500)], &capped);
         assert!(s.next(&capped).is_none());
@@ -967,11 +823,12 @@ mod tests {
         // A failed size is not run again.
         let mut failed = done.clone();
         failed.push(inv(10, 1, 1000));
-        let mut s = Scheduler::new(limits.clone(), &plan, "ipc.sh", true);
+        let mut s = Scheduler::new(&Analyst, limits.clone(), &plan, "ipc.sh", true);
         s.plan_samples(vec![want(10, 14)], &failed);
         assert!(s.next(&failed).is_none());
         // No time: the planned runs are left, and said.
         let mut s = Scheduler::new(
+            &Analyst,
             ExtraRuns {
                 budget: Some(Duration::ZERO),
                 ..limits.clone()
@@ -988,7 +845,7 @@ mod tests {
             "the time for extra runs is spent (--extra-time) with 4 more planned"
         );
         // The analysis is read at most MAX_SAMPLE_ROUNDS times.
-        let mut s = Scheduler::new(limits.clone(), &plan, "ipc.sh", true);
+        let mut s = Scheduler::new(&Analyst, limits.clone(), &plan, "ipc.sh", true);
         let mut ran = done.clone();
         for _ in 0..MAX_SAMPLE_ROUNDS {
             assert!(s.wants_analysis());

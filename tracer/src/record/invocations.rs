@@ -1,10 +1,10 @@
 //! The command runs of one run: the planned ones (each N, each repeat), cut short by
 //! `--budget`, then the extra runs its scheduler asks for while a verdict could still change
 //! (`extra.rs`), each inside its phase, with the calls each made.
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use super::Session;
+use super::advice::MoreRuns;
 use super::command::{OneRun, Stop};
 use super::events::EventSink;
 use super::extra::Scheduler;
@@ -12,8 +12,6 @@ use super::process::exit_code_of;
 use super::run::unix_now;
 use super::spec::{RunSpec, invocation_plan};
 use super::workload_report::WorkloadReports;
-use crate::analysis::entries::MoreRuns;
-use crate::analysis::{self, AnalysisOptions, Dataset, LoadedRun};
 use crate::collect::{self, RunFacts};
 use crate::error::TracerError;
 use crate::kernel::symbolize::KernelSymbolizer;
@@ -105,6 +103,7 @@ impl Session {
         // After the planned runs, sizes run again while a verdict could still change (extra.rs).
         let mut extra = spec.external.as_ref().map(|e| {
             Scheduler::new(
+                e.advice,
                 e.extra.clone(),
                 &plan,
                 &spec.label,
@@ -354,10 +353,8 @@ impl Session {
     }
 
     /// A discover sweep between runs: the sizes whose runs would decide a frame the
-    /// analysis leaves undecided so far (`Entries::more_runs`). The run so far is built from
-    /// the maps as they are (nothing is cleared or detached) and analysed as the report
-    /// will be: 0.2 s on a host, 3 to 22 s in a qemu TCG guest (a 6.1 shell sweep's many
-    /// stacks), against sweeps of minutes there.
+    /// analysis leaves undecided so far ([`super::advice::Advice::undecided_sizes`]). The run
+    /// so far is built from the maps as they are (nothing is cleared or detached).
     fn undecided_sizes(
         &mut self,
         spec: &RunSpec,
@@ -365,6 +362,9 @@ impl Session {
         target_names: &[String],
         usyms: &mut UserSymbolizer,
     ) -> Result<Vec<MoreRuns>, TracerError> {
+        let Some(external) = &spec.external else {
+            return Ok(Vec::new());
+        };
         self.progress.set(format!(
             "{}: reading the runs so far for sizes that more runs would decide",
             spec.label
@@ -393,19 +393,11 @@ impl Session {
             interruptions: self.engine.interruptions.clone(),
         };
         let (run, stacks) = collect::build_run(&snap, target_names, &ksyms, usyms, facts);
-        let loaded = LoadedRun::recorded(spec.label.clone(), PathBuf::new(), run, &stacks)
-            .map_err(|e| TracerError::Other(format!("internal: the runs so far: {e}")))?;
-        let ds = Dataset {
-            root: PathBuf::new(),
-            is_sweep: false,
-            runs: vec![loaded],
-            notes: Vec::new(),
-        };
-        let a = analysis::analyze(&ds, &AnalysisOptions::default());
+        let wants = external
+            .advice
+            .undecided_sizes(&spec.label, run, &stacks)
+            .map_err(|e| TracerError::Other(format!("internal: the runs so far: {e}")));
         self.progress.set(String::new());
-        Ok(a.discoveries
-            .iter()
-            .flat_map(|d| d.entries.more_runs())
-            .collect())
+        wants
     }
 }

@@ -3,7 +3,7 @@
 //!
 //! Layout: `session` (probes loaded and attached once, shared with `sweep`), `run` (one run
 //! of a session, step by step), `command` (one command run within it), `spec` (what a run
-//! traces), `extra` (more runs where a sweep's verdicts could still change), `targets` (target
+//! traces), `advice` (what the extra runs ask of the analysis), `extra` (more runs where a sweep's verdicts could still change), `targets` (target
 //! selection and the checks made before anything loads), `process` (held commands, /proc), `events` (`events.csv` while recording), `signals` and
 //! `progress`.
 use std::path::PathBuf;
@@ -16,6 +16,7 @@ use crate::kernel::{kallsyms::Kallsyms, privileges::Privileges};
 use crate::resolve::{self, ResolveOptions, Resolved};
 use crate::rundata::Run;
 
+pub mod advice;
 mod command;
 mod events;
 mod extra;

@@ -41,6 +41,8 @@ pub struct ExternalSweep {
     pub ops: Option<crate::cli::OpsExpr>,
     /// More runs for the sizes of verdicts that could still change after the planned rounds.
     pub extra: super::ExtraRuns,
+    /// What the extra runs consult for the verdicts so far (`analysis::advice::Analyst`).
+    pub advice: &'static dyn super::advice::Advice,
 }
 
 #[derive(Clone, Debug)]

@@ -56,6 +56,7 @@ use super::runlength::{self, KernelGrowth, RunLength};
 use super::spread::RunSpread;
 use super::stacks::Folded;
 use super::stacks::StackData;
+use crate::record::advice::MoreRuns;
 
 mod measure;
 mod overtake;
@@ -279,6 +280,7 @@ impl Entries {
                 out.push(MoreRuns {
                     n,
                     samples,
+                    enough: FEW_SAMPLES,
                     entry: e.entry.clone(),
                     function: g.function.clone(),
                 });
@@ -326,17 +328,6 @@ impl Remedy {
         };
         Some(Remedy { between, more_runs })
     }
-}
-
-/// A size whose runs would decide whether `function`'s rise in `entry` is a loop.
-#[derive(Clone, Debug, PartialEq)]
-pub struct MoreRuns {
-    pub n: u64,
-    /// The frame's samples there so far: under [`FEW_SAMPLES`], its time there is not yet
-    /// measured well enough to compare.
-    pub samples: u64,
-    pub entry: String,
-    pub function: String,
 }
 
 /// A slowdown common to the traced tasks' kernel entries from the smallest N to the largest:

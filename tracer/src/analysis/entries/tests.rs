@@ -308,6 +308,7 @@ fn a_rise_at_the_largest_size_only_is_undecided_not_a_loop_nor_none() {
         [MoreRuns {
             n: 10,
             samples: 13,
+            enough: FEW_SAMPLES,
             entry: "read".into(),
             function: "sysvipc_find_ipc".into(),
         }]
