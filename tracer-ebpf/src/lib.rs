@@ -18,12 +18,16 @@ pub const FN_SLOTS: usize = 12;
 pub const TP_SLOTS: usize = 20;
 /// uprobe/uretprobe slot pairs, for user-space functions as targets.
 pub const UPROBE_SLOTS: usize = 4;
+/// Call-site slot pairs: kprobes on a `call` in a traceable function and on the instruction
+/// after it, for a callee that cannot be probed itself (lib/'s `idr_find`, outside ftrace).
+pub const SITE_SLOTS: usize = 4;
 /// Index of the first slot of each kind in the `SLOTS` array.
 pub const SLOT_BASE_FENTRY: u32 = 0;
 pub const SLOT_BASE_KPROBE: u32 = FN_SLOTS as u32;
 pub const SLOT_BASE_TP: u32 = 2 * FN_SLOTS as u32;
 pub const SLOT_BASE_UPROBE: u32 = (2 * FN_SLOTS + TP_SLOTS) as u32;
-pub const SLOT_COUNT: u32 = SLOT_BASE_UPROBE + UPROBE_SLOTS as u32;
+pub const SLOT_BASE_SITE: u32 = SLOT_BASE_UPROBE + UPROBE_SLOTS as u32;
+pub const SLOT_COUNT: u32 = SLOT_BASE_SITE + SITE_SLOTS as u32;
 
 /// Phase "case" of spans that happened outside any announced phase.
 pub const CASE_UNPHASED: u32 = 0;

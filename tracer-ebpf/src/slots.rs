@@ -1,5 +1,6 @@
-//! Attach slots: the fentry/fexit, kprobe/kretprobe, uprobe/uretprobe and tracepoint programs
-//! that userspace points at targets at run time (`SLOTS`), all sharing the span handlers.
+//! Attach slots: the fentry/fexit, kprobe/kretprobe, uprobe/uretprobe, call-site and tracepoint
+//! programs that userspace points at targets at run time (`SLOTS`), all sharing the span
+//! handlers.
 
 use aya_ebpf::{
     EbpfContext,
@@ -84,6 +85,30 @@ uprobe_slot!(0, uprobe_0, uretprobe_0);
 uprobe_slot!(1, uprobe_1, uretprobe_1);
 uprobe_slot!(2, uprobe_2, uretprobe_2);
 uprobe_slot!(3, uprobe_3, uretprobe_3);
+
+// ---------------------------------------------------------------------------------------------
+// Call-site slots: kprobes on a call instruction and on the one after it. At the second the
+// callee has returned (its value in the return register, as at a kretprobe).
+
+macro_rules! site_slot {
+    ($i:literal, $entry:ident, $exit:ident) => {
+        #[kprobe]
+        pub fn $entry(_ctx: ProbeContext) -> u32 {
+            on_enter(SLOT_BASE_SITE + $i);
+            0
+        }
+        #[kprobe]
+        pub fn $exit(ctx: ProbeContext) -> u32 {
+            on_exit(&ctx, SLOT_BASE_SITE + $i, true);
+            0
+        }
+    };
+}
+
+site_slot!(0, site_call_0, site_return_0);
+site_slot!(1, site_call_1, site_return_1);
+site_slot!(2, site_call_2, site_return_2);
+site_slot!(3, site_call_3, site_return_3);
 
 // ---------------------------------------------------------------------------------------------
 // Tracepoint slots: role configured per slot (enter, exit or point).

@@ -83,6 +83,9 @@ impl ProbeKind {
             } => ProbeKind::Kprobe,
             Method::Syscalls { .. } => ProbeKind::SyscallBracket,
             Method::Count { .. } => ProbeKind::TracepointCount,
+            // A breakpoint kprobe (not ftrace-based, as at a function's entry), close to a
+            // kprobe pair in cost.
+            Method::CallSites { .. } => ProbeKind::Kprobe,
         }
     }
 

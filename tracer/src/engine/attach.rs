@@ -22,8 +22,21 @@ use crate::plan::FnMech;
 enum AttachPoint<'a> {
     Fentry(&'a str),
     Kprobe(&'a str),
-    Tracepoint { category: &'a str, name: &'a str },
-    Uprobe { binary: &'a Path, symbol: &'a str },
+    Tracepoint {
+        category: &'a str,
+        name: &'a str,
+    },
+    Uprobe {
+        binary: &'a Path,
+        symbol: &'a str,
+    },
+    /// A call instruction at `call` bytes into `symbol`, `len` bytes long: kprobes on it and
+    /// on the instruction after it.
+    Site {
+        symbol: &'a str,
+        call: u64,
+        len: u64,
+    },
 }
 
 impl AttachPoint<'_> {
@@ -33,6 +46,7 @@ impl AttachPoint<'_> {
             AttachPoint::Kprobe(_) => SlotKind::Kprobe,
             AttachPoint::Tracepoint { .. } => SlotKind::Tracepoint,
             AttachPoint::Uprobe { .. } => SlotKind::Uprobe,
+            AttachPoint::Site { .. } => SlotKind::Site,
         }
     }
 
@@ -45,11 +59,19 @@ impl AttachPoint<'_> {
             AttachPoint::Uprobe { binary, symbol } => {
                 format!("uprobe on {}:{symbol}", binary.display())
             }
+            AttachPoint::Site { symbol, call, .. } => {
+                format!("kprobes on the call at {symbol}+{call:#x}")
+            }
         }
     }
 
-    /// Load one program of the slot and attach it here.
-    fn attach(&self, prog: &mut Program, btf: Option<&Btf>) -> Result<(), ProgramError> {
+    /// Load one program of the slot (its exit side when `exit`) and attach it here.
+    fn attach(
+        &self,
+        prog: &mut Program,
+        btf: Option<&Btf>,
+        exit: bool,
+    ) -> Result<(), ProgramError> {
         let fentry_btf = || btf.expect("fentry slots are attached only with the kernel's BTF");
         match (self, prog) {
             (AttachPoint::Fentry(symbol), Program::FEntry(p)) => {
@@ -71,6 +93,10 @@ impl AttachPoint<'_> {
             (AttachPoint::Uprobe { binary, symbol }, Program::UProbe(p)) => {
                 p.load()?;
                 p.attach(*symbol, binary, UProbeScope::AllProcesses)?;
+            }
+            (AttachPoint::Site { symbol, call, len }, Program::KProbe(p)) => {
+                p.load()?;
+                p.attach(*symbol, if exit { call + len } else { *call })?;
             }
             _ => return Err(ProgramError::UnexpectedProgramType),
         }
@@ -202,6 +228,18 @@ impl Engine {
         Ok(Some(slot))
     }
 
+    /// Time the calls made by the `len`-byte call instruction at `call` bytes into kernel
+    /// function `symbol`, as target `target`.
+    pub fn attach_call_site(
+        &mut self,
+        target: u32,
+        symbol: &str,
+        call: u64,
+        len: u64,
+    ) -> Result<Result<Slot, AttachFailure>, EngineError> {
+        self.attach_slot(AttachPoint::Site { symbol, call, len }, entry_conf(target))
+    }
+
     /// Time calls of the user-space function `symbol` in `binary` as target `target`.
     pub fn attach_user_function(
         &mut self,
@@ -229,12 +267,12 @@ impl Engine {
         let slot = Slot::new(kind, i);
         self.set_slot(slot.conf_index(), conf)?;
         let programs = slot.programs();
-        let res = programs.iter().rev().try_for_each(|name| {
+        let res = programs.iter().enumerate().rev().try_for_each(|(i, name)| {
             let prog = self
                 .bpf
                 .program_mut(name)
                 .unwrap_or_else(|| panic!("slot program {name} is in the object"));
-            point.attach(prog, self.btf.as_ref())
+            point.attach(prog, self.btf.as_ref(), i > 0)
         });
         match res {
             Ok(()) => {

@@ -14,6 +14,8 @@ pub enum Slot {
     Tracepoint(usize),
     /// uprobe_i/uretprobe_i pair.
     Uprobe(usize),
+    /// site_call_i/site_return_i pair: kprobes on a call instruction and the one after it.
+    Site(usize),
 }
 
 /// What to do at a tracepoint slot.
@@ -32,6 +34,7 @@ pub(super) enum SlotKind {
     Kprobe,
     Tracepoint,
     Uprobe,
+    Site,
 }
 
 /// What the attach sequence needs to know of a slot kind.
@@ -48,11 +51,12 @@ pub(super) struct KindSpec {
 }
 
 impl SlotKind {
-    pub(super) const ALL: [SlotKind; 4] = [
+    pub(super) const ALL: [SlotKind; 5] = [
         SlotKind::Fentry,
         SlotKind::Kprobe,
         SlotKind::Tracepoint,
         SlotKind::Uprobe,
+        SlotKind::Site,
     ];
 
     pub(super) fn spec(self) -> &'static KindSpec {
@@ -85,6 +89,13 @@ impl SlotKind {
                 base: SLOT_BASE_UPROBE,
                 count: UPROBE_SLOTS,
             },
+            SlotKind::Site => &KindSpec {
+                name: "call-site",
+                entry: "site_call",
+                exit: Some("site_return"),
+                base: SLOT_BASE_SITE,
+                count: SITE_SLOTS,
+            },
         }
     }
 }
@@ -96,6 +107,7 @@ impl Slot {
             SlotKind::Kprobe => Slot::Kprobe(i),
             SlotKind::Tracepoint => Slot::Tracepoint(i),
             SlotKind::Uprobe => Slot::Uprobe(i),
+            SlotKind::Site => Slot::Site(i),
         }
     }
 
@@ -105,6 +117,7 @@ impl Slot {
             Slot::Kprobe(i) => (SlotKind::Kprobe, i),
             Slot::Tracepoint(i) => (SlotKind::Tracepoint, i),
             Slot::Uprobe(i) => (SlotKind::Uprobe, i),
+            Slot::Site(i) => (SlotKind::Site, i),
         }
     }
 
@@ -126,7 +139,7 @@ impl Slot {
 }
 
 /// Which slots of each kind are taken.
-pub(super) struct SlotsInUse([Vec<bool>; 4]);
+pub(super) struct SlotsInUse([Vec<bool>; SlotKind::ALL.len()]);
 
 impl SlotsInUse {
     pub(super) fn new() -> SlotsInUse {

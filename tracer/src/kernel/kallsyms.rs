@@ -93,6 +93,18 @@ impl Kallsyms {
         self.count(name) > 0
     }
 
+    /// The address of kernel function `name` and where the next text symbol starts (its end
+    /// as far as kallsyms tells); None when it is absent or not unique (a static name that
+    /// several files define).
+    pub fn extent(&self, name: &str) -> Option<(u64, u64)> {
+        let [i] = self.by_name.get(name)?.as_slice() else {
+            return None;
+        };
+        let start = self.syms[*i].addr;
+        let end = self.syms[*i + 1..].iter().find(|s| s.addr > start)?.addr;
+        Some((start, end))
+    }
+
     /// Compiler clones of `name` (`name.isra.0`, `name.constprop.0`, `name.part.0`), which a
     /// kprobe can attach to when the plain name is gone. `.cold` parts are excluded: they are
     /// not entry points.
@@ -173,6 +185,19 @@ ffffffff8135e700 t do_wait
         assert_eq!(k.clones("dup_mmap"), vec!["dup_mmap.constprop.0"]);
         let xfs = &k.syms[k.by_name["xfs_foo"][0]];
         assert_eq!(xfs.module.as_deref(), Some("xfs"));
+    }
+
+    /// A function ends where the next text symbol starts; a name defined twice has no one
+    /// extent.
+    #[test]
+    fn a_unique_function_spans_to_the_next_text_symbol() {
+        let k = Kallsyms::parse(SAMPLE);
+        assert_eq!(
+            k.extent("dup_mmap"),
+            Some((0xffffffff815f3470, 0xffffffff815f4000))
+        );
+        assert_eq!(k.extent("do_wait"), None);
+        assert_eq!(k.extent("some_data"), None);
     }
 
     #[test]

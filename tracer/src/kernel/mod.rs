@@ -2,6 +2,7 @@
 //! (kallsyms), BTF, tracefs events and their record layouts, privileges; and the symbolization
 //! of kernel stack addresses.
 pub mod btf;
+pub mod callsites;
 pub mod kallsyms;
 pub mod privileges;
 pub mod symbolize;

@@ -59,7 +59,17 @@ pub enum Method {
         category: &'static str,
         event: &'static str,
     },
+    /// Time the calls of `callee` from its callers' side: kprobes on each direct call of it in
+    /// the code of `callers` and on the instruction after, for a callee that cannot be probed
+    /// itself (`kernel::callsites`). Calls from elsewhere are not seen.
+    CallSites {
+        callers: &'static [&'static str],
+        callee: &'static str,
+    },
 }
+
+/// How [`Method::CallSites`] is labelled.
+pub const CALL_SITES_LABEL: &str = "kprobes on its call sites";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Plan {
@@ -220,6 +230,41 @@ pub fn arbitrary_target(name: &str) -> &'static Target {
             "the function itself (or its compiler clone)",
         ),
     ]));
+    leaked_target(name, plans)
+}
+
+/// A function counted per call of `outer` (a loop's trips): the ladder of
+/// [`arbitrary_target`], then, for a function that cannot be probed itself, its calls from
+/// the code of `outer`'s functions ([`Method::CallSites`]).
+pub fn trip_target(name: &str, outer: &Target) -> &'static Target {
+    let base = arbitrary_target(name);
+    let mut callers: Vec<&'static str> = Vec::new();
+    for p in outer.plans {
+        if let Method::Functions { symbols, .. } = p.method {
+            for s in symbols {
+                if !callers.contains(s) {
+                    callers.push(s);
+                }
+            }
+        }
+    }
+    if callers.is_empty() {
+        return base;
+    }
+    let callers: &'static [&'static str] = Box::leak(callers.into_boxed_slice());
+    let mut plans = base.plans.to_vec();
+    plans.push(Plan {
+        name: "call-sites",
+        method: Method::CallSites {
+            callers,
+            callee: base.name,
+        },
+        note: "its calls from the loop's function, timed at each call instruction",
+    });
+    leaked_target(base.name, Box::leak(plans.into_boxed_slice()))
+}
+
+fn leaked_target(name: &'static str, plans: &'static [Plan]) -> &'static Target {
     Box::leak(Box::new(Target {
         name,
         why: ARBITRARY_WHY,
@@ -267,6 +312,31 @@ mod tests {
                 ));
             }
         }
+    }
+
+    /// A per-trip function is probed itself where it can be, else at its calls in the code of
+    /// the loop's function (every function the outer target's plans probe).
+    #[test]
+    fn a_trip_function_falls_back_to_its_call_sites_in_the_loops_function() {
+        let t = trip_target("idr_find", &SYSVIPC_FIND_IPC);
+        assert_eq!(t.name, "idr_find");
+        let names: Vec<&str> = t.plans.iter().map(|p| p.name).collect();
+        assert_eq!(names, ["fentry", "kprobe", "call-sites"]);
+        let Method::CallSites { callers, callee } = t.plans[2].method else {
+            panic!("{:?}", t.plans[2]);
+        };
+        assert_eq!(callee, "idr_find");
+        assert!(callers.contains(&"sysvipc_find_ipc"), "{callers:?}");
+        assert_eq!(
+            callers.len(),
+            callers.iter().collect::<std::collections::BTreeSet<_>>().len()
+        );
+        // An outer target probed by tracepoints only has no code of its own to look in.
+        let only_syscalls = Target {
+            plans: &SYSVIPC_FIND_IPC.plans[SYSVIPC_FIND_IPC.plans.len() - 1..],
+            ..*arbitrary_target("x")
+        };
+        assert_eq!(trip_target("idr_find", &only_syscalls).plans.len(), 2);
     }
 
     #[test]

@@ -170,9 +170,11 @@ fn pass_targets(counts: &[Count<'_>]) -> Vec<(u32, &'static Target)> {
     for (t, _) in counts.iter().flat_map(|c| &c.loops) {
         add(t, &mut pass);
     }
-    for f in counts.iter().flat_map(|c| &c.loops).flat_map(|(_, fs)| fs) {
-        if !pass.iter().any(|(_, p)| p.name == f.as_str()) {
-            add(crate::plan::arbitrary_target(f), &mut pass);
+    for (outer, fs) in counts.iter().flat_map(|c| &c.loops) {
+        for f in fs {
+            if !pass.iter().any(|(_, p)| p.name == f.as_str()) {
+                add(crate::plan::trip_target(f, outer), &mut pass);
+            }
         }
     }
     pass

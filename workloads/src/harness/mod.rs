@@ -2,6 +2,7 @@
 pub mod children;
 pub mod error;
 pub mod ipc_janitor;
+pub mod ipc_ns;
 pub mod limits;
 pub mod options;
 pub mod session;

@@ -6,9 +6,12 @@
 //! check in sysvipc_find_ipc()"); later it was O(N + highest id), then about O(N). Sparse
 //! ids (via /proc/sys/kernel/shm_next_id) separate the N term from the highest-id term.
 //!
-//! Every object created here is removed again on success, error, panic and stop signals
-//! (the owner is a guard whose Drop runs on all of those paths), and by a janitor process
-//! when this one is killed by SIGKILL (see `harness::ipc_janitor` for why it is done so).
+//! Each size's objects are created in an IPC namespace of their own where the kernel allows
+//! (`harness::ipc_ns`): their ids start at 0 whatever ran before. Every object created here is
+//! removed again on success, error, panic and stop signals (the owner is a guard whose Drop
+//! runs on all of those paths), and when this process is killed by SIGKILL by the kernel
+//! ending its namespace, or, where it has none of its own, by a janitor process (see
+//! `harness::ipc_janitor` for why it is done so).
 
 use std::collections::BTreeMap;
 use std::ffi::CString;
@@ -19,6 +22,7 @@ use workloads::cases;
 
 use crate::harness::error::{Error, Result};
 use crate::harness::ipc_janitor::{IpcJanitor, IpcKind};
+use crate::harness::ipc_ns;
 use crate::harness::options::Common;
 use crate::harness::session::{PhaseSpec, Session};
 use crate::harness::{signals, sys};
@@ -99,16 +103,16 @@ impl Kind {
     }
 }
 
-/// IPC objects this process created; all removed on drop. Each is listed with the janitor
-/// while it exists (slot = its index here).
+/// IPC objects this process created; all removed on drop. In the caller's namespace, each is
+/// listed with the janitor while it exists (slot = its index here).
 struct IpcSet<'j> {
     kind: Kind,
     ids: Vec<i32>,
-    janitor: &'j IpcJanitor,
+    janitor: Option<&'j IpcJanitor>,
 }
 
 impl<'j> IpcSet<'j> {
-    fn new(kind: Kind, janitor: &'j IpcJanitor) -> Self {
+    fn new(kind: Kind, janitor: Option<&'j IpcJanitor>) -> Self {
         IpcSet {
             kind,
             ids: Vec::new(),
@@ -139,14 +143,18 @@ impl<'j> IpcSet<'j> {
             Kind::Shm => IpcKind::Shm,
             Kind::Msg => IpcKind::Msg,
         };
-        self.janitor.record(self.ids.len(), kind, id);
+        if let Some(j) = self.janitor {
+            j.record(self.ids.len(), kind, id);
+        }
         self.ids.push(id);
         Ok(id)
     }
 
     fn remove_all(&mut self) {
         for (slot, id) in self.ids.drain(..).enumerate() {
-            self.janitor.forget(slot);
+            if let Some(j) = self.janitor {
+                j.forget(slot);
+            }
             // SAFETY: IPC_RMID on an id we created; no buffer is passed.
             let r = unsafe {
                 match self.kind {
@@ -229,8 +237,15 @@ pub fn run(args: &SysvipcArgs, s: &mut Session) -> Result<()> {
     s.config("read_size", args.read_size);
     s.config("stride", args.stride);
     s.start_table("reads: open + read() until EOF + close");
-    // One set of at most `max` objects exists at a time.
-    let janitor = IpcJanitor::start(max as usize)?;
+    // A namespace per set where the kernel allows one (the first is entered here); else one
+    // set of at most `max` objects exists at a time, watched by the janitor.
+    let own_namespace = ipc_ns::enter_fresh(&s.limits).is_ok();
+    s.config("ipc_namespace_per_size", own_namespace);
+    let janitor = match own_namespace {
+        true => None,
+        false => Some(IpcJanitor::start(max as usize)?),
+    };
+    let mut fresh = true;
 
     let mut buf = vec![0u8; args.read_size as usize];
     for (i, &n) in ns.iter().enumerate() {
@@ -241,23 +256,11 @@ pub fn run(args: &SysvipcArgs, s: &mut Session) -> Result<()> {
                 ns.len(),
                 v.case()
             ));
-            let mut set = IpcSet::new(v.kind(), &janitor);
-            let mut max_id = 0i32;
-            if v == Variant::ShmSparse {
-                let stride = args.stride.unwrap_or((IPCMNI / n).max(1));
-                let guard = NextIdGuard;
-                for k in 0..n {
-                    signals::check()?;
-                    guard.set((k + 1) * stride - 1)?;
-                    max_id = max_id.max(set.create(args.segment_size)?);
-                }
-                drop(guard);
-            } else {
-                for _ in 0..n {
-                    signals::check()?;
-                    max_id = max_id.max(set.create(args.segment_size)?);
-                }
+            if own_namespace && !std::mem::take(&mut fresh) {
+                ipc_ns::enter_fresh(&s.limits)?;
             }
+            let mut set = IpcSet::new(v.kind(), janitor.as_ref());
+            let max_id = create_set(&mut set, v, n, args)?;
             let path = CString::new(v.kind().proc_file()).expect("no NUL");
             // Outside the phase: one read to learn the size and check that our objects are listed.
             let (bytes, lines) = sys::read_whole(&path, &mut buf, true)?;
@@ -288,6 +291,27 @@ pub fn run(args: &SysvipcArgs, s: &mut Session) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Creates the `n` objects of variant `v` in `set`; the highest id.
+fn create_set(set: &mut IpcSet<'_>, v: Variant, n: u64, args: &SysvipcArgs) -> Result<i32> {
+    let mut max_id = 0i32;
+    if v == Variant::ShmSparse {
+        let stride = args.stride.unwrap_or((IPCMNI / n).max(1));
+        let guard = NextIdGuard;
+        for k in 0..n {
+            signals::check()?;
+            guard.set((k + 1) * stride - 1)?;
+            max_id = max_id.max(set.create(args.segment_size)?);
+        }
+        drop(guard);
+    } else {
+        for _ in 0..n {
+            signals::check()?;
+            max_id = max_id.max(set.create(args.segment_size)?);
+        }
+    }
+    Ok(max_id)
 }
 
 fn check_sparse(s: &Session, ns: &[u64], stride: Option<u64>) -> Result<()> {

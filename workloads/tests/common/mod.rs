@@ -256,9 +256,32 @@ pub fn stat_fields(pid: i32) -> Option<(char, i32)> {
 
 /// Ids (2nd column) listed in /proc/sysvipc/{shm,msg}.
 pub fn ipc_ids(kind: &str) -> BTreeSet<i64> {
-    std::fs::read_to_string(format!("/proc/sysvipc/{kind}"))
-        .unwrap_or_default()
-        .lines()
+    parse_ipc_ids(&std::fs::read_to_string(format!("/proc/sysvipc/{kind}")).unwrap_or_default())
+}
+
+/// The ids of `kind` that process `pid` sees: in its own IPC namespace when it has one (the
+/// sysvipc workload makes one per size where it may), read there through nsenter.
+pub fn ipc_ids_of(pid: i32, kind: &str) -> BTreeSet<i64> {
+    if !own_ipc_namespace(pid) {
+        return ipc_ids(kind);
+    }
+    let out = std::process::Command::new("nsenter")
+        .arg(format!("--ipc=/proc/{pid}/ns/ipc"))
+        .args(["cat", &format!("/proc/sysvipc/{kind}")])
+        .output()
+        .expect("nsenter (util-linux) runs");
+    assert!(out.status.success(), "nsenter: {out:?}");
+    parse_ipc_ids(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// Whether process `pid` is in another IPC namespace than this one.
+pub fn own_ipc_namespace(pid: i32) -> bool {
+    let ns = |p: &str| std::fs::read_link(format!("/proc/{p}/ns/ipc")).ok();
+    ns(&pid.to_string()) != ns("self")
+}
+
+fn parse_ipc_ids(text: &str) -> BTreeSet<i64> {
+    text.lines()
         .skip(1)
         .filter_map(|l| l.split_whitespace().nth(1)?.parse().ok())
         .collect()

@@ -3,11 +3,14 @@
 use std::collections::BTreeMap;
 
 use crate::calibrate::{self, CalibrateError};
-use crate::engine::{AttachFailure, Engine, EngineError, Slot, TpRole};
+use crate::engine::{Engine, EngineError, Slot, TpRole};
 use crate::guard::{self, Guard, Heat};
 use crate::kernel::{self, kallsyms::Kallsyms};
 use crate::plan::{Calibration, FnMech, Method, Plan, Target};
 use crate::rundata::{PlanUsed, ProbeCost, Rejection, TargetReport, Verification};
+
+mod plans;
+use plans::{try_call_sites, try_functions, try_syscalls};
 
 #[derive(Clone, Debug, Default)]
 pub struct ResolveOptions {
@@ -74,6 +77,7 @@ pub fn mechanism_label(m: &Method) -> &'static str {
         Method::Functions { mech, .. } => mech.label(),
         Method::Syscalls { .. } => "tracepoint (syscall enter/exit)",
         Method::Count { .. } => "tracepoint (count only)",
+        Method::CallSites { .. } => crate::plan::CALL_SITES_LABEL,
     }
 }
 
@@ -202,8 +206,8 @@ fn resolve_target(
         if forced.is_some_and(|f| f != plan.name) {
             continue;
         }
-        if let (Some(g), Method::Functions { mech, .. }) = (guard, plan.method)
-            && let Some(reason) = g.refusal(target.name, mech)
+        if let Some(g) = guard
+            && let Some(reason) = guarded(g, target.name, &plan.method)
         {
             r.rejected.push(Rejection {
                 plan: plan.name.into(),
@@ -373,6 +377,12 @@ fn try_plan(
             syscalls,
             fd_prefix,
         } => try_syscalls(engine, target, plan, syscalls, fd_prefix),
+        Method::CallSites { callers, callee } => {
+            if let Some(reason) = mech_refusal(FnMech::Kprobe, learned, kprobes_possible) {
+                return Ok(PlanOutcome::Refused(reason));
+            }
+            try_call_sites(engine, ksyms, target, plan, callers, callee)
+        }
         Method::Count { category, event } => {
             match engine.attach_tracepoint(target, TpRole::Point, category, event, None)? {
                 Ok(slot) => Ok(PlanOutcome::Attached(ActivePlan {
@@ -383,6 +393,22 @@ fn try_plan(
                 Err(f) => Ok(PlanOutcome::Refused(f.message().to_string())),
             }
         }
+    }
+}
+
+/// Why the guard keeps `plan` off target `name`: the function is not traceable (or on the
+/// kprobe blacklist), or no caller whose calls of it would be probed is.
+fn guarded(g: &Guard, name: &str, method: &Method) -> Option<String> {
+    match *method {
+        Method::Functions { mech, .. } => g.refusal(name, mech),
+        Method::CallSites { callers, .. } => {
+            let refusals: Vec<String> = callers
+                .iter()
+                .filter_map(|c| g.refusal(c, FnMech::Kprobe))
+                .collect();
+            (refusals.len() == callers.len()).then(|| refusals.join("; "))
+        }
+        _ => None,
     }
 }
 
@@ -419,127 +445,4 @@ fn mech_refusal(mech: FnMech, learned: &Learned, kprobes_possible: bool) -> Opti
         }
     }
     None
-}
-
-/// Attaches `mech` to each of `symbols` present in kallsyms (a kprobe to a compiler clone
-/// of one that is not), all or none; the first refusal is learned for the mechanism.
-fn try_functions(
-    engine: &mut Engine,
-    ksyms: &Kallsyms,
-    target: u32,
-    plan: &'static Plan,
-    mech: FnMech,
-    symbols: &[&str],
-    learned: &mut Learned,
-) -> Result<PlanOutcome, EngineError> {
-    // Presence in kallsyms first: a name absent there has no out-of-line copy to probe.
-    let mut present: Vec<String> = Vec::new();
-    let mut absent: Vec<&str> = Vec::new();
-    for &s in symbols {
-        if ksyms.contains(s) {
-            present.push(s.to_string());
-        } else if mech == FnMech::Kprobe {
-            // A compiler clone (.isra/.constprop) is still an entry point for kprobes.
-            match ksyms.clones(s).into_iter().next() {
-                Some(c) => present.push(c),
-                None => absent.push(s),
-            }
-        } else {
-            absent.push(s);
-        }
-    }
-    if present.is_empty() {
-        return Ok(PlanOutcome::Refused(format!(
-            "{} not in kallsyms: inlined (or not built) on this kernel",
-            symbols.join(", ")
-        )));
-    }
-    let mut slots = Vec::new();
-    for s in &present {
-        match engine.attach_function(target, mech, s)? {
-            Ok(slot) => slots.push(slot),
-            Err(f) => {
-                for slot in &slots {
-                    engine.release(slot);
-                }
-                if let AttachFailure::Refused(m) = &f {
-                    match mech {
-                        FnMech::Fentry => learned.fentry_refused = Some(m.clone()),
-                        FnMech::Kprobe => learned.kprobe_refused = Some(m.clone()),
-                    }
-                }
-                return Ok(PlanOutcome::Refused(f.message().to_string()));
-            }
-        }
-    }
-    let mut points = present;
-    if !absent.is_empty() {
-        points.push(format!("(absent: {})", absent.join(", ")));
-    }
-    Ok(PlanOutcome::Attached(ActivePlan {
-        plan,
-        slots,
-        attach_points: points,
-    }))
-}
-
-/// Attaches the enter and exit tracepoints of each of `syscalls` this kernel has (with the
-/// fd filter's offset when `fd_prefix` asks for it), all or none.
-fn try_syscalls(
-    engine: &mut Engine,
-    target: u32,
-    plan: &'static Plan,
-    syscalls: &[&str],
-    fd_prefix: Option<&str>,
-) -> Result<PlanOutcome, EngineError> {
-    let root = engine.tracefs_root().to_path_buf();
-    let mut slots = Vec::new();
-    let mut points = Vec::new();
-    if let Some(prefix) = fd_prefix
-        && let Err(f) = engine.enable_fd_tracking(prefix)?
-    {
-        return Ok(PlanOutcome::Refused(f.message().to_string()));
-    }
-    for sc in syscalls {
-        let enter = format!("sys_enter_{sc}");
-        let exit = format!("sys_exit_{sc}");
-        if !crate::kernel::tracefs::event_exists(&root, "syscalls", &enter)
-            || !crate::kernel::tracefs::event_exists(&root, "syscalls", &exit)
-        {
-            continue;
-        }
-        let fd_off = match fd_prefix {
-            Some(_) => {
-                let fmt = crate::kernel::tracefs::EventFormat::load(&root, "syscalls", &enter)
-                    .map_err(EngineError::Tracefs)?;
-                Some(fmt.offset("fd").map_err(EngineError::Tracefs)?)
-            }
-            None => None,
-        };
-        for (role, name, off) in [(TpRole::Exit, &exit, None), (TpRole::Enter, &enter, fd_off)] {
-            match engine.attach_tracepoint(target, role, "syscalls", name, off)? {
-                Ok(slot) => {
-                    slots.push(slot);
-                    points.push(format!("syscalls:{name}"));
-                }
-                Err(f) => {
-                    for s in &slots {
-                        engine.release(s);
-                    }
-                    return Ok(PlanOutcome::Refused(f.message().to_string()));
-                }
-            }
-        }
-    }
-    if slots.is_empty() {
-        return Ok(PlanOutcome::Refused(format!(
-            "no syscalls:sys_enter/exit tracepoints for {} (CONFIG_FTRACE_SYSCALLS off?)",
-            syscalls.join(", ")
-        )));
-    }
-    Ok(PlanOutcome::Attached(ActivePlan {
-        plan,
-        slots,
-        attach_points: points,
-    }))
 }
