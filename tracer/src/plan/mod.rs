@@ -329,7 +329,10 @@ mod tests {
         assert!(callers.contains(&"sysvipc_find_ipc"), "{callers:?}");
         assert_eq!(
             callers.len(),
-            callers.iter().collect::<std::collections::BTreeSet<_>>().len()
+            callers
+                .iter()
+                .collect::<std::collections::BTreeSet<_>>()
+                .len()
         );
         // An outer target probed by tracepoints only has no code of its own to look in.
         let only_syscalls = Target {

@@ -57,8 +57,8 @@ fn jobs_for<'a>(jobs: &'a [Job], counted: &[&str]) -> Vec<&'a Job> {
 /// settle whether they grow: a target with a per-trip function that is traced beside it in
 /// the same runs, or that the loop-count pass counts (`pass`), when the target itself is
 /// measured by a function probe (the per-trip function attaches the same way) and a per-trip
-/// function is traceable on this kernel (`idr_find` is not on Debian's: nothing counts the
-/// sysvipc scan there, and its class stays the time's).
+/// function is traceable on this kernel, or, for the pass, can be counted at its calls in
+/// the target's code (`idr_find`, outside ftrace on Debian's kernels, in sysvipc_find_ipc).
 pub(super) fn counted_targets(resolved: &[Resolved], tracefs: &Path, pass: bool) -> Vec<String> {
     let traced: Vec<&str> = resolved
         .iter()
@@ -75,11 +75,14 @@ pub(super) fn counted_targets(resolved: &[Resolved], tracefs: &Path, pass: bool)
                 .is_some_and(|a| matches!(a.plan.method, Method::Functions { .. }));
             let counted_by = |f: &&str| pass || traced.contains(f);
             let traceable = |f: &&str| guard.refusal(f, FnMech::Fentry).is_none();
+            let at_call_sites = pass
+                && cfg!(target_arch = "x86_64")
+                && guard.refusal(r.target.name, FnMech::Kprobe).is_none();
             by_function
                 && r.target
                     .trips_of
                     .iter()
-                    .any(|f| counted_by(f) && traceable(f))
+                    .any(|f| counted_by(f) && (traceable(f) || at_call_sites))
         })
         .map(|r| r.target.name.to_string())
         .collect()
