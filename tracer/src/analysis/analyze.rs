@@ -399,6 +399,14 @@ fn join_confirm_passes(a: &mut Analysis) {
                 d.trips.push(t.clone());
             }
         }
+        d.counted = d
+            .exact
+            .iter()
+            .filter_map(|e| {
+                let c = super::exact::counted_loop(&d.exact, &d.trips, &e.function)?;
+                Some((e.function.clone(), c))
+            })
+            .collect();
     }
 }
 

@@ -129,6 +129,10 @@ pub struct Discovery {
     /// The confirmation pass's trip counts of ranked functions and the root cause inside
     /// their callers.
     pub trips: Vec<super::trips::TripCount>,
+    /// The exactly timed frames whose class a loop count gives, by frame
+    /// ([`super::exact::counted_loop`]).
+    #[serde(skip)]
+    pub counted: BTreeMap<String, super::exact::CountedLoop>,
     /// Kernel loops (entries whose time per call grows) and more calls.
     pub entries: super::entries::Entries,
 }
@@ -306,6 +310,7 @@ fn discover_case(
         failed_n: failed.iter().copied().collect(),
         exact: Vec::new(),
         trips: Vec::new(),
+        counted: BTreeMap::new(),
         entries: Default::default(),
     }
 }

@@ -145,10 +145,10 @@ fn loop_answer(
         return format!("{head}: {} grows per call [{basis}]", l.entry);
     };
     let gl = &g.points[g.points.len() - 1];
-    let grows = match crate::analysis::exact::counted_loop(&d.exact, &d.trips, &g.function) {
+    let grows = match d.counted.get(&g.function) {
         Some(c) => format!(
             "{} (time alone: {})",
-            super::entries::counted_loop_text(&c),
+            super::entries::counted_loop_text(c),
             super::entries::growth_text(g)
         ),
         None => super::entries::growth_text(g),

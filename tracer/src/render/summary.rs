@@ -113,7 +113,7 @@ fn loop_row(
     let exact = d.exact.iter().find(|e| e.function == frame);
     let grower = l.top();
     let top = grower.map(|g| &g.scaling);
-    let counted = crate::analysis::exact::counted_loop(&d.exact, &d.trips, &frame);
+    let counted = d.counted.get(&frame);
     let mut class = class_text(top, true);
     if let Some(c) = &counted {
         class = format!("{} by loop count", c.class.label());
