@@ -14,7 +14,7 @@ use super::fit::{Complexity, Point, Scaling, classes_label, fit_scaling_runs};
 use super::table::{rel_se_of_runs, run_centre};
 use super::{AnalysisOptions, Dataset, LoadedRun};
 use crate::record::advice::{Advice, Decision, MoreRuns, Open};
-use crate::rundata::{Invocation, Run, StackFile};
+use crate::rundata::{Folded, Invocation, Run, StackFile};
 
 /// The analysis, answering a sweep's extra runs.
 #[derive(Debug)]
@@ -31,10 +31,9 @@ impl Advice for Analyst {
         &self,
         label: &str,
         run: Run,
-        stacks: &[(StackFile, String)],
+        stacks: &[(StackFile, Folded)],
     ) -> Result<Vec<MoreRuns>, String> {
-        let loaded = LoadedRun::recorded(label.to_string(), PathBuf::new(), run, stacks)
-            .map_err(|e| e.to_string())?;
+        let loaded = LoadedRun::recorded(label.to_string(), PathBuf::new(), run, stacks.to_vec());
         let ds = Dataset {
             root: PathBuf::new(),
             is_sweep: false,

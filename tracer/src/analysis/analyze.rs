@@ -542,8 +542,8 @@ fn stack_loss(counters: &BTreeMap<String, u64>) -> Option<StackLoss> {
 mod tests {
     use super::*;
     use crate::analysis::fit::Complexity;
-    use crate::analysis::stacks::Folded;
     use crate::analysis::table::Row;
+    use crate::rundata::Folded;
     use crate::rundata::StackFile;
 
     /// Ten sampled stacks per size: `slow` of them in `finish_task_switch`, the rest in the

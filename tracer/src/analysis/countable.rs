@@ -126,6 +126,7 @@ mod tests {
     use super::*;
     use crate::analysis::load::{Dataset, LoadedRun};
     use crate::analysis::testdata;
+    use crate::rundata::Folded;
     use crate::rundata::{StackFile, StackKind};
 
     /// do_wait's on-CPU samples at each N: `walk` ns per call in wait_consider_task below it
@@ -147,7 +148,7 @@ mod tests {
     ) -> Analysis {
         let ns = [10, 100, 1000, 4000];
         let mut run = testdata::waitpid_run(&ns, &oncpu);
-        let stacks: Vec<(StackFile, String)> = ns
+        let stacks: Vec<(StackFile, Folded)> = ns
             .iter()
             .map(|&n| {
                 let paths = stacks(n);
@@ -165,11 +166,11 @@ mod tests {
                     total_ns: paths.iter().map(|(_, ns)| ns * 200).sum(),
                     count: 4000,
                 };
-                (file, text)
+                (file, Folded::parse(&text).unwrap())
             })
             .collect();
         run.stack_files = stacks.iter().map(|(f, _)| f.clone()).collect();
-        let loaded = LoadedRun::recorded("bench".into(), "/x".into(), run, &stacks).unwrap();
+        let loaded = LoadedRun::recorded("bench".into(), "/x".into(), run, stacks);
         crate::analysis::analyze(
             &Dataset {
                 root: "/x".into(),
@@ -255,7 +256,7 @@ mod tests {
     fn the_walk_of_a_fixed_population_among_reaps_is_counted() {
         let ns = [10, 1000, 3000, 10000];
         let mut run = testdata::command_mix_run(&ns);
-        let stacks: Vec<(StackFile, String)> = ns
+        let stacks: Vec<(StackFile, Folded)> = ns
             .iter()
             .map(|&n| {
                 let (walk, reaps, own) = (300 * 10 * n, n * 1800, 300 * 1900 + n * 200);
@@ -273,11 +274,11 @@ mod tests {
                     total_ns: walk + reaps + own,
                     count: 20_000,
                 };
-                (file, text)
+                (file, Folded::parse(&text).unwrap())
             })
             .collect();
         run.stack_files = stacks.iter().map(|(f, _)| f.clone()).collect();
-        let loaded = LoadedRun::recorded("bench".into(), "/x".into(), run, &stacks).unwrap();
+        let loaded = LoadedRun::recorded("bench".into(), "/x".into(), run, stacks);
         let a = crate::analysis::analyze(
             &Dataset {
                 root: "/x".into(),

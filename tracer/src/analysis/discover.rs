@@ -422,7 +422,7 @@ pub(crate) mod tests {
         super::discover(&[(&runs[0], stacks)])
     }
     use crate::analysis::fit::Complexity;
-    use crate::analysis::stacks::Folded;
+    use crate::rundata::Folded;
     use crate::rundata::{StackFile, stack_file_path};
 
     pub(crate) const PERIOD: u64 = 200_000;

@@ -140,7 +140,7 @@ fn is_dispatch(frame: &str) -> bool {
     PREFIXES.iter().any(|p| frame.starts_with(p))
 }
 
-pub(super) fn profile(stacks: &super::stacks::Folded, period_ns: u64) -> Profile {
+pub(super) fn profile(stacks: &crate::rundata::Folded, period_ns: u64) -> Profile {
     let mut p = Profile::default();
     for (frames, w) in stacks.iter() {
         let samples = w.checked_div(period_ns).unwrap_or(0).max(1);

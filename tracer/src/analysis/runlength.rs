@@ -363,7 +363,7 @@ pub(crate) mod tests {
                 15 * n * PERIOD
             );
             s[0].folded
-                .merge(&crate::analysis::stacks::Folded::parse(&clone).unwrap());
+                .merge(&crate::rundata::Folded::parse(&clone).unwrap());
             s.push(entry_data("clone", n, &clone));
             rows.push(row("clone", n, 5 * n));
             (s, rows)

@@ -1,97 +1,22 @@
-//! Folded stacks: parse, merge, scale, restrict to the frames below a target, and diff.
+//! Readings of folded stacks ([`Folded`]): restricted to the frames below a target, aligned
+//! across kernels, and diffed.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::rundata::{FoldedLine, PlanUsed, StackFile, parse_folded};
-
-/// A set of folded stacks (frames root-first) with weights, identical stacks merged. Ordered,
-/// so everything derived from it (text, flamegraphs) is deterministic.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Folded {
-    stacks: BTreeMap<Vec<String>, u64>,
-}
+use crate::rundata::{Folded, PlanUsed, StackFile};
 
 impl Folded {
-    pub fn new() -> Folded {
-        Folded::default()
-    }
-
-    /// Parse `a;b;c weight` lines (see [`parse_folded`]); duplicate stacks are summed.
-    pub fn parse(text: &str) -> Result<Folded, String> {
-        Ok(Folded::from_lines(parse_folded(text)?))
-    }
-
-    pub fn from_lines(lines: impl IntoIterator<Item = FoldedLine>) -> Folded {
-        let mut f = Folded::new();
-        for l in lines {
-            f.add(l.frames, l.weight);
-        }
-        f
-    }
-
-    pub fn add(&mut self, frames: Vec<String>, weight: u64) {
-        if weight > 0 && !frames.is_empty() {
-            *self.stacks.entry(frames).or_insert(0) += weight;
-        }
-    }
-
-    pub fn total(&self) -> u64 {
-        self.stacks.values().sum()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.stacks.is_empty()
-    }
-
-    pub fn len(&self) -> usize {
-        self.stacks.len()
-    }
-
-    pub fn iter(&self) -> impl Iterator<Item = (&[String], u64)> {
-        self.stacks.iter().map(|(k, v)| (k.as_slice(), *v))
-    }
-
-    /// Add every stack of `other`.
-    pub fn merge(&mut self, other: &Folded) {
-        for (k, v) in &other.stacks {
-            *self.stacks.entry(k.clone()).or_insert(0) += v;
-        }
-    }
-
-    /// Weights multiplied by `factor` and rounded; stacks that round to 0 are dropped.
-    pub fn scaled(&self, factor: f64) -> Folded {
-        let stacks = self
-            .stacks
-            .iter()
-            .map(|(k, v)| (k.clone(), (*v as f64 * factor).round() as u64))
-            .filter(|(_, v)| *v > 0)
-            .collect();
-        Folded { stacks }
-    }
-
-    /// Folded text, one `frames weight` line per stack in sorted order.
-    pub fn to_text(&self) -> String {
-        let mut out = String::new();
-        for (k, v) in &self.stacks {
-            out.push_str(&k.join(";"));
-            out.push(' ');
-            out.push_str(&v.to_string());
-            out.push('\n');
-        }
-        out
-    }
-
     /// Split every stack at the deepest frame matching `anchors`: the part from that frame down
     /// (frame included) goes to `below`; stacks without such a frame only add to `outside_ns`.
     pub fn restrict(&self, anchors: &Anchors) -> Restricted {
         let mut r = Restricted::default();
-        for (frames, w) in &self.stacks {
+        for (frames, w) in self.iter() {
             match frames.iter().rposition(|f| anchors.matches(f)) {
                 Some(i) => {
                     *r.anchor_frames.entry(frames[i].clone()).or_insert(0) += w;
-                    r.below.add(frames[i..].to_vec(), *w);
+                    r.below.add(frames[i..].to_vec(), w);
                 }
                 None => r.outside_ns += w,
             }
@@ -108,9 +33,9 @@ impl Folded {
     /// without the target's frame are kept whole.
     pub fn aligned(&self, anchors: &Anchors) -> Folded {
         let mut out = Folded::new();
-        for (frames, w) in &self.stacks {
+        for (frames, w) in self.iter() {
             let start = frames.iter().position(|f| anchors.matches(f)).unwrap_or(0);
-            out.add(frames[start..].iter().map(|f| clone_base(f)).collect(), *w);
+            out.add(frames[start..].iter().map(|f| clone_base(f)).collect(), w);
         }
         out
     }
@@ -201,15 +126,15 @@ impl DiffLine {
 /// absolute change first.
 pub fn differential(before: &Folded, after: &Folded) -> Vec<DiffLine> {
     let (tb, ta) = (before.total().max(1) as f64, after.total().max(1) as f64);
-    let mut keys: Vec<&Vec<String>> = before.stacks.keys().chain(after.stacks.keys()).collect();
+    let mut keys: Vec<&[String]> = before.iter().chain(after.iter()).map(|(k, _)| k).collect();
     keys.sort();
     keys.dedup();
     let mut out: Vec<DiffLine> = keys
         .into_iter()
         .map(|k| DiffLine {
-            frames: k.clone(),
-            before_share: before.stacks.get(k).copied().unwrap_or(0) as f64 / tb,
-            after_share: after.stacks.get(k).copied().unwrap_or(0) as f64 / ta,
+            frames: k.to_vec(),
+            before_share: before.weight_of(k) as f64 / tb,
+            after_share: after.weight_of(k) as f64 / ta,
         })
         .collect();
     out.sort_by(|a, b| {
@@ -219,16 +144,6 @@ pub fn differential(before: &Folded, after: &Folded) -> Vec<DiffLine> {
             .then(a.frames.cmp(&b.frames))
     });
     out
-}
-
-/// `before` rescaled to the total of `after`, so a differential flamegraph shows share change
-/// rather than the growth of the total.
-pub fn normalize_to(before: &Folded, after: &Folded) -> Folded {
-    let tb = before.total();
-    if tb == 0 {
-        return before.clone();
-    }
-    before.scaled(after.total() as f64 / tb as f64)
 }
 
 /// A folded-stack file of one run (held by its [`super::analyze::RunInfo`]), loaded and
@@ -350,7 +265,7 @@ mod tests {
         assert_eq!(d[0].frames.last().unwrap(), "a");
         assert!((d[0].before_share - 0.9).abs() < 1e-12 && (d[0].after_share - 0.1).abs() < 1e-12);
         assert!((d[1].change() - 0.8).abs() < 1e-12);
-        let n = normalize_to(&small, &large);
+        let n = small.normalized_to(&large);
         assert_eq!(n.total(), 1000);
         assert_eq!(n.to_text(), "t;a 900\nt;b 100\n");
     }

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use crate::engine::Snapshot;
 use crate::kernel::{self, symbolize::KernelSymbolizer};
-use crate::rundata::{self, Run, RunStatus, StackFile, TargetReport};
+use crate::rundata::{self, Folded, Run, RunStatus, StackFile, TargetReport};
 use crate::symbols::UserSymbolizer;
 
 /// What the session knows of a run besides the kernel's aggregates.
@@ -44,7 +44,7 @@ pub fn build_run(
     ksyms: &KernelSymbolizer,
     usyms: &mut UserSymbolizer,
     facts: RunFacts,
-) -> (Run, Vec<(StackFile, String)>) {
+) -> (Run, Vec<(StackFile, Folded)>) {
     for (k, _) in &snap.stacks {
         if k.tgid != 0 {
             usyms.remember(k.tgid);

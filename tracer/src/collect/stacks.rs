@@ -8,7 +8,7 @@ use tracer_ebpf::{
 
 use crate::engine::Snapshot;
 use crate::kernel::symbolize::{KernelSymbolizer, UNKNOWN, is_bpf_frame, is_return_trampoline};
-use crate::rundata::{PROFILE_TARGET, StackFile, StackKind, USER_FRAME, stack_file_path};
+use crate::rundata::{Folded, PROFILE_TARGET, StackFile, StackKind, USER_FRAME, stack_file_path};
 use crate::symbols::UserSymbolizer;
 
 /// Frames the probes themselves add on top of kernel stacks (fentry trampolines, the BPF
@@ -175,13 +175,13 @@ fn user_frames(snap: &Snapshot, id: i32, tgid: u32, usyms: &mut UserSymbolizer) 
     names
 }
 
-/// Folded stack files: (metadata, file content). Identical stacks are merged.
+/// Folded stack files: (metadata, stacks). Identical stacks are merged.
 pub fn stack_files(
     snap: &Snapshot,
     target_names: &[String],
     ksyms: &KernelSymbolizer,
     usyms: &mut UserSymbolizer,
-) -> Vec<(StackFile, String)> {
+) -> Vec<(StackFile, Folded)> {
     let mut groups: BTreeMap<(StackKind, String, u32, u64), Group> = BTreeMap::new();
     for (key, val) in &snap.stacks {
         let kind = match key.kind {
@@ -206,12 +206,8 @@ pub fn stack_files(
         let entry = (kind == StackKind::Profile && key.kstack != -1)
             .then(|| super::entry_name(target, &frames));
         // ';' separates frames and ' ' the weight in folded format: keep names clean.
-        let line = frames
-            .iter()
-            .map(|f| f.replace([';', ' '], "_"))
-            .collect::<Vec<_>>()
-            .join(";");
-        let mut add = |kind: StackKind, tname: String, line: String| {
+        let line: Vec<String> = frames.iter().map(|f| f.replace([';', ' '], "_")).collect();
+        let mut add = |kind: StackKind, tname: String, line: Vec<String>| {
             let e = groups
                 .entry((kind, tname, case, n))
                 .or_default()
@@ -231,8 +227,8 @@ pub fn stack_files(
         .collect()
 }
 
-/// One stack file's lines: folded stack -> (weight, count).
-type Group = BTreeMap<String, (u64, u64)>;
+/// One stack file's lines: frames -> (weight, count).
+type Group = BTreeMap<Vec<String>, (u64, u64)>;
 
 /// A stack's frames, outermost first: a caller stack's user frames above its kernel ones;
 /// a whole-process sample of user mode is one marker frame, a stack of the probe's own
@@ -273,15 +269,15 @@ fn folded_file(
     case: u32,
     n: u64,
     lines: &Group,
-) -> Option<(StackFile, String)> {
+) -> Option<(StackFile, Folded)> {
     let case_name = workloads::cases::case_name(case);
-    let mut content = String::new();
+    let mut content = Folded::new();
     let (mut total_ns, mut count) = (0u64, 0u64);
     for (stack, (ns, c)) in lines {
         if *ns == 0 {
             continue;
         }
-        content.push_str(&format!("{stack} {ns}\n"));
+        content.add(stack.clone(), *ns);
         total_ns += ns;
         count += c;
     }
@@ -445,7 +441,8 @@ mod tests {
             &mut usyms,
         );
         assert_eq!(files.len(), 1);
-        let (meta, content) = &files[0];
+        let (meta, folded) = &files[0];
+        let content = folded.to_text();
         assert_eq!(meta.path, "stacks/oncpu/do_wait/waitpid-pid/n100.folded");
         assert_eq!(meta.total_ns, 3000);
         assert!(

@@ -3,7 +3,7 @@
 //! sweep that builds an external run hands its answerer in ([`super::ExternalSweep::advice`]),
 //! so recording imports no analysis module.
 
-use crate::rundata::{Invocation, Run, StackFile};
+use crate::rundata::{Folded, Invocation, Run, StackFile};
 
 /// The analysis, as the extra runs of a sweep consult it.
 pub trait Advice: std::fmt::Debug + Sync {
@@ -20,7 +20,7 @@ pub trait Advice: std::fmt::Debug + Sync {
         &self,
         label: &str,
         run: Run,
-        stacks: &[(StackFile, String)],
+        stacks: &[(StackFile, Folded)],
     ) -> Result<Vec<MoreRuns>, String>;
 }
 

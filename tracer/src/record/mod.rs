@@ -70,9 +70,9 @@ pub struct RecordOptions {
 pub struct RecordOutcome {
     pub dir: PathBuf,
     pub run: Run,
-    /// The stack files as written (metadata, folded text): what a caller analysing the run
+    /// The stack files as written (metadata, stacks): what a caller analysing the run
     /// at once takes instead of reading it back.
-    pub stacks: Vec<(crate::rundata::StackFile, String)>,
+    pub stacks: Vec<(crate::rundata::StackFile, crate::rundata::Folded)>,
     /// Exit code the CLI should return.
     pub exit_code: i32,
 }

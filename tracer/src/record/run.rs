@@ -206,14 +206,14 @@ impl Session {
 fn write_run(
     writer: DirWriter,
     run: &Run,
-    stacks: &[(StackFile, String)],
+    stacks: &[(StackFile, rundata::Folded)],
 ) -> Result<std::path::PathBuf, TracerError> {
     run.validate()
         .map_err(|e| TracerError::Other(format!("internal: inconsistent run data: {e}")))?;
     writer.write(rundata::RUN_FILE, run.to_json().as_bytes())?;
     writer.write(rundata::SPANS_CSV, run.spans_csv().as_bytes())?;
-    for (meta, content) in stacks {
-        writer.write(&meta.path, content.as_bytes())?;
+    for (meta, folded) in stacks {
+        writer.write(&meta.path, folded.to_text().as_bytes())?;
     }
     Ok(writer.commit()?)
 }

@@ -6,7 +6,7 @@ use std::str::FromStr;
 
 use inferno::flamegraph::{self, Options, Palette};
 
-use crate::analysis::stacks::{Folded, normalize_to};
+use crate::rundata::Folded;
 use crate::rundata::{PlanUsed, StackKind};
 
 use super::fmt::ns;
@@ -168,7 +168,7 @@ fn diff_svg(
     title: String,
     subtitle: String,
 ) -> std::io::Result<Vec<u8>> {
-    let before = normalize_to(before, after);
+    let before = before.normalized_to(after);
     let mut folded = Vec::new();
     inferno::differential::from_readers(
         inferno::differential::Options::default(),

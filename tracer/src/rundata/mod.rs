@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 mod counters;
+mod folded;
 mod interruptions;
 mod stacks;
 
@@ -27,6 +28,7 @@ pub use counters::{
     COUNTER_NAMES, INFORMATIONAL_COUNTERS, SAMPLE_RATE_LIMIT_END, SAMPLE_RATE_LIMIT_START,
     counter_meaning,
 };
+pub use folded::Folded;
 pub use interruptions::{Interruption, InterruptionCounting, Uncounted};
 pub use stacks::{
     ENTRY_INTERRUPT, ENTRY_KERNEL, ENTRY_PAGE_FAULT, FoldedLine, PROFILE_TARGET, StackFile,

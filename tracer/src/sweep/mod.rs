@@ -431,9 +431,8 @@ async fn timed_rounds(
                 job.name.clone(),
                 outcome.dir.clone(),
                 outcome.run.clone(),
-                &outcome.stacks,
-            )
-            .map_err(|e| TracerError::Other(format!("internal: the recorded run: {e}")))?;
+                outcome.stacks.clone(),
+            );
             done.first_pass = Some(loaded);
         }
         if let Some(json) = &job.json {

@@ -54,9 +54,9 @@ use super::growers::{
 };
 use super::runlength::{self, KernelGrowth, RunLength};
 use super::spread::RunSpread;
-use super::stacks::Folded;
 use super::stacks::StackData;
 use crate::record::advice::MoreRuns;
+use crate::rundata::Folded;
 
 mod measure;
 mod overtake;

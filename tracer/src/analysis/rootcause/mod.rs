@@ -49,8 +49,9 @@ mod profiles;
 
 use serde::Serialize;
 
-use super::stacks::{Anchors, Folded};
+use super::stacks::Anchors;
 use crate::plan::known_loop;
+use crate::rundata::Folded;
 use profiles::{Profiles, frame_slope, frame_times};
 
 /// Least fitted share change over the sweep (0.10 = 10 percentage points) that names a frame.

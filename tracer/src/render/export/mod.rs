@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 use super::ReportError;
 use super::out::{self, OutDir};
 use crate::analysis::load::LoadedRun;
-use crate::analysis::stacks::Folded;
 use crate::analysis::{Analysis, Dataset, LoadError, load, timeline};
+use crate::rundata::Folded;
 use crate::rundata::{Run, StackFile, StackKind};
 
 /// The trace's name in a run's report (and `tracer export perfetto`'s default).

@@ -16,7 +16,7 @@ use flate2::write::GzEncoder;
 use prost::Message;
 
 use super::proto::pprof::{Function, Label, Line, Location, Profile, Sample, ValueType};
-use crate::analysis::stacks::Folded;
+use crate::rundata::Folded;
 use crate::rundata::{StackFile, StackKind};
 
 /// Label keys of every sample.

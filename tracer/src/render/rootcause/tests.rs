@@ -4,7 +4,8 @@ use super::{anchor, description, line};
 use crate::analysis::rootcause::{
     Description, MIN_GROWTH, OUTSIDE_FRAME, SELF_FRAME, StacksAtN, root_cause,
 };
-use crate::analysis::stacks::{Anchors, Folded};
+use crate::analysis::stacks::Anchors;
+use crate::rundata::Folded;
 
 const NS: [u64; 6] = [10, 100, 500, 1000, 4000, 8000];
 
