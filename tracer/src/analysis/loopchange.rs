@@ -15,7 +15,7 @@ use std::collections::BTreeSet;
 
 use super::analyze::Analysis;
 use super::compare::{
-    ClassChange, GrowthChange, MIN_POINT_ERROR, SidePoint, UNMEASURED_POINT_ERROR,
+    ClassChange, GrowthChange, MIN_POINT_ERROR, SidePoint, UNMEASURED_POINT_ERROR, best_pair,
     growth_change_of, model_scatter,
 };
 use super::discover::Discovery;
@@ -140,31 +140,6 @@ fn one_loop(da: &Discovery, db: &Discovery, entry: &str) -> ClassChange {
             frame_a: fa,
             frame_b: fb,
         }),
-    }
-}
-
-/// The two common sizes the change is judged over: the largest, and the smaller one that
-/// gives the change in growth per decade of N the least error. A sampled entry's smallest
-/// size often has a handful of samples (±30% and more) where a size above it has hundreds;
-/// the choice rests on the points' errors alone, never on their values.
-fn best_pair(pa: &[SidePoint], pb: &[SidePoint]) -> (Vec<SidePoint>, Vec<SidePoint>) {
-    let at = |p: &[SidePoint], n: u64| p.iter().find(|q| q.n == n).copied();
-    let common: Vec<(SidePoint, SidePoint)> =
-        pa.iter().filter_map(|a| Some((*a, at(pb, a.n)?))).collect();
-    let Some(&(ha, hb)) = common.iter().max_by_key(|(a, _)| a.n) else {
-        return (Vec::new(), Vec::new());
-    };
-    let score = |(a, b): &(SidePoint, SidePoint)| {
-        let v = a.err.powi(2) + b.err.powi(2) + ha.err.powi(2) + hb.err.powi(2);
-        v.sqrt() / (ha.n as f64 / a.n as f64).ln()
-    };
-    let lo = common
-        .iter()
-        .filter(|(a, _)| a.n < ha.n)
-        .min_by(|x, y| score(x).total_cmp(&score(y)));
-    match lo {
-        Some(&(la, lb)) => (vec![la, ha], vec![lb, hb]),
-        None => (vec![ha], vec![hb]),
     }
 }
 
