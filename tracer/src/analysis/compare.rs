@@ -68,6 +68,9 @@ const Z_95_ONE_SIDED: f64 = 1.645;
 /// Least relative error of one point (a size's fitted time per call) in the change's interval:
 /// runs of one size differ by more than the calls within a run suggest.
 pub const MIN_POINT_ERROR: f64 = 0.10;
+/// Least sizes for a side's scatter about its log-log line to stand in for its scatter about
+/// its model ([`scatter`]).
+const MIN_LINE_SIZES: usize = 4;
 /// The relative error of a point whose spread nothing measured (no repeats, no histogram):
 /// about the run-to-run scatter of kernel times in one run per size under qemu.
 pub const UNMEASURED_POINT_ERROR: f64 = 0.25;
@@ -333,7 +336,10 @@ fn scatter(v: &Verdict) -> f64 {
 }
 
 /// The scatter of `s`'s sizes about its log-log line (a power law of N), per point: the
-/// residuals' RMS in ln t, corrected for the two parameters fitted (0 with two sizes).
+/// residuals' RMS in ln t, corrected for the two parameters fitted. Infinite (no floor it
+/// could lower) under [`MIN_LINE_SIZES`] sizes: three sizes leave the line one degree of
+/// freedom, and an off-target count of 15 page allocations per size, 9 µs in one sweep and
+/// 150 µs in another at the same N, sat on a line in both.
 fn loglog_scatter(s: &Scaling) -> f64 {
     let logs: Vec<(f64, f64)> = s
         .points
@@ -342,8 +348,8 @@ fn loglog_scatter(s: &Scaling) -> f64 {
         .map(|p| (p.n.ln(), p.t.ln()))
         .collect();
     let k = logs.len();
-    if k <= 2 {
-        return 0.0;
+    if k < MIN_LINE_SIZES {
+        return f64::INFINITY;
     }
     let line = &s.loglog;
     let rss: f64 = logs
@@ -800,6 +806,12 @@ mod tests {
         assert!(scatter(v) < 0.05, "{}", scatter(v));
         let g = &compare(&a, &b).classes[0].growth;
         assert_eq!(g.change, Change::Same, "{g:?}");
+        // Three sizes leave the line one degree of freedom: the model's scatter stays.
+        let few = [10, 100, 1000];
+        let a = analysis(noisy_run(&few, |n| 8000.0 * (n as f64).powf(-0.05), steady));
+        let v = &a.cases[0].verdict;
+        let s = v.scaling.as_ref().unwrap();
+        assert_eq!(scatter(v), model_scatter(s, &s.model));
     }
 
     /// A smallest size measured with few calls (±70% between its runs) is not the end of the
