@@ -47,6 +47,10 @@ pub struct LoopClass {
     /// Log-log slope of time per call / trips per call against N (under
     /// [`MAX_PER_TRIP_SLOPE`]).
     pub per_trip_slope: f64,
+    /// The smallest and largest N counted, where the count missed sizes the time has (a
+    /// loop-count pass cut short): the class rests on those sizes only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counted_only: Option<(u64, u64)>,
 }
 
 /// The class `time` (one table's fit) takes from the loops counted inside it: the growing
@@ -71,23 +75,33 @@ pub fn loop_class(time: &Scaling, trips: &[&TripCount]) -> Option<LoopClass> {
         .filter_map(|t| {
             let s = t.scaling.as_ref().filter(|s| counts_a_loop(s))?;
             let per_trip = per_trip_slope(time, t)?;
+            let counted = |n: f64| t.points.iter().any(|p| p.n as f64 == n);
+            let counted_only = time
+                .points
+                .iter()
+                .any(|p| !counted(p.n))
+                .then(|| (t.points[0].n, t.points[t.points.len() - 1].n));
             (per_trip.abs() < MAX_PER_TRIP_SLOPE).then(|| LoopClass {
                 inner: t.inner.clone(),
                 run: t.run.clone(),
                 class: s.class,
                 slope: s.loglog.slope,
                 per_trip_slope: per_trip,
+                counted_only,
             })
         })
         .max_by(|a, b| a.class.cmp(&b.class).then(a.slope.total_cmp(&b.slope)))
 }
 
 /// Whether a count's fit is a loop's trips over what N counts: growing, following its class
-/// closely ([`ADEQUATE_FIT`]), and rising like a loop over N ([`MIN_LOOP_SLOPE`]).
+/// closely ([`ADEQUATE_FIT`]), rising like a loop over N ([`MIN_LOOP_SLOPE`]), and at three
+/// sizes or more: two fit every growing shape, and a count at two sizes (a pass cut short)
+/// is no class.
 pub fn counts_a_loop(count: &Scaling) -> bool {
     count.flat_reason.is_none()
         && count.model.nrms <= ADEQUATE_FIT
         && count.loglog.slope >= MIN_LOOP_SLOPE
+        && count.points.len() >= 3
 }
 
 /// Whether a time per call is flat as one trip of a loop is: O(1), or creeping up with N less
@@ -343,6 +357,49 @@ mod tests {
             ));
         }
         trip_counts("r", &spans)
+    }
+
+    /// A loop-count pass cut short counts some sizes only: at two it names no class (two
+    /// sizes fit every growing shape) and gives the verdict none; at three of five it does,
+    /// and says at which sizes.
+    #[test]
+    fn a_loop_counted_at_some_sizes_only_gives_a_class_only_where_they_name_one() {
+        let t = time(&[
+            (250.0, 114e3),
+            (500.0, 143e3),
+            (1000.0, 215e3),
+            (2000.0, 506e3),
+            (4000.0, 1.29e6),
+        ]);
+        let at = |ns: &[u64]| -> Vec<TripCount> {
+            waits(|n| n + 1)
+                .into_iter()
+                .map(|mut c| {
+                    c.points.retain(|p| ns.contains(&p.n));
+                    let pts: Vec<Point> = c
+                        .points
+                        .iter()
+                        .map(|p| Point {
+                            n: p.n as f64,
+                            t: p.per_call,
+                            rel_se: Some(0.0),
+                        })
+                        .collect();
+                    c.scaling = fit_scaling(&pts);
+                    c
+                })
+                .collect()
+        };
+        let two = at(&[2000, 4000]);
+        assert_eq!(two[0].scaling.as_ref().unwrap().points.len(), 2);
+        assert_eq!(loop_class(&t, &two.iter().collect::<Vec<_>>()), None);
+        let three = at(&[1000, 2000, 4000]);
+        let l = loop_class(&t, &three.iter().collect::<Vec<_>>()).expect("three sizes name O(n)");
+        assert_eq!(l.class, Complexity::Linear);
+        assert_eq!(l.counted_only, Some((1000, 4000)));
+        let all = waits(|n| n + 1);
+        let l = loop_class(&t, &all.iter().collect::<Vec<_>>()).unwrap();
+        assert_eq!(l.counted_only, None);
     }
 
     #[test]

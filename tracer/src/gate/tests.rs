@@ -235,6 +235,7 @@ fn expect_fails_when_the_class_set_excludes_the_class() {
         class: Complexity::Linear,
         slope: 1.0,
         per_trip_slope: 0.0,
+        counted_only: None,
     });
     assert_eq!(judge(&["do_wait:O(n)"], &wide).status(), GateStatus::Passed);
     let g = judge(&["do_wait:O(n log n)"], &wide);

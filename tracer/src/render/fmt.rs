@@ -217,6 +217,14 @@ pub(super) fn num(v: Option<f64>) -> String {
     })
 }
 
+/// Where a loop count that gives a class missed sizes the time has: " at N=100..1000 only"
+/// (empty when it counted them all).
+pub fn counted_only(range: Option<(u64, u64)>) -> String {
+    range.map_or(String::new(), |(a, b)| {
+        format!(" at N={}..{} only", fmt_n(a as f64), fmt_n(b as f64))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

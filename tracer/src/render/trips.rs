@@ -29,7 +29,7 @@ pub fn line(t: &TripCount, with_run: bool) -> String {
     };
     let (n0, n1) = (s.points[0].n, s.points[s.points.len() - 1].n);
     let class = match s.flat_reason {
-        None => format!("{}, slope {:.2}", s.class.label(), s.loglog.slope),
+        None => growing_count(s),
         Some(FlatReason::NoGrowth) => "O(1)".to_string(),
         Some(r @ FlatReason::Falls) => format!("no rising trend ({})", flat_reason(r, s)),
         Some(r) => format!("O(1) ({})", flat_reason(r, s)),
@@ -43,6 +43,18 @@ pub fn line(t: &TripCount, with_run: bool) -> String {
     )
 }
 
+/// A growing count's class and slope, "O(n), slope 1.00"; at two sizes, which fit every
+/// growing shape, no class (and it gives no verdict one).
+fn growing_count(s: &crate::analysis::fit::Scaling) -> String {
+    match s.points.len() {
+        2 => format!(
+            "grows, slope {:.2} (two sizes only: no class)",
+            s.loglog.slope
+        ),
+        _ => format!("{}, slope {:.2}", s.class.label(), s.loglog.slope),
+    }
+}
+
 /// Under a table's verdict: the loops inside its target whose trips grow with N, e.g.
 /// `wait_consider_task runs 124 -> 1001 times per call over N=100..1000: O(n), slope 0.90
 /// (counted in the kernel)`.
@@ -53,14 +65,13 @@ pub fn loop_lines(c: &CaseResult) -> Vec<String> {
             let s = x.scaling.as_ref().filter(|s| s.flat_reason.is_none())?;
             let (first, last) = x.range();
             Some(format!(
-                "{} runs {} -> {} times per call over N={}..{}: {}, slope {:.2} (counted in the kernel)",
+                "{} runs {} -> {} times per call over N={}..{}: {} (counted in the kernel)",
                 x.inner,
                 sig3(first),
                 sig3(last),
                 fmt_n(s.points[0].n),
                 fmt_n(s.points[s.points.len() - 1].n),
-                s.class.label(),
-                s.loglog.slope
+                growing_count(s),
             ))
         })
         .collect()

@@ -34,7 +34,7 @@ pub fn line(v: &Verdict) -> String {
                 // The count decides; the time's own fit is kept beside it.
                 Some(l) => format!(
                     "{head}: {} by its loop count ({} per call, slope {:.2}, counted in the \
-                     kernel{}); time per call alone: {time}",
+                     kernel{}{}); time per call alone: {time}",
                     l.class.label(),
                     l.inner,
                     l.slope,
@@ -43,6 +43,7 @@ pub fn line(v: &Verdict) -> String {
                     } else {
                         format!(" by {}", l.run)
                     },
+                    super::fmt::counted_only(l.counted_only),
                 ),
                 None => format!("{head}: {time}"),
             }
@@ -363,6 +364,7 @@ mod tests {
             class: Complexity::Linear,
             slope: 1.0,
             per_trip_slope: 0.3,
+            counted_only: None,
         });
         assert_eq!(v.class(), Some(Complexity::Linear));
         let l = line(&v);
@@ -377,6 +379,19 @@ mod tests {
         assert_eq!(json["class"], "O(n)");
         assert_eq!(json["scaling"]["class"], "O(n^2)");
         assert_eq!(json["by_loop"]["inner"], "wait_consider_task");
+        assert!(json["by_loop"].get("counted_only").is_none());
+        // A pass that counted some sizes only says which.
+        v.by_loop.as_mut().unwrap().counted_only = Some((1000, 4000));
+        let l = line(&v);
+        assert!(
+            l.contains("slope 1.00, counted in the kernel at N=1000..4000 only); time"),
+            "{l}"
+        );
+        let json = serde_json::to_value(&v).unwrap();
+        assert_eq!(
+            json["by_loop"]["counted_only"],
+            serde_json::json!([1000, 4000])
+        );
     }
 
     #[test]
