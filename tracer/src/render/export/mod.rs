@@ -236,7 +236,13 @@ pub fn export(format: Format, run_dir: &Path, dest: &Path) -> Result<Vec<Exporte
             ),
         });
     }
-    let lr = &ds.runs[0];
+    // A run directory loads as one run.
+    let [lr] = ds.runs.as_slice() else {
+        return Err(ReportError::Unexportable {
+            path: run_dir.to_path_buf(),
+            what: format!("{} runs where one was expected", ds.runs.len()),
+        });
+    };
     match format {
         Format::Perfetto => {
             let Some(t) = timeline::read(&lr.dir).map_err(LoadError::from)? else {
