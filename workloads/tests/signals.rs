@@ -140,42 +140,34 @@ const SIGINT: i32 = libc::SIGINT;
 const SIGTERM: i32 = libc::SIGTERM;
 const SIGHUP: i32 = libc::SIGHUP;
 
-fn waitpid_args() -> Vec<&'static str> {
-    vec![
-        "waitpid",
-        "--n",
-        "3000",
-        "--variant",
-        "waitpid-pid",
-        "--min-time",
-        "60",
-    ]
+/// `workloads WORKLOAD --n N --variant VARIANT --min-time 60`, signalled with `sig` once its
+/// phase began.
+fn mid_phase(workload: &str, n: &str, variant: &str, sig: i32, expect: Expect) {
+    let args = [workload, "--n", n, "--variant", variant, "--min-time", "60"];
+    interrupt(&args, "phase begin", sig, expect);
 }
+
+const WAITING: Expect = Expect {
+    children: 3000,
+    ..NOTHING
+};
+const SHM: Expect = Expect {
+    shm: 2000,
+    ..NOTHING
+};
+const MSG: Expect = Expect {
+    msg: 2000,
+    ..NOTHING
+};
 
 #[test]
 fn waitpid_sigint_mid_phase() {
-    interrupt(
-        &waitpid_args(),
-        "phase begin",
-        SIGINT,
-        Expect {
-            children: 3000,
-            ..NOTHING
-        },
-    );
+    mid_phase("waitpid", "3000", "waitpid-pid", SIGINT, WAITING);
 }
 
 #[test]
 fn waitpid_sigterm_mid_phase() {
-    interrupt(
-        &waitpid_args(),
-        "phase begin",
-        SIGTERM,
-        Expect {
-            children: 3000,
-            ..NOTHING
-        },
-    );
+    mid_phase("waitpid", "3000", "waitpid-pid", SIGTERM, WAITING);
 }
 
 #[test]
@@ -194,122 +186,32 @@ fn waitpid_sighup_while_forking_children() {
 
 #[test]
 fn spawn_sigint_mid_phase() {
-    interrupt(
-        &[
-            "spawn",
-            "--n",
-            "32000",
-            "--variant",
-            "spawn",
-            "--min-time",
-            "60",
-        ],
-        "phase begin",
-        SIGINT,
-        NOTHING,
-    );
+    mid_phase("spawn", "32000", "spawn", SIGINT, NOTHING);
 }
 
 #[test]
 fn spawn_sigterm_mid_phase() {
-    let args = [
-        "spawn",
-        "--n",
-        "32000",
-        "--variant",
-        "spawn-wipeonfork",
-        "--min-time",
-        "60",
-    ];
-    interrupt(&args, "phase begin", SIGTERM, NOTHING);
+    mid_phase("spawn", "32000", "spawn-wipeonfork", SIGTERM, NOTHING);
 }
 
 #[test]
 fn sysvipc_shm_sigint_mid_phase() {
-    let args = [
-        "sysvipc",
-        "--n",
-        "2000",
-        "--variant",
-        "sysvipc-shm",
-        "--min-time",
-        "60",
-    ];
-    interrupt(
-        &args,
-        "phase begin",
-        SIGINT,
-        Expect {
-            shm: 2000,
-            ..NOTHING
-        },
-    );
+    mid_phase("sysvipc", "2000", "sysvipc-shm", SIGINT, SHM);
 }
 
 #[test]
 fn sysvipc_shm_sigterm_mid_phase() {
-    let args = [
-        "sysvipc",
-        "--n",
-        "2000",
-        "--variant",
-        "sysvipc-shm",
-        "--min-time",
-        "60",
-    ];
-    interrupt(
-        &args,
-        "phase begin",
-        SIGTERM,
-        Expect {
-            shm: 2000,
-            ..NOTHING
-        },
-    );
+    mid_phase("sysvipc", "2000", "sysvipc-shm", SIGTERM, SHM);
 }
 
 #[test]
 fn sysvipc_msg_sigint_mid_phase() {
-    let args = [
-        "sysvipc",
-        "--n",
-        "2000",
-        "--variant",
-        "sysvipc-msg",
-        "--min-time",
-        "60",
-    ];
-    interrupt(
-        &args,
-        "phase begin",
-        SIGINT,
-        Expect {
-            msg: 2000,
-            ..NOTHING
-        },
-    );
+    mid_phase("sysvipc", "2000", "sysvipc-msg", SIGINT, MSG);
 }
 
 #[test]
 fn sysvipc_msg_sigterm_mid_phase() {
-    let args = [
-        "sysvipc",
-        "--n",
-        "2000",
-        "--variant",
-        "sysvipc-msg",
-        "--min-time",
-        "60",
-    ];
-    interrupt(
-        &args,
-        "phase begin",
-        SIGTERM,
-        Expect {
-            msg: 2000,
-            ..NOTHING
-        },
-    );
+    mid_phase("sysvipc", "2000", "sysvipc-msg", SIGTERM, MSG);
 }
 
 #[test]
