@@ -199,19 +199,24 @@ fn run_sweep(a: SweepArgs, verbose: bool) -> Result<i32, TracerError> {
         a.workloads
     };
     // No workload named: what follows `--` is the user's own command.
-    let (command, extra) = if workloads.is_empty() {
-        (a.extra, Vec::new())
-    } else {
-        (Vec::new(), a.extra)
-    };
+    let mode = tracer::sweep::SweepMode::of(
+        workloads,
+        a.n_for,
+        a.extra,
+        tracer::sweep::CommandSweep {
+            command: Vec::new(),
+            ops: a.ops,
+            phase_fn: a.phase_fn,
+            name: a.name,
+            confirm: a.confirm,
+        },
+    )?;
     let out = a
         .output
         .unwrap_or_else(|| PathBuf::from(cli::default_run_name("tracer-sweep")));
     let opts = tracer::sweep::SweepOptions {
-        workloads,
+        mode,
         n: a.n,
-        n_for: a.n_for,
-        extra_args: extra,
         out,
         force: a.force,
         workloads_bin: a.workloads_bin,
@@ -225,15 +230,10 @@ fn run_sweep(a: SweepArgs, verbose: bool) -> Result<i32, TracerError> {
             ..EngineOptions::default()
         },
         progress: true,
-        command,
         repeat: a.repeat,
         max_repeat: a.max_repeat,
         extra_budget: a.extra_time,
         budget: a.budget,
-        ops: a.ops,
-        phase_fn: a.phase_fn,
-        name: a.name,
-        confirm: a.confirm,
         loop_count: !a.no_loop_count,
     };
     let report = (!a_no_report).then(|| tracer::render::ReportOptions {

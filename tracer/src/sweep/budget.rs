@@ -88,7 +88,7 @@ pub(super) fn passes_planned(
     targets: &[(u32, &'static Target)],
 ) -> bool {
     if opts.engine.discover {
-        opts.confirm > 0 && jobs.iter().any(Job::is_command)
+        opts.mode.command().is_some_and(|c| c.confirm > 0) && jobs.iter().any(Job::is_command)
     } else {
         opts.loop_count && loops::planned(opts, jobs, targets)
     }

@@ -70,7 +70,8 @@ pub(super) async fn confirm_pass(
         notes: Vec::new(),
     };
     let a = crate::analysis::analyze(&ds, &crate::analysis::AnalysisOptions::default());
-    let (candidates, mut callers) = to_confirm(&a, opts.confirm);
+    let confirm = opts.mode.command().map_or(0, |c| c.confirm);
+    let (candidates, mut callers) = to_confirm(&a, confirm);
     if candidates.is_empty() {
         return Ok(None);
     }

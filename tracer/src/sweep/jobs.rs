@@ -6,7 +6,7 @@ use crate::error::TracerError;
 use crate::record::{self, FilterSpec, RunSpec};
 use workloads::catalog;
 
-use super::{DEFAULT_REPEAT, SWEEP_FILE, SweepOptions};
+use super::{CommandSweep, DEFAULT_REPEAT, SWEEP_FILE, SweepOptions, WorkloadSweep};
 
 /// One run directory of a sweep: a workload over its N list, or the user's command.
 pub(super) struct Job {
@@ -35,7 +35,10 @@ pub(super) struct WorkloadPlan {
 
 /// The workloads `opts` names, with their N lists, checked: each known, named once, with a
 /// list that parses (from --n-for, else --n, else the workload's default).
-pub(super) fn plan_workloads(opts: &SweepOptions) -> Result<Vec<WorkloadPlan>, TracerError> {
+pub(super) fn plan_workloads(
+    opts: &WorkloadSweep,
+    n: Option<&str>,
+) -> Result<Vec<WorkloadPlan>, TracerError> {
     for (w, _) in &opts.n_for {
         if catalog::by_name(w).is_none() {
             return Err(TracerError::Usage(format!(
@@ -62,7 +65,7 @@ pub(super) fn plan_workloads(opts: &SweepOptions) -> Result<Vec<WorkloadPlan>, T
             .rev()
             .find(|(name, _)| name == w)
             .map(|(_, l)| l.clone())
-            .or_else(|| opts.n.clone())
+            .or_else(|| n.map(str::to_string))
             .unwrap_or_else(|| known.sweep_n.to_string());
         let values = workloads::nlist::parse(&list)
             .map_err(|e| TracerError::Usage(format!("--n {list:?}: {e}")))?;
@@ -80,7 +83,7 @@ pub(super) fn plan_workloads(opts: &SweepOptions) -> Result<Vec<WorkloadPlan>, T
 /// does not line up with N); its JSON reports through a temporary under `tmp_root` (run.json
 /// embeds them, merged).
 pub(super) fn workload_jobs(
-    opts: &SweepOptions,
+    extra_args: &[String],
     plan: &[WorkloadPlan],
     bin: &Path,
     tmp_root: &Path,
@@ -94,7 +97,7 @@ pub(super) fn workload_jobs(
         command.extend(["--n".into(), "{n}".into(), "--quiet".into()]);
         command.push("--json".into());
         command.push(json.to_string_lossy().into_owned());
-        command.extend(opts.extra_args.iter().cloned());
+        command.extend(extra_args.iter().cloned());
         jobs.push(Job {
             name: name.clone(),
             values: values.clone(),
@@ -187,7 +190,7 @@ fn workloads_beside(exe_dir: &Path) -> [PathBuf; 2] {
 }
 
 /// The run of an external sweep: the user's command once per N (and repeat).
-pub(super) fn external_spec(opts: &SweepOptions) -> Result<Job, TracerError> {
+pub(super) fn external_spec(opts: &SweepOptions, c: &CommandSweep) -> Result<Job, TracerError> {
     let Some(list) = &opts.n else {
         return Err(TracerError::Usage(
             "sweeping a command needs --n LIST (e.g. --n 10,100,1000); {n} in its arguments \
@@ -198,13 +201,13 @@ pub(super) fn external_spec(opts: &SweepOptions) -> Result<Job, TracerError> {
     let values = workloads::nlist::parse(list)
         .map_err(|e| TracerError::Usage(format!("--n {list:?}: {e}")))?;
     let (repeat, extra) = rounds(opts)?;
-    let exe = crate::exec_path::find_executable(&opts.command[0]).ok_or_else(|| {
+    let exe = crate::exec_path::find_executable(&c.command[0]).ok_or_else(|| {
         TracerError::Usage(format!(
             "command not found or not executable: {}",
-            opts.command[0]
+            c.command[0]
         ))
     })?;
-    let name = match &opts.name {
+    let name = match &c.name {
         Some(n) => n.clone(),
         None => exe
             .file_name()
@@ -222,8 +225,8 @@ pub(super) fn external_spec(opts: &SweepOptions) -> Result<Job, TracerError> {
         )));
     }
     record::check_usdt(std::iter::once(&exe))?;
-    let phase_fn = record::resolve_phase_fn(opts.phase_fn.as_deref())?;
-    if !opts.command.iter().any(|a| record::has_n_placeholder(a)) {
+    let phase_fn = record::resolve_phase_fn(c.phase_fn.as_deref())?;
+    if !c.command.iter().any(|a| record::has_n_placeholder(a)) {
         eprintln!(
             "tracer: note: the command has no {{n}} in its arguments: every N runs the same \
              command line, which gets N only from the TRACER_N environment variable"
@@ -232,7 +235,7 @@ pub(super) fn external_spec(opts: &SweepOptions) -> Result<Job, TracerError> {
     Ok(Job {
         // The run's name labels its progress lines, as the confirmation pass's does.
         spec: RunSpec {
-            command: opts.command.clone(),
+            command: c.command.clone(),
             exe: Some(exe),
             filter: FilterSpec::Follow(Vec::new()),
             duration: None,
@@ -244,7 +247,7 @@ pub(super) fn external_spec(opts: &SweepOptions) -> Result<Job, TracerError> {
                 n_values: values.clone(),
                 repeat,
                 announces_phases: false,
-                ops: opts.ops.clone(),
+                ops: c.ops.clone(),
                 extra,
                 advice: &crate::analysis::advice::Analyst,
             }),

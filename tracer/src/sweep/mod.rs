@@ -40,13 +40,11 @@ pub const DEFAULT_REPEAT: u32 = 3;
 
 #[derive(Clone, Debug)]
 pub struct SweepOptions {
-    pub workloads: Vec<String>,
-    /// N list for every workload (default: each workload's `sweep_n` in the workloads crate).
+    /// What runs once per N: the built-in workloads, or a command.
+    pub mode: SweepMode,
+    /// N list for every workload (default: each workload's `sweep_n` in the workloads crate);
+    /// required for a command.
     pub n: Option<String>,
-    /// N lists for particular workloads (workload -> list), over `n` and the defaults.
-    pub n_for: Vec<(String, String)>,
-    /// Extra arguments for every workload (after its subcommand), e.g. `--iterations 50`.
-    pub extra_args: Vec<String>,
     pub out: PathBuf,
     pub force: bool,
     pub workloads_bin: Option<PathBuf>,
@@ -54,31 +52,104 @@ pub struct SweepOptions {
     pub resolve: ResolveOptions,
     pub engine: EngineOptions,
     pub progress: bool,
-    /// An external sweep: run this command (with `{n}` replaced) once per N instead of
-    /// the workloads; `n` is then required.
-    pub command: Vec<String>,
-    /// Runs of the command per N (external sweeps); None: [`DEFAULT_REPEAT`].
+    /// Runs per N; None: [`DEFAULT_REPEAT`].
     pub repeat: Option<u32>,
     /// Most runs of one N, extra runs for open verdicts included; None:
     /// twice the repeat.
     pub max_repeat: Option<u32>,
     /// Most wall time for those extra runs; None: half the planned runs' time.
     pub extra_budget: Option<std::time::Duration>,
-    /// Operations per run of the command (external sweeps), for per-op columns; with
-    /// `phase_fn`, per call of the function.
-    pub ops: Option<crate::cli::OpsExpr>,
-    /// `--phase-fn BINARY:SYMBOL|0xADDR` (external sweeps): only calls inside it count.
-    pub phase_fn: Option<String>,
-    /// Name of the external command's run directory (default: the command's file name).
-    pub name: Option<String>,
-    /// With discover on an external command: time this many of the top-ranked functions
-    /// exactly in a second pass, where the kernel allows function probes (0 = no second pass).
-    pub confirm: usize,
-    /// Built-in workloads: count their targets' loop trips in a pass of their own
-    /// (`loops`), where the kernel allows function probes.
+    /// Count the loops of the targets in a pass of their own (`loops`), where the kernel
+    /// allows function probes: a built-in workload's known per-trip function, a command's
+    /// from its root causes.
     pub loop_count: bool,
     /// `--budget`: the sweep's wall time (see [`budget`]).
     pub budget: Option<std::time::Duration>,
+}
+
+/// The two things a sweep can run once per N. Each holds only its own flags, so one that
+/// cannot apply cannot be set ([`SweepMode::of`] refuses it by name).
+#[derive(Clone, Debug)]
+pub enum SweepMode {
+    /// Built-in workloads (never empty).
+    Workloads(WorkloadSweep),
+    /// The user's command, `{n}` in its arguments replaced by each N.
+    Command(CommandSweep),
+}
+
+#[derive(Clone, Debug)]
+pub struct WorkloadSweep {
+    pub workloads: Vec<String>,
+    /// N lists for particular workloads (workload -> list), over `n` and the defaults.
+    pub n_for: Vec<(String, String)>,
+    /// Extra arguments for every workload (after its subcommand), e.g. `--iterations 50`.
+    pub extra_args: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct CommandSweep {
+    /// The command, never empty.
+    pub command: Vec<String>,
+    /// Operations per run of the command, for per-op columns; with `phase_fn`, per call of
+    /// the function.
+    pub ops: Option<crate::cli::OpsExpr>,
+    /// `--phase-fn BINARY:SYMBOL|0xADDR`: only calls inside it count.
+    pub phase_fn: Option<String>,
+    /// Name of the command's run directory (default: the command's file name).
+    pub name: Option<String>,
+    /// With discover: time this many of the top-ranked functions exactly in a second pass,
+    /// where the kernel allows function probes (0 = no second pass).
+    pub confirm: usize,
+}
+
+impl SweepMode {
+    /// The mode of `tracer sweep`'s arguments: the named workloads, with what follows `--`
+    /// as their arguments; with none named, what follows `--` is the command (`command` then
+    /// holds its flags). A command's flag given with workloads, or a workload's with a
+    /// command, is a usage error naming it.
+    pub fn of(
+        workloads: Vec<String>,
+        n_for: Vec<(String, String)>,
+        after_dashes: Vec<String>,
+        command: CommandSweep,
+    ) -> Result<SweepMode, TracerError> {
+        if workloads.is_empty() {
+            if after_dashes.is_empty() {
+                return Err(TracerError::Usage(format!(
+                    "name the workloads to sweep, or --all (known: {}), or sweep your own \
+                     command: tracer sweep --n 10,100,1000 -- ./bench {{n}}",
+                    catalog::names()
+                )));
+            }
+            if !n_for.is_empty() {
+                return Err(TracerError::Usage(
+                    "--n-for applies to built-in workloads; a command takes --n".into(),
+                ));
+            }
+            return Ok(SweepMode::Command(CommandSweep {
+                command: after_dashes,
+                ..command
+            }));
+        }
+        if command.ops.is_some() || command.name.is_some() || command.phase_fn.is_some() {
+            return Err(TracerError::Usage(
+                "--ops, --name and --phase-fn apply to a command swept with -- CMD {n}".into(),
+            ));
+        }
+        Ok(SweepMode::Workloads(WorkloadSweep {
+            workloads,
+            n_for,
+            extra_args: after_dashes,
+        }))
+    }
+
+    /// The command's flags, for a command.
+    pub fn command(&self) -> Option<&CommandSweep> {
+        match self {
+            SweepMode::Command(c) => Some(c),
+            SweepMode::Workloads(_) => None,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -146,31 +217,6 @@ pub struct SweepOutcome {
     pub dir: PathBuf,
     pub sweep: Sweep,
     pub exit_code: i32,
-}
-
-/// The sweep's two modes, built-in workloads or a command after `--`: one of them, and no
-/// flag of the other.
-fn check_mode(opts: &SweepOptions, external: bool) -> Result<(), TracerError> {
-    if external && !opts.workloads.is_empty() {
-        return Err(TracerError::Usage(
-            "name workloads or give a command after --, not both (workload arguments go \
-             after -- only when a workload is named)"
-                .into(),
-        ));
-    }
-    if !external && opts.workloads.is_empty() {
-        return Err(TracerError::Usage(format!(
-            "name the workloads to sweep, or --all (known: {}), or sweep your own command: \
-             tracer sweep --n 10,100,1000 -- ./bench {{n}}",
-            catalog::names()
-        )));
-    }
-    if !external && (opts.ops.is_some() || opts.name.is_some() || opts.phase_fn.is_some()) {
-        return Err(TracerError::Usage(
-            "--ops, --name and --phase-fn apply to a command swept with -- CMD {n}".into(),
-        ));
-    }
-    Ok(())
 }
 
 /// The line said when a job's runs are done: complete or partial, its sizes, and how its
@@ -296,14 +342,15 @@ impl AfterJobs<'_> {
 }
 
 pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
-    let external = !opts.command.is_empty();
-    check_mode(&opts, external)?;
-    let plan = jobs::plan_workloads(&opts)?;
     let rounds = jobs::rounds(&opts)?;
-    let external_job = external.then(|| jobs::external_spec(&opts)).transpose()?;
-    let bin = (!external)
-        .then(|| jobs::find_workloads_bin(opts.workloads_bin.as_deref()))
-        .transpose()?;
+    let (plan, external_job, bin) = match &opts.mode {
+        SweepMode::Workloads(w) => (
+            jobs::plan_workloads(w, opts.n.as_deref())?,
+            None,
+            Some(jobs::find_workloads_bin(opts.workloads_bin.as_deref())?),
+        ),
+        SweepMode::Command(c) => (Vec::new(), Some(jobs::external_spec(&opts, c)?), None),
+    };
     let targets = record::select_targets(&opts.targets, opts.engine.discover)?;
     record::check_forced(&opts.resolve.forced)?;
     record::check_privileges()?;
@@ -312,8 +359,12 @@ pub fn sweep(opts: SweepOptions) -> Result<SweepOutcome, TracerError> {
 
     let mut jobs: Vec<Job> = external_job.into_iter().collect();
     if let Some(bin) = &bin {
+        let extra_args = match &opts.mode {
+            SweepMode::Workloads(w) => w.extra_args.as_slice(),
+            SweepMode::Command(_) => &[],
+        };
         jobs.extend(jobs::workload_jobs(
-            &opts,
+            extra_args,
             &plan,
             bin,
             &tmp_root,
@@ -425,7 +476,9 @@ async fn timed_rounds(
         done.first_rounds += budget::first_round(&outcome.run.invocations, job.values.len());
         // The discover run the confirmation pass starts from, or the command's run whose
         // root causes name the loops to count, kept as recorded.
-        let confirms = opts.engine.discover && opts.confirm > 0 && job.is_command();
+        let confirms = opts.engine.discover
+            && opts.mode.command().is_some_and(|c| c.confirm > 0)
+            && job.is_command();
         if confirms || (passes && loops::by_root_cause(opts, job)) {
             let loaded = LoadedRun::recorded(
                 job.name.clone(),
@@ -487,11 +540,17 @@ mod tests {
 
     #[test]
     fn unknown_workloads_and_bad_lists_are_usage_errors() {
+        let workloads = |names: &[&str]| {
+            SweepMode::of(
+                names.iter().map(|n| n.to_string()).collect(),
+                vec![],
+                vec![],
+                CommandSweep::default(),
+            )
+        };
         let base = SweepOptions {
-            workloads: vec!["nope".into()],
+            mode: workloads(&["nope"]).unwrap(),
             n: None,
-            n_for: vec![],
-            extra_args: vec![],
             out: PathBuf::from("/nonexistent/x"),
             force: false,
             workloads_bin: None,
@@ -499,33 +558,60 @@ mod tests {
             resolve: ResolveOptions::default(),
             engine: EngineOptions::default(),
             progress: false,
-            command: vec![],
             repeat: None,
             max_repeat: None,
             extra_budget: None,
-            ops: None,
-            phase_fn: None,
-            name: None,
-            confirm: 0,
             loop_count: true,
             budget: None,
         };
         let e = sweep(base.clone()).err().unwrap();
         assert!(matches!(e, TracerError::Usage(_)), "{e}");
         let e = sweep(SweepOptions {
-            workloads: vec!["waitpid".into()],
+            mode: workloads(&["waitpid"]).unwrap(),
             n: Some("1,,2".into()),
-            ..base.clone()
-        })
-        .err()
-        .unwrap();
-        assert!(e.to_string().contains("--n"), "{e}");
-        let e = sweep(SweepOptions {
-            workloads: vec![],
             ..base
         })
         .err()
         .unwrap();
+        assert!(e.to_string().contains("--n"), "{e}");
+        let e = workloads(&[]).err().unwrap();
         assert!(e.to_string().contains("--all"), "{e}");
+    }
+
+    /// A flag of one mode given to the other is refused by name, before anything runs.
+    #[test]
+    fn a_flag_of_the_other_mode_is_a_usage_error() {
+        let named = CommandSweep {
+            name: Some("bench".into()),
+            ..CommandSweep::default()
+        };
+        let e = SweepMode::of(vec!["waitpid".into()], vec![], vec![], named.clone())
+            .err()
+            .unwrap();
+        assert!(
+            e.to_string().contains("--ops, --name and --phase-fn"),
+            "{e}"
+        );
+        let n_for = vec![("waitpid".to_string(), "1,10".to_string())];
+        let e = SweepMode::of(vec![], n_for, vec!["./bench".into()], named.clone())
+            .err()
+            .unwrap();
+        assert!(
+            e.to_string()
+                .contains("--n-for applies to built-in workloads"),
+            "{e}"
+        );
+        let m = SweepMode::of(vec![], vec![], vec!["./bench".into(), "{n}".into()], named).unwrap();
+        let c = m.command().expect("a command");
+        assert_eq!(c.command, ["./bench", "{n}"]);
+        assert_eq!(c.name.as_deref(), Some("bench"));
+        let m = SweepMode::of(
+            vec!["spawn".into()],
+            vec![],
+            vec!["--iterations".into()],
+            CommandSweep::default(),
+        )
+        .unwrap();
+        assert!(m.command().is_none());
     }
 }
