@@ -302,13 +302,43 @@ pub fn assert_no_strays(what: &str) {
     }
 }
 
-/// SysV IPC objects now, by kind (header lines dropped).
+/// SysV IPC objects now, by kind (header lines dropped): this IPC namespace's, and those of
+/// every other namespace a `workloads` process is in (the sysvipc workload makes one per
+/// size where it may), read there through nsenter and tagged with the namespace.
 pub fn sysvipc() -> BTreeMap<&'static str, Vec<String>> {
+    let ns = |pid: &str| std::fs::read_link(format!("/proc/{pid}/ns/ipc")).ok();
+    let own = ns("self");
+    let mut others: BTreeMap<PathBuf, u32> = BTreeMap::new();
+    for p in all_pids() {
+        if proc_stat(p).is_some_and(|(c, _, _)| c == "workloads")
+            && let Some(link) = ns(&p.to_string())
+            && Some(&link) != own.as_ref()
+        {
+            others.entry(link).or_insert(p);
+        }
+    }
     ["shm", "msg", "sem"]
         .into_iter()
         .map(|k| {
-            let text = std::fs::read_to_string(format!("/proc/sysvipc/{k}")).unwrap_or_default();
-            (k, text.lines().skip(1).map(str::to_string).collect())
+            let file = format!("/proc/sysvipc/{k}");
+            let text = std::fs::read_to_string(&file).unwrap_or_default();
+            let mut lines: Vec<String> = text.lines().skip(1).map(str::to_string).collect();
+            for (link, pid) in &others {
+                // A process gone meanwhile took its namespace with it: nothing to list.
+                let out = Command::new("nsenter")
+                    .arg(format!("--ipc=/proc/{pid}/ns/ipc"))
+                    .args(["cat", &file])
+                    .stderr(Stdio::null())
+                    .output()
+                    .expect("nsenter (util-linux) runs");
+                let text = String::from_utf8_lossy(&out.stdout).into_owned();
+                lines.extend(
+                    text.lines()
+                        .skip(1)
+                        .map(|l| format!("{}: {l}", link.display())),
+                );
+            }
+            (k, lines)
         })
         .collect()
 }
