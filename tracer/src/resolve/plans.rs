@@ -93,19 +93,24 @@ pub(super) fn try_call_sites(
             }
         };
         for off in offsets {
-            if slots.len() == tracer_ebpf::SITE_SLOTS {
-                why.push(format!(
-                    "more calls than the {} call-site slots",
-                    tracer_ebpf::SITE_SLOTS
-                ));
-                break;
-            }
-            match engine.attach_call_site(target, caller, off, CALL_LEN)? {
-                Ok(slot) => {
+            match engine.attach_call_site(target, caller, off, CALL_LEN) {
+                Ok(Ok(slot)) => {
                     slots.push(slot);
                     points.push(format!("{caller}+{off:#x}"));
                 }
-                Err(f) => why.push(f.message().to_string()),
+                Ok(Err(f)) => why.push(f.message().to_string()),
+                // Out of slots (other targets took them, or more calls than there are):
+                // some calls would go uncounted, so none is.
+                Err(e @ EngineError::NoSlot { .. }) => {
+                    for slot in &slots {
+                        engine.release(slot);
+                    }
+                    return Ok(PlanOutcome::Refused(format!(
+                        "{e}: {callee} has more calls in {} than call-site slots free",
+                        callers.join(", ")
+                    )));
+                }
+                Err(e) => return Err(e),
             }
         }
     }
