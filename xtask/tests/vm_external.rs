@@ -177,14 +177,17 @@ const VMAS_ARBITRARY: Sweep = Sweep {
 /// The forks of the VMA sweeps' command.
 const VMA_FORKS: u64 = 40;
 /// fork + waitpid(child) with N idle children, N timed waits, under discover: no target,
-/// every kernel stack of the tree sampled, then the top functions timed exactly. One run per
-/// size: the exact pass's class rests on counted calls. On 5.10 both passes walk N children
-/// per wait, N waits per run: at N = 2000 the timed pass took 104 s a run under TCG, at 1500
-/// 48 s. The sweep stops at 1000 (ten times its smallest size): the class is the walk's
-/// count, exact at any size, and the sampled growth is many times its noise from 500 on.
+/// every kernel stack of the tree sampled, then the top functions timed exactly. On 5.10 both
+/// passes walk N children per wait, N waits per run: at N = 2000 the timed pass took 104 s a
+/// run under TCG, at 1500 48 s. The sweep stops at 1000 (ten times its smallest size): the
+/// class is the walk's count, exact at any size. Two runs per size: with one, nothing
+/// measures the spread between runs, and on a busy host one slow run of the forks (clone
+/// 341 -> 561 µs per op over N = 100..1000, flat at 461 -> 464 µs in a quiet run) out-added
+/// the walk (67 -> 191 µs per wait on a host where a child costs 0.12 µs) and led the
+/// ranking in two suites.
 const WAIT_PID_DISCOVER: Sweep = Sweep {
     name: "discover",
-    args: "--n 100,250,500,1000 --repeat 1 --discover --ops {n}",
+    args: "--n 100,250,500,1000 --repeat 2 --discover --ops {n}",
     command: "wait_children {n} {n} pid",
     part: Part::WaitDiscover,
 };
