@@ -210,7 +210,9 @@ inside each target call, counted in the kernel, are the loop's trips per call, a
 growing verdict its class (\"O(n) by loop count\") where the time per item creeps up with N.
 A built-in workload does this by itself: after its rounds it runs once more per N (run
 <WORKLOAD>-loops) with its target's per-trip function traced (do_wait: wait_consider_task,
-dup_mmap: vm_area_dup, sysvipc_find_ipc: idr_find), where the kernel allows function probes;
+dup_mmap: vm_area_dup, sysvipc_find_ipc: idr_find), where the kernel allows function probes
+(a function outside ftrace, as lib/'s idr_find on Debian's kernels, is counted at its calls in
+the target's code: plan call-sites, x86-64);
 the timed rounds stay free of a probe per trip, and the pass's counts join their verdicts
 (\"counted in the kernel by waitpid-loops\"). A command's sweep with stacks sampled does it
 too, with the frames the root causes of its growing targets name (run <COMMAND>-loops):
