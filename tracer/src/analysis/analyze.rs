@@ -49,9 +49,6 @@ pub struct CaseRootCause {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RunInfo {
     pub label: String,
-    /// What the run is to its sweep: a measured run or a second pass over one.
-    #[serde(skip)]
-    pub role: RunRole,
     pub dir: PathBuf,
     pub kernel: String,
     pub status: RunStatus,
@@ -69,10 +66,7 @@ pub struct RunInfo {
 impl RunInfo {
     /// The plan its target `target` was probed with.
     pub fn plan_of(&self, target: &str) -> Option<&PlanUsed> {
-        self.targets
-            .iter()
-            .find(|t| t.name == target)
-            .and_then(|t| t.plan.as_ref())
+        crate::rundata::plan_of(&self.targets, target)
     }
 }
 
@@ -163,7 +157,6 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Analysis {
             .collect();
         let info = RunInfo {
             label: lr.label.clone(),
-            role: RunRole::of(&lr.label).0,
             dir: lr.dir.clone(),
             kernel: run.kernel.release.clone(),
             status: run.status,
@@ -659,7 +652,6 @@ mod tests {
     fn root_cause_attributes_the_growth_the_verdict_fits() {
         let table = |metric| CaseTable {
             run: "r".into(),
-            role: crate::rundata::RunRole::Measured,
             kernel: "6.1".into(),
             target: "do_wait".into(),
             case: 0,

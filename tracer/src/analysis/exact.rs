@@ -176,7 +176,6 @@ mod tests {
     fn table(rows: &[(u64, f64, f64)]) -> CaseTable {
         CaseTable {
             run: "confirm".into(),
-            role: crate::rundata::RunRole::Confirm,
             kernel: "5.10".into(),
             target: "wait_consider_task".into(),
             case: workloads::cases::CASE_COMMAND,
@@ -232,7 +231,6 @@ mod tests {
         let ns = [100, 500, 1000, 2000];
         TripCount {
             run: "confirm".into(),
-            role: crate::rundata::RunRole::Confirm,
             outer: outer.into(),
             inner: inner.into(),
             case_name: "command".into(),

@@ -388,7 +388,6 @@ pub mod testdata {
     pub fn table(rows: Vec<Row>) -> CaseTable {
         CaseTable {
             run: "bench".into(),
-            role: crate::rundata::RunRole::Measured,
             kernel: "5.10".into(),
             target: "do_wait".into(),
             case: 100,

@@ -165,9 +165,6 @@ pub fn rel_se_of_runs(runs: &[f64]) -> Option<f64> {
 pub struct CaseTable {
     /// Run label (the run directory's name).
     pub run: String,
-    /// What that run is to its sweep.
-    #[serde(skip)]
-    pub role: RunRole,
     pub kernel: String,
     pub target: String,
     pub case: u32,
@@ -184,6 +181,11 @@ pub struct CaseTable {
 }
 
 impl CaseTable {
+    /// What its run is to its sweep.
+    pub fn role(&self) -> RunRole {
+        RunRole::of(&self.run).0
+    }
+
     /// Points for the scaling fit (N > 0 with a time).
     pub fn points(&self) -> Vec<Point> {
         self.rows
@@ -400,7 +402,6 @@ pub fn tables(
             );
         out.push(CaseTable {
             run: label.to_string(),
-            role: RunRole::of(label).0,
             kernel: run.kernel.release.clone(),
             target: target.name.clone(),
             case,

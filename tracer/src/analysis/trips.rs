@@ -192,9 +192,6 @@ pub struct TripPoint {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct TripCount {
     pub run: String,
-    /// What that run is to its sweep.
-    #[serde(skip)]
-    pub role: RunRole,
     pub outer: String,
     pub inner: String,
     pub case_name: String,
@@ -206,12 +203,33 @@ pub struct TripCount {
 }
 
 impl TripCount {
+    /// What its run is to its sweep.
+    pub fn role(&self) -> RunRole {
+        RunRole::of(&self.run).0
+    }
+
     /// The growth of the trip count from the smallest to the largest N.
     pub fn range(&self) -> (f64, f64) {
         let first = self.points.first().map_or(0.0, |p| p.per_call);
         let last = self.points.last().map_or(0.0, |p| p.per_call);
         (first, last)
     }
+}
+
+/// The fit of a series' counts per call against N. Counts carry no measurement error: each
+/// point's own error is zero, and the fit's floors (its least margin of visible growth, its
+/// adequate-fit RMS) still apply.
+fn count_fit(points: &[TripPoint]) -> Option<Scaling> {
+    let pts: Vec<Point> = points
+        .iter()
+        .filter(|p| p.n > 0 && p.per_call > 0.0)
+        .map(|p| Point {
+            n: p.n as f64,
+            t: p.per_call,
+            rel_se: Some(0.0),
+        })
+        .collect();
+    fit_scaling(&pts)
 }
 
 /// Every trip-count series of one run's spans, by (outer, inner, case) and N.
@@ -240,7 +258,6 @@ pub fn trip_counts(run: &str, spans: &[SpanRow]) -> Vec<TripCount> {
                 Some(t) => t.points.push(point),
                 None => out.push(TripCount {
                     run: run.to_string(),
-                    role: RunRole::of(run).0,
                     outer: outer.clone(),
                     inner: inner.target.clone(),
                     case_name: inner.case_name.clone(),
@@ -255,19 +272,7 @@ pub fn trip_counts(run: &str, spans: &[SpanRow]) -> Vec<TripCount> {
     out.retain(|t| t.points.iter().any(|p| p.per_call >= MIN_TRIPS));
     for t in &mut out {
         t.points.sort_by_key(|p| p.n);
-        // Counts carry no measurement error: each point's own error is zero, and the fit's
-        // floors (its least margin of visible growth, its adequate-fit RMS) still apply.
-        let pts: Vec<Point> = t
-            .points
-            .iter()
-            .filter(|p| p.n > 0 && p.per_call > 0.0)
-            .map(|p| Point {
-                n: p.n as f64,
-                t: p.per_call,
-                rel_se: Some(0.0),
-            })
-            .collect();
-        t.scaling = fit_scaling(&pts);
+        t.scaling = count_fit(&t.points);
     }
     out.sort_by(|a, b| {
         (&a.run, &a.outer, &a.inner, &a.case_name).cmp(&(&b.run, &b.outer, &b.inner, &b.case_name))
@@ -376,16 +381,7 @@ mod tests {
                 .into_iter()
                 .map(|mut c| {
                     c.points.retain(|p| ns.contains(&p.n));
-                    let pts: Vec<Point> = c
-                        .points
-                        .iter()
-                        .map(|p| Point {
-                            n: p.n as f64,
-                            t: p.per_call,
-                            rel_se: Some(0.0),
-                        })
-                        .collect();
-                    c.scaling = fit_scaling(&pts);
+                    c.scaling = count_fit(&c.points);
                     c
                 })
                 .collect()

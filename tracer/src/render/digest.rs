@@ -28,7 +28,7 @@ impl Finding<'_> {
     pub fn leads(&self) -> bool {
         self.cases.iter().any(|c| {
             let t = &c.table;
-            t.role != crate::rundata::RunRole::Confirm
+            t.role() != crate::rundata::RunRole::Confirm
                 && workloads::cases::is_thread_target(&t.case_name, &t.target)
         })
     }

@@ -214,7 +214,7 @@ fn histogram_tables<'a>(
             .filter(|u| u.target == t.target && calls(u) > 0)
             .filter(|u| {
                 full || (workloads::cases::is_thread_target(&u.case_name, &t.target)
-                    && u.role != crate::rundata::RunRole::Confirm)
+                    && u.role() != crate::rundata::RunRole::Confirm)
             })
             .rev()
             .max_by_key(|u| calls(u));

@@ -88,7 +88,7 @@ fn several_runs(a: &Analysis) -> bool {
 fn unshown(a: &Analysis) -> impl Iterator<Item = &TripCount> {
     a.trips.iter().filter(|t| {
         !a.discoveries.iter().any(|d| d.trips.contains(t))
-            && (t.role != crate::rundata::RunRole::LoopCount
+            && (t.role() != crate::rundata::RunRole::LoopCount
                 || a.cases.iter().any(|c| c.trips.contains(t)))
     })
 }

@@ -272,6 +272,14 @@ pub struct KernelInfo {
 }
 
 /// How one target was measured on this kernel, and why better plans were not used.
+/// The plan target `name` was probed with in a run whose targets are `targets`.
+pub fn plan_of<'a>(targets: &'a [TargetReport], name: &str) -> Option<&'a PlanUsed> {
+    targets
+        .iter()
+        .find(|t| t.name == name)
+        .and_then(|t| t.plan.as_ref())
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct TargetReport {
     pub name: String,

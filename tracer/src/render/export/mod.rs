@@ -111,12 +111,7 @@ fn profile_info<'a>(run: &Run, kind: StackKind, target: &'a str) -> pprof::Profi
         run.kernel.release,
         run.hostname
     )];
-    if let Some(p) = run
-        .targets
-        .iter()
-        .find(|t| t.name == target)
-        .and_then(|t| t.plan.as_ref())
-    {
+    if let Some(p) = crate::rundata::plan_of(&run.targets, target) {
         comments.push(format!("plan: {} ({})", p.plan, p.attach_points.join(", ")));
     }
     if !run.command.is_empty() {
