@@ -13,6 +13,14 @@ use common::hog::{CpuHog, Ticker};
 use common::serial;
 use common::sweeps::{bench, discovery, sweep, text};
 
+/// The report's answer for the traced command: its `[command]:` line of the terminal output.
+fn answer_line(stdout: &str) -> &str {
+    stdout
+        .lines()
+        .find(|l| l.contains("[command]:"))
+        .unwrap_or_default()
+}
+
 fn names(list: &Value, key: &str) -> Vec<String> {
     list.as_array()
         .map(|a| {
@@ -138,10 +146,7 @@ fn a_shell_with_background_jobs_has_its_wait_walk_named_and_its_setup_as_more_ca
     );
     // The answer, the summary row and the report's first screen lead with the loop.
     let stdout = String::from_utf8_lossy(&o.stdout);
-    let answer = stdout
-        .lines()
-        .find(|l| l.contains("[command]:"))
-        .unwrap_or_default();
+    let answer = answer_line(&stdout);
     assert!(
         answer.contains(&format!(
             "{frame} in {lead}: its time per {lead} call grows O("
@@ -419,10 +424,7 @@ fn a_cpu_bound_commands_longer_run_is_neither_a_loop_nor_more_calls() {
                 "{what}: {stdout}"
             );
             assert!(stdout.contains("kernel loops: none"), "{what}: {stdout}");
-            let answer = stdout
-                .lines()
-                .find(|l| l.contains("[command]:"))
-                .unwrap_or_default();
+            let answer = answer_line(&stdout);
             assert!(!answer.contains("more calls"), "{what}: {answer}");
             // Nothing grows beyond the noise, or what grows is said to be the run's length.
             let grows = !answer.contains("nothing in the kernel grows with N");
@@ -477,10 +479,7 @@ fn a_busy_neighbours_interrupts_are_said_to_be_a_longer_run() {
         text(&o)
     );
     let stdout = String::from_utf8_lossy(&o.stdout);
-    let answer = stdout
-        .lines()
-        .find(|l| l.contains("[command]:"))
-        .unwrap_or_default();
+    let answer = answer_line(&stdout);
     assert!(
         answer.contains("; the kernel time per run grows (")
             && answer.contains(") because the run is longer: ")

@@ -333,18 +333,22 @@ fn rss_every_second(pid: u32, limit: Duration) -> Vec<u64> {
     rss
 }
 
-/// The RSS of `child` once a second for up to `watch`, then its exit (0, within
-/// `limit_s` seconds), then the RSS judged flat from at least `min_samples` samples.
-fn watch_rss_until_done(
-    child: std::process::Child,
-    watch: Duration,
+/// How a soak watches the tracer's memory: settle for `settle_s` seconds (loading and
+/// attaching are not the steady state), sample its RSS once a second for up to `watch_s`,
+/// wait for its exit (0, within `limit_s` seconds), and judge the RSS flat from at least
+/// `min_samples` samples.
+struct Watch {
+    settle_s: u64,
+    watch_s: u64,
     limit_s: u64,
     min_samples: u64,
-    what: &str,
-) {
-    let rss = rss_every_second(child.id(), watch);
-    finish(child, Duration::from_secs(limit_s), what).expect(0, what);
-    assert_rss_flat(rss, min_samples, what);
+}
+
+fn watch_rss_until_done(child: std::process::Child, w: Watch, what: &str) {
+    std::thread::sleep(Duration::from_secs(w.settle_s));
+    let rss = rss_every_second(child.id(), Duration::from_secs(w.watch_s));
+    finish(child, Duration::from_secs(w.limit_s), what).expect(0, what);
+    assert_rss_flat(rss, w.min_samples, what);
 }
 
 /// At least `min_samples` RSS samples (and 4, for two quarters), and the last quarter's median within 10% + 4 MiB of
@@ -394,14 +398,13 @@ fn soak_memory_stays_flat_counts_stay_exact_and_no_map_fills() {
     wait_for(Duration::from_secs(60), "the workload to start", || {
         count_workloads_processes() > 0
     });
-    std::thread::sleep(Duration::from_secs(2));
-    watch_rss_until_done(
-        child,
-        Duration::from_secs(secs * 3 + 60),
-        120,
-        secs / 2,
-        "soak",
-    );
+    let watch = Watch {
+        settle_s: 2,
+        watch_s: secs * 3 + 60,
+        limit_s: 120,
+        min_samples: secs / 2,
+    };
+    watch_rss_until_done(child, watch, "soak");
 
     let runj = read_json(&out.join("run.json"));
     for case in ["spawn", "spawn-wipeonfork"] {
@@ -500,15 +503,13 @@ fn soak_of_an_external_discover_sweep_keeps_memory_and_maps_flat() {
             .arg(&bench)
             .args(["{n}", &forks]),
     );
-    // Past loading and attaching: the steady state.
-    std::thread::sleep(Duration::from_secs(3));
-    watch_rss_until_done(
-        child,
-        Duration::from_secs(secs * 4 + 60),
-        300,
-        secs / 3,
-        "discover soak",
-    );
+    let watch = Watch {
+        settle_s: 3,
+        watch_s: secs * 4 + 60,
+        limit_s: 300,
+        min_samples: secs / 3,
+    };
+    watch_rss_until_done(child, watch, "discover soak");
     let runj = read_json(&out.join("fork_vmas/run.json"));
     let invocations = runj["invocations"].as_array().unwrap();
     assert_eq!(invocations.len() as u64, repeat * ns.len() as u64);

@@ -140,11 +140,18 @@ const SIGINT: i32 = libc::SIGINT;
 const SIGTERM: i32 = libc::SIGTERM;
 const SIGHUP: i32 = libc::SIGHUP;
 
-/// `workloads WORKLOAD --n N --variant VARIANT --min-time 60`, signalled with `sig` once its
-/// phase began.
-fn mid_phase(workload: &str, n: &str, variant: &str, sig: i32, expect: Expect) {
-    let args = [workload, "--n", n, "--variant", variant, "--min-time", "60"];
-    interrupt(&args, "phase begin", sig, expect);
+/// One test a line: `workloads ARGS --min-time 60`, signalled with the signal once it printed
+/// `when` (having made at least `expect` by then); `interrupt` checks the aftermath.
+macro_rules! signalled {
+    ($($name:ident: $args:literal, $when:literal, $sig:ident, $expect:expr;)*) => {
+        $(
+            #[test]
+            fn $name() {
+                let args: Vec<&str> = concat!($args, " --min-time 60").split(' ').collect();
+                interrupt(&args, $when, $sig, $expect);
+            }
+        )*
+    };
 }
 
 const WAITING: Expect = Expect {
@@ -159,59 +166,28 @@ const MSG: Expect = Expect {
     msg: 2000,
     ..NOTHING
 };
+/// The mempolicy reader: one child process.
+const READER: Expect = Expect {
+    children: 1,
+    ..NOTHING
+};
 
-#[test]
-fn waitpid_sigint_mid_phase() {
-    mid_phase("waitpid", "3000", "waitpid-pid", SIGINT, WAITING);
-}
-
-#[test]
-fn waitpid_sigterm_mid_phase() {
-    mid_phase("waitpid", "3000", "waitpid-pid", SIGTERM, WAITING);
-}
-
-#[test]
-fn waitpid_sighup_while_forking_children() {
+signalled! {
+    waitpid_sigint_mid_phase: "waitpid --n 3000 --variant waitpid-pid", "phase begin", SIGINT, WAITING;
+    waitpid_sigterm_mid_phase: "waitpid --n 3000 --variant waitpid-pid", "phase begin", SIGTERM, WAITING;
     // Signalled while the pool is still growing (8000 children take a while to fork).
-    interrupt(
-        &["waitpid", "--n", "8000", "--min-time", "60"],
-        "forking",
-        SIGHUP,
-        Expect {
-            children: 1,
-            ..NOTHING
-        },
-    );
-}
-
-#[test]
-fn spawn_sigint_mid_phase() {
-    mid_phase("spawn", "32000", "spawn", SIGINT, NOTHING);
-}
-
-#[test]
-fn spawn_sigterm_mid_phase() {
-    mid_phase("spawn", "32000", "spawn-wipeonfork", SIGTERM, NOTHING);
-}
-
-#[test]
-fn sysvipc_shm_sigint_mid_phase() {
-    mid_phase("sysvipc", "2000", "sysvipc-shm", SIGINT, SHM);
-}
-
-#[test]
-fn sysvipc_shm_sigterm_mid_phase() {
-    mid_phase("sysvipc", "2000", "sysvipc-shm", SIGTERM, SHM);
-}
-
-#[test]
-fn sysvipc_msg_sigint_mid_phase() {
-    mid_phase("sysvipc", "2000", "sysvipc-msg", SIGINT, MSG);
-}
-
-#[test]
-fn sysvipc_msg_sigterm_mid_phase() {
-    mid_phase("sysvipc", "2000", "sysvipc-msg", SIGTERM, MSG);
+    waitpid_sighup_while_forking_children: "waitpid --n 8000", "forking", SIGHUP, Expect { children: 1, ..NOTHING };
+    spawn_sigint_mid_phase: "spawn --n 32000 --variant spawn", "phase begin", SIGINT, NOTHING;
+    spawn_sigterm_mid_phase: "spawn --n 32000 --variant spawn-wipeonfork", "phase begin", SIGTERM, NOTHING;
+    sysvipc_shm_sigint_mid_phase: "sysvipc --n 2000 --variant sysvipc-shm", "phase begin", SIGINT, SHM;
+    sysvipc_shm_sigterm_mid_phase: "sysvipc --n 2000 --variant sysvipc-shm", "phase begin", SIGTERM, SHM;
+    sysvipc_msg_sigint_mid_phase: "sysvipc --n 2000 --variant sysvipc-msg", "phase begin", SIGINT, MSG;
+    sysvipc_msg_sigterm_mid_phase: "sysvipc --n 2000 --variant sysvipc-msg", "phase begin", SIGTERM, MSG;
+    mempolicy_exec_with_reader_process_sigint_mid_phase: "mempolicy --n 4096 --variant mempolicy-exec --reader process", "phase begin", SIGINT, READER;
+    mempolicy_fork_with_reader_process_sigterm_mid_phase: "mempolicy --n 4096 --variant mempolicy-fork --reader process", "phase begin", SIGTERM, READER;
+    mempolicy_page_with_reader_thread_sigterm_mid_phase: "mempolicy --n 65536 --variant mempolicy-page,mempolicy-brk --reader", "phase begin", SIGTERM, NOTHING;
+    getpid_sigint_mid_phase: "getpid --n 100000", "phase begin", SIGINT, NOTHING;
+    getpid_sigterm_mid_phase: "getpid --n 100000", "phase begin", SIGTERM, NOTHING;
 }
 
 #[test]
@@ -243,88 +219,5 @@ fn sysvipc_sparse_sigterm_mid_phase_restores_next_id() {
         next.trim(),
         "-1",
         "shm_next_id must be back to automatic allocation"
-    );
-}
-
-#[test]
-fn mempolicy_exec_with_reader_process_sigint_mid_phase() {
-    let args = [
-        "mempolicy",
-        "--n",
-        "4096",
-        "--variant",
-        "mempolicy-exec",
-        "--reader",
-        "process",
-        "--min-time",
-        "60",
-    ];
-    interrupt(
-        &args,
-        "phase begin",
-        SIGINT,
-        Expect {
-            children: 1,
-            ..NOTHING
-        },
-    );
-}
-
-#[test]
-fn mempolicy_fork_with_reader_process_sigterm_mid_phase() {
-    let args = [
-        "mempolicy",
-        "--n",
-        "4096",
-        "--variant",
-        "mempolicy-fork",
-        "--reader",
-        "process",
-        "--min-time",
-        "60",
-    ];
-    interrupt(
-        &args,
-        "phase begin",
-        SIGTERM,
-        Expect {
-            children: 1,
-            ..NOTHING
-        },
-    );
-}
-
-#[test]
-fn mempolicy_page_with_reader_thread_sigterm_mid_phase() {
-    let args = [
-        "mempolicy",
-        "--n",
-        "65536",
-        "--variant",
-        "mempolicy-page,mempolicy-brk",
-        "--reader",
-        "--min-time",
-        "60",
-    ];
-    interrupt(&args, "phase begin", SIGTERM, NOTHING);
-}
-
-#[test]
-fn getpid_sigint_mid_phase() {
-    interrupt(
-        &["getpid", "--n", "100000", "--min-time", "60"],
-        "phase begin",
-        SIGINT,
-        NOTHING,
-    );
-}
-
-#[test]
-fn getpid_sigterm_mid_phase() {
-    interrupt(
-        &["getpid", "--n", "100000", "--min-time", "60"],
-        "phase begin",
-        SIGTERM,
-        NOTHING,
     );
 }

@@ -593,16 +593,9 @@ fn cli_prints_the_command_output_and_returns_its_status() {
     assert_eq!(st.code(), Some(7));
 }
 
-/// Starts `xtask vm` with a command that never ends; returns it once the command runs,
-/// with its qemu's pid.
-fn start_runner_with_sleeping_guest() -> (std::process::Child, u32) {
-    guest();
-    let mut child = xtask_bin()
-        .args(["6.1", "--", "sh", "-c", "echo up; sleep 1000"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+/// Reads the runner's output until its guest command said "up"; returns its one qemu's pid
+/// and the rest of the output.
+fn qemu_once_up(child: &mut std::process::Child) -> (u32, std::process::ChildStdout) {
     let mut stdout = child.stdout.take().unwrap();
     let mut seen = Vec::new();
     let mut buf = [0u8; 256];
@@ -617,7 +610,21 @@ fn start_runner_with_sleeping_guest() -> (std::process::Child, u32) {
     }
     let qemus = children_named(child.id(), "qemu-system");
     assert_eq!(qemus.len(), 1, "expected one qemu child");
-    (child, qemus[0])
+    (qemus[0], stdout)
+}
+
+/// Starts `xtask vm` with a command that never ends; returns it once the command runs,
+/// with its qemu's pid.
+fn start_runner_with_sleeping_guest() -> (std::process::Child, u32) {
+    guest();
+    let mut child = xtask_bin()
+        .args(["6.1", "--", "sh", "-c", "echo up; sleep 1000"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (qemu, _) = qemu_once_up(&mut child);
+    (child, qemu)
 }
 
 /// A runner killed outright (no chance to clean up) still takes qemu down with it,
@@ -691,28 +698,15 @@ fn cli_sigint_brings_back_what_the_command_finished() {
         let _ = stderr.read_to_string(&mut s);
         s
     });
-    let mut stdout = child.stdout.take().unwrap();
-    let mut seen = Vec::new();
-    let mut buf = [0u8; 256];
-    while !String::from_utf8_lossy(&seen).contains("up") {
-        let n = stdout.read(&mut buf).unwrap();
-        assert!(
-            n > 0,
-            "runner ended early: {}",
-            String::from_utf8_lossy(&seen)
-        );
-        seen.extend_from_slice(&buf[..n]);
-    }
-    let qemus = children_named(child.id(), "qemu-system");
-    assert_eq!(qemus.len(), 1, "expected one qemu child");
+    let (qemu, mut stdout) = qemu_once_up(&mut child);
     let asked = Instant::now();
     // SAFETY: signalling our own child by pid.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
-    let _ = stdout.read_to_end(&mut seen);
+    let _ = stdout.read_to_end(&mut Vec::new());
     let st = child.wait().unwrap();
     let stderr = stderr_reader.join().unwrap();
     assert_eq!(st.code(), Some(vm::exit_code::INTERRUPTED), "{stderr}");
-    assert_qemu_gone(qemus[0]);
+    assert_qemu_gone(qemu);
     assert!(
         asked.elapsed() < Duration::from_secs(20),
         "the runner took {:?} to stop",

@@ -541,21 +541,11 @@ pub fn growth_change_of(pa: &[SidePoint], pb: &[SidePoint]) -> GrowthChange {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::analyze::{AnalysisOptions, analyze};
     use crate::analysis::comparerows::within_run_significance;
-    use crate::analysis::load::{Dataset, LoadedRun};
     use crate::analysis::testdata;
     use crate::rundata::Run;
 
-    fn analysis(run: Run) -> Analysis {
-        let ds = Dataset {
-            root: "/x".into(),
-            is_sweep: false,
-            runs: vec![LoadedRun::read("r".into(), "/nonexistent".into(), run).unwrap()],
-            notes: vec![],
-        };
-        analyze(&ds, &AnalysisOptions::default())
-    }
+    use crate::analysis::testdata::analysis_of as analysis;
 
     #[test]
     fn compares_per_n_with_marks() {

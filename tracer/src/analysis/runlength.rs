@@ -285,7 +285,9 @@ pub(crate) mod tests {
     use super::*;
     use crate::analysis::discover::Discovery;
     use crate::analysis::discover::tests::{PERIOD, data};
-    use crate::analysis::entries::tests::{discovered_counting, entry_data, row, shell};
+    use crate::analysis::entries::tests::{
+        discovered_counting, entry_data, row, shell_without_walk,
+    };
 
     fn frames(s: &str) -> Vec<String> {
         s.split(';').map(str::to_string).collect()
@@ -370,6 +372,20 @@ pub(crate) mod tests {
         })
     }
 
+    /// The CPU-bound command with the same interrupts per run at every size, their samples
+    /// growing (a machine busier at the larger sizes).
+    pub(crate) fn dearer_interruptions() -> Discovery {
+        discovered_counting(&SPIN, all_counted(), |n| {
+            let (s, mut rows) = cpu_bound(n, 25);
+            for r in &mut rows {
+                if Interruption::of_entry(&r.entry).is_some() {
+                    r.calls /= n;
+                }
+            }
+            (s, rows)
+        })
+    }
+
     fn reason(d: &Discovery) -> GrowthReason {
         d.entries
             .growth
@@ -413,13 +429,7 @@ pub(crate) mod tests {
         // A shell whose wait4 does not walk: N more forks, execs, waits and page faults per
         // run. Its run is longer too, but its interrupts hold next to none of the growth.
         let d = discovered_counting(&[10, 100, 1000, 3000], all_counted(), |n| {
-            let (mut s, mut rows) = shell(n);
-            let wait4 = "e;do_syscall_64;kernel_wait4;do_wait;__do_wait;pid_task";
-            let text = format!("{wait4} {}\n", (300 + n) * 40 * PERIOD / 100);
-            s.retain(|x| x.file.target != "wait4");
-            s.push(entry_data("wait4", n, &text));
-            rows.retain(|r| r.entry != "wait4");
-            rows.push(row("wait4", n, 300 + n));
+            let (mut s, mut rows) = shell_without_walk(n);
             let tick = format!(
                 "asm_sysvec_apic_timer_interrupt;sysvec_apic_timer_interrupt {}\n",
                 (10 + n / 100) * PERIOD
@@ -464,15 +474,7 @@ pub(crate) mod tests {
     fn interrupts_no_more_frequent_but_dearer_are_neither_a_loop_nor_a_longer_run() {
         // The same interrupts per run at every size, their samples growing (a machine busier
         // at the larger sizes): no loop names them, and the run is no longer.
-        let d = discovered_counting(&SPIN, all_counted(), |n| {
-            let (s, mut rows) = cpu_bound(n, 25);
-            for r in &mut rows {
-                if Interruption::of_entry(&r.entry).is_some() {
-                    r.calls /= n;
-                }
-            }
-            (s, rows)
-        });
+        let d = dearer_interruptions();
         let e = &d.entries;
         assert!(e.loops.is_empty() && e.undecided.is_empty(), "{e:#?}");
         assert!(e.more_calls.is_empty(), "{:#?}", e.more_calls);

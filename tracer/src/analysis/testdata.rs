@@ -4,6 +4,17 @@ use crate::rundata::{KernelInfo, PhaseRow, PlanUsed, Run, SpanRow, TargetReport}
 
 use super::hist::from_values;
 
+/// The analysis of one run named "r", with the default options.
+pub fn analysis_of(run: Run) -> super::Analysis {
+    let ds = super::load::Dataset {
+        root: "/x".into(),
+        is_sweep: false,
+        runs: vec![super::load::LoadedRun::read("r".into(), "/nonexistent".into(), run).unwrap()],
+        notes: vec![],
+    };
+    super::analyze(&ds, &super::AnalysisOptions::default())
+}
+
 pub fn plan(points: &[&str]) -> PlanUsed {
     PlanUsed {
         plan: "fentry".into(),

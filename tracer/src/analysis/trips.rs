@@ -350,6 +350,28 @@ mod tests {
         fit_scaling(&pts).unwrap()
     }
 
+    /// The series of `calls` calls of `outer` per N, each making `per` calls of `inner`.
+    fn counted(outer: &str, inner: &str, calls: u64, per: &[(u64, f64)]) -> Vec<TripCount> {
+        let mut spans = Vec::new();
+        for &(n, per) in per {
+            spans.push(row(outer, n, calls, &[]));
+            let within = (calls as f64 * per) as u64;
+            spans.push(row(inner, n, within, &[(outer, within)]));
+        }
+        trip_counts("r", &spans)
+    }
+
+    /// 5.10's do_wait over N children under TCG: its time per call fits O(n^2) alone.
+    fn walk_under_tcg() -> Scaling {
+        time(&[
+            (250.0, 114e3),
+            (500.0, 143e3),
+            (1000.0, 215e3),
+            (2000.0, 506e3),
+            (4000.0, 1.29e6),
+        ])
+    }
+
     fn waits(per_call: impl Fn(u64) -> u64) -> Vec<TripCount> {
         let mut spans = Vec::new();
         for n in [250u64, 500, 1000, 2000, 4000] {
@@ -369,13 +391,7 @@ mod tests {
     /// and says at which sizes.
     #[test]
     fn a_loop_counted_at_some_sizes_only_gives_a_class_only_where_they_name_one() {
-        let t = time(&[
-            (250.0, 114e3),
-            (500.0, 143e3),
-            (1000.0, 215e3),
-            (2000.0, 506e3),
-            (4000.0, 1.29e6),
-        ]);
+        let t = walk_under_tcg();
         let at = |ns: &[u64]| -> Vec<TripCount> {
             waits(|n| n + 1)
                 .into_iter()
@@ -401,13 +417,7 @@ mod tests {
     #[test]
     fn a_linear_walk_whose_time_per_child_creeps_up_is_o_n_by_its_count() {
         // 5.10's do_wait over N children under TCG: fitted O(n^2) by time alone.
-        let t = time(&[
-            (250.0, 114e3),
-            (500.0, 143e3),
-            (1000.0, 215e3),
-            (2000.0, 506e3),
-            (4000.0, 1.29e6),
-        ]);
+        let t = walk_under_tcg();
         assert!(t.class > Complexity::Linear, "{:?}", t.class);
         let trips = waits(|n| n + 1);
         let refs: Vec<&TripCount> = trips.iter().collect();
@@ -431,13 +441,8 @@ mod tests {
         let trips_at = |n: u64| 2 * (n + 1);
         // 100 do_wait calls per N, each walking the N + 1 children twice.
         let walks = |ns: &[u64]| {
-            let mut spans = Vec::new();
-            for &n in ns {
-                spans.push(row("do_wait", n, 100, &[]));
-                let inner = 100 * trips_at(n);
-                spans.push(row("wait_consider_task", n, inner, &[("do_wait", inner)]));
-            }
-            trip_counts("r", &spans)
+            let per: Vec<(u64, f64)> = ns.iter().map(|&n| (n, trips_at(n) as f64)).collect();
+            counted("do_wait", "wait_consider_task", 100, &per)
         };
         let trips = walks(&ns);
         let refs: Vec<&TripCount> = trips.iter().collect();
@@ -498,18 +503,8 @@ mod tests {
             "{:?}",
             t.flat_reason
         );
-        let mut spans = Vec::new();
-        for (n, per) in [
-            (125u64, 124.64),
-            (250, 247.61),
-            (500, 491.98),
-            (1000, 984.98),
-        ] {
-            spans.push(row("do_wait", n, 1000, &[]));
-            let inner = (1000.0 * per) as u64;
-            spans.push(row("wait_consider_task", n, inner, &[("do_wait", inner)]));
-        }
-        let trips = trip_counts("r", &spans);
+        let per = [(125, 124.64), (250, 247.61), (500, 491.98), (1000, 984.98)];
+        let trips = counted("do_wait", "wait_consider_task", 1000, &per);
         let l = loop_class(&t, &trips.iter().collect::<Vec<_>>()).expect("the count's class");
         assert_eq!(l.class, Complexity::Linear);
     }
@@ -555,19 +550,14 @@ mod tests {
         assert_ne!(fork.class, Complexity::Constant);
         assert!(loop_class(&fork, &pages.iter().collect::<Vec<_>>()).is_none());
         // Nor one flat at first that rises late, though it fits its class closely.
-        let mut spans = Vec::new();
-        for (n, per) in [
-            (1u64, 12.0),
+        let per = [
+            (1, 12.0),
             (10, 12.0),
             (100, 12.0),
             (1000, 50.73),
             (4000, 202.13),
-        ] {
-            spans.push(row("dup_mmap", n, 100, &[]));
-            let inner = (100.0 * per) as u64;
-            spans.push(row("get_task_policy", n, inner, &[("dup_mmap", inner)]));
-        }
-        let late = trip_counts("r", &spans);
+        ];
+        let late = counted("dup_mmap", "get_task_policy", 100, &per);
         assert!(late[0].scaling.as_ref().unwrap().loglog.slope < MIN_LOOP_SLOPE);
         assert!(loop_class(&fork, &late.iter().collect::<Vec<_>>()).is_none());
         // A count that does not grow gives no class either.

@@ -1,18 +1,7 @@
 use super::*;
-use crate::analysis::analyze::{AnalysisOptions, analyze};
-use crate::analysis::load::{Dataset, LoadedRun};
 use crate::analysis::{Analysis, compare, testdata};
-use crate::rundata::Run;
 
-fn analysis(run: Run) -> Analysis {
-    let ds = Dataset {
-        root: "/x".into(),
-        is_sweep: false,
-        runs: vec![LoadedRun::read("r".into(), "/nonexistent".into(), run).unwrap()],
-        notes: vec![],
-    };
-    analyze(&ds, &AnalysisOptions::default())
-}
+use crate::analysis::testdata::analysis_of as analysis;
 
 /// do_wait [waitpid-pid] growing like N (a loop, as on 5.10), and flat (fixed).
 fn linear() -> Analysis {

@@ -176,7 +176,9 @@ pub fn summary_cause(d: &Discovery, g: &KernelGrowth) -> String {
 mod tests {
     use crate::analysis::discover::Discovery;
     use crate::analysis::entries::tests::discovered_counting;
-    use crate::analysis::runlength::tests::{SPIN, all_counted, cpu_bound, spin, spin_and_forks};
+    use crate::analysis::runlength::tests::{
+        SPIN, cpu_bound, dearer_interruptions, spin, spin_and_forks,
+    };
     use crate::rundata::{Interruption, InterruptionCounting, Uncounted};
 
     fn text(d: &Discovery) -> String {
@@ -240,16 +242,7 @@ mod tests {
 
     #[test]
     fn dearer_interrupts_are_said_to_be_no_more_frequent() {
-        let d = discovered_counting(&SPIN, all_counted(), |n| {
-            let (s, mut rows) = cpu_bound(n, 25);
-            for r in &mut rows {
-                if Interruption::of_entry(&r.entry).is_some() {
-                    r.calls /= n;
-                }
-            }
-            (s, rows)
-        });
-        let a = answer(&d);
+        let a = answer(&dearer_interruptions());
         assert!(
             a.contains(
                 "grows (19.0ms → 54.0ms) in interrupts and preemption (100.0% of the added kernel \

@@ -34,6 +34,7 @@ pub struct GetpidArgs {
     pub variant: Vec<Variant>,
 }
 
+/// The getpid cases: the raw syscall against a cached pid.
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Variant {
     /// N raw syscall(SYS_getpid) calls per iteration

@@ -32,6 +32,7 @@ pub struct SpawnArgs {
     pub no_touch: bool,
 }
 
+/// The fork cases: a copy of N VMAs, with or without wipe-on-fork.
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Variant {
     /// N one-page VMAs with alternating protections (they cannot merge)

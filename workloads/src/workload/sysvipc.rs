@@ -57,6 +57,7 @@ pub struct SysvipcArgs {
     pub stride: Option<u64>,
 }
 
+/// The SysV IPC cases: which objects are made, and which listing reads them.
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Variant {
     /// N shm segments (shmget), read /proc/sysvipc/shm

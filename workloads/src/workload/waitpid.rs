@@ -33,6 +33,7 @@ pub struct WaitpidArgs {
     pub variant: Vec<Variant>,
 }
 
+/// The wait cases: which wait call, beside N idle children.
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Variant {
     /// fork, then waitpid(child): O(1) in N since Linux 5.13, O(N) before

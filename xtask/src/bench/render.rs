@@ -193,7 +193,7 @@ fn section_1_intro(md: &mut String) {
 mod tests {
     use super::super::measure::{Attach, Sample, Workload};
     use super::super::overhead::discover_overhead;
-    use super::super::overhead::{assemble, ratio_pairs};
+    use super::super::overhead::{OverheadSet, assemble, ratio_pairs};
     use super::super::{BenchOptions, Meta, Plan, Results, TargetCheck, evaluate, loss};
     use super::*;
 
@@ -202,6 +202,28 @@ mod tests {
         assert_eq!(ns_range(52012.0, 383_000.0), "52.0–383.0 µs");
         assert_eq!(ns_range(-82542.0, 247_200.0), "-82.5–247.2 µs");
         assert_eq!(ns_range(120.0, 480.0), "120–480");
+    }
+
+    /// An overhead set of `configs` (the first untraced) from per-round samples, with the
+    /// goals `ratio_pairs` sets between them.
+    fn set_of(
+        title: &str,
+        w: &Workload,
+        attach: &Attach,
+        configs: &[&str],
+        samples: &[Vec<Sample>],
+    ) -> OverheadSet {
+        let names: Vec<String> = configs.iter().map(|s| s.to_string()).collect();
+        assemble(title, w, attach, &names, samples, &ratio_pairs(&names))
+    }
+
+    /// What a sampling configuration attaches: no probe.
+    fn no_probe() -> Attach {
+        Attach {
+            mechanism: "tracepoint".into(),
+            plan: "p".into(),
+            points: vec![],
+        }
     }
 
     /// One configuration's runs: these ns per op, each of `ops` ops and `counted` calls.
@@ -217,16 +239,13 @@ mod tests {
     }
 
     fn results() -> Results {
-        let names: Vec<String> = [
+        let names = [
             "untraced",
             "tracer",
             "tracer-lean",
             "bpftrace",
             "timed-floor",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+        ];
         let mk = |v: &[f64]| runs(v, 1000, 1000);
         let samples = vec![
             mk(&[150.0, 140.0, 160.0]),
@@ -235,7 +254,7 @@ mod tests {
             mk(&[550.0, 540.0, 560.0]),
             mk(&[230.0, 220.0, 240.0]),
         ];
-        let set = assemble(
+        let set = set_of(
             "getpid, tracepoint (host)",
             &Workload::getpid(200_000, 5),
             &Attach {
@@ -245,7 +264,6 @@ mod tests {
             },
             &names,
             &samples,
-            &ratio_pairs(&names),
         );
         Results {
             format: super::super::FORMAT.into(),
@@ -380,10 +398,7 @@ mod tests {
 
     #[test]
     fn discover_overhead_is_paired_per_round_and_stated() {
-        let names: Vec<String> = ["untraced", "discover"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let names = ["untraced", "discover"];
         let mk = |v: &[(f64, Option<u64>)]| -> Vec<Sample> {
             v.iter()
                 .map(|&(ns_per_op, counted)| Sample {
@@ -402,17 +417,12 @@ mod tests {
                 (103_000.0, Some(950)),
             ]),
         ];
-        let set = assemble(
+        let set = set_of(
             "fork+waitpid, --discover sampling (host)",
             &Workload::waitpid(5000),
-            &Attach {
-                mechanism: "tracepoint".into(),
-                plan: "p".into(),
-                points: vec![],
-            },
+            &no_probe(),
             &names,
             &samples,
-            &ratio_pairs(&names),
         );
         assert!(set.ratios.is_empty(), "no figure of merit: a stated cost");
         let p = discover_overhead(&set).unwrap();
@@ -438,10 +448,7 @@ mod tests {
 
     #[test]
     fn discover_is_held_to_perf_record_per_round() {
-        let names: Vec<String> = ["untraced", "discover", "perf-record"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let names = ["untraced", "discover", "perf-record"];
         let mk = |v: &[f64]| runs(v, 1000, 500);
         // Added per op: discover 150, 160, 140; perf 10, 12, 8: 15x perf.
         let samples = vec![
@@ -449,17 +456,12 @@ mod tests {
             mk(&[220.0, 232.0, 208.0]),
             mk(&[80.0, 84.0, 76.0]),
         ];
-        let set = assemble(
+        let set = set_of(
             "getpid, --discover sampling (host)",
             &Workload::getpid(1000, 1),
-            &Attach {
-                mechanism: "tracepoint".into(),
-                plan: "p".into(),
-                points: vec![],
-            },
+            &no_probe(),
             &names,
             &samples,
-            &ratio_pairs(&names),
         );
         let ratio = set
             .ratios
@@ -493,16 +495,13 @@ mod tests {
 
     #[test]
     fn phase_marker_uprobes_are_named_when_they_are_most_of_the_cost() {
-        let names: Vec<String> = [
+        let names = [
             "untraced",
             "tracer-lean",
             "bpftrace",
             "bpftrace-phase-uprobes",
             "timed-floor",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+        ];
         let mk = |v: &[f64]| runs(v, 5000, 5000);
         // Added per op: lean 15 us, bpftrace 2 us, with the uprobes 14 us, floor ~1 us.
         let samples = vec![
@@ -517,13 +516,12 @@ mod tests {
             plan: "syscall-bracket".into(),
             points: vec!["syscalls:sys_enter_wait4".into()],
         };
-        let set = assemble(
+        let set = set_of(
             "fork+waitpid, tracepoint (host)",
             &Workload::waitpid(5000),
             &attach,
             &names,
             &samples,
-            &ratio_pairs(&names),
         );
         assert!(
             set.ratios
@@ -546,13 +544,12 @@ mod tests {
         // Where the uprobes add little, nothing is said of them.
         let mut quiet = samples.clone();
         quiet[3] = mk(&[62_500.0, 63_500.0, 61_500.0]);
-        let set = assemble(
+        let set = set_of(
             "fork+waitpid, tracepoint (host)",
             &Workload::waitpid(5000),
             &attach,
             &names,
             &quiet,
-            &ratio_pairs(&names),
         );
         r.overhead = vec![set];
         r.targets = evaluate(&r);

@@ -393,37 +393,29 @@ pub(super) struct CaseData<'a> {
 
 /// The entries of one (run, case) of a discovery: loops and more calls.
 pub(super) fn find(c: CaseData) -> Entries {
-    let CaseData {
-        ns,
-        ops,
-        period_ns,
-        files,
-        rows,
-        interruptions,
-        ..
-    } = c;
     let mut out = Entries {
-        counted: !rows.is_empty(),
+        counted: !c.rows.is_empty(),
         ..Entries::default()
     };
     // Interruptions are counted beside the entries but are none of the command's calls:
     // their samples are filed under the entry they interrupted, or `interrupt`.
-    let names: BTreeSet<&str> = rows
+    let names: BTreeSet<&str> = c
+        .rows
         .iter()
         .map(|r| r.entry.as_str())
         .filter(|e| Interruption::of_entry(e).is_none())
         .collect();
-    let last = ns.len().saturating_sub(1);
-    if last == 0 || period_ns == 0 {
+    let last = c.ns.len().saturating_sub(1);
+    if last == 0 || c.period_ns == 0 {
         return out;
     }
     out.run_length = Some(runlength::measure(
-        ns,
-        ops,
-        period_ns,
-        files,
-        rows,
-        interruptions,
+        c.ns,
+        c.ops,
+        c.period_ns,
+        c.files,
+        c.rows,
+        c.interruptions,
     ));
     let measured: Vec<Measured> = names.into_iter().filter_map(|n| measure(n, c)).collect();
     out.common = common_slowdown(&measured);
@@ -461,10 +453,10 @@ pub(super) fn find(c: CaseData) -> Entries {
         .sort_by(|a, b| b.last().share.total_cmp(&a.last().share));
     out.overtakes = overtake(&out);
     out.growth = runlength::growth(
-        ns,
-        ops,
-        period_ns,
-        files,
+        c.ns,
+        c.ops,
+        c.period_ns,
+        c.files,
         &out.more_calls,
         out.run_length.as_ref(),
     );

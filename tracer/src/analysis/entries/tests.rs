@@ -26,6 +26,18 @@ pub(crate) fn row(entry: &str, n: u64, calls: u64) -> EntryRow {
     }
 }
 
+/// The shell whose waits do not walk: a fixed 0.4 periods per wait4 call.
+pub(crate) fn shell_without_walk(n: u64) -> (Vec<StackData>, Vec<EntryRow>) {
+    let (mut s, mut rows) = shell(n);
+    let wait4 = "e;do_syscall_64;kernel_wait4;do_wait;__do_wait;pid_task";
+    let text = format!("{wait4} {}\n", (300 + n) * 40 * PERIOD / 100);
+    s.retain(|x| x.file.target != "wait4");
+    s.push(entry_data("wait4", n, &text));
+    rows.retain(|r| r.entry != "wait4");
+    rows.push(row("wait4", n, 300 + n));
+    (s, rows)
+}
+
 /// A shell with N background jobs running 300 short commands per run: each of its 300
 /// wait4 calls walks the N children (plus a lock spin at small N that falls as the walk
 /// grows), and it forks N more children and takes ~N·60 more page faults per run, each
@@ -235,17 +247,7 @@ fn a_walk_in_the_frames_own_body_is_a_loop_beside_a_fixed_callee() {
 
 #[test]
 fn a_setup_that_only_makes_more_calls_has_no_loop() {
-    let d = discovered(|n| {
-        let (mut s, mut rows) = shell(n);
-        // The waits do not walk: a fixed 40 periods per call.
-        let wait4 = "e;do_syscall_64;kernel_wait4;do_wait;__do_wait;pid_task";
-        let text = format!("{wait4} {}\n", (300 + n) * 40 * PERIOD / 100);
-        s.retain(|x| x.file.target != "wait4");
-        s.push(entry_data("wait4", n, &text));
-        rows.retain(|r| r.entry != "wait4");
-        rows.push(row("wait4", n, 300 + n));
-        (s, rows)
-    });
+    let d = discovered(shell_without_walk);
     assert!(d.entries.loops.is_empty(), "{:#?}", d.entries.loops);
     assert!(!d.entries.more_calls.is_empty());
 }

@@ -533,6 +533,11 @@ fn a_dominant_loop_is_blamed_for_the_added_time() {
 }
 
 /// Folded stacks below `do_wait` from (frame, samples) at one N, 1 ms per sample.
+/// Samples at N = 10 (1 µs per call) and N = 1000 (10 µs per call).
+fn ten_to_a_thousand(small: &[(&str, u64)], large: &[(&str, u64)]) -> Vec<StacksAtN> {
+    vec![sampled(10, 1000.0, small), sampled(1000, 10_000.0, large)]
+}
+
 fn sampled(n: u64, ns_per_call: f64, frames: &[(&str, u64)]) -> StacksAtN {
     let mut text = String::new();
     for (f, k) in frames.iter().filter(|(_, k)| *k > 0) {
@@ -725,18 +730,10 @@ fn added_time_noise_and_splits() {
     );
 
     // Two frames carry about half each: neither is named, both are listed.
-    let split = vec![
-        sampled(
-            10,
-            1000.0,
-            &[("anon_vma_fork", 100), ("vm_area_dup", 100), ("fixed", 800)],
-        ),
-        sampled(
-            1000,
-            10_000.0,
-            &[("anon_vma_fork", 450), ("vm_area_dup", 430), ("fixed", 120)],
-        ),
-    ];
+    let split = ten_to_a_thousand(
+        &[("anon_vma_fork", 100), ("vm_area_dup", 100), ("fixed", 800)],
+        &[("anon_vma_fork", 450), ("vm_area_dup", 430), ("fixed", 120)],
+    );
     let rc = root_cause("do_wait", "spawn", &anchors, &split).unwrap();
     assert!(rc.culprit.is_none());
     assert_eq!(
@@ -753,18 +750,10 @@ fn added_time_noise_and_splits() {
     assert!(description(&rc).unwrap().contains("per VMA"));
 
     // One child carries 90%, its own children split it: the search stops at the parent.
-    let nested = vec![
-        sampled(
-            10,
-            1000.0,
-            &[("loop;a", 50), ("loop;b", 50), ("fixed", 900)],
-        ),
-        sampled(
-            1000,
-            10_000.0,
-            &[("loop;a", 450), ("loop;b", 450), ("fixed", 100)],
-        ),
-    ];
+    let nested = ten_to_a_thousand(
+        &[("loop;a", 50), ("loop;b", 50), ("fixed", 900)],
+        &[("loop;a", 450), ("loop;b", 450), ("fixed", 100)],
+    );
     let rc = root_cause("do_wait", "", &anchors, &nested).unwrap();
     assert_eq!(
         rc.culprit.as_ref().unwrap().path,
