@@ -41,8 +41,7 @@ impl Advice for Analyst {
             notes: Vec::new(),
         };
         let a = super::analyze(&ds, &AnalysisOptions::default());
-        Ok(a.discoveries
-            .iter()
+        Ok(a.discoveries()
             .flat_map(|d| d.entries.more_runs())
             .collect())
     }

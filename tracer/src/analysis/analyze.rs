@@ -61,12 +61,29 @@ pub struct RunInfo {
     /// ordered by (kind, target, case, N).
     #[serde(skip)]
     pub stacks: Vec<StackData>,
+    /// What it found for each of its targets and cases, in its tables' order (none for a
+    /// loop-count pass, whose times hold a probe per trip: its counts join the timed run's
+    /// cases).
+    #[serde(skip)]
+    pub cases: Vec<CaseResult>,
+    /// Its whole-process discoveries (`--discover`), one per case.
+    #[serde(skip)]
+    pub discoveries: Vec<Discovery>,
+    /// The loop trip counts of its spans that no case took (a loop-count pass's counts of
+    /// loops no timed case has: do_wait's trips while `spawn` reaps its children).
+    #[serde(skip)]
+    pub trips: Vec<TripCount>,
 }
 
 impl RunInfo {
     /// The plan its target `target` was probed with.
     pub fn plan_of(&self, target: &str) -> Option<&PlanUsed> {
         crate::rundata::plan_of(&self.targets, target)
+    }
+
+    /// What the run was for: measured, a discovery's confirmation or a loop-count pass.
+    pub fn role(&self) -> RunRole {
+        RunRole::of(&self.label).0
     }
 }
 
@@ -79,8 +96,8 @@ pub struct CaseResult {
     pub root_cause: Option<CaseRootCause>,
     /// The calls split into a fixed and an N-proportional population, when they mix.
     pub population: Option<PopulationSplit>,
-    /// The loops counted inside its target: calls of another target per call of it, per N
-    /// (also in [`Analysis::trips`], with every other series).
+    /// The loops counted inside its target: calls of another target per call of it, per N,
+    /// in its own run or in the loop-count pass beside it.
     pub trips: Vec<TripCount>,
 }
 
@@ -90,29 +107,52 @@ pub struct Analysis {
     /// Kernel release, or the directory name when runs differ.
     pub label: String,
     pub is_sweep: bool,
+    /// Each run with what was found in it.
     pub runs: Vec<RunInfo>,
-    /// One per (run, target, case), in the runs' order.
-    pub cases: Vec<CaseResult>,
-    /// Whole-process discoveries (`--discover` runs), one per run and case.
-    pub discoveries: Vec<Discovery>,
-    /// Calls of one target per call of another it ran inside: exact loop trip counts.
-    pub trips: Vec<super::trips::TripCount>,
     /// Things a reader should know (partial runs, lost events, unreadable workload results).
     pub warnings: Vec<Warning>,
 }
 
 impl Analysis {
+    /// Every run's cases, in the runs' order.
+    pub fn cases(&self) -> impl Iterator<Item = &CaseResult> {
+        self.runs.iter().flat_map(|r| &r.cases)
+    }
+
+    /// Every run's discoveries, in the runs' order.
+    pub fn discoveries(&self) -> impl Iterator<Item = &Discovery> {
+        self.runs.iter().flat_map(|r| &r.discoveries)
+    }
+
+    /// Every loop trip count, each once (the cases' and the ones no case took), ordered by
+    /// the run that counted it, then as [`super::trips::trip_counts`] orders a run's.
+    pub fn trip_counts(&self) -> Vec<&TripCount> {
+        let mut all: Vec<&TripCount> = self
+            .runs
+            .iter()
+            .flat_map(|r| r.cases.iter().flat_map(|c| &c.trips).chain(&r.trips))
+            .collect();
+        self.sort_trips(&mut all);
+        all
+    }
+
+    /// Put trip counts in the order [`Self::trip_counts`] gives them.
+    pub fn sort_trips(&self, trips: &mut [&TripCount]) {
+        let at = |t: &TripCount| self.runs.iter().position(|r| r.label == t.run);
+        trips.sort_by(|x, y| at(x).cmp(&at(y)).then_with(|| x.order_key().cmp(&y.order_key())));
+    }
+
     pub fn verdicts(&self) -> impl Iterator<Item = &Verdict> {
-        self.cases.iter().map(|c| &c.verdict)
+        self.cases().map(|c| &c.verdict)
     }
 
     pub fn root_causes(&self) -> impl Iterator<Item = &CaseRootCause> {
-        self.cases.iter().filter_map(|c| c.root_cause.as_ref())
+        self.cases().filter_map(|c| c.root_cause.as_ref())
     }
 
     /// The cases whose calls are a mix of a fixed and an N-proportional population.
     pub fn populations(&self) -> impl Iterator<Item = &PopulationSplit> {
-        self.cases.iter().filter_map(|c| c.population.as_ref())
+        self.cases().filter_map(|c| c.population.as_ref())
     }
 }
 
@@ -128,9 +168,6 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Analysis {
         label: ds.label(),
         is_sweep: ds.is_sweep,
         runs: Vec::new(),
-        cases: Vec::new(),
-        discoveries: Vec::new(),
-        trips: Vec::new(),
         warnings: ds.notes.clone(),
     };
     let mut profile_runs = Vec::new();
@@ -155,7 +192,7 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Analysis {
                 folded: folded.clone(),
             })
             .collect();
-        let info = RunInfo {
+        let mut info = RunInfo {
             label: lr.label.clone(),
             dir: lr.dir.clone(),
             kernel: run.kernel.release.clone(),
@@ -166,19 +203,24 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Analysis {
             targets: run.targets.clone(),
             counters: run.counters.clone(),
             stacks,
+            cases: Vec::new(),
+            discoveries: Vec::new(),
+            trips: Vec::new(),
         };
-        a.trips
-            .extend(super::trips::trip_counts(&lr.label, &run.spans));
+        let mut trips = super::trips::trip_counts(&lr.label, &run.spans);
         // A loop-count pass's times hold a probe per trip: only its counts are used (below).
         if counts_only(ds, &lr.label) {
+            info.trips = trips;
             a.runs.push(info);
             continue;
         }
         // Rows that lost raw spans (ringbuf_drops, warned above) keep histogram percentiles.
         for t in tables(run, &lr.label, &topts, lr.raw.as_ref()) {
-            let case = case_result(&info, &a.trips, t);
-            a.cases.push(case);
+            let own = take_trips(&mut trips, &t);
+            let case = case_result(&info, own, t);
+            info.cases.push(case);
         }
+        info.trips = trips;
         a.runs.push(info);
         profile_runs.push(ProfiledRun {
             label: lr.label.clone(),
@@ -191,7 +233,7 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Analysis {
             interruptions: run.interruptions.clone(),
         });
     }
-    join_loop_counts(&mut a);
+    join_loop_counts(&mut a.runs);
     // Each profiled run beside its own stacks (the runs counted only are not profiled).
     let profiled: Vec<(&ProfiledRun, &[StackData])> = profile_runs
         .iter()
@@ -200,9 +242,23 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Analysis {
             Some((p, run.stacks.as_slice()))
         })
         .collect();
-    a.discoveries = discover(&profiled);
-    join_confirm_passes(&mut a);
+    for d in discover(&profiled) {
+        if let Some(run) = a.runs.iter_mut().find(|r| r.label == d.run) {
+            run.discoveries.push(d);
+        }
+    }
+    join_confirm_passes(&mut a.runs);
     a
+}
+
+/// The trip counts of `table`'s target and case (the loops counted inside it), taken out of
+/// `trips`.
+fn take_trips(trips: &mut Vec<TripCount>, table: &CaseTable) -> Vec<TripCount> {
+    let (mine, rest) = std::mem::take(trips)
+        .into_iter()
+        .partition(|x| x.outer == table.target && x.case_name == table.case_name);
+    *trips = rest;
+    mine
 }
 
 /// A run without the sizes where an external sweep's command failed (left out of every
@@ -324,14 +380,9 @@ fn run_warnings(
 /// One table's verdict, with the class its loop counts in the same run give it, its
 /// populations and its root cause (from the run's stacks; per op as well where the
 /// calls mix populations and no frame grows per call).
-fn case_result(info: &RunInfo, all_trips: &[TripCount], t: CaseTable) -> CaseResult {
+fn case_result(info: &RunInfo, trips: Vec<TripCount>, t: CaseTable) -> CaseResult {
     let label = &info.label;
     let mut verdict = verdict(&t);
-    let trips: Vec<TripCount> = all_trips
-        .iter()
-        .filter(|x| &x.run == label && x.outer == t.target && x.case_name == t.case_name)
-        .cloned()
-        .collect();
     if let Some(time) = &verdict.scaling {
         verdict.by_loop = loop_class(time, &trips.iter().collect::<Vec<_>>());
     }
@@ -363,44 +414,59 @@ fn case_result(info: &RunInfo, all_trips: &[TripCount], t: CaseTable) -> CaseRes
 }
 
 /// A discover sweep's second pass timed its top functions exactly: put those verdicts, and
-/// the loops that pass counted, beside the sampled ranking.
-fn join_confirm_passes(a: &mut Analysis) {
-    for d in &mut a.discoveries {
-        let confirm_run = RunRole::Confirm.dir_name(&d.run);
-        for CaseResult {
-            table: t,
-            verdict: v,
-            ..
-        } in &a.cases
-        {
-            if v.run == confirm_run
-                && v.case_name == d.case_name
-                && (d.ranked.iter().any(|g| g.function == v.target)
-                    || d.entries.loops.iter().any(|l| l.frame() == Some(&v.target)))
-            {
-                d.exact.push(confirm_verdict(t, v, &d.per));
-            }
+/// the loops that pass counted, beside the sampled ranking. The discovery keeps its own copy
+/// of those counts: its evidence, shown with it, while the pass's cases keep theirs.
+fn join_confirm_passes(runs: &mut [RunInfo]) {
+    for i in 0..runs.len() {
+        let confirm_run = RunRole::Confirm.dir_name(&runs[i].label);
+        let Some(k) = runs.iter().position(|r| r.label == confirm_run) else {
+            continue;
+        };
+        let mut found = std::mem::take(&mut runs[i].discoveries);
+        for d in &mut found {
+            join_confirm_pass(d, &runs[k]);
         }
-        let cause = d.cause.as_ref().map(|c| c.function.clone());
-        for t in &a.trips {
-            if t.run == confirm_run
-                && t.case_name == d.case_name
-                && (d.ranked.iter().any(|g| g.function == t.inner)
-                    || d.entries.loops.iter().any(|l| l.frame() == Some(&t.inner))
-                    || cause.as_ref() == Some(&t.inner))
-            {
-                d.trips.push(t.clone());
-            }
-        }
-        d.counted = d
-            .exact
-            .iter()
-            .filter_map(|e| {
-                let c = super::exact::counted_loop(&d.exact, &d.trips, &e.function)?;
-                Some((e.function.clone(), c))
-            })
-            .collect();
+        runs[i].discoveries = found;
     }
+}
+
+/// The confirmation pass `pass`'s verdicts and counts of what discovery `d` ranked.
+fn join_confirm_pass(d: &mut Discovery, pass: &RunInfo) {
+    let named = |f: &str| {
+        d.ranked.iter().any(|g| g.function == f)
+            || d.entries.loops.iter().any(|l| l.frame() == Some(f))
+    };
+    for CaseResult {
+        table: t,
+        verdict: v,
+        ..
+    } in &pass.cases
+    {
+        if v.case_name == d.case_name && named(&v.target) {
+            d.exact.push(confirm_verdict(t, v, &d.per));
+        }
+    }
+    let cause = d.cause.as_ref().map(|c| c.function.as_str());
+    let mut counted: Vec<TripCount> = pass
+        .cases
+        .iter()
+        .flat_map(|c| &c.trips)
+        .chain(&pass.trips)
+        .filter(|t| {
+            t.case_name == d.case_name && (named(&t.inner) || cause == Some(t.inner.as_str()))
+        })
+        .cloned()
+        .collect();
+    counted.sort_by(|x, y| x.order_key().cmp(&y.order_key()));
+    d.trips.extend(counted);
+    d.counted = d
+        .exact
+        .iter()
+        .filter_map(|e| {
+            let c = super::exact::counted_loop(&d.exact, &d.trips, &e.function)?;
+            Some((e.function.clone(), c))
+        })
+        .collect();
 }
 
 /// Is `label` the loop-count pass of another run of the data set (`<run>-loops` beside
@@ -415,25 +481,28 @@ fn counts_only(ds: &Dataset, label: &str) -> bool {
 /// A built-in sweep's loop-count pass counted the trips of its targets' loops, once per N:
 /// they join the timed run's cases of the same target and case, and a growing verdict takes
 /// its class from them as from trips counted in its own run (the time per trip is the timed
-/// run's time over the pass's count).
-fn join_loop_counts(a: &mut Analysis) {
-    for c in &mut a.cases {
-        let pass = RunRole::LoopCount.dir_name(&c.table.run);
-        let counted: Vec<TripCount> = a
-            .trips
-            .iter()
-            .filter(|x| {
-                x.run == pass && x.outer == c.table.target && x.case_name == c.table.case_name
-            })
-            .cloned()
-            .collect();
-        if counted.is_empty() {
+/// run's time over the pass's count). The pass keeps the counts no case took.
+fn join_loop_counts(runs: &mut [RunInfo]) {
+    for j in 0..runs.len() {
+        let (RunRole::LoopCount, base) = RunRole::of(&runs[j].label) else {
             continue;
+        };
+        let base = base.to_string();
+        let Some(i) = runs.iter().position(|r| r.label == base) else {
+            continue;
+        };
+        let mut pass = std::mem::take(&mut runs[j].trips);
+        for c in &mut runs[i].cases {
+            let counted = take_trips(&mut pass, &c.table);
+            if counted.is_empty() {
+                continue;
+            }
+            c.trips.extend(counted);
+            if let Some(time) = &c.verdict.scaling {
+                c.verdict.by_loop = loop_class(time, &c.trips.iter().collect::<Vec<_>>());
+            }
         }
-        c.trips.extend(counted);
-        if let Some(time) = &c.verdict.scaling {
-            c.verdict.by_loop = loop_class(time, &c.trips.iter().collect::<Vec<_>>());
-        }
+        runs[j].trips = pass;
     }
 }
 
@@ -616,8 +685,7 @@ mod tests {
         };
         let a = with(vec![load("waitpid", &timed), load("waitpid-loops", &pass)]);
         let cases: Vec<(&str, &str)> = a
-            .cases
-            .iter()
+            .cases()
             .map(|c| (c.table.run.as_str(), c.table.target.as_str()))
             .collect();
         assert_eq!(
@@ -625,7 +693,7 @@ mod tests {
             [("waitpid", "do_wait")],
             "the pass's times are not fitted"
         );
-        let v = &a.cases[0].verdict;
+        let v = &a.runs[0].cases[0].verdict;
         assert!(
             v.time_class().is_some_and(|c| c > Complexity::Linear),
             "{:?}",
@@ -637,11 +705,11 @@ mod tests {
             ("wait_consider_task", "waitpid-loops", Complexity::Linear)
         );
         assert_eq!(v.class(), Some(Complexity::Linear));
-        assert_eq!(a.cases[0].trips.len(), 1);
+        assert_eq!(a.runs[0].cases[0].trips.len(), 1);
         // The timed run alone: the time's own class.
         let alone = with(vec![load("waitpid", &timed)]);
-        assert!(alone.cases[0].verdict.by_loop.is_none());
-        assert_eq!(alone.cases[0].verdict.class(), v.time_class());
+        assert!(alone.runs[0].cases[0].verdict.by_loop.is_none());
+        assert_eq!(alone.runs[0].cases[0].verdict.class(), v.time_class());
     }
 
     /// One call preempted for long at the largest size lifts the plain on-CPU mean by half

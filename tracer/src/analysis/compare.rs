@@ -172,7 +172,7 @@ type Key = (String, String);
 
 fn by_key(a: &Analysis) -> BTreeMap<Key, &CaseResult> {
     let mut m = BTreeMap::new();
-    for c in &a.cases {
+    for c in a.cases() {
         m.entry((c.table.target.clone(), c.table.case_name.clone()))
             .or_insert(c);
     }
@@ -632,7 +632,7 @@ mod tests {
         );
         b.kernel.release = "6.1.0-test".into();
         let (a, b) = (analysis(a), analysis(b));
-        let by_loop = a.cases[0]
+        let by_loop = a.runs[0].cases[0]
             .verdict
             .by_loop
             .as_ref()
@@ -789,7 +789,7 @@ mod tests {
         let ns = [1, 10, 100, 1000, 4000];
         let falling = |k: f64| noisy_run(&ns, move |n| k * 8000.0 * (n as f64).powf(-0.05), steady);
         let (a, b) = (analysis(falling(1.0)), analysis(falling(0.95)));
-        let v = &a.cases[0].verdict;
+        let v = &a.runs[0].cases[0].verdict;
         let s = v.scaling.as_ref().unwrap();
         assert_eq!(v.sole_class(), Some(Complexity::Constant), "{v:?}");
         assert!(model_scatter(s, &s.model) > 0.1, "{s:?}");
@@ -799,7 +799,7 @@ mod tests {
         // Three sizes leave the line one degree of freedom: the model's scatter stays.
         let few = [10, 100, 1000];
         let a = analysis(noisy_run(&few, |n| 8000.0 * (n as f64).powf(-0.05), steady));
-        let v = &a.cases[0].verdict;
+        let v = &a.runs[0].cases[0].verdict;
         let s = v.scaling.as_ref().unwrap();
         assert_eq!(scatter(v), model_scatter(s, &s.model));
     }

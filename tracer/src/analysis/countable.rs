@@ -34,7 +34,7 @@ pub struct ToCount {
 /// target are counted in the same runs). Targets with nothing to count are left out.
 pub fn to_count(a: &Analysis, traced: &[&str]) -> Vec<ToCount> {
     let mut out: Vec<ToCount> = Vec::new();
-    for c in &a.cases {
+    for c in a.cases() {
         let v = &c.verdict;
         // The headline's fit: a mixed table's growing population, not the mean of all calls
         // (which an unsplit mix keeps: no population is fitted there).
@@ -188,7 +188,7 @@ mod tests {
     #[test]
     fn the_frames_a_growing_targets_root_cause_names_are_counted() {
         let grows = analysed(|n| 1000 + 5 * n, |n| 5 * n);
-        let c = &grows.cases[0];
+        let c = &grows.runs[0].cases[0];
         assert!(c.root_cause.is_some(), "{c:?}");
         assert_eq!(
             to_count(&grows, &["do_wait"]),
@@ -227,7 +227,7 @@ mod tests {
                 ]
             },
         );
-        let rc = &a.cases[0].root_cause.as_ref().expect("a root cause").cause;
+        let rc = &a.runs[0].cases[0].root_cause.as_ref().expect("a root cause").cause;
         assert!(
             !rc.culprit.as_ref().is_some_and(FrameGrowth::grows),
             "{:?}",
@@ -288,7 +288,7 @@ mod tests {
             },
             &Default::default(),
         );
-        let c = &a.cases[0];
+        let c = &a.runs[0].cases[0];
         assert!(c.population.as_ref().is_some_and(|p| p.separated), "{c:?}");
         let rc = c.root_cause.as_ref().expect("a root cause");
         assert!(

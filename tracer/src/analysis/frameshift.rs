@@ -94,10 +94,9 @@ impl Side {
 /// The frames whose share changed most from `a` to `b`, per target and case sampled on both.
 pub fn frame_shifts(a: &Analysis, b: &Analysis) -> Vec<FrameShift> {
     let mut out = Vec::new();
-    for ta in a.cases.iter().map(|c| &c.table) {
+    for ta in a.cases().map(|c| &c.table) {
         let Some(tb) = b
-            .cases
-            .iter()
+            .cases()
             .map(|c| &c.table)
             .find(|t| t.target == ta.target && t.case_name == ta.case_name)
         else {

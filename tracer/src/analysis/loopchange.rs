@@ -46,8 +46,8 @@ pub fn loop_changes(a: &Analysis, b: &Analysis) -> (Vec<ClassChange>, Option<Unm
     let key = |d: &Discovery| (d.run.clone(), d.case_name.clone());
     let mut out = Vec::new();
     let mut matched = false;
-    for da in &a.discoveries {
-        let Some(db) = b.discoveries.iter().find(|d| key(d) == key(da)) else {
+    for da in a.discoveries() {
+        let Some(db) = b.discoveries().find(|d| key(d) == key(da)) else {
             continue;
         };
         matched = true;
@@ -63,13 +63,12 @@ pub fn loop_changes(a: &Analysis, b: &Analysis) -> (Vec<ClassChange>, Option<Unm
         }
     }
     let programs = |an: &Analysis| -> Vec<String> {
-        an.discoveries
-            .iter()
+        an.discoveries()
             .map(|d| format!("{} [{}]", d.run, d.case_name))
             .collect()
     };
     let unmatched =
-        (!matched && !a.discoveries.is_empty() && !b.discoveries.is_empty()).then(|| Unmatched {
+        (!matched && a.discoveries().next().is_some() && b.discoveries().next().is_some()).then(|| Unmatched {
             a: programs(a),
             b: programs(b),
         });
@@ -191,16 +190,8 @@ mod tests {
                 })
                 .collect();
         d.spread = crate::analysis::spread::RunSpread::of(&runs, &Default::default());
-        Analysis {
-            root: "/x".into(),
-            label: d.kernel.clone(),
-            is_sweep: true,
-            runs: Vec::new(),
-            cases: Vec::new(),
-            discoveries: vec![d],
-            trips: Vec::new(),
-            warnings: Vec::new(),
-        }
+        let label = d.kernel.clone();
+        crate::analysis::testdata::analysis_of_discoveries(&label, vec![d])
     }
 
     /// The shell of the entries' tests on a kernel whose wait4 finds its child without a

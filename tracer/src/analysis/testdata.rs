@@ -4,6 +4,41 @@ use crate::rundata::{KernelInfo, PhaseRow, PlanUsed, Run, SpanRow, TargetReport}
 
 use super::hist::from_values;
 
+/// An analysis holding only these discoveries, each under a run of its `run`'s name.
+pub fn analysis_of_discoveries(
+    label: &str,
+    discoveries: Vec<super::discover::Discovery>,
+) -> super::Analysis {
+    let mut runs: Vec<super::analyze::RunInfo> = Vec::new();
+    for d in discoveries {
+        match runs.iter_mut().find(|r| r.label == d.run) {
+            Some(r) => r.discoveries.push(d),
+            None => runs.push(super::analyze::RunInfo {
+                label: d.run.clone(),
+                dir: "/x".into(),
+                kernel: d.kernel.clone(),
+                status: crate::rundata::RunStatus::Complete,
+                partial_reason: None,
+                workload: None,
+                sample_freq_hz: 0,
+                targets: Vec::new(),
+                counters: Default::default(),
+                stacks: Vec::new(),
+                cases: Vec::new(),
+                discoveries: vec![d],
+                trips: Vec::new(),
+            }),
+        }
+    }
+    super::Analysis {
+        root: "/x".into(),
+        label: label.into(),
+        is_sweep: true,
+        runs,
+        warnings: Vec::new(),
+    }
+}
+
 /// The analysis of one run named "r", with the default options.
 pub fn analysis_of(run: Run) -> super::Analysis {
     let ds = super::load::Dataset {

@@ -203,6 +203,12 @@ pub struct TripCount {
 }
 
 impl TripCount {
+    /// The order of one run's series: by the function counted, its case, and the function
+    /// per call of which it was counted (as the run's span rows come, by target).
+    pub fn order_key(&self) -> (&str, &str, &str) {
+        (&self.inner, &self.case_name, &self.outer)
+    }
+
     /// What its run is to its sweep.
     pub fn role(&self) -> RunRole {
         RunRole::of(&self.run).0
@@ -274,6 +280,7 @@ pub fn trip_counts(run: &str, spans: &[SpanRow]) -> Vec<TripCount> {
         t.points.sort_by_key(|p| p.n);
         t.scaling = count_fit(&t.points);
     }
+    out.sort_by(|x, y| x.order_key().cmp(&y.order_key()));
     out.sort_by(|a, b| {
         (&a.run, &a.outer, &a.inner, &a.case_name).cmp(&(&b.run, &b.outer, &b.inner, &b.case_name))
     });

@@ -152,7 +152,12 @@ fn fail_on_trips_on_the_outcomes_named_and_cannot_judge_an_empty_compare() {
     assert_eq!(g.fail_on, [FailOn::Changed]);
 
     // No verdict on either side (sides with no traced target): not a pass.
-    let none = |a: Analysis| Analysis { cases: vec![], ..a };
+    let none = |mut a: Analysis| {
+        for r in &mut a.runs {
+            r.cases.clear();
+        }
+        a
+    };
     let empty = compare(&none(linear()), &none(flat()));
     assert!(empty.classes.is_empty(), "precondition");
     let g = FailOnGate::judge(&[FailOn::Changed], &empty);
@@ -171,7 +176,7 @@ fn fail_on_trips_on_the_outcomes_named_and_cannot_judge_an_empty_compare() {
 fn expect_fails_when_the_class_set_excludes_the_class() {
     let a = linear();
     assert_eq!(
-        a.cases[0].verdict.classes(),
+        a.runs[0].cases[0].verdict.classes(),
         [Complexity::Linear],
         "precondition"
     );
@@ -206,7 +211,7 @@ fn expect_fails_when_the_class_set_excludes_the_class() {
 
     // A class set of several holds each of its members, and nothing else.
     let mut wide = linear();
-    let s = wide.cases[0].verdict.scaling.as_mut().unwrap();
+    let s = wide.runs[0].cases[0].verdict.scaling.as_mut().unwrap();
     s.classes = vec![Complexity::Linear, Complexity::NLogN];
     for (spec, status) in [
         ("do_wait:O(n)", GateStatus::Passed),
@@ -218,7 +223,7 @@ fn expect_fails_when_the_class_set_excludes_the_class() {
     }
 
     // "O(n) by loop count" is {O(n)}, whatever the time alone left.
-    wide.cases[0].verdict.by_loop = Some(crate::analysis::trips::LoopClass {
+    wide.runs[0].cases[0].verdict.by_loop = Some(crate::analysis::trips::LoopClass {
         inner: "wait_consider_task".into(),
         run: "r".into(),
         class: Complexity::Linear,
@@ -259,7 +264,7 @@ fn expect_cannot_judge_what_is_not_there_or_not_fitted() {
     );
     // One size: nothing fitted.
     let one = analysis(testdata::waitpid_run(&[100], |n| 1000 + 5 * n));
-    assert!(one.cases[0].verdict.classes().is_empty(), "precondition");
+    assert!(one.runs[0].cases[0].verdict.classes().is_empty(), "precondition");
     let g = judge(&["do_wait:O(1)"], &one);
     assert_eq!(g.status(), GateStatus::Unjudged);
     assert_eq!(

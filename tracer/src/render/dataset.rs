@@ -31,7 +31,7 @@ pub(super) const METHOD: &[&str] = &[
 /// Targets in order of first appearance, with their cases.
 pub(super) fn targets(a: &Analysis) -> Vec<(String, Vec<&CaseResult>)> {
     let mut v: Vec<(String, Vec<&CaseResult>)> = Vec::new();
-    for c in &a.cases {
+    for c in a.cases() {
         match v.iter_mut().find(|(n, _)| *n == c.table.target) {
             Some((_, cases)) => cases.push(c),
             None => v.push((c.table.target.clone(), vec![c])),
@@ -63,7 +63,7 @@ pub(super) fn render(
             write_target(target, cases, out, l)?;
         }
     }
-    if !a.discoveries.is_empty() {
+    if a.discoveries().next().is_some() {
         // Whole-process profiles: a section of their own, with the scaling plot of the top
         // functions of each discovery.
         let target = crate::rundata::PROFILE_TARGET.to_string();
@@ -258,12 +258,11 @@ fn summary_links(t: &CaseTable, links: &BTreeMap<String, TargetLinks>) -> Vec<(S
 
 /// Discoveries as findings, first on the page: the answer, its root cause and coverage.
 fn discover_findings(a: &Analysis) -> Vec<(String, Vec<index::Item>)> {
-    if a.discoveries.is_empty() {
+    if a.discoveries().next().is_none() {
         return Vec::new();
     }
     let items = a
-        .discoveries
-        .iter()
+        .discoveries()
         .map(|d| {
             let mut details = Vec::new();
             details.extend(discover::root_cause_line(d, usize::MAX));

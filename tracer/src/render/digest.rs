@@ -66,7 +66,7 @@ pub fn findings<'a>(a: &'a Analysis) -> Vec<(Kind, Vec<Finding<'a>>)> {
     };
     // Count-only cases of one (run, target, plan): one line.
     let mut count_only: Vec<(CountOnlyKey, Vec<&CaseResult>)> = Vec::new();
-    for c in &a.cases {
+    for c in a.cases() {
         let (t, v) = (&c.table, &c.verdict);
         let kind = match v.class() {
             Some(Complexity::Constant) => Kind::Flat,

@@ -202,7 +202,7 @@ fn histogram_tables<'a>(
 ) -> Vec<&'a CaseTable> {
     let mut chosen: Vec<&CaseTable> = growing.iter().map(|c| &c.table).collect();
     let mut seen: Vec<&str> = growing.iter().map(|c| c.table.target.as_str()).collect();
-    let tables: Vec<&CaseTable> = a.cases.iter().map(|c| &c.table).collect();
+    let tables: Vec<&CaseTable> = a.cases().map(|c| &c.table).collect();
     let calls = |t: &CaseTable| -> u64 { t.rows.iter().map(|r| r.timed_calls).sum() };
     for (i, t) in tables.iter().enumerate() {
         if seen.contains(&t.target.as_str()) {

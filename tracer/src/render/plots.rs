@@ -128,7 +128,7 @@ pub(super) fn write_discoveries(
     out: &mut OutDir,
 ) -> Result<Vec<String>, ReportError> {
     let mut written = Vec::new();
-    for (i, d) in a.discoveries.iter().enumerate() {
+    for (i, d) in a.discoveries().enumerate() {
         let (series, title, y): (Vec<svgplot::Series>, String, String) =
             if d.entries.loops.is_empty() {
                 (

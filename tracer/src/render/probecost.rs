@@ -115,7 +115,7 @@ pub fn terminal(a: &Analysis, full: bool) -> String {
         figures.join("; ")
     );
     let mut hidden = 0;
-    for t in a.cases.iter().map(|c| &c.table) {
+    for t in a.cases().map(|c| &c.table) {
         let Some(l) = flag_line(t) else { continue };
         if full || workloads::cases::is_thread_target(&t.case_name, &t.target) {
             out.push_str(&format!("  {l}\n"));
@@ -134,8 +134,7 @@ pub fn terminal(a: &Analysis, full: bool) -> String {
 /// The index's findings group: one item per flagged table (none when nothing is flagged).
 pub(super) fn findings(a: &Analysis) -> Option<(String, Vec<super::index::Item>)> {
     let items: Vec<super::index::Item> = a
-        .cases
-        .iter()
+        .cases()
         .filter_map(|c| flag_line(&c.table))
         .map(|line| super::index::Item {
             line,

@@ -261,7 +261,7 @@ pub fn mix_calls(m: Option<&Mix>) -> String {
 /// fitted). `links(table)` gives each row's links beyond its section.
 pub fn rows(a: &Analysis, links: impl Fn(&CaseTable) -> Vec<(String, String)>) -> Vec<SummaryRow> {
     let mut out = Vec::new();
-    for d in &a.discoveries {
+    for d in a.discoveries() {
         out.push(discovery_row(d));
     }
     for (kind, findings) in digest::findings(a) {
@@ -486,16 +486,7 @@ mod tests {
     }
 
     fn analysis_of(discoveries: Vec<crate::analysis::discover::Discovery>) -> Analysis {
-        Analysis {
-            root: "data".into(),
-            label: "6.18".into(),
-            is_sweep: true,
-            runs: vec![],
-            cases: vec![],
-            discoveries,
-            trips: vec![],
-            warnings: vec![],
-        }
+        crate::analysis::testdata::analysis_of_discoveries("6.18", discoveries)
     }
 
     #[test]

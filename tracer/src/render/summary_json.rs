@@ -14,11 +14,11 @@ struct SummaryJson<'a> {
     runs: &'a [crate::analysis::analyze::RunInfo],
     verdicts: Vec<&'a crate::analysis::Verdict>,
     root_causes: Vec<&'a crate::analysis::CaseRootCause>,
-    discoveries: &'a [crate::analysis::discover::Discovery],
+    discoveries: Vec<&'a crate::analysis::discover::Discovery>,
     populations: Vec<&'a crate::analysis::populations::PopulationSplit>,
     /// Calls of one target per call of another it ran inside (runs with nested targets).
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
-    trip_counts: &'a [crate::analysis::trips::TripCount],
+    trip_counts: Vec<&'a crate::analysis::trips::TripCount>,
     /// Per (run, target, case): the probe's cost and the sizes it is a third or more of the
     /// time per call at.
     probe_costs: Vec<ProbeCostJson<'a>>,
@@ -42,12 +42,11 @@ pub(super) fn text(a: &Analysis, warnings: &[String]) -> String {
         runs: &a.runs,
         verdicts: a.verdicts().collect(),
         root_causes: a.root_causes().collect(),
-        discoveries: &a.discoveries,
+        discoveries: a.discoveries().collect(),
         populations: a.populations().collect(),
-        trip_counts: &a.trips,
+        trip_counts: a.trip_counts(),
         probe_costs: a
-            .cases
-            .iter()
+            .cases()
             .map(|c| &c.table)
             .filter_map(|t| {
                 Some(ProbeCostJson {

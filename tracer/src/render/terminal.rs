@@ -50,7 +50,7 @@ fn render_text(a: &Analysis, full: bool) -> String {
         out.push('\n');
     }
     // The answer first: what grows, found without naming a function.
-    for d in &a.discoveries {
+    for d in a.discoveries() {
         out.push_str(&format!(
             "Discover ({}, {}):\n",
             d.kernel,
@@ -115,7 +115,7 @@ fn render_text(a: &Analysis, full: bool) -> String {
     out.push_str(&histogram::smallest_and_largest_n(a, &growing, full));
     // With nothing growing no claim is made here: the summary says which cases are flat, and
     // a discover answer above may have found growth that no timed target's time per call has.
-    if !a.cases.is_empty() {
+    if a.cases().next().is_some() {
         let tables = "per-N tables (every case, every column): tables/<target>.md";
         out.push_str(&if growing.is_empty() {
             format!("\nThe {tables}\n")

@@ -4,6 +4,7 @@
 use crate::analysis::fit::FlatReason;
 use crate::analysis::trips::TripCount;
 use crate::analysis::{Analysis, CaseResult};
+use crate::rundata::RunRole;
 
 use super::fmt::{fmt_n, sig3};
 use super::verdict::flat_reason;
@@ -85,17 +86,23 @@ fn several_runs(a: &Analysis) -> bool {
 /// loop-count pass only those that joined a timed case (the pass traces every counted target
 /// during every workload it runs: do_wait's trips while `spawn` reaps its children are no
 /// finding).
-fn unshown(a: &Analysis) -> impl Iterator<Item = &TripCount> {
-    a.trips.iter().filter(|t| {
-        !a.discoveries.iter().any(|d| d.trips.contains(t))
-            && (t.role() != crate::rundata::RunRole::LoopCount
-                || a.cases.iter().any(|c| c.trips.contains(t)))
-    })
+fn unshown(a: &Analysis) -> Vec<&TripCount> {
+    let mut out: Vec<&TripCount> = a
+        .runs
+        .iter()
+        .flat_map(|r| {
+            let no_case = (r.role() != RunRole::LoopCount).then_some(&r.trips);
+            r.cases.iter().flat_map(|c| &c.trips).chain(no_case.into_iter().flatten())
+        })
+        .filter(|t| !a.discoveries().any(|d| d.trips.contains(t)))
+        .collect();
+    a.sort_trips(&mut out);
+    out
 }
 
 /// The terminal's paragraph; empty when no run had nested targets.
 pub fn terminal(a: &Analysis) -> String {
-    let lines: Vec<String> = unshown(a).map(|t| line(t, several_runs(a))).collect();
+    let lines: Vec<String> = unshown(a).into_iter().map(|t| line(t, several_runs(a))).collect();
     if lines.is_empty() {
         return String::new();
     }
@@ -109,6 +116,7 @@ pub fn terminal(a: &Analysis) -> String {
 /// The index's findings group (none when no run had nested targets).
 pub(super) fn findings(a: &Analysis) -> Option<(String, Vec<super::index::Item>)> {
     let items: Vec<super::index::Item> = unshown(a)
+        .into_iter()
         .map(|t| super::index::Item {
             line: line(t, several_runs(a)),
             details: Vec::new(),

@@ -19,7 +19,7 @@ use super::{SweepOptions, SweepRun};
 fn to_confirm(a: &crate::analysis::Analysis, k: usize) -> (Vec<String>, Vec<String>) {
     // Each with its caller chain in the heaviest stack.
     let mut chosen: Vec<(&String, &[String])> = Vec::new();
-    for d in &a.discoveries {
+    for d in a.discoveries() {
         // The top kernel loop's frame first: it is the answer.
         if k > 0
             && let Some(g) = d.entries.loops.first().and_then(|l| l.top())

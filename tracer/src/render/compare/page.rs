@@ -99,8 +99,7 @@ fn side_cells(
     case: &str,
 ) -> Option<(String, Option<String>, String, String)> {
     let found = an
-        .cases
-        .iter()
+        .cases()
         .find(|c| c.table.target == target && c.table.case_name == case)?;
     let (t, v) = (&found.table, &found.verdict);
     let growth = v.scaling.as_ref().map(summary::growth).unwrap_or_default();
@@ -132,8 +131,7 @@ fn loop_cells(
 ) -> Option<(String, Option<String>, String, String)> {
     let sides = cl.discovered.as_ref()?;
     let entry = an
-        .discoveries
-        .iter()
+        .discoveries()
         .filter(|d| d.run == sides.run && d.case_name == cl.case_name)
         .flat_map(|d| d.entries.loops.iter())
         .find(|e| e.entry == sides.entry)?;
@@ -197,7 +195,7 @@ pub(super) fn findings(
 ) -> Vec<(String, Vec<index::Item>)> {
     let side_lines = |an: &Analysis, label: &str, target: &str, case: &str| -> Vec<String> {
         let mut v = Vec::new();
-        for found in &an.cases {
+        for found in an.cases() {
             if found.table.target == target && found.table.case_name == case {
                 v.push(format!("{label}: {}", verdict::line(&found.verdict)));
                 if let Some(rc) = &found.root_cause {
