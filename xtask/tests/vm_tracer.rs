@@ -851,6 +851,21 @@ fn sysvipc_scan_is_counted_at_its_call_sites_on_5_10() {
         let v = verdict(&summary, "sysvipc_find_ipc", case);
         assert_eq!(v["class"], "O(n)", "{}", v["line"]);
         assert_eq!(v["by_loop"]["inner"], "idr_find", "{}", v["line"]);
+        // The count puts the loop in sysvipc_find_ipc: a frame below it (idr_find tail-calls
+        // into __radix_tree_lookup, which the stacks put right under it) is each trip's
+        // work, never "a loop in <frame> itself".
+        let rc = summary["root_causes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["target"] == "sysvipc_find_ipc" && r["case_name"] == case)
+            .unwrap_or_else(|| panic!("no root cause for {case}"));
+        let said = rc["cause"]["description"].as_str().unwrap_or_default();
+        assert!(
+            !said.starts_with("a loop in ") || said.starts_with("a loop in sysvipc_find_ipc "),
+            "{}",
+            rc["cause"]["line"]
+        );
     }
 }
 

@@ -12,10 +12,10 @@ use super::discover::{Discovery, ProfiledRun, discover};
 use super::exact::confirm_verdict;
 use super::load::{Dataset, LoadedRun};
 use super::populations::{PopulationSplit, split as split_populations};
-use super::rootcause::{FrameGrowth, RootCause, StacksAtN, root_cause};
+use super::rootcause::{Description, FrameGrowth, RootCause, StacksAtN, root_cause};
 use super::stacks::{Anchors, StackData};
 use super::table::{CaseTable, Metric, TableOptions, WorkloadReport, tables};
-use super::trips::{TripCount, loop_class};
+use super::trips::{MAX_PER_TRIP_SLOPE, TripCount, loop_class};
 use super::verdict::{Verdict, verdict};
 use super::warnings::{StackLoss, Warning};
 
@@ -139,7 +139,11 @@ impl Analysis {
     /// Put trip counts in the order [`Self::trip_counts`] gives them.
     pub fn sort_trips(&self, trips: &mut [&TripCount]) {
         let at = |t: &TripCount| self.runs.iter().position(|r| r.label == t.run);
-        trips.sort_by(|x, y| at(x).cmp(&at(y)).then_with(|| x.order_key().cmp(&y.order_key())));
+        trips.sort_by(|x, y| {
+            at(x)
+                .cmp(&at(y))
+                .then_with(|| x.order_key().cmp(&y.order_key()))
+        });
     }
 
     pub fn verdicts(&self) -> impl Iterator<Item = &Verdict> {
@@ -234,6 +238,9 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Analysis {
         });
     }
     join_loop_counts(&mut a.runs);
+    for c in a.runs.iter_mut().flat_map(|r| &mut r.cases) {
+        count_describes_culprit(c);
+    }
     // Each profiled run beside its own stacks (the runs counted only are not profiled).
     let profiled: Vec<(&ProfiledRun, &[StackData])> = profile_runs
         .iter()
@@ -506,6 +513,35 @@ fn join_loop_counts(runs: &mut [RunInfo]) {
     }
 }
 
+/// A frame whose self time carries the added time, in a case whose class its loop count
+/// gives, is no loop of its own when its time per call grows as the count does (their slopes
+/// within [`MAX_PER_TRIP_SLOPE`]): each trip of the counted loop costs it a fixed time. 5.10's
+/// sysvipc scan: `__radix_tree_lookup` (idr_find tail-calls into it, so it stands right under
+/// sysvipc_find_ipc on the stack) grows with slope 1.0 while sysvipc_find_ipc's calls of
+/// idr_find grow with 0.94. A frame whose time grows faster or slower than the count keeps
+/// "a loop in the frame itself", as does the target's own code, where the counted loop is.
+fn count_describes_culprit(c: &mut CaseResult) {
+    let (Some(lc), Some(rc)) = (&c.verdict.by_loop, &mut c.root_cause) else {
+        return;
+    };
+    let cause = &mut rc.cause;
+    let Some(Description::SelfTime(frame)) = &cause.description else {
+        return;
+    };
+    let follows = cause
+        .slope
+        .is_some_and(|s| (s - lc.slope).abs() < MAX_PER_TRIP_SLOPE);
+    if frame == &c.table.target || !follows {
+        return;
+    }
+    cause.description = Some(Description::PerTrip {
+        frame: frame.clone(),
+        outer: c.table.target.clone(),
+        inner: lc.inner.clone(),
+        count_slope: lc.slope,
+    });
+}
+
 /// What a root cause attributes: the target's time per call (the verdict's), or its time per
 /// op (the mean per call times the calls per op).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -710,6 +746,55 @@ mod tests {
         let alone = with(vec![load("waitpid", &timed)]);
         assert!(alone.runs[0].cases[0].verdict.by_loop.is_none());
         assert_eq!(alone.runs[0].cases[0].verdict.class(), v.time_class());
+    }
+
+    /// A frame right under the target whose self time grows as the loop counted inside the
+    /// target does is that loop's per-trip work (5.10's sysvipc scan: idr_find tail-calls
+    /// into `__radix_tree_lookup`, which the stacks put under sysvipc_find_ipc), not a loop
+    /// of its own; without the count, the stacks alone call it one.
+    #[test]
+    fn a_self_frame_that_grows_as_the_counted_loop_is_its_per_trip_work() {
+        use crate::analysis::testdata;
+        let ns = [10, 100, 1000, 4000];
+        let stacks = |n: u64| {
+            vec![
+                ("do_wait;lookup", 20 * n),
+                ("do_wait;lookup;node", 50),
+                ("do_wait", 1000),
+            ]
+        };
+        let run = || testdata::waitpid_run(&ns, |n| 1000 + 20 * n);
+        let description = |a: &Analysis| {
+            let c = a.cases().find(|c| c.table.target == "do_wait").unwrap();
+            c.root_cause.as_ref().unwrap().cause.description.clone()
+        };
+        let alone = testdata::analysis_with_stacks(run(), stacks);
+        assert_eq!(
+            description(&alone),
+            Some(Description::SelfTime("lookup".into()))
+        );
+        let mut counted = run();
+        for &n in &ns {
+            let mut inner = counted.spans.iter().find(|r| r.n == n).unwrap().clone();
+            let calls = inner.calls * (n / 2 + 1);
+            inner.target = "idr_find".into();
+            inner.calls = calls;
+            inner.within = [("do_wait".to_string(), calls)].into();
+            counted.spans.push(inner);
+        }
+        let a = testdata::analysis_with_stacks(counted, stacks);
+        let Some(Description::PerTrip {
+            frame,
+            outer,
+            inner,
+            count_slope,
+        }) = description(&a)
+        else {
+            panic!("{:?}", description(&a));
+        };
+        assert_eq!((frame.as_str(), outer.as_str()), ("lookup", "do_wait"));
+        assert_eq!(inner, "idr_find");
+        assert!((0.8..1.0).contains(&count_slope), "{count_slope}");
     }
 
     /// One call preempted for long at the largest size lifts the plain on-CPU mean by half

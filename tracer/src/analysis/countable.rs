@@ -126,8 +126,7 @@ mod tests {
     use super::*;
     use crate::analysis::load::{Dataset, LoadedRun};
     use crate::analysis::testdata;
-    use crate::rundata::Folded;
-    use crate::rundata::{StackFile, StackKind};
+    use crate::rundata::{Folded, StackFile, StackKind};
 
     /// do_wait's on-CPU samples at each N: `walk` ns per call in wait_consider_task below it
     /// (through do_wait_thread), 1000 ns in its own code.
@@ -146,40 +145,8 @@ mod tests {
         oncpu: impl Fn(u64) -> u64,
         stacks: impl Fn(u64) -> Vec<(&'static str, u64)>,
     ) -> Analysis {
-        let ns = [10, 100, 1000, 4000];
-        let mut run = testdata::waitpid_run(&ns, &oncpu);
-        let stacks: Vec<(StackFile, Folded)> = ns
-            .iter()
-            .map(|&n| {
-                let paths = stacks(n);
-                let text: String = paths
-                    .iter()
-                    .map(|(path, ns)| format!("entry;{path} {}\n", ns * 200))
-                    .collect();
-                let file = StackFile {
-                    kind: StackKind::Oncpu,
-                    target: "do_wait".into(),
-                    case: 1,
-                    case_name: "waitpid-pid".into(),
-                    n,
-                    path: format!("stacks/oncpu/do_wait/waitpid-pid/n{n}.folded"),
-                    total_ns: paths.iter().map(|(_, ns)| ns * 200).sum(),
-                    count: 4000,
-                };
-                (file, Folded::parse(&text).unwrap())
-            })
-            .collect();
-        run.stack_files = stacks.iter().map(|(f, _)| f.clone()).collect();
-        let loaded = LoadedRun::recorded("bench".into(), "/x".into(), run, stacks);
-        crate::analysis::analyze(
-            &Dataset {
-                root: "/x".into(),
-                is_sweep: false,
-                runs: vec![loaded],
-                notes: Vec::new(),
-            },
-            &Default::default(),
-        )
+        let run = testdata::waitpid_run(&[10, 100, 1000, 4000], &oncpu);
+        testdata::analysis_with_stacks(run, stacks)
     }
 
     /// A walk whose share of the target grows: its path below the target is counted; nothing
@@ -227,7 +194,11 @@ mod tests {
                 ]
             },
         );
-        let rc = &a.runs[0].cases[0].root_cause.as_ref().expect("a root cause").cause;
+        let rc = &a.runs[0].cases[0]
+            .root_cause
+            .as_ref()
+            .expect("a root cause")
+            .cause;
         assert!(
             !rc.culprit.as_ref().is_some_and(FrameGrowth::grows),
             "{:?}",

@@ -67,11 +67,13 @@ pub fn loop_changes(a: &Analysis, b: &Analysis) -> (Vec<ClassChange>, Option<Unm
             .map(|d| format!("{} [{}]", d.run, d.case_name))
             .collect()
     };
-    let unmatched =
-        (!matched && a.discoveries().next().is_some() && b.discoveries().next().is_some()).then(|| Unmatched {
-            a: programs(a),
-            b: programs(b),
-        });
+    let unmatched = (!matched
+        && a.discoveries().next().is_some()
+        && b.discoveries().next().is_some())
+    .then(|| Unmatched {
+        a: programs(a),
+        b: programs(b),
+    });
     (out, unmatched)
 }
 

@@ -39,6 +39,51 @@ pub fn analysis_of_discoveries(
     }
 }
 
+/// The analysis of `run` (a do_wait [waitpid-pid] run, as [`waitpid_run`] makes) named
+/// "bench", with do_wait's on-CPU samples at each of its sizes: each of `stacks(N)`'s paths
+/// (from do_wait down) with its ns per call, 4000 samples per size.
+pub fn analysis_with_stacks(
+    mut run: Run,
+    stacks: impl Fn(u64) -> Vec<(&'static str, u64)>,
+) -> super::Analysis {
+    use crate::rundata::{Folded, StackFile, StackKind};
+    let mut ns: Vec<u64> = run.spans.iter().map(|s| s.n).collect();
+    ns.sort_unstable();
+    ns.dedup();
+    let stacks: Vec<(StackFile, Folded)> = ns
+        .iter()
+        .map(|&n| {
+            let paths = stacks(n);
+            let text: String = paths
+                .iter()
+                .map(|(path, ns)| format!("entry;{path} {}\n", ns * 200))
+                .collect();
+            let file = StackFile {
+                kind: StackKind::Oncpu,
+                target: "do_wait".into(),
+                case: 1,
+                case_name: "waitpid-pid".into(),
+                n,
+                path: format!("stacks/oncpu/do_wait/waitpid-pid/n{n}.folded"),
+                total_ns: paths.iter().map(|(_, ns)| ns * 200).sum(),
+                count: 4000,
+            };
+            (file, Folded::parse(&text).unwrap())
+        })
+        .collect();
+    run.stack_files = stacks.iter().map(|(f, _)| f.clone()).collect();
+    let loaded = super::load::LoadedRun::recorded("bench".into(), "/x".into(), run, stacks);
+    super::analyze(
+        &super::load::Dataset {
+            root: "/x".into(),
+            is_sweep: false,
+            runs: vec![loaded],
+            notes: Vec::new(),
+        },
+        &Default::default(),
+    )
+}
+
 /// The analysis of one run named "r", with the default options.
 pub fn analysis_of(run: Run) -> super::Analysis {
     let ds = super::load::Dataset {

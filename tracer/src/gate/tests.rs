@@ -264,7 +264,10 @@ fn expect_cannot_judge_what_is_not_there_or_not_fitted() {
     );
     // One size: nothing fitted.
     let one = analysis(testdata::waitpid_run(&[100], |n| 1000 + 5 * n));
-    assert!(one.runs[0].cases[0].verdict.classes().is_empty(), "precondition");
+    assert!(
+        one.runs[0].cases[0].verdict.classes().is_empty(),
+        "precondition"
+    );
     let g = judge(&["do_wait:O(1)"], &one);
     assert_eq!(g.status(), GateStatus::Unjudged);
     assert_eq!(

@@ -92,7 +92,10 @@ fn unshown(a: &Analysis) -> Vec<&TripCount> {
         .iter()
         .flat_map(|r| {
             let no_case = (r.role() != RunRole::LoopCount).then_some(&r.trips);
-            r.cases.iter().flat_map(|c| &c.trips).chain(no_case.into_iter().flatten())
+            r.cases
+                .iter()
+                .flat_map(|c| &c.trips)
+                .chain(no_case.into_iter().flatten())
         })
         .filter(|t| !a.discoveries().any(|d| d.trips.contains(t)))
         .collect();
@@ -102,7 +105,10 @@ fn unshown(a: &Analysis) -> Vec<&TripCount> {
 
 /// The terminal's paragraph; empty when no run had nested targets.
 pub fn terminal(a: &Analysis) -> String {
-    let lines: Vec<String> = unshown(a).into_iter().map(|t| line(t, several_runs(a))).collect();
+    let lines: Vec<String> = unshown(a)
+        .into_iter()
+        .map(|t| line(t, several_runs(a)))
+        .collect();
     if lines.is_empty() {
         return String::new();
     }

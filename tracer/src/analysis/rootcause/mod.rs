@@ -244,6 +244,15 @@ pub enum Description {
     Faster(String),
     /// No culprit: the known loops among the frames that clearly split the added time.
     Loops(Vec<&'static str>),
+    /// The self time of `frame` grows as the loop counted in `outer` (calls of `inner` per
+    /// call, log-log slope `count_slope`) does: a fixed cost per trip of that loop, not a
+    /// loop of its own ([`crate::analysis::analyze`] replaces a [`Self::SelfTime`] with it).
+    PerTrip {
+        frame: String,
+        outer: String,
+        inner: String,
+        count_slope: f64,
+    },
 }
 
 impl RootCause {

@@ -54,6 +54,16 @@ pub fn description(rc: &RootCause) -> Option<String> {
             format!("time in {frame} grows faster than the rest of {target}")
         }
         Description::Loops(loops) => loops.join("; "),
+        Description::PerTrip {
+            frame,
+            outer,
+            inner,
+            count_slope,
+        } => format!(
+            "a fixed cost per trip of the loop counted in {outer} ({inner} calls per call; this \
+             frame's slope {} against the count's {count_slope:.2}), not a loop in {frame} itself",
+            rc.slope.map_or("?".to_string(), |s| format!("{s:.1}"))
+        ),
     })
 }
 
