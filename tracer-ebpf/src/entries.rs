@@ -1,8 +1,10 @@
-//! Kernel entries of the traced tasks (discover mode): every syscall counted and timed from
-//! `sys_enter` to `sys_exit` by number, user-mode page faults counted, and the syscall a
-//! thread is inside kept so that the sampler can file each sample under the entry it ran
-//! under. This is what tells a kernel loop (a syscall whose time per call grows with N) from
-//! a benchmark that makes more calls (calls per op grow, time per call does not).
+//! Kernel entries of the traced tasks (discover mode): every syscall counted by number at
+//! `sys_enter`, user-mode page faults counted, and the syscall a thread is inside kept so
+//! that the sampler can file each sample under the entry it ran under. This is what tells a
+//! kernel loop (a syscall whose time per call grows with N) from a benchmark that makes more
+//! calls (calls per op grow, time per call does not). Time per call comes from those samples
+//! (`analysis::entries`): no clock is read here, as the programs run for every syscall of the
+//! traced tasks and a clock read at each end was their largest cost.
 //!
 //! A pair of its own rather than the `raw_syscalls` routes' programs: these are attached only
 //! in discover mode, so the routes' per-syscall path stays as short as it was.
@@ -18,6 +20,12 @@
 //! switch-out with no sign of the switch-in program having run). Only with the scheduler
 //! programs attached (`FLAG_FAST_PATH`); without them every entry is kept in `IN_SYSCALL`.
 //! `TRACER_NO_FAST_PATH=1` turns it off with the span fast path.
+//!
+//! A syscall's count goes to its CPU's slot in `ENTRY_CACHE` (an increment while the slot
+//! holds the same syscall and phase), and into `ENTRY_COUNTS` only when another syscall or
+//! phase takes the slot: a loop of a few syscalls touches no hash map. Only the syscall
+//! programs use the cache: the interrupt programs, which can run in the middle of them on the
+//! same CPU, count straight into the map with atomic adds.
 
 use aya_ebpf::{
     bindings::BPF_NOEXIST, helpers::bpf_get_current_pid_tgid, macros::raw_tracepoint,
@@ -26,33 +34,32 @@ use aya_ebpf::{
 use tracer_ebpf::*;
 
 use crate::{
-    filter::filter_pass,
-    maps::{CPU_ENTRY, ENTRY_COUNTS, IN_SYSCALL},
+    filter::{filter_pass, is_followed},
+    maps::{CPU_ENTRY, ENTRY_CACHE, ENTRY_COUNTS, FOLLOW_GEN, IN_SYSCALL},
     phases::{PhaseCache, lookup_phase},
     raw_syscalls::reg,
-    util::{atomic_add, bump, config, now},
+    util::{atomic_add, bump, config},
 };
 
-/// One call of entry `entry`, `ns` from entry to exit, counted in phase (case, n). Not called
-/// from the sampler (no NMI): a plain insert is safe (an interrupt's program cannot land
-/// inside another's insert on its CPU: the map's bucket lock is taken with interrupts off).
+/// `calls` calls of entry `entry` in phase (case, n), added to `ENTRY_COUNTS` with atomic
+/// adds: other CPUs add to the same counts. Not called from the sampler (no NMI): a plain
+/// insert is safe (an interrupt's program cannot land inside another's insert on its CPU:
+/// the map's bucket lock is taken with interrupts off).
 #[inline(always)]
-pub(crate) fn count_entry(entry: u32, (case, n): (u32, u64), ns: u64) {
+pub(crate) fn count_entry(entry: u32, (case, n): (u32, u64), calls: u64) {
     let key = AggKey {
         target: entry,
         case,
         n,
     };
-    let add = |v: *mut StackVal| {
-        let v = v as *mut u64;
-        atomic_add(v, 1);
-        atomic_add(unsafe { v.add(1) }, ns);
-    };
     if let Some(v) = ENTRY_COUNTS.get_ptr_mut(&key) {
-        add(v);
+        atomic_add(v as *mut u64, calls);
         return;
     }
-    let first = StackVal { count: 1, ns };
+    let first = StackVal {
+        count: calls,
+        ns: 0,
+    };
     if ENTRY_COUNTS
         .insert(&key, &first, BPF_NOEXIST as u64)
         .is_ok()
@@ -61,23 +68,78 @@ pub(crate) fn count_entry(entry: u32, (case, n): (u32, u64), ns: u64) {
     }
     // Another CPU inserted it first, or the map is full.
     match ENTRY_COUNTS.get_ptr_mut(&key) {
-        Some(v) => add(v),
+        Some(v) => atomic_add(v as *mut u64, calls),
         None => bump(counter::ENTRIES_LOST),
     }
 }
 
+/// One call of syscall `nr` in phase (case, n), through this CPU's cache slot: the slot's
+/// previous syscall or phase is added to `ENTRY_COUNTS` when another takes its place. Called
+/// from the syscall programs only, which never run inside one another on a CPU.
 #[inline(always)]
-fn discovering() -> bool {
-    match config() {
-        Some(cfg) => cfg.flags & FLAG_DISCOVER != 0 && filter_pass(cfg),
-        None => false,
+fn count_syscall(nr: u32, (case, n): (u32, u64)) {
+    let entry = ENTRY_SYSCALL + nr;
+    let Some(slot) = ENTRY_CACHE.get_ptr_mut(nr % ENTRY_CACHE_SLOTS) else {
+        count_entry(entry, (case, n), 1);
+        return;
+    };
+    let slot = unsafe { &mut *slot };
+    if slot.count != 0 && slot.key.target == entry && slot.key.case == case && slot.key.n == n {
+        slot.count += 1;
+        return;
     }
+    if slot.count != 0 {
+        count_entry(slot.key.target, (slot.key.case, slot.key.n), slot.count);
+    }
+    slot.key = AggKey {
+        target: entry,
+        case,
+        n,
+    };
+    slot.count = 1;
+}
+
+/// Is the current task, of process `tgid`, one discover counts? With a followed process
+/// tree, the last followed process seen on this CPU is remembered in its slot while no
+/// process has left the tree since (`FOLLOW_GEN`): a task of it passes without the hash
+/// lookup the filter makes (always, inside a PID namespace, where the traced command's own
+/// pid is not known up front).
+#[inline(always)]
+fn discovering(tgid: u32) -> bool {
+    let Some(cfg) = config() else {
+        return false;
+    };
+    if cfg.flags & FLAG_DISCOVER == 0 {
+        return false;
+    }
+    if cfg.filter != FILTER_FOLLOW {
+        return filter_pass(cfg);
+    }
+    let generation = FOLLOW_GEN.get(0).copied().unwrap_or(0);
+    let slot = cpu_entry();
+    if let Some(c) = &slot
+        && c.followed == tgid
+        && tgid != 0
+        && c.follow_gen == generation
+    {
+        return true;
+    }
+    if !is_followed(cfg, tgid) {
+        return false;
+    }
+    if let Some(c) = slot {
+        c.followed = tgid;
+        c.follow_gen = generation;
+    }
+    true
 }
 
 /// `sys_enter(struct pt_regs *regs, long id)`.
 #[raw_tracepoint(tracepoint = "sys_enter")]
 pub fn ent_sys_enter(ctx: RawTracePointContext) -> u32 {
-    if !discovering() {
+    let pid_tgid = bpf_get_current_pid_tgid();
+    let (tid, tgid) = (pid_tgid as u32, (pid_tgid >> 32) as u32);
+    if !discovering(tgid) {
         return 0;
     }
     let regs: u64 = ctx.arg(0);
@@ -89,9 +151,7 @@ pub fn ent_sys_enter(ctx: RawTracePointContext) -> u32 {
     if reg(regs, PT_REGS_CS).is_none_or(|cs| cs & 0xffff == USER32_CS) {
         return 0;
     }
-    let tid = bpf_get_current_pid_tgid() as u32;
     let e = EntryNow {
-        since_ns: now(),
         nr: nr as u32,
         _pad: 0,
     };
@@ -103,41 +163,36 @@ pub fn ent_sys_enter(ctx: RawTracePointContext) -> u32 {
         c.entry = e;
         c.tid = tid;
         c.open = 1;
+        let (case, n, _) = c.phase.get(tgid);
+        count_syscall(nr as u32, (case, n));
         return 0;
     }
     if IN_SYSCALL.insert(&tid, &e, 0).is_err() {
         bump(counter::ENTRIES_LOST);
     }
+    let (case, n, _) = lookup_phase(tgid);
+    count_syscall(nr as u32, (case, n));
     0
 }
 
-/// `sys_exit(struct pt_regs *regs, long ret)`. Syscalls that never return (exit, a
-/// successful exit_group) have no exit: their entry is removed with the thread.
+/// `sys_exit(struct pt_regs *regs, long ret)`: the thread is no longer inside its syscall.
+/// Syscalls that never return (exit, a successful exit_group) have no exit: their entry is
+/// removed with the thread.
 #[raw_tracepoint(tracepoint = "sys_exit")]
 pub fn ent_sys_exit(_ctx: RawTracePointContext) -> u32 {
-    let pid_tgid = bpf_get_current_pid_tgid();
-    let tid = pid_tgid as u32;
-    let tgid = (pid_tgid >> 32) as u32;
+    let tid = bpf_get_current_pid_tgid() as u32;
     // For every syscall on the machine: only threads that entered one here have an entry, in
     // this CPU's slot if the thread never left the CPU, else in the map.
-    let (e, phase) = match cpu_entry() {
-        Some(c) if c.open != 0 && c.tid == tid => {
-            c.open = 0;
-            let (case, n, _) = c.phase.get(tgid);
-            (c.entry, (case, n))
-        }
-        _ => {
-            let Some(e) = (unsafe { IN_SYSCALL.get(&tid) }) else {
-                return 0;
-            };
-            let e = *e;
-            let _ = IN_SYSCALL.remove(&tid);
-            let (case, n, _) = lookup_phase(tgid);
-            (e, (case, n))
-        }
-    };
-    let wall = now().saturating_sub(e.since_ns);
-    count_entry(ENTRY_SYSCALL + e.nr, phase, wall);
+    if let Some(c) = cpu_entry()
+        && c.open != 0
+        && c.tid == tid
+    {
+        c.open = 0;
+        return 0;
+    }
+    if unsafe { IN_SYSCALL.get(&tid) }.is_some() {
+        let _ = IN_SYSCALL.remove(&tid);
+    }
     0
 }
 
@@ -145,15 +200,15 @@ pub fn ent_sys_exit(_ctx: RawTracePointContext) -> u32 {
 /// (x86). Counted only: the fault's time is in the samples filed under it.
 #[raw_tracepoint(tracepoint = "page_fault_user")]
 pub fn ent_fault(_ctx: RawTracePointContext) -> u32 {
-    if !discovering() {
+    let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
+    if !discovering(tgid) {
         return 0;
     }
-    let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
     let (case, n, _) = match cpu_entry() {
         Some(c) => c.phase.get(tgid),
         None => lookup_phase(tgid),
     };
-    count_entry(ENTRY_PAGE_FAULT, (case, n), 0);
+    count_entry(ENTRY_PAGE_FAULT, (case, n), 1);
     0
 }
 
@@ -181,8 +236,12 @@ pub(crate) struct CpuEntry {
     tid: u32,
     /// 1 while `entry` is `tid`'s open syscall.
     open: u32,
-    /// The phase of the last traced process that left a syscall here.
+    /// The phase of the last traced process that entered a syscall here.
     phase: PhaseCache,
+    /// The last followed process seen here, and `FOLLOW_GEN` then (see [`discovering`]).
+    followed: u32,
+    _pad: u32,
+    follow_gen: u64,
 }
 
 /// This CPU's slot, when the scheduler programs keep it right.

@@ -27,7 +27,7 @@ fn interrupted(entry: u32) {
     }
     let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
     let (case, n, _) = lookup_phase(tgid);
-    count_entry(entry, (case, n), 0);
+    count_entry(entry, (case, n), 1);
 }
 
 /// `local_timer_entry(int vector)`.
@@ -77,5 +77,5 @@ pub fn ent_softirq(_ctx: RawTracePointContext) -> u32 {
 /// scheduler programs, which have looked the phase up already, with `FLAG_COUNT_PREEMPTION`.
 #[inline(always)]
 pub(crate) fn preempted(phase: (u32, u64)) {
-    count_entry(ENTRY_PREEMPTION, phase, 0);
+    count_entry(ENTRY_PREEMPTION, phase, 1);
 }

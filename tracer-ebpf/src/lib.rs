@@ -377,9 +377,22 @@ pub const ENTRY_SYSCALL: u32 = 0x100;
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct EntryNow {
-    pub since_ns: u64,
     pub nr: u32,
     pub _pad: u32,
+}
+
+/// Slots of each CPU's cache of syscall counts (`ENTRY_CACHE`, discover mode), by syscall
+/// number modulo their count.
+pub const ENTRY_CACHE_SLOTS: u32 = 64;
+
+/// Calls of one kernel entry in one phase counted on one CPU and not yet added to
+/// `ENTRY_COUNTS` (count 0: an empty slot). Userspace adds every CPU's slots to the map's
+/// counts when it reads them.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EntryCache {
+    pub key: AggKey,
+    pub count: u64,
 }
 
 /// Where a traced task blocked, kept from switch-out to switch-in (discover mode).
@@ -596,6 +609,7 @@ mod pod {
     unsafe impl aya::Pod for OffStart {}
     unsafe impl aya::Pod for UsdtSpec {}
     unsafe impl aya::Pod for StackBuf {}
+    unsafe impl aya::Pod for EntryCache {}
 }
 
 #[cfg(test)]

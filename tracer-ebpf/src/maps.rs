@@ -22,6 +22,11 @@ pub(crate) static SYSCALL_ROUTES: Array<SyscallRoute> = Array::with_max_entries(
 #[map]
 pub(crate) static FOLLOW: HashMap<u32, u8> = HashMap::with_max_entries(32768, 0);
 
+/// Bumped whenever a process leaves `FOLLOW` (by the probes at its exit, by userspace): the
+/// discover programs' per-CPU memory of a followed process is good while it is unchanged.
+#[map]
+pub(crate) static FOLLOW_GEN: Array<u64> = Array::with_max_entries(1, 0);
+
 /// Inside a PID namespace (`Config::pidns_ino`): the processes to follow by their pid in the
 /// tracer's namespace (userspace writes them with value 0). The first time such a process
 /// runs a traced event, the filter finds it by its namespace pid, follows it by its kernel
@@ -118,6 +123,12 @@ pub(crate) static EVENTS: RingBuf = RingBuf::with_byte_size(4 << 20, 0);
 /// counts must not be lost with them.
 #[map]
 pub(crate) static ENTRY_COUNTS: HashMap<AggKey, StackVal> = HashMap::with_max_entries(16384, 0);
+
+/// Discover mode: each CPU's syscall counts not yet added to `ENTRY_COUNTS`, a slot per
+/// syscall number modulo `ENTRY_CACHE_SLOTS` (see `entries`).
+#[map]
+pub(crate) static ENTRY_CACHE: PerCpuArray<EntryCache> =
+    PerCpuArray::with_max_entries(ENTRY_CACHE_SLOTS, 0);
 
 /// Discover mode: the syscall of the traced thread running on each CPU (see `entries`).
 #[map]

@@ -17,11 +17,14 @@ use crate::{
     entries, fastpath,
     filter::{current_ns_tgid, filter_pass, is_followed},
     interruptions,
-    maps::{CONFIG, COUNTERS, CURRENT_PHASE, FOLLOW, NS_SEEDS, OFF_START, PENDING_OPEN, THREADS},
+    maps::{
+        CONFIG, COUNTERS, CURRENT_PHASE, FOLLOW, FOLLOW_GEN, NS_SEEDS, OFF_START, PENDING_OPEN,
+        THREADS,
+    },
     phases::{bump_phase_gen, lookup_phase},
     spans::{ThreadState, top_target},
     stacks::stack_id,
-    util::{bump, config, now},
+    util::{atomic_add, bump, config, now},
 };
 
 /// The pid of the `struct task_struct` at `task`.
@@ -269,7 +272,11 @@ fn on_exit_task() {
     let _ = OFF_START.remove(&tid);
     entries::thread_exits(tid);
     if tid == tgid {
-        let _ = FOLLOW.remove(&tgid);
+        if FOLLOW.remove(&tgid).is_ok()
+            && let Some(g) = FOLLOW_GEN.get_ptr_mut(0)
+        {
+            atomic_add(g, 1);
+        }
         // A namespace seed that exits (found or not) is forgotten, so a process that later
         // gets the same pid in the namespace is not taken for it.
         if let Some(cfg) = config() {

@@ -648,12 +648,13 @@ fn record_entry_moves(env: &[(&str, &str)]) -> (Value, u64) {
     (common::read_json(&out.join("run.json")), moved)
 }
 
-/// Discover counts every syscall of the traced tree and times it from entry to exit, keeping
-/// the open one in its CPU's slot while the thread stays there: syscalls that block, and
-/// syscalls that return on another CPU, are counted and timed as exactly as the ones that do
-/// neither, with the slot and without it.
+/// Discover counts every syscall of the traced tree at its entry, in its CPU's cache of
+/// counts (added to the shared map when another syscall takes the slot, and by userspace
+/// when it reads them), and keeps the open one in its CPU's slot while the thread stays
+/// there: syscalls that block, and syscalls that return on another CPU, are counted as
+/// exactly as the ones that do neither, with the slot and without it, and none is lost.
 #[test]
-fn discover_counts_and_times_syscalls_that_block_or_migrate_exactly() {
+fn discover_counts_syscalls_that_block_or_migrate_exactly() {
     let _g = serial();
     for (label, env) in [
         ("per-CPU slot", vec![]),
@@ -664,38 +665,18 @@ fn discover_counts_and_times_syscalls_that_block_or_migrate_exactly() {
             moved, 50,
             "{label}: every ppoll returned on the CPU it was sent to"
         );
-        let entry = |name: &str| -> (u64, u64) {
+        let calls = |name: &str| -> u64 {
             run["entries"]
                 .as_array()
                 .unwrap()
                 .iter()
                 .filter(|e| e["entry"] == name)
-                .fold((0, 0), |(c, w), e| {
-                    (
-                        c + e["calls"].as_u64().unwrap(),
-                        w + e["wall_ns"].as_u64().unwrap(),
-                    )
-                })
+                .map(|e| e["calls"].as_u64().unwrap())
+                .sum()
         };
-        let (sleeps, sleep_ns) = entry("nanosleep");
-        assert_eq!(sleeps, 1000, "{label}: nanosleep calls");
-        assert!(
-            sleep_ns >= 1000 * 1_000_000,
-            "{label}: 1000 sleeps of 1 ms took {sleep_ns} ns in all"
-        );
-        let (polls, poll_ns) = entry("ppoll");
-        assert_eq!(polls, 50, "{label}: ppoll calls");
-        // Each waits for the helper's 2 ms sleep before its wake-up.
-        assert!(
-            poll_ns >= 50 * 2_000_000,
-            "{label}: 50 ppolls took {poll_ns} ns in all"
-        );
-        let (quick, quick_ns) = entry("getppid");
-        assert_eq!(quick, 100_000, "{label}: getppid calls");
-        assert!(
-            quick_ns < 100_000 * 1_000_000,
-            "{label}: getppid wall time {quick_ns} ns"
-        );
+        assert_eq!(calls("nanosleep"), 1000, "{label}: nanosleep calls");
+        assert_eq!(calls("ppoll"), 50, "{label}: ppoll calls");
+        assert_eq!(calls("getppid"), 100_000, "{label}: getppid calls");
         assert_eq!(
             run["counters"]["entries_lost"].as_u64().unwrap_or(0),
             0,

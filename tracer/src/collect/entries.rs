@@ -56,25 +56,22 @@ fn is_interrupt_entry(frame: &str) -> bool {
 
 /// The entry counts of a snapshot, one row per (case, N, entry), in that order.
 pub fn entry_rows(snap: &Snapshot) -> Vec<EntryRow> {
-    let mut rows: BTreeMap<(u32, u64, String), (u64, u64)> = BTreeMap::new();
+    let mut rows: BTreeMap<(u32, u64, String), u64> = BTreeMap::new();
     for (k, v) in &snap.stacks {
         if k.kind != STACK_ENTRY || k.agg.target == ENTRY_NONE {
             continue;
         }
-        let e = rows
+        *rows
             .entry((k.agg.case, k.agg.n, entry_name(k.agg.target, &[])))
-            .or_default();
-        e.0 += v.count;
-        e.1 += v.ns;
+            .or_default() += v.count;
     }
     rows.into_iter()
-        .map(|((case, n, entry), (calls, wall_ns))| EntryRow {
+        .map(|((case, n, entry), calls)| EntryRow {
             case,
             case_name: workloads::cases::case_name(case),
             n,
             entry,
             calls,
-            wall_ns,
         })
         .collect()
 }

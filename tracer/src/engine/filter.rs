@@ -1,7 +1,7 @@
 //! Which tasks are traced: the whole system, a followed process tree, a comm or a cgroup.
 use std::path::PathBuf;
 
-use aya::maps::{HashMap, MapData};
+use aya::maps::{Array, HashMap, MapData};
 use tracer_ebpf::{FILTER_ALL, FILTER_CGROUP, FILTER_COMM, FILTER_FOLLOW};
 
 use super::{Engine, EngineError, map_error};
@@ -114,6 +114,13 @@ impl Engine {
             && let Ok(mut m) = HashMap::<&mut MapData, u32, u8>::try_from(map)
         {
             let _ = m.remove(&kernel_pid);
+        }
+        // The probes' per-CPU memory of followed processes is no longer good.
+        if let Some(map) = self.bpf.map_mut("FOLLOW_GEN")
+            && let Ok(mut g) = Array::<&mut MapData, u64>::try_from(map)
+            && let Ok(v) = g.get(&0, 0)
+        {
+            let _ = g.set(0, v.wrapping_add(1), 0);
         }
     }
 

@@ -233,6 +233,30 @@ impl Engine {
             };
             snap.stacks.push((key, val));
         }
+        // And the counts each CPU holds in its cache, not yet added to the map (duplicate
+        // keys are summed with the map's by the reader of the snapshot).
+        let m: PerCpuArray<&MapData, EntryCache> =
+            PerCpuArray::try_from(self.bpf.map("ENTRY_CACHE").expect("ENTRY_CACHE"))
+                .map_err(map_error("ENTRY_CACHE"))?;
+        for slot in 0..ENTRY_CACHE_SLOTS {
+            let per_cpu = m.get(&slot, 0).map_err(map_error("ENTRY_CACHE"))?;
+            for c in per_cpu.iter().filter(|c| c.count > 0) {
+                let key = StackKey {
+                    agg: c.key,
+                    kind: STACK_ENTRY,
+                    kstack: -1,
+                    ustack: -1,
+                    tgid: 0,
+                };
+                snap.stacks.push((
+                    key,
+                    StackVal {
+                        count: c.count,
+                        ns: 0,
+                    },
+                ));
+            }
+        }
 
         let m: HashMap<&MapData, PhaseKey, PhaseStats> =
             HashMap::try_from(self.bpf.map("PHASE_STATS").expect("PHASE_STATS"))
@@ -403,6 +427,18 @@ impl Engine {
         clear_hash::<StackKey, StackVal>(&mut self.bpf, "STACKS")?;
         self.drained_stacks.clear();
         clear_hash::<AggKey, StackVal>(&mut self.bpf, "ENTRY_COUNTS")?;
+        {
+            let mut cache: PerCpuArray<&mut MapData, EntryCache> =
+                PerCpuArray::try_from(self.bpf.map_mut("ENTRY_CACHE").expect("ENTRY_CACHE"))
+                    .map_err(map_error("ENTRY_CACHE"))?;
+            for slot in 0..ENTRY_CACHE_SLOTS {
+                let zeros = aya::maps::PerCpuValues::try_from(vec![EntryCache::default(); ncpu])
+                    .map_err(EngineError::Cpus)?;
+                cache
+                    .set(slot, zeros, 0)
+                    .map_err(map_error("ENTRY_CACHE"))?;
+            }
+        }
         clear_hash::<PhaseKey, PhaseStats>(&mut self.bpf, "PHASE_STATS")?;
         clear_hash::<u32, CurrentPhase>(&mut self.bpf, "CURRENT_PHASE")?;
         clear_hash::<u32, PhaseKey>(&mut self.bpf, "ROW_OWNER")?;

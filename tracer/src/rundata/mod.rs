@@ -148,8 +148,8 @@ pub struct Run {
 }
 
 /// One kind of kernel entry in one phase: how many times the traced tasks entered the kernel
-/// that way, and the time from entry to exit summed (syscalls; 0 for page faults, which have
-/// no exit event: their time is in the samples filed under them).
+/// that way. Its time is in the samples filed under it. (Runs recorded before 2026-12 also
+/// hold `wall_ns`, the time from entry to exit summed, which nothing read: ignored.)
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct EntryRow {
     pub case: u32,
@@ -159,7 +159,6 @@ pub struct EntryRow {
     /// ([`Interruption::name`]: `timer_interrupt`, `preemption`, ...).
     pub entry: String,
     pub calls: u64,
-    pub wall_ns: u64,
 }
 
 /// One run of the traced command.

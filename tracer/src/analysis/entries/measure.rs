@@ -28,17 +28,16 @@ pub(super) fn measure(name: &str, c: CaseData) -> Option<Measured> {
         ..
     } = c;
     let mut calls = Vec::with_capacity(ns.len());
-    let mut wall = Vec::with_capacity(ns.len());
     for &n in ns {
-        let (c, w) = rows
+        let c: u64 = rows
             .iter()
             .filter(|r| r.n == n && r.entry == name)
-            .fold((0u64, 0u64), |(c, w), r| (c + r.calls, w + r.wall_ns));
+            .map(|r| r.calls)
+            .sum();
         if c == 0 {
             return None;
         }
         calls.push(c as f64);
-        wall.push(w as f64);
     }
     // Each size's samples of the entry: all of them, and its own work (without the samples
     // taken in a context switch or an interrupt inside it), where the loops are looked for.
@@ -57,7 +56,7 @@ pub(super) fn measure(name: &str, c: CaseData) -> Option<Measured> {
                 .unwrap_or_default()
         })
         .unzip();
-    let points = entry_points(ns, ops, period_ns, kernel_ns, &profiles, &calls, &wall);
+    let points = entry_points(ns, ops, period_ns, kernel_ns, &profiles, &calls);
     let per_call = spread.fit(
         &points
             .iter()
@@ -112,7 +111,6 @@ fn entry_points(
     kernel_ns: &[f64],
     profiles: &[Profile],
     calls: &[f64],
-    wall: &[f64],
 ) -> Vec<EntryPoint> {
     (0..ns.len())
         .map(|i| {
@@ -125,7 +123,6 @@ fn entry_points(
                 // Poisson: a count of s samples has error √s (at least one sample's worth,
                 // so a size with none still has an error).
                 per_call_se_ns: period_ns as f64 * (p.samples.max(1) as f64).sqrt() / calls[i],
-                wall_per_call_ns: wall[i] / calls[i],
                 samples: p.samples,
                 share: if kernel_ns[i] > 0.0 {
                     per_call * calls[i] / ops[i] / kernel_ns[i]

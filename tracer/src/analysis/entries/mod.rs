@@ -98,8 +98,6 @@ pub struct EntryPoint {
     /// Sampled on-CPU kernel time per call (ns), and its standard error.
     pub per_call_ns: f64,
     pub per_call_se_ns: f64,
-    /// Entry to exit per call (ns): syscalls only (0 for page faults), blocked time included.
-    pub wall_per_call_ns: f64,
     /// Samples filed under the entry.
     pub samples: u64,
     /// Its share of the sampled kernel time.

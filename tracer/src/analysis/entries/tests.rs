@@ -22,7 +22,6 @@ pub(crate) fn row(entry: &str, n: u64, calls: u64) -> EntryRow {
         n,
         entry: entry.into(),
         calls,
-        wall_ns: calls * 1000,
     }
 }
 

@@ -240,12 +240,13 @@ fn profile_why(md: &mut String, r: &Results) {
 fn discover_why(md: &mut String, r: &Results) {
     md.push_str(
         "- **Discover against perf record.** Both sample the command's tree at the same \
-         frequency; discover also counts and times every syscall the tree makes (a raw \
-         `sys_enter` and `sys_exit` program and a clock read at each end, per syscall; the \
-         open syscall is kept in its CPU's slot unless the thread leaves the CPU), which \
-         is what tells a syscall whose time per call grows from a benchmark that makes more \
-         calls; perf records none of it. Where the command's ops are a few short syscalls, \
-         that per-syscall work, not the sampling, is discover's cost:",
+         frequency; discover also counts every syscall the tree makes (a raw `sys_enter` \
+         program that counts it in its CPU's cache of counts, and a `sys_exit` program that \
+         closes it, so that a sample is filed under the syscall it ran in; no clock is read), \
+         which is what tells a syscall whose time per call grows from a benchmark that makes \
+         more calls; perf records none of it. Where the command's ops are a few short \
+         syscalls, the two programs each syscall runs (the kernel's dispatch to them most of \
+         it), not the sampling, are discover's cost:",
     );
     for set in &r.discover {
         let added = |name: &str| set.added_median(name);
