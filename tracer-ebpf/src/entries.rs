@@ -99,39 +99,45 @@ fn count_syscall(nr: u32, (case, n): (u32, u64)) {
     slot.count = 1;
 }
 
-/// Is the current task, of process `tgid`, one discover counts? With a followed process
-/// tree, the last followed process seen on this CPU is remembered in its slot while no
-/// process has left the tree since (`FOLLOW_GEN`): a task of it passes without the hash
-/// lookup the filter makes (always, inside a PID namespace, where the traced command's own
-/// pid is not known up front).
+/// Is the current task, of process `tgid`, one discover counts? None if not; else whether
+/// its process is known to make 64-bit syscalls. With a followed process tree, the last
+/// followed process seen on this CPU is remembered in its slot while no process has left the
+/// tree or exec'd since (`FOLLOW_GEN`): a task of it passes without the hash lookup the
+/// filter makes (always, inside a PID namespace, where the traced command's own pid is not
+/// known up front), and without reading its code segment again once a syscall showed it
+/// 64-bit (only an exec changes that).
 #[inline(always)]
-fn discovering(tgid: u32) -> bool {
-    let Some(cfg) = config() else {
-        return false;
-    };
+fn discovering(tgid: u32) -> Option<bool> {
+    let cfg = config()?;
     if cfg.flags & FLAG_DISCOVER == 0 {
-        return false;
+        return None;
     }
     if cfg.filter != FILTER_FOLLOW {
-        return filter_pass(cfg);
+        return filter_pass(cfg).then_some(false);
     }
-    let generation = FOLLOW_GEN.get(0).copied().unwrap_or(0);
+    let generation = follow_gen();
     let slot = cpu_entry();
     if let Some(c) = &slot
         && c.followed == tgid
         && tgid != 0
         && c.follow_gen == generation
     {
-        return true;
+        return Some(c.is64 != 0);
     }
     if !is_followed(cfg, tgid) {
-        return false;
+        return None;
     }
     if let Some(c) = slot {
         c.followed = tgid;
         c.follow_gen = generation;
+        c.is64 = 0;
     }
-    true
+    Some(false)
+}
+
+#[inline(always)]
+fn follow_gen() -> u64 {
+    FOLLOW_GEN.get(0).copied().unwrap_or(0)
 }
 
 /// `sys_enter(struct pt_regs *regs, long id)`.
@@ -139,17 +145,24 @@ fn discovering(tgid: u32) -> bool {
 pub fn ent_sys_enter(ctx: RawTracePointContext) -> u32 {
     let pid_tgid = bpf_get_current_pid_tgid();
     let (tid, tgid) = (pid_tgid as u32, (pid_tgid >> 32) as u32);
-    if !discovering(tgid) {
+    let Some(known64) = discovering(tgid) else {
         return 0;
-    }
+    };
     let regs: u64 = ctx.arg(0);
     let nr: u64 = ctx.arg(1);
     if nr >= MAX_SYSCALL_NR as u64 {
         return 0;
     }
     // A 32-bit process's numbers are the ia32 table's: not named by the x86_64 one.
-    if reg(regs, PT_REGS_CS).is_none_or(|cs| cs & 0xffff == USER32_CS) {
-        return 0;
+    if !known64 {
+        if reg(regs, PT_REGS_CS).is_none_or(|cs| cs & 0xffff == USER32_CS) {
+            return 0;
+        }
+        if let Some(c) = cpu_entry()
+            && c.followed == tgid
+        {
+            c.is64 = 1;
+        }
     }
     let e = EntryNow {
         nr: nr as u32,
@@ -172,6 +185,17 @@ pub fn ent_sys_enter(ctx: RawTracePointContext) -> u32 {
     }
     let (case, n, _) = lookup_phase(tgid);
     count_syscall(nr as u32, (case, n));
+    0
+}
+
+/// `sched_process_exec(struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)`: a
+/// process that exec'd may make 32-bit syscalls now; what each CPU remembers of it is
+/// forgotten.
+#[raw_tracepoint(tracepoint = "sched_process_exec")]
+pub fn ent_exec(_ctx: RawTracePointContext) -> u32 {
+    if let Some(g) = FOLLOW_GEN.get_ptr_mut(0) {
+        atomic_add(g, 1);
+    }
     0
 }
 
@@ -201,7 +225,7 @@ pub fn ent_sys_exit(_ctx: RawTracePointContext) -> u32 {
 #[raw_tracepoint(tracepoint = "page_fault_user")]
 pub fn ent_fault(_ctx: RawTracePointContext) -> u32 {
     let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
-    if !discovering(tgid) {
+    if discovering(tgid).is_none() {
         return 0;
     }
     let (case, n, _) = match cpu_entry() {
@@ -238,9 +262,10 @@ pub(crate) struct CpuEntry {
     open: u32,
     /// The phase of the last traced process that entered a syscall here.
     phase: PhaseCache,
-    /// The last followed process seen here, and `FOLLOW_GEN` then (see [`discovering`]).
+    /// The last followed process seen here, and `FOLLOW_GEN` then (see [`discovering`]);
+    /// `is64` is 1 once one of its syscalls showed it a 64-bit process.
     followed: u32,
-    _pad: u32,
+    is64: u32,
     follow_gen: u64,
 }
 

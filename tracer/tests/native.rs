@@ -125,6 +125,44 @@ fn a_32_bit_process_syscalls_are_not_read_by_the_x86_64_numbers() {
     );
 }
 
+/// Discover names syscalls by the x86_64 table too, and remembers per CPU that a process
+/// makes 64-bit syscalls: a shell's child that execs a 32-bit program must be read again
+/// (its 2000 chroots, ia32's 61, are no wait4 calls).
+#[test]
+fn discover_reads_a_process_that_execs_a_32_bit_program_by_its_new_table() {
+    let _g = serial();
+    let tmp = tmpdir();
+    let bin = ia32_chroot(tmp.path());
+    let out = tmp.path().join("run");
+    let script = format!("{0}; {0}; exit 0", bin.display());
+    let st = tracer()
+        .args(["record", "--discover", "-o"])
+        .arg(&out)
+        .args(["--", "sh", "-c", &script])
+        .status()
+        .unwrap();
+    assert!(st.success(), "tracer record failed: {st}");
+    let run = read_run(&out);
+    let calls = |name: &str| -> u64 {
+        run["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["entry"] == name)
+            .map(|e| e["calls"].as_u64().unwrap())
+            .sum()
+    };
+    let (waits, execs) = (calls("wait4"), calls("execve"));
+    assert!(
+        execs >= 2,
+        "the shell's children exec'd: {execs} execve calls"
+    );
+    assert!(
+        (1..100).contains(&waits),
+        "wait4 calls {waits}: the shell's waits, not the 2000 ia32 chroots"
+    );
+}
+
 // Functions the fast-path fallback test attaches to: one that blocks, one that migrates.
 #[unsafe(no_mangle)]
 #[inline(never)]

@@ -101,10 +101,16 @@ impl Engine {
         if !cfg!(target_arch = "x86_64") {
             return Some("syscall numbers are read as x86_64's".into());
         }
-        // Exit first: an exit without its entry is ignored.
-        for (prog, tp) in [("ent_sys_exit", "sys_exit"), ("ent_sys_enter", "sys_enter")] {
+        // Exit first: an exit without its entry is ignored. Exec before the entry: the entry
+        // remembers a process's code segment until it execs.
+        let progs = [
+            ("ent_sys_exit", "sys_exit"),
+            ("ent_exec", "sched_process_exec"),
+            ("ent_sys_enter", "sys_enter"),
+        ];
+        for (prog, tp) in progs {
             if let Err(e) = self.attach_raw_to(prog, tp) {
-                for p in ["ent_sys_enter", "ent_sys_exit"] {
+                for (p, _) in progs {
                     self.unload_prog(p);
                 }
                 return Some(format!("raw syscall tracepoints refused: {e}"));
