@@ -60,8 +60,9 @@ pub fn counter_meaning(name: &str) -> Option<&'static str> {
              or a phase's own statistics were lost (raise --max-phases)"
         }
         "entries_lost" => {
-            "syscalls of traced threads not counted (too many threads inside a syscall at \
-             once): the kernel-entry counts and per-call times are short of them"
+            "kernel entries of traced threads not counted, or syscalls whose samples could \
+             not be filed under them (too many threads inside a syscall at once, or the \
+             counts' map full): the kernel-entry counts and per-call times are short of them"
         }
         "thread_map_full" => "threads not tracked: their calls were neither counted nor timed",
         "depth_overflow" => "calls nested deeper than 16 frames were counted without a duration",
