@@ -1,7 +1,8 @@
 //! The renderers import one another one way: no module under `tracer/src/render/` reaches
 //! itself through the modules it imports (`super::…`, `crate::render::…`; the render root's
 //! shared types and the test modules left out). A circle means two renderers each hold wording
-//! the other needs: the wording belongs in a leaf (`render/fmt.rs`) both import.
+//! the other needs: the wording belongs in a leaf (`render/fmt.rs`) both import. And the
+//! views, which write the sentences, import no output.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -134,6 +135,70 @@ fn render_modules_import_one_way() {
         let names: Vec<String> = c.iter().map(|m| m.join("::")).collect();
         panic!("an import circle in render/: {}", names.join(" -> "));
     }
+}
+
+/// The renderers that write sentences and fill the page model: what every output shows, in
+/// one place. They import none of the outputs (`OUTPUTS`), which walk the analysis and call
+/// them: a view that reached into an output would tie its wording to that format.
+const VIEWS: &[&str] = &[
+    "fmt",
+    "verdict",
+    "rootcause",
+    "trips",
+    "runlength",
+    "entries",
+    "probecost",
+    "warnings",
+    "digest",
+    "discover",
+    "summary",
+    "page",
+];
+
+/// The renderers that write a format: terminal text, HTML and Markdown, tables, JSON, SVG,
+/// flamegraphs, exports, and the directories they go in.
+const OUTPUTS: &[&str] = &[
+    "terminal",
+    "index",
+    "tables",
+    "summary_json",
+    "plots",
+    "svgplot",
+    "flamegraphs",
+    "flamesvg",
+    "histogram",
+    "export",
+    "dataset",
+    "compare",
+    "out",
+    "xml",
+];
+
+#[test]
+fn views_import_no_output() {
+    let mods = modules(&paths::workspace_root().join("tracer/src/render"));
+    let graph = graph_of(&mods);
+    let top = |m: &Module| m.first().cloned().unwrap_or_default();
+    // Every top-level renderer is one or the other.
+    let unsorted: BTreeSet<String> = graph
+        .keys()
+        .map(top)
+        .filter(|t| !VIEWS.contains(&t.as_str()) && !OUTPUTS.contains(&t.as_str()))
+        .collect();
+    assert!(
+        unsorted.is_empty(),
+        "neither a view nor an output: {unsorted:?}"
+    );
+    let mut wrong = Vec::new();
+    for (m, deps) in &graph {
+        if !VIEWS.contains(&top(m).as_str()) {
+            continue;
+        }
+        for d in deps.iter().filter(|d| OUTPUTS.contains(&top(d).as_str())) {
+            wrong.push(format!("{} -> {}", m.join("::"), d.join("::")));
+        }
+    }
+    assert!(wrong.is_empty(), "views importing an output: {wrong:?}");
 }
 
 /// The scan sees an import through `super`, through `crate::render`, into a nested module, and

@@ -38,6 +38,7 @@ pub mod fmt;
 pub mod histogram;
 mod index;
 pub mod out;
+pub mod page;
 mod plots;
 pub mod probecost;
 pub mod rootcause;

@@ -132,11 +132,11 @@ pub fn terminal(a: &Analysis, full: bool) -> String {
 }
 
 /// The index's findings group: one item per flagged table (none when nothing is flagged).
-pub(super) fn findings(a: &Analysis) -> Option<(String, Vec<super::index::Item>)> {
-    let items: Vec<super::index::Item> = a
+pub(super) fn findings(a: &Analysis) -> Option<(String, Vec<super::page::Item>)> {
+    let items: Vec<super::page::Item> = a
         .cases()
         .filter_map(|c| flag_line(&c.table))
-        .map(|line| super::index::Item {
+        .map(|line| super::page::Item {
             line,
             details: Vec::new(),
         })

@@ -10,7 +10,7 @@ use crate::analysis::table::CaseTable;
 
 use super::digest::{self, Kind};
 use super::fmt::{class_text, ns, pct, slope};
-use super::index::{SummaryRow, anchor};
+use super::page::{SummaryRow, anchor};
 use super::rootcause;
 
 /// `1.20µs → 41.0µs (×34) over N=10..8000`: the first and last fitted points.

@@ -120,10 +120,10 @@ pub fn terminal(a: &Analysis) -> String {
 }
 
 /// The index's findings group (none when no run had nested targets).
-pub(super) fn findings(a: &Analysis) -> Option<(String, Vec<super::index::Item>)> {
-    let items: Vec<super::index::Item> = unshown(a)
+pub(super) fn findings(a: &Analysis) -> Option<(String, Vec<super::page::Item>)> {
+    let items: Vec<super::page::Item> = unshown(a)
         .into_iter()
-        .map(|t| super::index::Item {
+        .map(|t| super::page::Item {
             line: line(t, several_runs(a)),
             details: Vec::new(),
         })
