@@ -475,23 +475,41 @@ fn a_busy_neighbours_interrupts_are_said_to_be_a_longer_run() {
     assert_eq!(
         d["entries"]["growth"]["reason"],
         "run_length",
-        "{}",
+        "{}\n{}\n{}",
+        d["entries"]["growth"],
+        d["entries"]["run_length"],
         text(&o)
     );
     let stdout = String::from_utf8_lossy(&o.stdout);
     let answer = answer_line(&stdout);
-    assert!(
-        answer.contains("; the kernel time per run grows (")
-            && answer.contains(") because the run is longer: ")
-            && answer.contains(" timer interrupts "),
-        "{stdout}"
-    );
-    assert!(answer.contains("preemptions "), "{answer}");
     assert!(!answer.contains("more calls"), "{answer}");
-    assert!(
-        stdout.contains("root cause: the run's length: "),
-        "{stdout}"
-    );
+    if answer.contains("; the kernel time per run grows (") {
+        assert!(
+            answer.contains(") because the run is longer: ")
+                && answer.contains(" timer interrupts ")
+                && answer.contains("preemptions "),
+            "{stdout}"
+        );
+        assert!(
+            stdout.contains("root cause: the run's length: "),
+            "{stdout}"
+        );
+    } else {
+        // With another core's load landing on the command's CPU too, one run per size can
+        // scatter the kernel time per run beyond what it shows: then no growth is claimed,
+        // and the counts are still said to be the run's length.
+        assert!(
+            answer.contains(": nothing in the kernel grows with N"),
+            "{stdout}"
+        );
+        assert!(
+            stdout.contains(
+                "interrupts and preemption (the run's length, neither loops nor more calls): \
+                 timer interrupts "
+            ) && stdout.contains("preemptions "),
+            "{stdout}"
+        );
+    }
 }
 
 /// CPU time this process has used so far (user + system), in seconds.

@@ -970,7 +970,8 @@ const WAIT_PATH: &[&str] = &[
     "wait_task_zombie",
 ];
 
-/// Calls of `function` per op at each N in the confirmation pass of a discover sweep.
+/// Calls of `function` at each N in the confirmation pass of a discover sweep, per run and
+/// per unit of N.
 fn confirm_calls_per_op(kernel: Kernel, sweep: &Sweep, function: &str) -> BTreeMap<u64, f64> {
     let bench = sweep.command.split(' ').next().unwrap();
     let run = read_json(
@@ -978,9 +979,15 @@ fn confirm_calls_per_op(kernel: Kernel, sweep: &Sweep, function: &str) -> BTreeM
             .join(sweep.name)
             .join(format!("{bench}-confirm/run.json")),
     );
+    // Per run: the pass repeats the first pass's runs, and an extra run the first pass made
+    // at a size short of samples is one more there.
+    let mut runs: BTreeMap<u64, u64> = BTreeMap::new();
+    for i in run["invocations"].as_array().unwrap() {
+        *runs.entry(i["n"].as_u64().unwrap()).or_default() += 1;
+    }
     calls_by_n(&run, function)
         .into_iter()
-        .map(|(n, c)| (n, c as f64 / n as f64))
+        .map(|(n, c)| (n, c as f64 / n as f64 / runs[&n].max(1) as f64))
         .collect()
 }
 

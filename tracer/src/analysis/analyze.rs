@@ -9,13 +9,13 @@ use serde::Serialize;
 use crate::rundata::{PlanUsed, Run, RunRole, RunStatus, StackKind, TargetReport};
 
 use super::discover::{Discovery, ProfiledRun, discover};
-use super::exact::confirm_verdict;
+use super::joins;
 use super::load::{Dataset, LoadedRun};
 use super::populations::{PopulationSplit, split as split_populations};
-use super::rootcause::{Description, FrameGrowth, RootCause, StacksAtN, root_cause};
+use super::rootcause::{FrameGrowth, RootCause, StacksAtN, root_cause};
 use super::stacks::{Anchors, StackData};
 use super::table::{CaseTable, Metric, TableOptions, WorkloadReport, tables};
-use super::trips::{MAX_PER_TRIP_SLOPE, TripCount, loop_class};
+use super::trips::{TripCount, loop_class};
 use super::verdict::{Verdict, verdict};
 use super::warnings::{StackLoss, Warning};
 
@@ -220,7 +220,7 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Analysis {
         }
         // Rows that lost raw spans (ringbuf_drops, warned above) keep histogram percentiles.
         for t in tables(run, &lr.label, &topts, lr.raw.as_ref()) {
-            let own = take_trips(&mut trips, &t);
+            let own = joins::take_trips(&mut trips, &t);
             let case = case_result(&info, own, t);
             info.cases.push(case);
         }
@@ -237,9 +237,9 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Analysis {
             interruptions: run.interruptions.clone(),
         });
     }
-    join_loop_counts(&mut a.runs);
+    joins::join_loop_counts(&mut a.runs);
     for c in a.runs.iter_mut().flat_map(|r| &mut r.cases) {
-        count_describes_culprit(c);
+        joins::count_describes_culprit(c);
     }
     // Each profiled run beside its own stacks (the runs counted only are not profiled).
     let profiled: Vec<(&ProfiledRun, &[StackData])> = profile_runs
@@ -254,18 +254,8 @@ pub fn analyze(ds: &Dataset, opts: &AnalysisOptions) -> Analysis {
             run.discoveries.push(d);
         }
     }
-    join_confirm_passes(&mut a.runs);
+    joins::join_confirm_passes(&mut a.runs);
     a
-}
-
-/// The trip counts of `table`'s target and case (the loops counted inside it), taken out of
-/// `trips`.
-fn take_trips(trips: &mut Vec<TripCount>, table: &CaseTable) -> Vec<TripCount> {
-    let (mine, rest) = std::mem::take(trips)
-        .into_iter()
-        .partition(|x| x.outer == table.target && x.case_name == table.case_name);
-    *trips = rest;
-    mine
 }
 
 /// A run without the sizes where an external sweep's command failed (left out of every
@@ -420,62 +410,6 @@ fn case_result(info: &RunInfo, trips: Vec<TripCount>, t: CaseTable) -> CaseResul
     }
 }
 
-/// A discover sweep's second pass timed its top functions exactly: put those verdicts, and
-/// the loops that pass counted, beside the sampled ranking. The discovery keeps its own copy
-/// of those counts: its evidence, shown with it, while the pass's cases keep theirs.
-fn join_confirm_passes(runs: &mut [RunInfo]) {
-    for i in 0..runs.len() {
-        let confirm_run = RunRole::Confirm.dir_name(&runs[i].label);
-        let Some(k) = runs.iter().position(|r| r.label == confirm_run) else {
-            continue;
-        };
-        let mut found = std::mem::take(&mut runs[i].discoveries);
-        for d in &mut found {
-            join_confirm_pass(d, &runs[k]);
-        }
-        runs[i].discoveries = found;
-    }
-}
-
-/// The confirmation pass `pass`'s verdicts and counts of what discovery `d` ranked.
-fn join_confirm_pass(d: &mut Discovery, pass: &RunInfo) {
-    let named = |f: &str| {
-        d.ranked.iter().any(|g| g.function == f)
-            || d.entries.loops.iter().any(|l| l.frame() == Some(f))
-    };
-    for CaseResult {
-        table: t,
-        verdict: v,
-        ..
-    } in &pass.cases
-    {
-        if v.case_name == d.case_name && named(&v.target) {
-            d.exact.push(confirm_verdict(t, v, &d.per));
-        }
-    }
-    let cause = d.cause.as_ref().map(|c| c.function.as_str());
-    let mut counted: Vec<TripCount> = pass
-        .cases
-        .iter()
-        .flat_map(|c| &c.trips)
-        .chain(&pass.trips)
-        .filter(|t| {
-            t.case_name == d.case_name && (named(&t.inner) || cause == Some(t.inner.as_str()))
-        })
-        .cloned()
-        .collect();
-    counted.sort_by(|x, y| x.order_key().cmp(&y.order_key()));
-    d.trips.extend(counted);
-    d.counted = d
-        .exact
-        .iter()
-        .filter_map(|e| {
-            let c = super::exact::counted_loop(&d.exact, &d.trips, &e.function)?;
-            Some((e.function.clone(), c))
-        })
-        .collect();
-}
-
 /// Is `label` the loop-count pass of another run of the data set (`<run>-loops` beside
 /// `<run>`, `sweep::loops`)?
 fn counts_only(ds: &Dataset, label: &str) -> bool {
@@ -483,63 +417,6 @@ fn counts_only(ds: &Dataset, label: &str) -> bool {
         (RunRole::LoopCount, base) => ds.runs.iter().any(|r| r.label == base),
         _ => false,
     }
-}
-
-/// A built-in sweep's loop-count pass counted the trips of its targets' loops, once per N:
-/// they join the timed run's cases of the same target and case, and a growing verdict takes
-/// its class from them as from trips counted in its own run (the time per trip is the timed
-/// run's time over the pass's count). The pass keeps the counts no case took.
-fn join_loop_counts(runs: &mut [RunInfo]) {
-    for j in 0..runs.len() {
-        let (RunRole::LoopCount, base) = RunRole::of(&runs[j].label) else {
-            continue;
-        };
-        let base = base.to_string();
-        let Some(i) = runs.iter().position(|r| r.label == base) else {
-            continue;
-        };
-        let mut pass = std::mem::take(&mut runs[j].trips);
-        for c in &mut runs[i].cases {
-            let counted = take_trips(&mut pass, &c.table);
-            if counted.is_empty() {
-                continue;
-            }
-            c.trips.extend(counted);
-            if let Some(time) = &c.verdict.scaling {
-                c.verdict.by_loop = loop_class(time, &c.trips.iter().collect::<Vec<_>>());
-            }
-        }
-        runs[j].trips = pass;
-    }
-}
-
-/// A frame whose self time carries the added time, in a case whose class its loop count
-/// gives, is no loop of its own when its time per call grows as the count does (their slopes
-/// within [`MAX_PER_TRIP_SLOPE`]): each trip of the counted loop costs it a fixed time. 5.10's
-/// sysvipc scan: `__radix_tree_lookup` (idr_find tail-calls into it, so it stands right under
-/// sysvipc_find_ipc on the stack) grows with slope 1.0 while sysvipc_find_ipc's calls of
-/// idr_find grow with 0.94. A frame whose time grows faster or slower than the count keeps
-/// "a loop in the frame itself", as does the target's own code, where the counted loop is.
-fn count_describes_culprit(c: &mut CaseResult) {
-    let (Some(lc), Some(rc)) = (&c.verdict.by_loop, &mut c.root_cause) else {
-        return;
-    };
-    let cause = &mut rc.cause;
-    let Some(Description::SelfTime(frame)) = &cause.description else {
-        return;
-    };
-    let follows = cause
-        .slope
-        .is_some_and(|s| (s - lc.slope).abs() < MAX_PER_TRIP_SLOPE);
-    if frame == &c.table.target || !follows {
-        return;
-    }
-    cause.description = Some(Description::PerTrip {
-        frame: frame.clone(),
-        outer: c.table.target.clone(),
-        inner: lc.inner.clone(),
-        count_slope: lc.slope,
-    });
 }
 
 /// What a root cause attributes: the target's time per call (the verdict's), or its time per
@@ -746,55 +623,6 @@ mod tests {
         let alone = with(vec![load("waitpid", &timed)]);
         assert!(alone.runs[0].cases[0].verdict.by_loop.is_none());
         assert_eq!(alone.runs[0].cases[0].verdict.class(), v.time_class());
-    }
-
-    /// A frame right under the target whose self time grows as the loop counted inside the
-    /// target does is that loop's per-trip work (5.10's sysvipc scan: idr_find tail-calls
-    /// into `__radix_tree_lookup`, which the stacks put under sysvipc_find_ipc), not a loop
-    /// of its own; without the count, the stacks alone call it one.
-    #[test]
-    fn a_self_frame_that_grows_as_the_counted_loop_is_its_per_trip_work() {
-        use crate::analysis::testdata;
-        let ns = [10, 100, 1000, 4000];
-        let stacks = |n: u64| {
-            vec![
-                ("do_wait;lookup", 20 * n),
-                ("do_wait;lookup;node", 50),
-                ("do_wait", 1000),
-            ]
-        };
-        let run = || testdata::waitpid_run(&ns, |n| 1000 + 20 * n);
-        let description = |a: &Analysis| {
-            let c = a.cases().find(|c| c.table.target == "do_wait").unwrap();
-            c.root_cause.as_ref().unwrap().cause.description.clone()
-        };
-        let alone = testdata::analysis_with_stacks(run(), stacks);
-        assert_eq!(
-            description(&alone),
-            Some(Description::SelfTime("lookup".into()))
-        );
-        let mut counted = run();
-        for &n in &ns {
-            let mut inner = counted.spans.iter().find(|r| r.n == n).unwrap().clone();
-            let calls = inner.calls * (n / 2 + 1);
-            inner.target = "idr_find".into();
-            inner.calls = calls;
-            inner.within = [("do_wait".to_string(), calls)].into();
-            counted.spans.push(inner);
-        }
-        let a = testdata::analysis_with_stacks(counted, stacks);
-        let Some(Description::PerTrip {
-            frame,
-            outer,
-            inner,
-            count_slope,
-        }) = description(&a)
-        else {
-            panic!("{:?}", description(&a));
-        };
-        assert_eq!((frame.as_str(), outer.as_str()), ("lookup", "do_wait"));
-        assert_eq!(inner, "idr_find");
-        assert!((0.8..1.0).contains(&count_slope), "{count_slope}");
     }
 
     /// One call preempted for long at the largest size lifts the plain on-CPU mean by half

@@ -14,6 +14,7 @@ pub mod fit;
 pub mod frameshift;
 pub mod growers;
 pub mod hist;
+mod joins;
 pub mod load;
 pub mod loopchange;
 pub mod populations;
