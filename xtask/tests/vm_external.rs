@@ -475,6 +475,10 @@ enum Expect {
     /// excluded leaves O(1) with the growing shapes), or nothing in it grows like N or
     /// faster.
     NotLikeN,
+    /// A linear walk timed where nothing can count it: it grows at least like N (nothing
+    /// below O(n) in the set), and the time alone may name O(n log n) where the time per
+    /// trip rises with N under TCG.
+    LinearByTime,
 }
 
 impl Expect {
@@ -484,6 +488,9 @@ impl Expect {
             Expect::Linear => has("O(n)") && !has("O(1)") && !has("O(log n)"),
             Expect::NotLikeN => {
                 !classes.is_empty() && (has("O(1)") || !LINEAR_OR_WORSE.iter().any(|c| has(c)))
+            }
+            Expect::LinearByTime => {
+                (has("O(n)") || has("O(n log n)")) && !has("O(1)") && !has("O(log n)")
             }
         }
     }
@@ -868,13 +875,16 @@ fn proc_sysvipc_shm_find_ipc_per_call_grows_on_5_10_only() {
     // rises with N: one run gave 12.3, 18.7, 38.4, 93.4, 172 µs per call at N = 250..4000,
     // which O(n log n) fits 27% better than O(n) (the fit asks 40% for a log factor); a
     // rehearsal's 10.3 .. 103 µs was fitted "O(log n)" by a model whose fixed cost came out
-    // negative (fits keep it at zero or more now). Thirteen sweeps in scratch VMs since:
-    // O(n) in every one.
+    // negative (fits keep it at zero or more now). Thirteen sweeps in scratch VMs since,
+    // and eight rehearsals: O(n) in all but one, which read 5.37 .. 103 µs at N = 250..4000
+    // as O(n log n) (slope 1.36, R² 0.98). The time alone cannot tell the two apart here;
+    // the count does, where it can be made: vm_tracer's call-site test has the built-in
+    // workload's scan O(n) by loop count.
     assert_verdicts(
         "reading /proc/sysvipc/shm with N segments",
         "sysvipc_find_ipc",
         &[
-            (Kernel::V5_10, &SYSVIPC, Expect::Linear),
+            (Kernel::V5_10, &SYSVIPC, Expect::LinearByTime),
             (Kernel::V6_1, &SYSVIPC, Expect::NotLikeN),
             (Kernel::V6_12, &SYSVIPC, Expect::NotLikeN),
         ],
