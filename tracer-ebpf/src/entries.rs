@@ -107,7 +107,7 @@ fn count_syscall(nr: u32, (case, n): (u32, u64)) {
 /// known up front), and without reading its code segment again once a syscall showed it
 /// 64-bit (only an exec changes that).
 #[inline(always)]
-fn discovering(tgid: u32) -> Option<bool> {
+fn discovering(tgid: u32, slot: Option<&mut CpuEntry>) -> Option<bool> {
     let cfg = config()?;
     if cfg.flags & FLAG_DISCOVER == 0 {
         return None;
@@ -116,7 +116,6 @@ fn discovering(tgid: u32) -> Option<bool> {
         return filter_pass(cfg).then_some(false);
     }
     let generation = follow_gen();
-    let slot = cpu_entry();
     if let Some(c) = &slot
         && c.followed == tgid
         && tgid != 0
@@ -145,7 +144,9 @@ fn follow_gen() -> u64 {
 pub fn ent_sys_enter(ctx: RawTracePointContext) -> u32 {
     let pid_tgid = bpf_get_current_pid_tgid();
     let (tid, tgid) = (pid_tgid as u32, (pid_tgid >> 32) as u32);
-    let Some(known64) = discovering(tgid) else {
+    // This CPU's slot, taken once: every step below reads or writes it.
+    let mut slot = cpu_entry();
+    let Some(known64) = discovering(tgid, slot.as_deref_mut()) else {
         return 0;
     };
     let regs: u64 = ctx.arg(0);
@@ -158,7 +159,7 @@ pub fn ent_sys_enter(ctx: RawTracePointContext) -> u32 {
         if reg(regs, PT_REGS_CS).is_none_or(|cs| cs & 0xffff == USER32_CS) {
             return 0;
         }
-        if let Some(c) = cpu_entry()
+        if let Some(c) = slot.as_deref_mut()
             && c.followed == tgid
         {
             c.is64 = 1;
@@ -168,7 +169,7 @@ pub fn ent_sys_enter(ctx: RawTracePointContext) -> u32 {
         nr: nr as u32,
         _pad: 0,
     };
-    if let Some(c) = cpu_entry() {
+    if let Some(c) = slot {
         // Another thread's entry here missed its switch-out: it waits in the map.
         if c.open != 0 && c.tid != tid {
             spill(c);
@@ -225,10 +226,11 @@ pub fn ent_sys_exit(_ctx: RawTracePointContext) -> u32 {
 #[raw_tracepoint(tracepoint = "page_fault_user")]
 pub fn ent_fault(_ctx: RawTracePointContext) -> u32 {
     let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
-    if discovering(tgid).is_none() {
+    let mut slot = cpu_entry();
+    if discovering(tgid, slot.as_deref_mut()).is_none() {
         return 0;
     }
-    let (case, n, _) = match cpu_entry() {
+    let (case, n, _) = match slot {
         Some(c) => c.phase.get(tgid),
         None => lookup_phase(tgid),
     };

@@ -665,15 +665,7 @@ fn discover_counts_syscalls_that_block_or_migrate_exactly() {
             moved, 50,
             "{label}: every ppoll returned on the CPU it was sent to"
         );
-        let calls = |name: &str| -> u64 {
-            run["entries"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter(|e| e["entry"] == name)
-                .map(|e| e["calls"].as_u64().unwrap())
-                .sum()
-        };
+        let calls = |name: &str| common::entry_calls(&run, name);
         assert_eq!(calls("nanosleep"), 1000, "{label}: nanosleep calls");
         assert_eq!(calls("ppoll"), 50, "{label}: ppoll calls");
         assert_eq!(calls("getppid"), 100_000, "{label}: getppid calls");

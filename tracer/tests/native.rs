@@ -10,8 +10,8 @@ use tracer::engine::{Engine, EngineOptions, Filter};
 
 mod common;
 use common::{
-    allowed_cpus, getpid_syscall, loaded_tracer_programs, nothing_loaded, record_targets, serial,
-    tracer, workloads_bin,
+    allowed_cpus, entry_calls, getpid_syscall, loaded_tracer_programs, nothing_loaded,
+    record_targets, serial, tracer, workloads_bin,
 };
 
 fn read_run(dir: &Path) -> Value {
@@ -100,23 +100,31 @@ fn ia32_chroot(dir: &Path) -> PathBuf {
     bin
 }
 
-#[test]
-fn a_32_bit_process_syscalls_are_not_read_by_the_x86_64_numbers() {
-    // ia32's syscall 61 is chroot; x86_64's is wait4, which brackets do_wait on this kernel.
-    // The shell forks and waits for each of the two runs (wait4 in its own 64-bit table).
-    let _g = serial();
+/// run.json of `tracer record ARGS -- sh -c 'ia32_chroot; ia32_chroot'`: a 64-bit shell
+/// that runs the 32-bit program twice (2000 chroots, ia32's syscall 61, x86_64's wait4).
+fn record_ia32_shell(args: &[&str]) -> Value {
     let tmp = tmpdir();
     let bin = ia32_chroot(tmp.path());
     let out = tmp.path().join("run");
     let script = format!("{0}; {0}; exit 0", bin.display());
     let st = tracer()
-        .args(["record", "--targets", "do_wait", "--no-samples", "-o"])
+        .arg("record")
+        .args(args)
+        .arg("-o")
         .arg(&out)
         .args(["--", "sh", "-c", &script])
         .status()
         .unwrap();
     assert!(st.success(), "tracer record failed: {st}");
-    let run = read_run(&out);
+    read_run(&out)
+}
+
+#[test]
+fn a_32_bit_process_syscalls_are_not_read_by_the_x86_64_numbers() {
+    // ia32's syscall 61 is chroot; x86_64's is wait4, which brackets do_wait on this kernel.
+    // The shell forks and waits for each of the two runs (wait4 in its own 64-bit table).
+    let _g = serial();
+    let run = record_ia32_shell(&["--targets", "do_wait", "--no-samples"]);
     let (calls, _, _, _, _) = target_calls(&run, "do_wait");
     assert!(
         (2..100).contains(&calls),
@@ -131,28 +139,8 @@ fn a_32_bit_process_syscalls_are_not_read_by_the_x86_64_numbers() {
 #[test]
 fn discover_reads_a_process_that_execs_a_32_bit_program_by_its_new_table() {
     let _g = serial();
-    let tmp = tmpdir();
-    let bin = ia32_chroot(tmp.path());
-    let out = tmp.path().join("run");
-    let script = format!("{0}; {0}; exit 0", bin.display());
-    let st = tracer()
-        .args(["record", "--discover", "-o"])
-        .arg(&out)
-        .args(["--", "sh", "-c", &script])
-        .status()
-        .unwrap();
-    assert!(st.success(), "tracer record failed: {st}");
-    let run = read_run(&out);
-    let calls = |name: &str| -> u64 {
-        run["entries"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|e| e["entry"] == name)
-            .map(|e| e["calls"].as_u64().unwrap())
-            .sum()
-    };
-    let (waits, execs) = (calls("wait4"), calls("execve"));
+    let run = record_ia32_shell(&["--discover"]);
+    let (waits, execs) = (entry_calls(&run, "wait4"), entry_calls(&run, "execve"));
     assert!(
         execs >= 2,
         "the shell's children exec'd: {execs} execve calls"

@@ -19,6 +19,18 @@ pub mod sweeps;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
+/// Calls of kernel entry `entry` (a syscall's name, `page_fault`) a discover run counted
+/// (run.json `entries`), over every phase and N.
+pub fn entry_calls(run: &Value, entry: &str) -> u64 {
+    run["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["entry"] == entry)
+        .map(|e| e["calls"].as_u64().unwrap())
+        .sum()
+}
+
 /// Root, and no other test of this binary running.
 pub fn serial() -> MutexGuard<'static, ()> {
     assert!(
