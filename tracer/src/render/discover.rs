@@ -163,6 +163,12 @@ fn loop_answer(
         l.entry,
         super::fmt::fmt_n(last.n as f64),
     );
+    // A class read from time alone that leaves several: the size that would settle it.
+    if !d.counted.contains_key(&g.function)
+        && let Some(p) = super::fmt::parting(&g.scaling)
+    {
+        line.push_str(&format!("; {p}"));
+    }
     if let Some(c) = &l.cause
         && c.function != g.function
     {

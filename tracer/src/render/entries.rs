@@ -414,6 +414,27 @@ mod tests {
         assert!(t.contains("of wait4's added time per call"), "{t}");
     }
 
+    /// A loop whose time leaves several classes says where they part; one class does not.
+    #[test]
+    fn a_loop_whose_time_leaves_several_classes_says_where_they_part() {
+        let part = |d: &Discovery| {
+            let a = super::super::discover::answer(d);
+            a.split("; ")
+                .find(|c| c.starts_with("a size near"))
+                .map(str::to_string)
+        };
+        assert_eq!(part(&discovered(shell)), None);
+        assert_eq!(
+            part(&discovered(light_walk)).as_deref(),
+            Some("a size near N=99000 would tell O(n) from O(n log n)")
+        );
+        // Four sizes of a scan whose first has 13 samples: O(n) to O(n^2) left.
+        assert_eq!(
+            part(&discovered_at(&[10, 100, 200, 400], ipcs)).as_deref(),
+            Some("a size near N=610 would tell O(n) from O(n^2)")
+        );
+    }
+
     #[test]
     fn a_common_slowdown_is_said_where_it_raised_the_bar_for_a_loop() {
         let t = text(&discovered(|n| slow_machine(n, slowdown_to(1.9), 6)));

@@ -196,6 +196,19 @@ pub fn class_text(s: Option<&Scaling>, timed: bool) -> String {
     }
 }
 
+/// Where a class set of several would part: "a size near N=320000 would tell O(n) from
+/// O(n log n)" (None for one class, fewer than three sizes or no parting within
+/// [`crate::analysis::fit::PARTING_SEARCH`] of the largest N).
+pub fn parting(s: &Scaling) -> Option<String> {
+    let at = s.parts_at()?;
+    Some(format!(
+        "a size near N={} would tell {} from {}",
+        fmt_n(at as f64),
+        s.classes.first()?.label(),
+        s.classes.last()?.label()
+    ))
+}
+
 pub(super) fn md_escape(s: &str) -> String {
     s.replace('|', "\\|")
 }

@@ -168,15 +168,7 @@ fn fitted(s: &Scaling) -> String {
                 s.classes_label()
             };
             // The size that would tell the set's classes apart, where it holds several.
-            let parting = match (s.parts_at(), s.classes.first(), s.classes.last()) {
-                (Some(at), Some(lo), Some(hi)) if s.points.len() >= 3 => format!(
-                    "; a size near N={} would tell {} from {}",
-                    fmt_n(at as f64),
-                    lo.label(),
-                    hi.label()
-                ),
-                _ => String::new(),
-            };
+            let parting = super::fmt::parting(s).map_or(String::new(), |p| format!("; {p}"));
             format!(
                 "{classes}, slope {:.2} ({r2}), visible from N≈{}; {range}{parting}",
                 s.slope.slope,
