@@ -18,6 +18,7 @@ pub const MEMPOLICY_FORK: &str = "mempolicy-fork";
 pub const MEMPOLICY_EXEC: &str = "mempolicy-exec";
 pub const GETPID_SYSCALL: &str = "getpid-syscall";
 pub const GETPID_CACHED: &str = "getpid-cached";
+pub const PIPE_READ: &str = "pipe-read";
 
 /// One workload case.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -136,6 +137,12 @@ pub const CASES: &[Case] = &[
         GETPID_CACHED,
         "N getpid() from a MADV_WIPEONFORK cache",
         Some("getpid"),
+    ),
+    case(
+        42,
+        PIPE_READ,
+        "N one-byte read()s from a pipe kept full",
+        None,
     ),
     case(
         90,

@@ -133,7 +133,9 @@ Phases: getpid-syscall: N raw syscall(SYS_getpid) per iteration. getpid-cached: 
 a pid cached in a MADV_WIPEONFORK page (one syscall refills it when zero). Before measuring,
 a forked child checks that it finds the cache zeroed and recomputes its own pid. After the
 sweep it prints the break-even count: cache setup cost (mmap + madvise + fill + munmap)
-divided by the per-call saving at the largest N. Default N: 1,10,100,1000,10000.";
+divided by the per-call saving at the largest N. pipe-read (only when named): N one-byte
+read()s from a pipe kept full, a syscall that does a little work (the cost of tracing a
+read-heavy loop). Default N: 1,10,100,1000,10000.";
 
 fn main() -> ExitCode {
     // The exec test's child: leave before doing anything else, so exec cost is the kernel's.

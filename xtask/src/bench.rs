@@ -254,10 +254,16 @@ pub fn run(opts: BenchOptions) -> Result<()> {
         [(&getpid, &getpid_attach), (&waitpid, &wait_attach)],
         &configs,
     )?;
+    // The read loop's attach is never used: discover and perf trace no target.
+    let pipe_read = Workload::pipe_read(plan.getpid_n, plan.getpid_iterations);
     let discover = discover_sets(
         &tools,
         &plan,
-        [(&waitpid, &wait_attach), (&getpid, &getpid_attach)],
+        [
+            (&waitpid, &wait_attach),
+            (&getpid, &getpid_attach),
+            (&pipe_read, &getpid_attach),
+        ],
         &mut skipped,
     )?;
 
@@ -374,11 +380,11 @@ fn overhead_sets(
 fn discover_sets(
     tools: &Tools,
     plan: &Plan,
-    sets: [(&Workload, &Attach); 2],
+    sets: [(&Workload, &Attach); 3],
     skipped: &mut Vec<String>,
 ) -> Result<Vec<overhead::OverheadSet>> {
     // Discover mode: sampling only, against perf record -g at the same frequency, on the
-    // workload with the deepest kernel stacks and on the syscall-heavy one.
+    // workload with the deepest kernel stacks, the syscall-heavy one and a read loop.
     let mut discover_configs = vec![Config::Untraced, Config::Discover];
     if profile::available() {
         discover_configs.push(Config::PerfRecord);

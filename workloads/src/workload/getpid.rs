@@ -43,6 +43,10 @@ pub enum Variant {
     /// N reads of the pid cached in a MADV_WIPEONFORK page per iteration
     #[value(name = cases::GETPID_CACHED)]
     Cached,
+    /// N one-byte read() calls from a pipe kept full per iteration (only when named): a
+    /// syscall that does a little work, for the cost of tracing a read-heavy loop
+    #[value(name = cases::PIPE_READ)]
+    PipeRead,
 }
 
 impl Variant {
@@ -50,6 +54,7 @@ impl Variant {
         match self {
             Variant::Syscall => cases::GETPID_SYSCALL,
             Variant::Cached => cases::GETPID_CACHED,
+            Variant::PipeRead => cases::PIPE_READ,
         }
     }
 }
@@ -122,6 +127,76 @@ impl Drop for PidCache {
     fn drop(&mut self) {
         // SAFETY: unmapping the page new() mapped.
         unsafe { libc::munmap(self.page.cast(), 4096) };
+    }
+}
+
+/// A pipe whose read end always has a byte for a one-byte read: filled to its capacity,
+/// refilled when a read finds it empty (one write per 4 KiB of reads, so a read loop's
+/// calls are reads).
+pub struct FullPipe {
+    read: libc::c_int,
+    write: libc::c_int,
+    chunk: Vec<u8>,
+}
+
+impl FullPipe {
+    pub fn new() -> Result<Self> {
+        let mut fds = [0 as libc::c_int; 2];
+        // SAFETY: fds is a valid out-array of two ints.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
+            return Err(Error::last_os("pipe2"));
+        }
+        let p = FullPipe {
+            read: fds[0],
+            write: fds[1],
+            chunk: vec![b'x'; 4096],
+        };
+        p.fill()?;
+        Ok(p)
+    }
+
+    /// Writes until the pipe is full (the write end is non-blocking).
+    fn fill(&self) -> Result<()> {
+        loop {
+            // SAFETY: writing from our own buffer to our own pipe.
+            let w =
+                unsafe { libc::write(self.write, self.chunk.as_ptr().cast(), self.chunk.len()) };
+            if w < 0 {
+                let e = std::io::Error::last_os_error();
+                return match e.raw_os_error() {
+                    Some(libc::EAGAIN) => Ok(()),
+                    _ => Err(Error::io("write(pipe)", e)),
+                };
+            }
+        }
+    }
+
+    /// One one-byte read, refilling the pipe first when it is empty.
+    #[inline]
+    pub fn read_byte(&self) -> Result<u8> {
+        let mut b = 0u8;
+        loop {
+            // SAFETY: reading one byte into a local from our own pipe.
+            let r = unsafe { libc::read(self.read, (&raw mut b).cast(), 1) };
+            if r == 1 {
+                return Ok(b);
+            }
+            let e = std::io::Error::last_os_error();
+            if r < 0 && e.raw_os_error() != Some(libc::EAGAIN) {
+                return Err(Error::io("read(pipe)", e));
+            }
+            self.fill()?;
+        }
+    }
+}
+
+impl Drop for FullPipe {
+    fn drop(&mut self) {
+        // SAFETY: closing the fds new() opened.
+        unsafe {
+            libc::close(self.read);
+            libc::close(self.write);
+        }
     }
 }
 
@@ -214,6 +289,7 @@ pub fn run(args: &GetpidArgs, s: &mut Session) -> Result<()> {
     s.start_table("calls");
 
     let cache = PidCache::new()?;
+    let pipe = FullPipe::new()?;
     for (i, &n) in ns.iter().enumerate() {
         for &v in &variants {
             s.progress(format!("N={n} ({}/{}): {}", i + 1, ns.len(), v.case()));
@@ -238,6 +314,11 @@ pub fn run(args: &GetpidArgs, s: &mut Session) -> Result<()> {
                                 std::hint::black_box(cache.get());
                             }
                         }
+                        Variant::PipeRead => {
+                            for _ in 0..k {
+                                std::hint::black_box(pipe.read_byte()?);
+                            }
+                        }
                     }
                     left -= k;
                     if left > 0 {
@@ -250,7 +331,7 @@ pub fn run(args: &GetpidArgs, s: &mut Session) -> Result<()> {
         }
     }
 
-    if variants.len() == 2 {
+    if variants.contains(&Variant::Syscall) && variants.contains(&Variant::Cached) {
         let top = *ns.last().expect("n list is never empty");
         let setup = setup_cost_ns()?;
         let sys_ns = s
@@ -298,6 +379,18 @@ mod tests {
         assert_ne!(got, parent);
         assert_eq!(cache.raw(), parent, "the parent keeps its cached value");
         verify_wipe_on_fork().expect("the start-up check agrees");
+    }
+
+    /// Every read gets its byte, across refills (more reads than the pipe holds).
+    #[test]
+    fn a_full_pipe_serves_more_one_byte_reads_than_it_holds() {
+        let p = FullPipe::new().expect("pipe");
+        // SAFETY: asking our own pipe its capacity.
+        let cap = unsafe { libc::fcntl(p.read, libc::F_GETPIPE_SZ) };
+        assert!(cap >= 4096, "{cap}");
+        for _ in 0..3 * cap as usize + 7 {
+            assert_eq!(p.read_byte().expect("a byte"), b'x');
+        }
     }
 
     /// The control: without MADV_WIPEONFORK a child inherits the stale pid, which is the bug

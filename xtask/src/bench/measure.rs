@@ -67,6 +67,32 @@ impl Workload {
         }
     }
 
+    /// `workloads getpid --variant pipe-read --n N --iterations K`: N one-byte reads from a
+    /// full pipe per iteration, one phase (a read-heavy loop: a syscall that does a little
+    /// work). Only discover's sampling measures it: no tracer target counts reads.
+    pub fn pipe_read(n: u64, iterations: u64) -> Workload {
+        let mut args = argv(["getpid", "--variant", "pipe-read", "--n", &n.to_string()]);
+        args.extend(argv([
+            "--iterations",
+            &iterations.to_string(),
+            "--warmup",
+            "1",
+        ]));
+        Workload {
+            label: "pipe read".into(),
+            target: "ksys_read".into(),
+            args,
+            calls_outside_phase: n,
+        }
+    }
+
+    /// The most discover may add per op, as a multiple of what `perf record -g` at the same
+    /// frequency adds: twice on getpid, a syscall that does nothing, where a program per
+    /// syscall costs more than a sampler by its nature; once elsewhere.
+    pub fn discover_limit(&self) -> f64 {
+        if self.label == "getpid" { 2.0 } else { 1.0 }
+    }
+
     /// `workloads waitpid --variant waitpid-pid --n 1 --iterations K --cpu 1`: one op is a
     /// fork of a child that exits at once and a waitpid() for it.
     pub fn waitpid(iterations: u64) -> Workload {

@@ -89,14 +89,8 @@ pub fn measure(
     }
     progress.finish();
     let names: Vec<String> = configs.iter().map(Config::name).collect();
-    Ok(assemble(
-        title,
-        w,
-        attach,
-        &names,
-        &samples,
-        &ratio_pairs(&names),
-    ))
+    let pairs = ratio_pairs(&names, w);
+    Ok(assemble(title, w, attach, &names, &samples, &pairs))
 }
 
 /// The ratios worth reporting among the configurations present, with the targets of the
@@ -104,8 +98,9 @@ pub fn measure(
 /// reads and the entry time carried: the least any timing probe can cost), where the lean
 /// tracer is held to 1.3x and the default options to 2x. The timed floor against the bare
 /// floor is kept to show what timing itself costs on this machine (issue 6's 1.5x target,
-/// which no timing probe can meet where that ratio is above it).
-pub fn ratio_pairs(names: &[String]) -> Vec<(String, String, f64)> {
+/// which no timing probe can meet where that ratio is above it). Discover is held to
+/// `perf record` at the limit of the workload `w` ([`Workload::discover_limit`]).
+pub fn ratio_pairs(names: &[String], w: &Workload) -> Vec<(String, String, f64)> {
     let mut out = Vec::new();
     let has = |n: &str| names.iter().any(|x| x == n);
     // The exact-path configuration is there for comparison with the fast path, under no goal.
@@ -138,7 +133,7 @@ pub fn ratio_pairs(names: &[String]) -> Vec<(String, String, f64)> {
     }
     // Discover against what a user would run instead: perf's own sampler, same frequency.
     if has("discover") && has("perf-record") {
-        out.push(("discover".into(), "perf-record".into(), 1.0));
+        out.push(("discover".into(), "perf-record".into(), w.discover_limit()));
     }
     out
 }
@@ -243,7 +238,7 @@ pub fn reassemble(set: &OverheadSet) -> OverheadSet {
         })
         .collect();
     // The pairs and limits of today's rules, not the stored ones: a re-render applies them.
-    let pairs = ratio_pairs(&names);
+    let pairs = ratio_pairs(&names, &set.workload);
     let mut out = assemble(
         &set.title,
         &set.workload,
@@ -296,7 +291,7 @@ mod tests {
             points: vec![],
         };
         let w = Workload::getpid(10, 1);
-        assemble("t", &w, &a, names, samples, &ratio_pairs(names))
+        assemble("t", &w, &a, names, samples, &ratio_pairs(names, &w))
     }
 
     fn s(ns: f64) -> Sample {

@@ -214,7 +214,7 @@ mod tests {
         samples: &[Vec<Sample>],
     ) -> OverheadSet {
         let names: Vec<String> = configs.iter().map(|s| s.to_string()).collect();
-        assemble(title, w, attach, &names, samples, &ratio_pairs(&names))
+        assemble(title, w, attach, &names, samples, &ratio_pairs(&names, w))
     }
 
     /// What a sampling configuration attaches: no probe.
@@ -468,7 +468,8 @@ mod tests {
             .iter()
             .find(|r| r.numerator == "discover" && r.denominator == "perf-record")
             .expect("discover against perf record");
-        assert_eq!(ratio.limit, 1.0);
+        // getpid does nothing in the kernel: twice perf's cost is its limit.
+        assert_eq!(ratio.limit, 2.0);
         assert!((ratio.of_medians.unwrap() - 15.0).abs() < 1e-9, "{ratio:?}");
         assert_eq!(ratio.met, Some(false));
         let mut r = results();
@@ -488,7 +489,41 @@ mod tests {
         let md = markdown(&r);
         assert!(md.contains("| discover / perf-record | 15.00 |"), "{md}");
         assert!(
-            md.contains("discover adds 150 ns per op, perf record 10.0 ns"),
+            md.contains("discover adds 150 ns per op, perf record 10.0 ns;"),
+            "{md}"
+        );
+        assert!(!md.contains("sampled little"), "{md}");
+    }
+
+    /// A perf record that took under a tenth of discover's samples is said to have sampled
+    /// little of the command; a read loop is held to perf's cost once.
+    #[test]
+    fn a_perf_record_that_sampled_little_is_said_so() {
+        let names = ["untraced", "discover", "perf-record"];
+        let samples = vec![
+            runs(&[100.0, 100.0, 100.0], 1000, 0),
+            runs(&[130.0, 130.0, 130.0], 1000, 9000),
+            runs(&[110.0, 110.0, 110.0], 1000, 30),
+        ];
+        let set = set_of(
+            "pipe read, --discover sampling (host)",
+            &Workload::pipe_read(1000, 1),
+            &no_probe(),
+            &names,
+            &samples,
+        );
+        assert_eq!(set.ratios[0].limit, 1.0);
+        assert_eq!(set.ratios[0].met, Some(false));
+        let mut r = results();
+        r.overhead.clear();
+        r.discover = vec![set];
+        r.targets = evaluate(&r);
+        let md = markdown(&r);
+        assert!(
+            md.contains(
+                "discover adds 30.0 ns per op, perf record 10.0 ns (perf record took 30–30 \
+                 samples per run, discover 9000–9000: perf sampled little of this command"
+            ),
             "{md}"
         );
     }

@@ -159,7 +159,7 @@ pub fn parse_out(
             plan: c.mech.into(),
             points: vec![c.point.into()],
         };
-        let pairs = super::overhead::ratio_pairs(&names);
+        let pairs = super::overhead::ratio_pairs(&names, &c.workload);
         let mut set = assemble(
             &format!("{}, {} (6.1 VM, TCG)", c.workload.label, c.mech),
             &c.workload,
