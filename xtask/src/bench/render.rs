@@ -522,7 +522,8 @@ mod tests {
         assert!(
             md.contains(
                 "discover adds 30.0 ns per op, perf record 10.0 ns (perf record took 30–30 \
-                 samples per run, discover 9000–9000: perf sampled little of this command"
+                 samples of the command per run, discover's sampler fired 9000–9000 times on \
+                 every CPU: perf sampled little of this command"
             ),
             "{md}"
         );

@@ -268,8 +268,9 @@ fn discover_why(md: &mut String, r: &Results) {
     md.push_str(" see section 1's discover tables.\n");
 }
 
-/// Where perf record took under a tenth of discover's samples per run, " (perf record took
-/// 22–39 samples per run, discover 8669–10809: ...)": its cost there is not that of
+/// Where perf record took under a tenth of discover's samples per run (discover's are every
+/// CPU's, a tree pinned to one of two CPUs has at most half of them), " (perf record took
+/// 22–39 samples of the command per run, ...)": its cost there is not that of
 /// sampling the command, so the ratio flatters it. (On fork + waitpid perf's per-task
 /// event, inherited by every child, fired 13 times in a run where `perf record -a` fired
 /// 2318 times; why was not established.)
@@ -282,8 +283,9 @@ fn perf_saw_little(set: &OverheadSet) -> Option<String> {
     let ((plo, phi), (dlo, dhi)) = (range("perf-record")?, range("discover")?);
     (phi * 10 < dlo).then(|| {
         format!(
-            " (perf record took {plo}–{phi} samples per run, discover {dlo}–{dhi}: perf sampled \
-             little of this command, so what it adds is not the cost of sampling it)"
+            " (perf record took {plo}–{phi} samples of the command per run, discover's sampler \
+             fired {dlo}–{dhi} times on every CPU: perf sampled little of this command, so \
+             what it adds is not the cost of sampling it)"
         )
     })
 }

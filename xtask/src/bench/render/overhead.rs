@@ -28,8 +28,10 @@ pub(super) fn discover_section(md: &mut String, set: &OverheadSet) {
         f = DISCOVER_FREQ,
         args = set.workload.args.join(" "),
     );
+    // Discover's count is its sampler's every firing (`samples_total`): every CPU's, idle
+    // ones too, before the filter to the command's tree; perf's is the tree's own.
     md.push_str(
-        "| configuration | ns/op (median) | IQR | min–max | added ns/op (median) | samples per run |\n\
+        "| configuration | ns/op (median) | IQR | min–max | added ns/op (median) | samples per run (discover: every CPU's) |\n\
          | --- | ---: | ---: | ---: | ---: | --- |\n",
     );
     for c in &set.configs {
