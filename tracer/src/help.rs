@@ -92,7 +92,9 @@ is named alone only when it fits 10 times more likely than each other (Akaike we
 point's error at least 5%; an error estimated from the data's own scatter, the best fit's
 residuals or the runs' spread, counted as large as its degrees of freedom leave possible:
 x4.8 for four sizes run once); otherwise the line names the set (\"O(n) or O(n log n)\",
-summary.json `classes`; `class` only when the set has one member). Root cause: the callee
+summary.json `classes`; `class` only when the set has one member). Time never names
+O(n log n) alone: a walk whose cost per item rises with N (colder caches) bends the same way,
+so a set from time that holds it holds O(n) too; a loop count tells them apart. Root cause: the callee
 frame under the target that carries most of the time the target adds per call from the
 smallest to the largest N with stacks (a frame's time per call is its share of the samples
 times the fitted value above), at least half of it and by 2 standard errors of sampling;

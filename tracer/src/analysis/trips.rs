@@ -8,7 +8,7 @@
 
 use serde::Serialize;
 
-use super::fit::{ADEQUATE_FIT, Complexity, Point, Scaling, fit_scaling};
+use super::fit::{ADEQUATE_FIT, Complexity, Point, Scaling, fit_counts};
 use super::stats::ols;
 use crate::rundata::{RunRole, SpanRow};
 
@@ -235,7 +235,7 @@ fn count_fit(points: &[TripPoint]) -> Option<Scaling> {
             rel_se: Some(0.0),
         })
         .collect();
-    fit_scaling(&pts)
+    fit_counts(&pts)
 }
 
 /// Every trip-count series of one run's spans, by (outer, inner, case) and N.
@@ -290,7 +290,7 @@ pub fn trip_counts(run: &str, spans: &[SpanRow]) -> Vec<TripCount> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::fit::Complexity;
+    use crate::analysis::fit::{Complexity, fit_scaling};
     use crate::rundata::Dist;
     use std::collections::BTreeMap;
 

@@ -6,11 +6,78 @@ use serde::Serialize;
 
 use super::super::stats::t975;
 use super::{
-    Complexity, EVIDENCE_RATIO, MIN_REL_ERROR, ModelFit, Point, Scaling, fit_model, weighted_noise,
+    Complexity, EVIDENCE_RATIO, FlatReason, MIN_REL_ERROR, ModelFit, Point, Scaling, fit_model,
+    weighted_noise,
 };
 
 /// The standard normal's 97.5% quantile: [`t975`] with infinitely many degrees of freedom.
 const Z975: f64 = 1.959_964;
+
+/// What a fit's values are, for the one rule that tells them apart (see [`class_set`]).
+#[derive(Clone, Copy, PartialEq)]
+pub(super) enum Measure {
+    Time,
+    Count,
+}
+
+/// The class set the data cannot exclude, the runs' evidence for each growing class, and the
+/// class named (a time's set that starts at O(n log n) also holds O(n); a count's need not):
+/// a flat time's is O(1) (with every growing shape that rises through the points
+/// when the rise was neither shown nor excluded); a growing time's, the model's class when
+/// the runs leave it in the set, else the set's best fit to the runs.
+pub(super) fn class_set(
+    model: &ModelFit,
+    flat_reason: Option<FlatReason>,
+    candidates: &[ModelFit],
+    (runs, pts): (&[Point], &[Point]),
+    measure: Measure,
+) -> (Vec<Complexity>, Vec<ClassEvidence>, Complexity) {
+    if model.class == Complexity::Constant {
+        // A rise neither shown nor excluded leaves O(1) and every growing shape that rises
+        // through the points: the class is O(1), the set says what the data cannot exclude.
+        let undecided = matches!(
+            flat_reason,
+            Some(FlatReason::WithinNoise | FlatReason::OneSize | FlatReason::NotSignificant)
+        );
+        let mut set = vec![Complexity::Constant];
+        if undecided {
+            set.extend(
+                Complexity::GROWING
+                    .iter()
+                    .filter(|c| candidates.iter().any(|m| m.class == **c && m.b > 0.0)),
+            );
+        }
+        (set, Vec::new(), Complexity::Constant)
+    } else {
+        let evidence = class_evidence(runs, pts);
+        let mut set = plausible_set(&evidence);
+        if set.is_empty() {
+            // No growing model fits the runs as measured: the sizes' fit is all there is.
+            set.push(model.class);
+        }
+        // Time never excludes O(n) for O(n log n): a walk whose cost per item rises as its
+        // working set leaves the caches (or qemu's software TLB) bends the same way, and only
+        // a count of its trips tells them apart ([`super::LOG_FACTOR_PARSIMONY`]).
+        if measure == Measure::Time
+            && set.first() == Some(&Complexity::NLogN)
+            && candidates
+                .iter()
+                .any(|m| m.class == Complexity::Linear && m.b > 0.0)
+        {
+            set.insert(0, Complexity::Linear);
+        }
+        let class = if set.contains(&model.class) {
+            model.class
+        } else {
+            evidence
+                .iter()
+                .filter(|e| set.contains(&e.class))
+                .min_by(|a, b| a.delta.total_cmp(&b.delta))
+                .map_or(model.class, |e| e.class)
+        };
+        (set, evidence, class)
+    }
+}
 
 /// One growing class's evidence against the best-fitting one.
 #[derive(Clone, Debug, PartialEq, Serialize)]
