@@ -2,6 +2,7 @@
 //! of its top functions; the series are also what a comparison plots for each side.
 
 use crate::analysis::discover::Grower;
+use crate::analysis::exact::CountedLoop;
 use crate::analysis::fit::classes_label;
 use crate::analysis::populations::Mix;
 use crate::analysis::table::Metric;
@@ -100,15 +101,27 @@ pub(super) fn write_target(
 }
 
 /// A grower's series: the time its class was fitted on against N, with its model; labelled
-/// by the function (marked self when that is the time), `inside` (its entry) and its class.
-fn grower_series(g: &Grower, inside: Option<&str>) -> svgplot::Series {
+/// by the function (marked self when that is the time), `inside` (its entry) and its class:
+/// the count's where a confirmation pass counted its loop (`counted`), as the answer says.
+fn grower_series(
+    g: &Grower,
+    inside: Option<&str>,
+    counted: Option<&CountedLoop>,
+) -> svgplot::Series {
+    let class = match counted {
+        Some(c) => format!(
+            "{} by loop count (time: {})",
+            c.class.label(),
+            g.scaling.classes_label()
+        ),
+        None => g.scaling.classes_label(),
+    };
     svgplot::Series {
         label: format!(
-            "{}{}{} · {}",
+            "{}{}{} · {class}",
             g.function,
             if g.fitted_on_self { " (self)" } else { "" },
             inside.map_or(String::new(), |e| format!(" in {e}")),
-            g.scaling.classes_label()
         ),
         points: g
             .points
@@ -135,7 +148,7 @@ pub(super) fn write_discoveries(
                     d.ranked
                         .iter()
                         .take(discover::TERMINAL_TOP)
-                        .map(|g| grower_series(g, None))
+                        .map(|g| grower_series(g, None, d.counted.get(&g.function)))
                         .collect(),
                     format!(
                         "{} [{}]: kernel functions whose time grows (ns per {})",
@@ -148,7 +161,10 @@ pub(super) fn write_discoveries(
                     d.entries
                         .loops
                         .iter()
-                        .filter_map(|l| Some(grower_series(l.top()?, Some(&l.entry))))
+                        .filter_map(|l| {
+                            let g = l.top()?;
+                            Some(grower_series(g, Some(&l.entry), d.counted.get(&g.function)))
+                        })
                         .take(discover::TERMINAL_TOP)
                         .collect(),
                     format!(
@@ -165,4 +181,42 @@ pub(super) fn write_discoveries(
         }
     }
     Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::entries::tests::{discovered, shell};
+    use crate::analysis::fit::Complexity;
+
+    /// A loop the confirmation pass counted is labelled with the count's class, as the answer
+    /// states it, its time's set beside it; one it did not, with its time's set alone.
+    #[test]
+    fn a_counted_loop_is_labelled_by_its_count() {
+        let d = discovered(shell);
+        let g = d.entries.loops[0].top().expect("a loop frame");
+        let plain = grower_series(g, Some("wait4"), None);
+        assert_eq!(
+            plain.label,
+            format!(
+                "wait_consider_task in wait4 · {}",
+                g.scaling.classes_label()
+            )
+        );
+        let c = CountedLoop {
+            class: Complexity::Linear,
+            inner: "wait_consider_task".into(),
+            outer: "do_wait".into(),
+            from: (10, 11.0),
+            to: (1000, 1001.0),
+        };
+        let counted = grower_series(g, Some("wait4"), Some(&c));
+        assert_eq!(
+            counted.label,
+            format!(
+                "wait_consider_task in wait4 · O(n) by loop count (time: {})",
+                g.scaling.classes_label()
+            )
+        );
+    }
 }
