@@ -9,16 +9,22 @@
 //! A pair of its own rather than the `raw_syscalls` routes' programs: these are attached only
 //! in discover mode, so the routes' per-syscall path stays as short as it was.
 //!
-//! The syscall a running thread is inside is kept in its CPU's slot ([`CpuEntry`]) until it
+//! The syscall a thread entered last is kept in its CPU's slot ([`CpuEntry`]) until it
 //! leaves the CPU: a `sched_switch` away from the thread moves it into `IN_SYSCALL`, keyed by
-//! thread ([`switch_out`]), where its exit (on whichever CPU) finds it. So `sys_enter` and
-//! `sys_exit`, which run for every syscall on the machine, touch a hash map only for a syscall
-//! that blocked or migrated (and, at the exit, for the syscalls of threads not traced here).
-//! The exit looks in the map whenever the slot is not its own rather than trusting a
-//! switch-in to have brought the entry back: a version that moved it back at the switch-in
-//! lost about one blocked syscall in a thousand on 6.18 (threads ran again after their
-//! switch-out with no sign of the switch-in program having run). Only with the scheduler
-//! programs attached (`FLAG_FAST_PATH`); without them every entry is kept in `IN_SYSCALL`.
+//! thread ([`switch_out`]), where the sampler finds it on whichever CPU the thread runs next.
+//! So `sys_enter`, which runs for every syscall on the machine, touches a hash map only for a
+//! thread switched out since its last syscall (and never for threads not traced here). There
+//! is no `sys_exit` program: a second program on every syscall of the machine was a third of
+//! discover's cost on a getpid loop (172 -> 106 ns added per call on this project's 6.18
+//! host), and what it told the sampler, that the thread has left its syscall, the sample's
+//! own kernel stack tells: a sample filed under the syscall entered last whose stack does not
+//! go through the syscall entry ran after it returned (a user page fault, an interrupt from
+//! user mode), and userspace files it by its frames (`collect::entries`). The sampler looks
+//! in the map whenever the slot is not the thread's rather than trusting a switch-in to have
+//! brought the entry back: a version that moved it back at the switch-in lost about one
+//! blocked syscall in a thousand on 6.18 (threads ran again after their switch-out with no
+//! sign of the switch-in program having run). Only with the scheduler programs attached
+//! (`FLAG_FAST_PATH`); without them every entry is kept in `IN_SYSCALL`.
 //! `TRACER_NO_FAST_PATH=1` turns it off with the span fast path.
 //!
 //! A syscall's count goes to its CPU's slot in `ENTRY_CACHE` (an increment while the slot
@@ -200,27 +206,6 @@ pub fn ent_exec(_ctx: RawTracePointContext) -> u32 {
     0
 }
 
-/// `sys_exit(struct pt_regs *regs, long ret)`: the thread is no longer inside its syscall.
-/// Syscalls that never return (exit, a successful exit_group) have no exit: their entry is
-/// removed with the thread.
-#[raw_tracepoint(tracepoint = "sys_exit")]
-pub fn ent_sys_exit(_ctx: RawTracePointContext) -> u32 {
-    let tid = bpf_get_current_pid_tgid() as u32;
-    // For every syscall on the machine: only threads that entered one here have an entry, in
-    // this CPU's slot if the thread never left the CPU, else in the map.
-    if let Some(c) = cpu_entry()
-        && c.open != 0
-        && c.tid == tid
-    {
-        c.open = 0;
-        return 0;
-    }
-    if unsafe { IN_SYSCALL.get(&tid) }.is_some() {
-        let _ = IN_SYSCALL.remove(&tid);
-    }
-    0
-}
-
 /// `page_fault_user(unsigned long address, struct pt_regs *regs, unsigned long error_code)`
 /// (x86). Counted only: the fault's time is in the samples filed under it.
 #[raw_tracepoint(tracepoint = "page_fault_user")]
@@ -238,8 +223,9 @@ pub fn ent_fault(_ctx: RawTracePointContext) -> u32 {
     0
 }
 
-/// The entry the current thread's sample ran under: its syscall, or `ENTRY_NONE`. Reads only:
-/// the sampler interrupts this CPU's programs.
+/// The syscall the current thread entered last, or `ENTRY_NONE`: the entry its kernel sample
+/// ran under when the sample's stack goes through the syscall entry (userspace checks). Reads
+/// only: the sampler interrupts this CPU's programs.
 #[inline(always)]
 pub(crate) fn current_entry(tid: u32) -> u32 {
     if config().is_some_and(|cfg| cfg.flags & FLAG_FAST_PATH != 0) {
@@ -260,7 +246,8 @@ pub(crate) fn current_entry(tid: u32) -> u32 {
 pub(crate) struct CpuEntry {
     entry: EntryNow,
     tid: u32,
-    /// 1 while `entry` is `tid`'s open syscall.
+    /// 1 while `entry` is the syscall `tid` entered last and `tid` has not left the CPU
+    /// since (it may have returned from it: see the module docs).
     open: u32,
     /// The phase of the last traced process that entered a syscall here.
     phase: PhaseCache,
@@ -281,7 +268,7 @@ fn cpu_entry() -> Option<&'static mut CpuEntry> {
     CPU_ENTRY.get_ptr_mut(0).map(|c| unsafe { &mut *c })
 }
 
-/// Move the slot's open entry into `IN_SYSCALL`.
+/// Move the slot's entry into `IN_SYSCALL`.
 #[inline(always)]
 fn spill(c: &mut CpuEntry) {
     c.open = 0;
@@ -290,7 +277,7 @@ fn spill(c: &mut CpuEntry) {
     }
 }
 
-/// `sched_switch` away from `prev`: its open syscall waits in `IN_SYSCALL`.
+/// `sched_switch` away from `prev`: its last syscall waits in `IN_SYSCALL`.
 #[inline(always)]
 pub(crate) fn switch_out(prev: u32) {
     if let Some(c) = cpu_entry() {
@@ -301,7 +288,7 @@ pub(crate) fn switch_out(prev: u32) {
 }
 
 /// `sched_switch` to `next` (None: its pid was unreadable): an entry still here is another
-/// thread's (one whose switch-out was missed), and waits in `IN_SYSCALL` for its exit.
+/// thread's (one whose switch-out was missed), and waits in `IN_SYSCALL` for its samples.
 #[inline(always)]
 pub(crate) fn switch_in(next: Option<u32>) {
     let Some(c) = cpu_entry() else { return };

@@ -27,7 +27,7 @@ pub const ENTRY_PREEMPTION: u32 = 7;
 /// Syscall `nr` is `ENTRY_SYSCALL + nr` (x86_64's numbers, below `MAX_SYSCALL_NR`).
 pub const ENTRY_SYSCALL: u32 = 0x100;
 
-/// The syscall a traced thread is inside, from `sys_enter` to `sys_exit` (discover mode).
+/// The syscall a traced thread entered last (discover mode).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct EntryNow {

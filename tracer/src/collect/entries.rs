@@ -11,12 +11,16 @@ use crate::rundata::{self, EntryRow, Interruption};
 /// The name of entry code `code`; for `ENTRY_NONE`, what the sample's kernel frames
 /// (root first) show it entered by. Interruption codes are counts only: samples are never
 /// filed under them (an interrupt's samples are its `interrupt` pseudo-entry's, or the
-/// syscall's it interrupted).
+/// syscall's it interrupted). A sample's syscall code is the syscall its thread entered last
+/// (the kernel keeps no exit): where its frames do not go through the syscall entry, the
+/// thread had returned from it (a user page fault, an interrupt from user mode, an exec's
+/// new image faulting in), and the frames say what it entered by. Counts (no frames) are
+/// the code's.
 pub fn entry_name(code: u32, frames: &[String]) -> String {
     if let Some(k) = Interruption::of_code(code) {
         return k.name().to_string();
     }
-    if code >= ENTRY_SYSCALL {
+    if code >= ENTRY_SYSCALL && (frames.is_empty() || frames.iter().any(|f| is_syscall_entry(f))) {
         let nr = code - ENTRY_SYSCALL;
         return match syscalls::name(nr) {
             Some(name) => name.to_string(),
@@ -26,12 +30,17 @@ pub fn entry_name(code: u32, frames: &[String]) -> String {
     if code == ENTRY_PAGE_FAULT || frames.iter().any(|f| is_fault_entry(f)) {
         return rundata::ENTRY_PAGE_FAULT.to_string();
     }
-    debug_assert!(code == ENTRY_NONE || code < ENTRY_SYSCALL);
     if frames.iter().any(|f| is_interrupt_entry(f)) {
         rundata::ENTRY_INTERRUPT.to_string()
     } else {
         rundata::ENTRY_KERNEL.to_string()
     }
+}
+
+/// The 64-bit syscall entry's frames (`entry_SYSCALL_64_after_hwframe`, `do_syscall_64`),
+/// below every syscall's kernel work, and below only a syscall's.
+fn is_syscall_entry(frame: &str) -> bool {
+    frame == "do_syscall_64" || frame.starts_with("entry_SYSCALL_64")
 }
 
 /// The page-fault handler's entry frames, across kernel versions (`page_fault` before 5.8,
@@ -98,8 +107,22 @@ mod tests {
         assert_eq!(entry_name(ENTRY_NONE, &tick), "interrupt");
         let first_return = frames(&["ret_from_fork", "schedule_tail", "finish_task_switch"]);
         assert_eq!(entry_name(ENTRY_NONE, &first_return), "kernel");
-        // A syscall's samples stay the syscall's, whatever they interrupted inside it.
-        assert_eq!(entry_name(ENTRY_SYSCALL, &tick), "read");
+        // A syscall's samples stay the syscall's, whatever they interrupted inside it ...
+        let in_read = frames(&[
+            "entry_SYSCALL_64_after_hwframe",
+            "do_syscall_64",
+            "ksys_read",
+            "asm_sysvec_apic_timer_interrupt",
+            "sysvec_apic_timer_interrupt",
+        ]);
+        assert_eq!(entry_name(ENTRY_SYSCALL, &in_read), "read");
+        let fault_in_read = frames(&["do_syscall_64", "ksys_read", "asm_exc_page_fault"]);
+        assert_eq!(entry_name(ENTRY_SYSCALL, &fault_in_read), "read");
+        // ... and a sample after the thread returned from the syscall it entered last is
+        // what its frames show.
+        assert_eq!(entry_name(ENTRY_SYSCALL, &tick), "interrupt");
+        assert_eq!(entry_name(ENTRY_SYSCALL + 59, &fault), "page_fault");
+        assert_eq!(entry_name(ENTRY_SYSCALL + 61, &first_return), "kernel");
         assert_eq!(entry_name(tracer_ebpf::ENTRY_TIMER, &[]), "timer_interrupt");
         assert_eq!(entry_name(tracer_ebpf::ENTRY_PREEMPTION, &[]), "preemption");
     }

@@ -101,10 +101,10 @@ impl Engine {
         if !cfg!(target_arch = "x86_64") {
             return Some("syscall numbers are read as x86_64's".into());
         }
-        // Exit first: an exit without its entry is ignored. Exec before the entry: the entry
-        // remembers a process's code segment until it execs.
+        // Exec before the entry: the entry remembers a process's code segment until it execs.
+        // No exit program: a sample's kernel stack tells whether its thread is still inside
+        // the syscall it entered last (`collect::entries`).
         let progs = [
-            ("ent_sys_exit", "sys_exit"),
             ("ent_exec", "sched_process_exec"),
             ("ent_sys_enter", "sys_enter"),
         ];

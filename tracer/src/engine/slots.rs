@@ -163,7 +163,6 @@ pub(super) fn detached_last(name: &str) -> bool {
     name.starts_with("sched_")
         || name.starts_with("rsched_")
         || name == "raw_sys_exit"
-        || name == "ent_sys_exit"
         || SlotKind::ALL
             .iter()
             .filter_map(|k| k.spec().exit)

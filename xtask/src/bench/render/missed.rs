@@ -242,12 +242,13 @@ fn discover_why(md: &mut String, r: &Results) {
     md.push_str(
         "- **Discover against perf record.** Both sample the command's tree at the same \
          frequency; discover also counts every syscall the tree makes (a raw `sys_enter` \
-         program that counts it in its CPU's cache of counts, and a `sys_exit` program that \
-         closes it, so that a sample is filed under the syscall it ran in; no clock is read), \
-         which is what tells a syscall whose time per call grows from a benchmark that makes \
-         more calls; perf records none of it. Where the command's ops are a few short \
-         syscalls, the two programs each syscall runs (the kernel's dispatch to them most of \
-         it), not the sampling, are discover's cost:",
+         program that counts it in its CPU's cache of counts and keeps it as the thread's \
+         last, so that a sample whose stack goes through the syscall entry is filed under it; \
+         no clock is read, no program at the exit), which is what tells a syscall whose time \
+         per call grows from a benchmark that makes more calls; perf records none of it. \
+         Where the command's ops are a few short syscalls, that program (the kernel's dispatch \
+         to it, and the slow syscall path an enabled syscall tracepoint puts every syscall \
+         on), not the sampling, is discover's cost:",
     );
     for set in &r.discover {
         let added = |name: &str| set.added_median(name);
