@@ -1,30 +1,31 @@
 //! Kernel entries of the traced tasks (discover mode): every syscall counted by number at
-//! `sys_enter`, user-mode page faults counted, and the syscall a thread is inside kept so
+//! `sys_enter`, user-mode page faults counted, and the syscall a thread entered last kept so
 //! that the sampler can file each sample under the entry it ran under. This is what tells a
 //! kernel loop (a syscall whose time per call grows with N) from a benchmark that makes more
 //! calls (calls per op grow, time per call does not). Time per call comes from those samples
 //! (`analysis::entries`): no clock is read here, as the programs run for every syscall of the
-//! traced tasks and a clock read at each end was their largest cost.
+//! traced tasks and a clock read was their largest cost.
 //!
-//! A pair of its own rather than the `raw_syscalls` routes' programs: these are attached only
-//! in discover mode, so the routes' per-syscall path stays as short as it was.
+//! Programs of their own rather than the `raw_syscalls` routes': these are attached only in
+//! discover mode, so the routes' per-syscall path stays as short as it was.
 //!
 //! The syscall a thread entered last is kept in its CPU's slot ([`CpuEntry`]) until it
 //! leaves the CPU: a `sched_switch` away from the thread moves it into `IN_SYSCALL`, keyed by
 //! thread ([`switch_out`]), where the sampler finds it on whichever CPU the thread runs next.
 //! So `sys_enter`, which runs for every syscall on the machine, touches a hash map only for a
 //! thread switched out since its last syscall (and never for threads not traced here). There
-//! is no `sys_exit` program: a second program on every syscall of the machine was a third of
-//! discover's cost on a getpid loop (172 -> 106 ns added per call on this project's 6.18
-//! host), and what it told the sampler, that the thread has left its syscall, the sample's
-//! own kernel stack tells: a sample filed under the syscall entered last whose stack does not
-//! go through the syscall entry ran after it returned (a user page fault, an interrupt from
-//! user mode), and userspace files it by its frames (`collect::entries`). The sampler looks
-//! in the map whenever the slot is not the thread's rather than trusting a switch-in to have
-//! brought the entry back: a version that moved it back at the switch-in lost about one
-//! blocked syscall in a thousand on 6.18 (threads ran again after their switch-out with no
-//! sign of the switch-in program having run). Only with the scheduler programs attached
-//! (`FLAG_FAST_PATH`); without them every entry is kept in `IN_SYSCALL`.
+//! is no `sys_exit` program: a second program on every syscall of the machine was over a
+//! third of discover's cost on a getpid loop (183 -> 104 ns added per call without it on this
+//! project's 6.18 host, an A/B of the two builds), and what it told the sampler, that the
+//! thread has left its syscall, the sample's own kernel stack tells: a sample filed under the
+//! syscall entered last whose stack does not go through the syscall entry ran after it
+//! returned (a user page fault, an interrupt from user mode), and userspace files it by its
+//! frames (`collect::entries`). The sampler looks in the map whenever the slot is not the
+//! thread's rather than trusting a switch-in to have brought the entry back: a version that
+//! moved it back at the switch-in lost about one blocked syscall in a thousand on 6.18
+//! (threads ran again after their switch-out with no sign of the switch-in program having
+//! run). Only with the scheduler programs attached (`FLAG_FAST_PATH`); without them every
+//! entry is kept in `IN_SYSCALL`.
 //! `TRACER_NO_FAST_PATH=1` turns it off with the span fast path.
 //!
 //! A syscall's count goes to its CPU's slot in `ENTRY_CACHE` (an increment while the slot
