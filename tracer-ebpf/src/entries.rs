@@ -18,9 +18,10 @@
 //! third of discover's cost on a getpid loop (183 -> 104 ns added per call without it on this
 //! project's 6.18 host, an A/B of the two builds), and what it told the sampler, that the
 //! thread has left its syscall, the sample's own kernel stack tells: a sample filed under the
-//! syscall entered last whose stack does not go through the syscall entry ran after it
-//! returned (a user page fault, an interrupt from user mode), and userspace files it by its
-//! frames (`collect::entries`). The sampler looks in the map whenever the slot is not the
+//! syscall entered last whose stack is not in a function the syscall entry called, or is on
+//! the way back to user mode, ran outside it (a user page fault, an interrupt from user mode,
+//! signal delivery, the entry's own work before the next syscall's tracepoint), and
+//! userspace files it by its frames (`collect::entries`). The sampler looks in the map whenever the slot is not the
 //! thread's rather than trusting a switch-in to have brought the entry back: a version that
 //! moved it back at the switch-in lost about one blocked syscall in a thousand on 6.18
 //! (threads ran again after their switch-out with no sign of the switch-in program having

@@ -232,8 +232,9 @@ probe needed. With --discover and no --targets, nothing else is traced.
 It also counts every kernel entry of the tree, with tracepoints only: each syscall by name
 (raw_syscalls sys_enter, counted in the kernel) and each user page fault
 (exceptions:page_fault_user), and files every kernel sample under the entry it ran under: the
-syscall its thread entered last when the sample's kernel stack goes through the syscall
-entry, else what the stack shows it entered by (a fault, an interrupt). Three things can grow with N, and the report keeps them apart:
+syscall its thread entered last when the sample's kernel stack is in that syscall's work
+(above the syscall entry, not on the way back to user mode), else what the stack shows it
+entered by (a fault, an interrupt, the kernel's own return work). Three things can grow with N, and the report keeps them apart:
   kernel loops  an entry inside which a frame's on-CPU time per call of the entry grows
                 (a growth class, 4 standard errors of sampling, and at least twofold from
                 the smallest to the largest N; of its self time when that carries half
