@@ -5,6 +5,7 @@
 use super::fmt::count;
 use super::fmt::{ns, pct};
 use crate::analysis::discover::Discovery;
+use crate::analysis::growers::MIN_ADDED_SIGMA;
 use crate::analysis::runlength::{GrowthReason, KernelGrowth, RunLength};
 
 /// How many interruption kinds, and how many more-calls entries, a clause names.
@@ -149,6 +150,13 @@ pub fn because(d: &Discovery, g: &KernelGrowth) -> String {
                 .and_then(|rl| counts_text(d, rl, NAMED))
                 .map_or(String::new(), |c| format!(" ({c})"))
         ),
+        GrowthReason::Neither if g.run_length_within_noise => format!(
+            "carried neither by more calls ({} of the added kernel time in entries counted \
+             more often) nor, beyond its sampling noise, by a longer run ({} in interrupts and \
+             preemption, a rise under {MIN_ADDED_SIGMA} standard errors of its samples)",
+            pct(g.more_calls_share.min(1.0)),
+            pct(g.run_length_share.min(1.0))
+        ),
         GrowthReason::Neither => format!(
             "carried neither by more calls ({} of the added kernel time in entries counted \
              more often) nor by a longer run ({} in interrupts and preemption)",
@@ -189,6 +197,30 @@ mod tests {
 
     fn answer(d: &Discovery) -> String {
         super::super::discover::answer(d)
+    }
+
+    /// A longer run its samples do not show beyond their noise is said so, not "neither"
+    /// with a share that reads as the run's length.
+    #[test]
+    fn a_longer_run_within_the_noise_says_why_it_is_not_named() {
+        use crate::analysis::runlength::{GrowthReason, KernelGrowth};
+        let d = spin();
+        let mut g = KernelGrowth {
+            reason: GrowthReason::Neither,
+            added_ns: 5.2e6,
+            more_calls_share: 0.0,
+            run_length_share: 0.889,
+            cause_in_interruptions: false,
+            run_length_within_noise: true,
+        };
+        assert_eq!(
+            super::because(&d, &g),
+            "carried neither by more calls (0.0% of the added kernel time in entries counted \
+             more often) nor, beyond its sampling noise, by a longer run (88.9% in interrupts \
+             and preemption, a rise under 4 standard errors of its samples)"
+        );
+        g.run_length_within_noise = false;
+        assert!(!super::because(&d, &g).contains("noise"));
     }
 
     #[test]
