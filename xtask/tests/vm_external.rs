@@ -37,7 +37,9 @@
 //!   `discover_names_sysvipc_find_ipc_under_ipcs_on_5_10_only`: shell scripts around
 //!   Debian's bash and util-linux (`SCRIPTS`, staged into the guest with their libraries)
 //!   under discover: the kernel loop is the syscall whose time per call grows, and the
-//!   scripts' growing setup (forks, execs) is more calls.
+//!   scripts' growing setup (forks, execs) is more calls. On 5.10 the id scan is counted by
+//!   the confirmation pass at sysvipc_find_ipc's calls of idr_find (outside ftrace, and
+//!   tail-calling the frame the samples name): O(n) by loop count.
 //!
 //! - `a_shells_waits_among_its_jobs_reaps_get_their_walk_counted`: busybox sh's waits among
 //!   its N jobs' reaps, `-t do_wait` on 5.10: the verdict leads with one population, and the
@@ -228,16 +230,19 @@ const SH_WAITS: Sweep = Sweep {
 /// the ids, on 6.1 it does not. Four sizes: at N = 10 the scan has a dozen samples per
 /// sweep, and in one 5.10 sweep of four over N = 10, 100, 400 its time at 100 stayed within
 /// that noise, leaving the rise at 400 alone, undecided between a loop and a step. A size at
-/// 200 shows the rise at two sizes whatever the smallest size's luck.
+/// 200 shows the rise at two sizes whatever the smallest size's luck. Its confirmation pass
+/// counts the scan: the function repeating inside the loop frame (`__radix_tree_lookup`,
+/// outside ftrace, reached from sysvipc_find_ipc through idr_find's tail call) at its calls
+/// from the frame.
 const IPC: Sweep = Sweep {
     name: "ipc",
-    args: "--n 10,100,200,400 --repeat 2 --discover --confirm 0",
+    args: "--n 10,100,200,400 --repeat 2 --discover",
     command: "ipc.sh {n}",
     part: Part::Ipc,
 };
 /// 6.1: the same, held to its two rounds (`--max-repeat 2`): the sweep then skips reading
 /// its runs so far for sizes short of samples (51 s of a 6.1 guest), which 5.10's sweep
-/// does.
+/// does. No loop to count there: no confirmation pass.
 const IPC_CAPPED: Sweep = Sweep {
     args: "--n 10,100,200,400 --repeat 2 --max-repeat 2 --discover --confirm 0",
     ..IPC
@@ -1289,8 +1294,9 @@ fn a_shells_waits_among_its_jobs_reaps_get_their_walk_counted() {
 }
 
 /// util-linux's ipcmk and ipcs (staged from Debian) in a script: N segments, 20 listings. On
-/// 5.10 every read of /proc/sysvipc/shm scans the ids (sysvipc_find_ipc), the kernel loop;
-/// on 6.1 it does not. The N ipcmk runs are more calls on both.
+/// 5.10 every read of /proc/sysvipc/shm scans the ids (sysvipc_find_ipc), the kernel loop,
+/// one class by loop count: the id lookups per sysvipc_find_ipc call, counted at its calls of
+/// idr_find; on 6.1 it does not. The N ipcmk runs are more calls on both.
 #[test]
 #[ignore = "boots a VM: run through cargo xtask test"]
 fn discover_names_sysvipc_find_ipc_under_ipcs_on_5_10_only() {
@@ -1342,6 +1348,34 @@ fn discover_names_sysvipc_find_ipc_under_ipcs_on_5_10_only() {
         if kernel == Kernel::V5_10 {
             assert_eq!(scans.first(), Some(&true), "{v}: {loops:?}");
             assert_eq!(loops[0].0, "read", "{v}: {loops:?}");
+            // The scan counted in the kernel: lookups per sysvipc_find_ipc call grow as N.
+            let counts: Vec<(String, String, f64)> = summary["trip_counts"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|t| t["outer"] == "sysvipc_find_ipc")
+                .map(|t| {
+                    (
+                        t["inner"].as_str().unwrap_or("").to_string(),
+                        t["scaling"]["class"].as_str().unwrap_or("").to_string(),
+                        t["scaling"]["loglog"]["slope"].as_f64().unwrap_or(0.0),
+                    )
+                })
+                .collect();
+            eprintln!("{v}: counted in sysvipc_find_ipc: {counts:?}");
+            assert!(
+                counts
+                    .iter()
+                    .any(|(_, class, slope)| class == "O(n)" && (0.7..=1.3).contains(slope)),
+                "{v}: no O(n) count of the scan: {counts:?}\n{log}"
+            );
+            // The answer's class is that count's, one class.
+            let table = fs::read_to_string(out.join("ipc/report/summary.txt")).unwrap();
+            let row = table.lines().nth(1).unwrap_or_default();
+            assert!(
+                row.starts_with("sysvipc_find_ipc ") && row.contains(" O(n) by loop count "),
+                "{v}: the discovery's class is not the loop count's:\n{table}"
+            );
         } else {
             assert!(!scans.contains(&true), "{v}: {loops:?}");
         }

@@ -3,7 +3,7 @@
 
 use super::fit::{Complexity, Scaling, fit_scaling};
 use super::table::CaseTable;
-use super::trips::{TripCount, counts_a_loop, flat_per_trip};
+use super::trips::{TripCount, counts_a_loop, flat_per_trip, shown_flat};
 use super::verdict::Verdict;
 
 /// The confirmation pass's verdict on a function discover ranked, by its exact time per op
@@ -120,8 +120,10 @@ pub struct CountedLoop {
 /// The class of the loop in `frame` by loop count, when the confirmation pass counted it:
 /// - a loop inside the frame: the frame's exact per-call verdict took its class from a count
 ///   inside it ([`super::trips::loop_class`]: pipe_poll, N per do_sys_poll call), and the
-///   frame itself runs a fixed number of times per call of its caller (counted beside it), so
-///   its loop's class is the loop's per call of the entry too;
+///   frame itself runs a fixed number of times per call of its caller (counted beside it), or
+///   a number that does not rise with N (5.10's sysvipc_find_ipc, 4.3 -> 6.9 times per
+///   seq_read_iter call over N = 10..400, as many as a read's buffer holds, none more from
+///   N = 100 on), so its loop's class is the loop's per call of the entry too;
 /// - the frame is the loop's per-trip function: its calls per call of its caller rise like a
 ///   loop over N (the same rules as `loop_class`) while its own time per call stays flat
 ///   (wait_consider_task, N per do_wait call).
@@ -152,10 +154,11 @@ pub fn counted_loop(
         .iter()
         .find(|t| t.inner == frame && !t.points.is_empty());
     if let Some(lc) = &e.per_call.by_loop {
-        // The frame per call of its caller: fixed within 5% from the smallest N to the largest.
+        // The frame per call of its caller: fixed within 5% from the smallest N to the largest,
+        // or shown not to rise (the count's fit: no growth, or none beyond a step).
         let fixed = into_frame.is_some_and(|t| {
             let (a, b) = t.range();
-            a > 0.0 && (b / a - 1.0).abs() <= 0.05
+            a > 0.0 && ((b / a - 1.0).abs() <= 0.05 || t.scaling.as_ref().is_some_and(shown_flat))
         });
         if fixed && let Some(t) = series(frame, &lc.inner) {
             return Some(counted(t, lc.class));
@@ -310,6 +313,18 @@ mod tests {
             ("pipe_poll", "do_sys_poll")
         );
         let more = trips("__x64_sys_poll", "do_sys_poll", |n| n as f64 / 10.0);
-        assert_eq!(counted_loop(&e, &[more, inside], "do_sys_poll"), None);
+        assert_eq!(
+            counted_loop(&e, &[more, inside.clone()], "do_sys_poll"),
+            None
+        );
+        // Called as many times as a buffer holds: more at the smallest N, then no rise.
+        let bounded = trips("seq_read_iter", "do_sys_poll", |n| {
+            if n < 500 { 4.3 } else { 6.9 }
+        });
+        let c = counted_loop(&e, &[bounded, inside.clone()], "do_sys_poll").unwrap();
+        assert_eq!(c.class, Complexity::Linear);
+        // Still rising at the largest N: not bounded.
+        let rising = trips("seq_read_iter", "do_sys_poll", |n| 3.0 + (n as f64).ln());
+        assert_eq!(counted_loop(&e, &[rising, inside], "do_sys_poll"), None);
     }
 }

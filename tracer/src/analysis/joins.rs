@@ -97,9 +97,14 @@ pub(super) fn join_confirm_passes(runs: &mut [RunInfo]) {
 
 /// The confirmation pass `pass`'s verdicts and counts of what discovery `d` ranked.
 fn join_confirm_pass(d: &mut Discovery, pass: &RunInfo) {
+    // What the discovery names: its ranked functions, its loops' frames and what repeats
+    // inside each (the confirmation counts that per call of the frame).
     let named = |f: &str| {
         d.ranked.iter().any(|g| g.function == f)
-            || d.entries.loops.iter().any(|l| l.frame() == Some(f))
+            || d.entries
+                .loops
+                .iter()
+                .any(|l| l.frame() == Some(f) || l.cause.as_ref().is_some_and(|c| c.function == f))
     };
     for CaseResult {
         table: t,

@@ -14,8 +14,14 @@ use std::path::Path;
 
 use super::kallsyms::Kallsyms;
 
-/// Length of a direct near call (`e8 rel32`).
+/// Length of a direct near call (`e8 rel32`), and of a direct near jump (`e9 rel32`).
 pub const CALL_LEN: u64 = 5;
+/// The most code read of a function called from the caller to see whether it tail-calls the
+/// callee: such a function is a small wrapper (`idr_find` is 20-odd bytes).
+const MAX_WRAPPER_BYTES: u64 = 1024;
+/// How many tail calls deep a callee is looked for: 5.10's `idr_find` jumps to
+/// `radix_tree_lookup`, which jumps to `__radix_tree_lookup`.
+const MAX_TAIL_DEPTH: usize = 2;
 /// The most code read of one caller: a function longer than this is not scanned.
 const MAX_FUNCTION_BYTES: u64 = 64 * 1024;
 
@@ -33,21 +39,32 @@ pub enum CallSiteError {
     Arch,
 }
 
+/// The (offset from the start of `code`, loaded at `base`; target address) of every
+/// `opcode rel32` byte sequence in it: direct calls for `e8`, direct jumps for `e9`.
+fn branches(code: &[u8], base: u64, opcode: u8) -> impl Iterator<Item = (u64, u64)> + '_ {
+    code.windows(CALL_LEN as usize)
+        .enumerate()
+        .filter(move |(_, w)| w[0] == opcode)
+        .map(move |(i, w)| {
+            let rel = i32::from_le_bytes([w[1], w[2], w[3], w[4]]);
+            let next = base.wrapping_add(i as u64 + CALL_LEN);
+            (i as u64, next.wrapping_add(rel as i64 as u64))
+        })
+}
+
 /// The offsets, from the start of `code` (loaded at `base`), of every direct call to
 /// `callee`.
 pub fn calls_to(code: &[u8], base: u64, callee: u64) -> Vec<u64> {
-    let mut out = Vec::new();
-    for (i, w) in code.windows(CALL_LEN as usize).enumerate() {
-        if w[0] != 0xe8 {
-            continue;
-        }
-        let rel = i32::from_le_bytes([w[1], w[2], w[3], w[4]]);
-        let next = base.wrapping_add(i as u64 + CALL_LEN);
-        if next.wrapping_add(rel as i64 as u64) == callee {
-            out.push(i as u64);
-        }
-    }
-    out
+    branches(code, base, 0xe8)
+        .filter(|&(_, to)| to == callee)
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// Whether the function whose code is `code` (at `base`) jumps to `callee`: a tail call,
+/// `return f(x)` compiled to `jmp f`.
+pub fn jumps_to(code: &[u8], base: u64, callee: u64) -> bool {
+    branches(code, base, 0xe9).any(|(_, to)| to == callee)
 }
 
 /// The offsets in kernel function `caller` of its direct calls to `callee` (each a candidate:
@@ -71,7 +88,55 @@ pub fn find(ksyms: &Kallsyms, caller: &str, callee: &str) -> Result<Vec<u64>, Ca
     }
     let code = read_kcore(Path::new("/proc/kcore"), start, len)?
         .ok_or_else(|| CallSiteError::NotMapped(caller.into()))?;
-    Ok(calls_to(&code, start, to))
+    let direct = calls_to(&code, start, to);
+    if !direct.is_empty() {
+        return Ok(direct);
+    }
+    // None: the caller may reach the callee through a wrapper's tail call, which leaves no
+    // frame of its own, so a stack sampled in the callee names the caller right above it
+    // (5.10's sysvipc_find_ipc calls idr_find, whose stacks read __radix_tree_lookup <-
+    // sysvipc_find_ipc). Each call of such a wrapper is one call of the callee.
+    let mut calls = Vec::new();
+    let mut seen = Vec::new();
+    for (_, target) in branches(&code, start, 0xe8) {
+        if seen.contains(&target) {
+            continue;
+        }
+        seen.push(target);
+        if tail_calls(ksyms, target, to, MAX_TAIL_DEPTH)? {
+            calls.extend(calls_to(&code, start, target));
+        }
+    }
+    calls.sort_unstable();
+    Ok(calls)
+}
+
+/// Whether the kernel function starting at `f` reaches `callee` by tail calls, at most
+/// `depth` deep. False for an address no text symbol starts at.
+fn tail_calls(ksyms: &Kallsyms, f: u64, callee: u64, depth: usize) -> Result<bool, CallSiteError> {
+    let Some((start, end)) = ksyms.extent_at(f) else {
+        return Ok(false);
+    };
+    let Some(code) = read_kcore(
+        Path::new("/proc/kcore"),
+        start,
+        (end - start).min(MAX_WRAPPER_BYTES),
+    )?
+    else {
+        return Ok(false);
+    };
+    if jumps_to(&code, start, callee) {
+        return Ok(true);
+    }
+    if depth <= 1 {
+        return Ok(false);
+    }
+    for (_, j) in branches(&code, start, 0xe9) {
+        if j != start && tail_calls(ksyms, j, callee, depth - 1)? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// `len` bytes of kernel memory at `addr`, from the ELF core file at `path` (None: no segment
@@ -135,6 +200,29 @@ mod tests {
         assert_eq!(calls_to(&code, base, callee), [4, 21]);
         assert_eq!(calls_to(&code, base, base + 0x100), [16]);
         assert!(calls_to(&code[..8], base, callee).is_empty());
+    }
+
+    /// A wrapper's tail call is a `jmp rel32` to the callee; a call of it, or a jump elsewhere,
+    /// is not one.
+    #[test]
+    fn a_tail_call_is_a_direct_jump_to_the_callee() {
+        let base = 0xffff_ffff_8100_0000u64;
+        let callee = 0xffff_ffff_8120_0000u64;
+        let branch = |op: u8, at: u64, to: u64| {
+            let rel = (to.wrapping_sub(base + at + CALL_LEN)) as i64 as i32;
+            let mut v = vec![op];
+            v.extend(rel.to_le_bytes());
+            v
+        };
+        let mut wrapper = vec![0x2b, 0x77, 0x10]; // sub esi, [rdi+0x10]
+        wrapper.extend(branch(0xe9, 3, callee));
+        assert!(jumps_to(&wrapper, base, callee));
+        assert!(!jumps_to(&wrapper, base, callee + 1));
+        let mut calls = vec![0x90];
+        calls.extend(branch(0xe8, 1, callee));
+        calls.push(0xc3);
+        assert!(!jumps_to(&calls, base, callee));
+        assert_eq!(calls_to(&calls, base, callee), [1]);
     }
 
     /// The kcore reader maps an address through the segment that holds it.

@@ -105,6 +105,15 @@ impl Kallsyms {
         Some((start, end))
     }
 
+    /// The extent of the function that starts at `addr` (its start and where the next text
+    /// symbol starts); None when no text symbol starts there.
+    pub fn extent_at(&self, addr: u64) -> Option<(u64, u64)> {
+        let i = self.syms.partition_point(|s| s.addr < addr);
+        (self.syms.get(i)?.addr == addr).then_some(())?;
+        let end = self.syms[i + 1..].iter().find(|s| s.addr > addr)?.addr;
+        Some((addr, end))
+    }
+
     /// Compiler clones of `name` (`name.isra.0`, `name.constprop.0`, `name.part.0`), which a
     /// kprobe can attach to when the plain name is gone. `.cold` parts are excluded: they are
     /// not entry points.
@@ -198,6 +207,12 @@ ffffffff8135e700 t do_wait
         );
         assert_eq!(k.extent("do_wait"), None);
         assert_eq!(k.extent("some_data"), None);
+        // By address: only where a function starts (a call's target, not inside one).
+        assert_eq!(
+            k.extent_at(0xffffffff815f3470),
+            Some((0xffffffff815f3470, 0xffffffff815f4000))
+        );
+        assert_eq!(k.extent_at(0xffffffff815f3471), None);
     }
 
     #[test]

@@ -31,31 +31,40 @@ fn chain(callers: &[String], keep: usize) -> String {
     s
 }
 
-/// The one-line answer: the kernel loop (an entry whose time per call grows, by the frame
-/// that carries it); with entries counted and no loop, what carries the growth (more calls,
-/// a longer run, both or neither); without entry counts, the function whose time per op
-/// grows; or that none does.
-pub fn answer(d: &Discovery) -> String {
-    let head = format!("{} [{}]", d.run, d.case_name);
-    let basis_of = |function: Option<&str>| match function
-        .and_then(|f| d.exact.iter().find(|e| e.function == f))
-    {
+/// What an answer rests on: the samples, and the confirmation pass's exact class of
+/// `function` where it timed it.
+fn basis(d: &Discovery, function: Option<&str>) -> String {
+    match function.and_then(|f| d.exact.iter().find(|e| e.function == f)) {
         Some(e) => format!(
-            "{} samples at {} sizes; timed exactly in the confirmation pass: {}",
+            "{} samples at {} sizes; timed exactly in the confirmation pass: {} per {}",
             d.total_samples(),
             d.ns.len(),
-            e.class().map_or("no fit", |c| c.label())
+            e.class().map_or("no fit", |c| c.label()),
+            // The class it leads with: of the function's time per op when it has one.
+            if e.per_op.is_some() {
+                d.per.as_str()
+            } else {
+                "call"
+            }
         ),
         None => format!(
             "{} samples at {} sizes, sampled without function probes",
             d.total_samples(),
             d.ns.len()
         ),
-    };
-    if let Some(l) = d.entries.loops.first() {
-        return loop_answer(d, l, &head, &basis_of(l.frame()));
     }
-    let basis = basis_of(d.ranked.first().map(|g| g.function.as_str()));
+}
+
+/// The one-line answer: the kernel loop (an entry whose time per call grows, by the frame
+/// that carries it); with entries counted and no loop, what carries the growth (more calls,
+/// a longer run, both or neither); without entry counts, the function whose time per op
+/// grows; or that none does.
+pub fn answer(d: &Discovery) -> String {
+    let head = format!("{} [{}]", d.run, d.case_name);
+    if let Some(l) = d.entries.loops.first() {
+        return loop_answer(d, l, &head, &basis(d, l.frame()));
+    }
+    let basis = basis(d, d.ranked.first().map(|g| g.function.as_str()));
     if d.entries.counted && !d.ranked.is_empty() {
         let no_loop = match d.entries.first_undecided() {
             Some((e, g)) => {
@@ -477,7 +486,7 @@ pub(crate) mod tests {
         });
         let a = answer(&d);
         assert!(
-            a.contains("timed exactly in the confirmation pass: O(n)"),
+            a.contains("timed exactly in the confirmation pass: O(n) per call"),
             "{a}"
         );
         let t = text(&d, TERMINAL_TOP, |rows| {

@@ -12,19 +12,33 @@ use super::jobs::Job;
 use super::{SweepOptions, SweepRun};
 
 /// The functions the confirmation times exactly (per discovery: the top kernel loop's
-/// frame, the top `k` and the root cause), and their immediate callers: each caller is traced
-/// too (it is out of line: it has a frame), so the kernel counts how many times per call of
-/// the caller the function runs, the trips of the loop that calls it, exact where the times
-/// bend.
-fn to_confirm(a: &crate::analysis::Analysis, k: usize) -> (Vec<String>, Vec<String>) {
+/// frame and the function repeating inside it, the top `k` and the root cause), and their
+/// immediate callers: each caller is traced too (it is out of line: it has a frame), so the
+/// kernel counts how many times per call of the caller the function runs, the trips of the
+/// loop that calls it, exact where the times bend. With them, the function repeating inside
+/// the loop frame and that frame: it is counted at its calls from there where it cannot be
+/// probed itself (`plan::trip_target`).
+type Chosen = (Vec<String>, Vec<String>, Option<(String, String)>);
+
+fn to_confirm(a: &crate::analysis::Analysis, k: usize) -> Chosen {
     // Each with its caller chain in the heaviest stack.
     let mut chosen: Vec<(&String, &[String])> = Vec::new();
+    let mut repeating = None;
     for d in a.discoveries() {
-        // The top kernel loop's frame first: it is the answer.
+        // The top kernel loop's frame first: it is the answer; then what repeats in it.
         if k > 0
-            && let Some(g) = d.entries.loops.first().and_then(|l| l.top())
+            && let Some(l) = d.entries.loops.first()
+            && let Some(g) = l.top()
         {
             chosen.push((&g.function, g.callers.as_slice()));
+            if let Some(c) = &l.cause
+                && c.function != g.function
+            {
+                chosen.push((&c.function, c.callers.as_slice()));
+                if let Some(caller) = c.callers.last() {
+                    repeating.get_or_insert((c.function.clone(), caller.clone()));
+                }
+            }
         }
         chosen.extend(
             d.ranked
@@ -50,7 +64,7 @@ fn to_confirm(a: &crate::analysis::Analysis, k: usize) -> (Vec<String>, Vec<Stri
             callers.push(c.clone());
         }
     }
-    (candidates, callers)
+    (candidates, callers, repeating)
 }
 
 /// The second pass of a discover sweep: the top-ranked functions timed exactly, as targets,
@@ -71,7 +85,7 @@ pub(super) async fn confirm_pass(
     };
     let a = crate::analysis::analyze(&ds, &crate::analysis::AnalysisOptions::default());
     let confirm = opts.mode.command().map_or(0, |c| c.confirm);
-    let (candidates, mut callers) = to_confirm(&a, confirm);
+    let (candidates, mut callers, repeating) = to_confirm(&a, confirm);
     if candidates.is_empty() {
         return Ok(None);
     }
@@ -88,7 +102,15 @@ pub(super) async fn confirm_pass(
             .chain(callers.iter().filter(|_| with_callers))
             .take(tracer_ebpf::MAX_TARGETS)
             .enumerate()
-            .map(|(i, f)| (i as u32, crate::plan::arbitrary_target(f)))
+            .map(|(i, f)| {
+                let target = match &repeating {
+                    Some((inner, caller)) if inner == f => {
+                        crate::plan::trip_target(f, crate::plan::arbitrary_target(caller))
+                    }
+                    _ => crate::plan::arbitrary_target(f),
+                };
+                (i as u32, target)
+            })
             .collect();
         let r = Session::attach(engine.clone(), &targets, &opts.resolve, opts.progress).await;
         if with_callers && matches!(r, Err(TracerError::Unsupported(_))) {
