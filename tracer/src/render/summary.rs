@@ -70,14 +70,13 @@ pub fn cause(rc: &RootCause) -> String {
     if let Some(d) = &rc.dominant {
         return format!("{} holds most of the time", frame(d, &rc.target));
     }
-    // The line's reason, after its `target [case]: ` prefix.
-    rc_reason(&rootcause::line(rc))
+    shortened(&(rootcause::claim(rc) + rootcause::off_cpu_note(rc)))
 }
 
-fn rc_reason(line: &str) -> String {
-    let reason = line.split_once("]: ").map_or(line, |(_, r)| r);
-    // The reason without its parenthesised detail: the full line is in the findings.
-    let reason = reason.split_once(" (").map_or(reason, |(r, _)| r);
+/// A claim without its parenthesised detail (the full line is in the findings), at most 80
+/// characters.
+fn shortened(claim: &str) -> String {
+    let reason = claim.split_once(" (").map_or(claim, |(r, _)| r);
     let short: String = reason.chars().take(80).collect();
     if short.len() < reason.len() {
         format!("{short}…")
@@ -533,10 +532,10 @@ mod tests {
     }
 
     #[test]
-    fn long_reasons_are_cut_after_the_key() {
-        assert_eq!(rc_reason("do_wait [x]: no frame grows"), "no frame grows");
-        let long = format!("t [c]: {}", "y".repeat(200));
-        let r = rc_reason(&long);
+    fn long_reasons_are_cut_before_their_detail() {
+        assert_eq!(shortened("no frame grows (N=1..3)"), "no frame grows");
+        let long = "y".repeat(200);
+        let r = shortened(&long);
         assert!(r.ends_with('…') && r.chars().count() == 81, "{r}");
     }
 }

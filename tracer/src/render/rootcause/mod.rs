@@ -67,25 +67,52 @@ pub fn description(rc: &RootCause) -> Option<String> {
     })
 }
 
-/// The root-cause line.
+/// The root-cause line: `target [case]: ` and the claim, or, where a frame carries the time,
+/// the path to it and its share.
 pub fn line(rc: &RootCause) -> String {
-    let mut line = match rc.sizes_used.as_slice() {
+    let mut line = match (rc.sizes_used.as_slice(), &rc.culprit, &rc.dominant) {
+        ([n], _, Some(d)) => format!(
+            "{}: {} at N={n}{}{}",
+            display_path(&anchor(rc), &rc.pass_through, d),
+            share(d.first().1),
+            description(rc).map_or(String::new(), |t| format!(": {t}")),
+            growth_not_measured(rc, *n)
+        ),
+        ([n0, .., n1], Some(c), _) => culprit_line(rc, c, *n0, *n1),
+        ([], ..) => format!("{}: {}", key(rc), claim(rc)),
+        _ => format!("{}: {}", anchor(rc), claim(rc)),
+    };
+    line.push_str(off_cpu_note(rc));
+    line
+}
+
+/// What the line says after its `target [case]: ` head where no frame carries the time (no
+/// culprit, nothing dominant): too few samples, no frame holding most of it, the added time
+/// split over many frames, or no added time to attribute. The summary table's cell.
+pub fn claim(rc: &RootCause) -> String {
+    match rc.sizes_used.as_slice() {
         [] => format!(
-            "{}: too few stack samples for a root cause ({}; needs {MIN_SAMPLES} at two sizes: more iterations or a higher --freq)",
-            key(rc),
+            "too few stack samples for a root cause ({}; needs {MIN_SAMPLES} at two sizes: more iterations or a higher --freq)",
             counts(rc, None)
         ),
-        [n] => one_size(rc, *n),
-        [n0, .., n1] => match (&rc.culprit, rc.target_ns) {
-            (Some(c), _) => culprit_line(rc, c, *n0, *n1),
-            (None, Some(t)) if rc.attributes() => split_line(rc, t, *n0, *n1),
-            (None, t) => no_growth_line(rc, t, *n0, *n1),
+        [n] => format!(
+            "no frame holds most of the time at N={n}{}",
+            growth_not_measured(rc, *n)
+        ),
+        [n0, .., n1] => match rc.target_ns {
+            Some(t) if rc.attributes() => split_claim(rc, t, *n0, *n1),
+            t => no_growth_claim(rc, t, *n0, *n1),
         },
-    };
-    if rc.off_cpu {
-        line.push_str(" [off-CPU stacks: time blocked]");
     }
-    line
+}
+
+/// ` [off-CPU stacks: time blocked]` for a root cause read from where calls blocked.
+pub fn off_cpu_note(rc: &RootCause) -> &'static str {
+    if rc.off_cpu {
+        " [off-CPU stacks: time blocked]"
+    } else {
+        ""
+    }
 }
 
 /// `N=10: 0, N=100: 3, …` for every size but `only`.
@@ -101,18 +128,8 @@ fn counts(rc: &RootCause, only: Option<u64>) -> String {
         .join(", ")
 }
 
-/// One size with enough samples: where the time goes there.
-fn one_size(rc: &RootCause, n: u64) -> String {
-    let anchor = anchor(rc);
-    let where_ = match &rc.dominant {
-        Some(d) => format!(
-            "{}: {} at N={n}{}",
-            display_path(&anchor, &rc.pass_through, d),
-            share(d.first().1),
-            description(rc).map_or(String::new(), |t| format!(": {t}"))
-        ),
-        None => format!("{anchor}: no frame holds most of the time at N={n}"),
-    };
+/// ` [growth not measured: ...]`: stacks at one size only, `n`.
+fn growth_not_measured(rc: &RootCause, n: u64) -> String {
     let here = rc
         .samples
         .iter()
@@ -121,11 +138,11 @@ fn one_size(rc: &RootCause, n: u64) -> String {
         .map_or(String::new(), |k| format!("{k} samples at N={n}, "));
     if rc.samples.len() > 1 {
         format!(
-            "{where_} [growth not measured: {here}too few elsewhere ({})]",
+            " [growth not measured: {here}too few elsewhere ({})]",
             counts(rc, Some(n))
         )
     } else {
-        format!("{where_} [growth not measured: one size only]")
+        " [growth not measured: one size only]".to_string()
     }
 }
 
@@ -225,10 +242,9 @@ fn culprit_line(rc: &RootCause, c: &FrameGrowth, n0: u64, n1: u64) -> String {
 }
 
 /// No culprit although the target's time grows: the frames that split the added time.
-fn split_line(rc: &RootCause, (t0, t1): (f64, f64), n0: u64, n1: u64) -> String {
+fn split_claim(rc: &RootCause, (t0, t1): (f64, f64), n0: u64, n1: u64) -> String {
     let head = format!(
-        "{}: no frame clearly carries most of the added time ({} -> {} per call, N={n0}..{n1})",
-        anchor(rc),
+        "no frame clearly carries most of the added time ({} -> {} per call, N={n0}..{n1})",
         ns(t0),
         ns(t1)
     );
@@ -254,8 +270,7 @@ fn split_line(rc: &RootCause, (t0, t1): (f64, f64), n0: u64, n1: u64) -> String 
 }
 
 /// No culprit and no added time to attribute (or no time per call to attribute it by).
-fn no_growth_line(rc: &RootCause, target_ns: Option<(f64, f64)>, n0: u64, n1: u64) -> String {
-    let anchor = anchor(rc);
+fn no_growth_claim(rc: &RootCause, target_ns: Option<(f64, f64)>, n0: u64, n1: u64) -> String {
     let sizes_note = sizes_note(rc);
     // Over the sizes with stacks. When those are fewer than the sweep's, the verdict may see a
     // rise this cannot: the claim names its sizes before any detail, so that a shortened form
@@ -269,19 +284,19 @@ fn no_growth_line(rc: &RootCause, target_ns: Option<(f64, f64)>, n0: u64, n1: u6
         // The verdict's fit may span more sizes and call a rise of this size a class, so
         // "does not grow" is kept for times that did not rise.
         Some((t0, t1)) if t1 > t0 => format!(
-            "{anchor}: its time per call grows by less than {:.0}%{over} ({} -> {} per call, N={n0}..{n1}): too little added time to attribute{sizes_note}",
+            "its time per call grows by less than {:.0}%{over} ({} -> {} per call, N={n0}..{n1}): too little added time to attribute{sizes_note}",
             TIME_GROWTH * 100.0,
             ns(t0),
             ns(t1)
         ),
         Some((t0, t1)) => format!(
-            "{anchor}: its time per call does not grow{over} ({} -> {} per call, N={n0}..{n1}): no added time to attribute{sizes_note}",
+            "its time per call does not grow{over} ({} -> {} per call, N={n0}..{n1}): no added time to attribute{sizes_note}",
             ns(t0),
             ns(t1)
         ),
         None => match rc.ranking.first() {
             Some(top) => format!(
-                "{anchor}: no frame's share grows with N (largest change: {} {:+.0} pts from N={n0} to N={n1}{}){sizes_note}",
+                "no frame's share grows with N (largest change: {} {:+.0} pts from N={n0} to N={n1}{}){sizes_note}",
                 frame_label(&rc.target, top),
                 top.growth * 100.0,
                 if top.growth >= MIN_GROWTH {
@@ -290,7 +305,7 @@ fn no_growth_line(rc: &RootCause, target_ns: Option<(f64, f64)>, n0: u64, n1: u6
                     ""
                 }
             ),
-            None => format!("{anchor}: no frame's share grows with N{sizes_note}"),
+            None => format!("no frame's share grows with N{sizes_note}"),
         },
     }
 }
