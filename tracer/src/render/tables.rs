@@ -82,8 +82,16 @@ fn cells(t: &CaseTable, r: &Row) -> Vec<String> {
 
 fn plan_line(t: &CaseTable) -> String {
     match &t.plan {
+        Some(_) => format!("plan {}", plan_text(t, "`")),
+        None => plan_text(t, "`"),
+    }
+}
+
+/// The plan, its mechanism and attach points, with its name between `quote`s.
+fn plan_text(t: &CaseTable, quote: &str) -> String {
+    match &t.plan {
         Some(p) => format!(
-            "plan `{}` ({}: {}){}{}",
+            "{quote}{}{quote} ({}: {}){}{}",
             p.plan,
             p.mechanism,
             p.attach_points.join(", "),
@@ -188,8 +196,7 @@ pub fn html(cases: &[&CaseResult]) -> String {
         let mut fact = |k: &str, v: &str| {
             out.push_str(&format!("<li><b>{k}</b> {}</li>\n", escape(v)));
         };
-        let plan = plan_line(t).replace('`', "");
-        fact("plan", plan.strip_prefix("plan ").unwrap_or(&plan));
+        fact("plan", &plan_text(t, ""));
         fact("fitted", &metric_text(t));
         if let Some(p) = percentile_text(t) {
             fact("percentiles", &p);
