@@ -201,6 +201,19 @@ fn views_import_no_output() {
     assert!(wrong.is_empty(), "views importing an output: {wrong:?}");
 }
 
+/// The shared wording (`fmt`: classes, slopes, growth, sizes, counts) is a leaf every output
+/// and view can use: it imports no other renderer, so a phrase has one source.
+#[test]
+fn the_wording_module_is_a_leaf() {
+    let mods = modules(&paths::workspace_root().join("tracer/src/render"));
+    let graph = graph_of(&mods);
+    let fmt: Module = vec!["fmt".to_string()];
+    let deps = graph.get(&fmt).expect("render/fmt.rs exists");
+    assert!(deps.is_empty(), "render::fmt imports {deps:?}");
+    let users = graph.values().filter(|d| d.contains(&fmt)).count();
+    assert!(users > 10, "only {users} renderers use render::fmt");
+}
+
 /// The scan sees an import through `super`, through `crate::render`, into a nested module, and
 /// reports a circle when there is one.
 #[test]

@@ -2,7 +2,7 @@
 //! grows, and the frames inside it that carry the growth) and the more calls (the workload's
 //! own scaling: entries made more often per op, each no dearer).
 
-use super::fmt::{count, fmt_n, ns, pct, slope};
+use super::fmt::{classes_and_slope, count, fmt_n, ns, pct};
 use crate::analysis::discover::Discovery;
 use crate::analysis::discover::Grower;
 use crate::analysis::entries::{
@@ -37,11 +37,6 @@ pub fn counted_loop_text(c: &CountedLoop) -> String {
     )
 }
 
-/// The class of a grower's time: "O(n), slope 1.02".
-pub fn class_text(g: &Grower) -> String {
-    format!("{}, slope {}", g.scaling.classes_label(), slope(&g.scaling))
-}
-
 /// A grower's class and the times it was fitted on, first and last size: "O(n), slope 1.02,
 /// 1.09µs → 38.0µs"; for a class fitted on the self time (a walk in the frame's own body
 /// beside a callee of fixed cost), those times marked self, and the inclusive ones after
@@ -54,25 +49,34 @@ pub fn growth_text(g: &Grower) -> String {
         return if g.fitted_on_self {
             format!(
                 "{}, {none} → {} self ({} with its callees)",
-                class_text(g),
+                classes_and_slope(&g.scaling),
                 ns(l.self_ns),
                 ns(l.incl_ns)
             )
         } else {
-            format!("{}, {none} → {}", class_text(g), ns(l.incl_ns))
+            format!(
+                "{}, {none} → {}",
+                classes_and_slope(&g.scaling),
+                ns(l.incl_ns)
+            )
         };
     }
     if g.fitted_on_self {
         format!(
             "{}, {} → {} self ({} → {} with its callees)",
-            class_text(g),
+            classes_and_slope(&g.scaling),
             ns(f.self_ns),
             ns(l.self_ns),
             ns(f.incl_ns),
             ns(l.incl_ns)
         )
     } else {
-        format!("{}, {} → {}", class_text(g), ns(f.incl_ns), ns(l.incl_ns))
+        format!(
+            "{}, {} → {}",
+            classes_and_slope(&g.scaling),
+            ns(f.incl_ns),
+            ns(l.incl_ns)
+        )
     }
 }
 
@@ -574,7 +578,10 @@ mod tests {
         );
         let a = super::super::discover::answer(&d);
         assert!(
-            a.contains(&format!("grows {}, {quoted} over", class_text(g))),
+            a.contains(&format!(
+                "grows {}, {quoted} over",
+                classes_and_slope(&g.scaling)
+            )),
             "{a}"
         );
         assert!(text(&d).contains(&quoted), "{}", text(&d));
@@ -587,7 +594,7 @@ mod tests {
         assert!(
             a.contains(&format!(
                 "grows {}, {} → {} over",
-                class_text(g),
+                classes_and_slope(&g.scaling),
                 ns(f.incl_ns),
                 ns(l.incl_ns)
             )),

@@ -168,6 +168,21 @@ pub fn count(v: f64) -> String {
     }
 }
 
+/// `1.20µs → 41.0µs (×34) over N=10..8000`: the first and last fitted points.
+pub fn growth(s: &Scaling) -> String {
+    let (Some(first), Some(last)) = (s.points.first(), s.points.last()) else {
+        return String::new();
+    };
+    format!(
+        "{} → {} (×{:.2}) over N={}..{}",
+        ns(first.t),
+        ns(last.t),
+        last.t / first.t,
+        first.n,
+        last.n
+    )
+}
+
 /// The fitted exponent in short, with its 95% interval when it says something: from
 /// [`MIN_SIZES_FOR_CI`] sizes on (over three, one degree of freedom, it spans several units
 /// of exponent: "1.21 [-2.36, 4.78]").
@@ -194,6 +209,11 @@ pub fn class_text(s: Option<&Scaling>, timed: bool) -> String {
         None if timed => "not fitted".to_string(),
         None => "count only".to_string(),
     }
+}
+
+/// A fitted class set and its slope: "O(n), slope 1.02" (a discovered frame's time).
+pub fn classes_and_slope(s: &Scaling) -> String {
+    format!("{}, slope {}", s.classes_label(), slope(s))
 }
 
 /// Where a class set of several would part: "a size near N=320000 would tell O(n) from
@@ -268,5 +288,20 @@ mod tests {
         assert_eq!(ns_decade(4), "10µs");
         assert_eq!(ns_decade(9), "1s");
         assert_eq!(ns_decade(11), "100s");
+    }
+
+    #[test]
+    fn growth_gives_both_ends_and_their_ratio() {
+        let pts: Vec<crate::analysis::fit::Point> =
+            [(10.0, 1000.0), (100.0, 5000.0), (1000.0, 41000.0)]
+                .iter()
+                .map(|&(n, t)| crate::analysis::fit::Point {
+                    n,
+                    t,
+                    rel_se: Some(0.01),
+                })
+                .collect();
+        let s = crate::analysis::fit::fit_scaling(&pts).unwrap();
+        assert_eq!(growth(&s), "1.00µs → 41.0µs (×41.00) over N=10..1000");
     }
 }

@@ -3,30 +3,14 @@
 //! verdict and root-cause lines stay in the findings and the per-target tables.
 
 use crate::analysis::Analysis;
-use crate::analysis::fit::Scaling;
 use crate::analysis::populations::Mix;
 use crate::analysis::rootcause::{FrameGrowth, OUTSIDE_FRAME, RootCause, SELF_FRAME};
 use crate::analysis::table::CaseTable;
 
 use super::digest::{self, Kind};
-use super::fmt::{class_text, ns, pct, slope};
+use super::fmt::{class_text, growth, pct, slope};
 use super::page::{SummaryRow, anchor};
 use super::rootcause;
-
-/// `1.20µs → 41.0µs (×34) over N=10..8000`: the first and last fitted points.
-pub fn growth(s: &Scaling) -> String {
-    let (Some(first), Some(last)) = (s.points.first(), s.points.last()) else {
-        return String::new();
-    };
-    format!(
-        "{} → {} (×{:.2}) over N={}..{}",
-        ns(first.t),
-        ns(last.t),
-        last.t / first.t,
-        first.n,
-        last.n
-    )
-}
 
 /// A frame path in short: its last frame (`f (self)` for self time; paths start below the
 /// frame the stacks were cut at, so a lone `(self)` is the target's own).
@@ -438,7 +422,7 @@ mod tests {
         assert_eq!(cause(&rc(0.85)), "walk: 85.0% of the added time");
     }
 
-    fn scaling(ts: &[f64]) -> Scaling {
+    fn scaling(ts: &[f64]) -> crate::analysis::fit::Scaling {
         let points: Vec<crate::analysis::fit::Point> = [1.0, 100.0, 1000.0]
             .iter()
             .zip(ts)
@@ -514,21 +498,6 @@ mod tests {
         assert!(!got[0].grows);
         assert_eq!(got[0].target, crate::rundata::PROFILE_TARGET);
         assert_eq!(got[0].root_cause, ["no kernel function grows"]);
-    }
-
-    #[test]
-    fn growth_gives_both_ends_and_their_ratio() {
-        let pts: Vec<crate::analysis::fit::Point> =
-            [(10.0, 1000.0), (100.0, 5000.0), (1000.0, 41000.0)]
-                .iter()
-                .map(|&(n, t)| crate::analysis::fit::Point {
-                    n,
-                    t,
-                    rel_se: Some(0.01),
-                })
-                .collect();
-        let s = crate::analysis::fit::fit_scaling(&pts).unwrap();
-        assert_eq!(growth(&s), "1.00µs → 41.0µs (×41.00) over N=10..1000");
     }
 
     #[test]

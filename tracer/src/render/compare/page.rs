@@ -102,7 +102,11 @@ fn side_cells(
         .cases()
         .find(|c| c.table.target == target && c.table.case_name == case)?;
     let (t, v) = (&found.table, &found.verdict);
-    let growth = v.scaling.as_ref().map(summary::growth).unwrap_or_default();
+    let growth = v
+        .scaling
+        .as_ref()
+        .map(crate::render::fmt::growth)
+        .unwrap_or_default();
     let cause = found
         .root_cause
         .as_ref()
