@@ -51,7 +51,10 @@ fn saved_sweep_loads_and_analyses() {
         None,
         "count-only target has no fit"
     );
-    let rc = a.root_causes().find(|r| r.target == "do_wait").unwrap();
+    let rc = a
+        .root_causes()
+        .find(|r| r.cause.target == "do_wait")
+        .unwrap();
     assert_eq!(
         rc.cause.culprit.as_ref().unwrap().frame(),
         "wait_consider_task"
@@ -154,7 +157,7 @@ fn real_waitpid_sweep_on_6_18() {
 
     let rc = |case: &str| {
         &a.root_causes()
-            .find(|r| r.target == "do_wait" && r.case_name == case)
+            .find(|r| r.cause.target == "do_wait" && r.cause.case_name == case)
             .unwrap_or_else(|| panic!("no root cause for do_wait [{case}]"))
             .cause
     };
@@ -196,7 +199,10 @@ fn cause_of<'a>(
     a: &'a tracer::analysis::Analysis,
     target: &str,
 ) -> &'a tracer::analysis::rootcause::RootCause {
-    &a.root_causes().find(|r| r.target == target).unwrap().cause
+    &a.root_causes()
+        .find(|r| r.cause.target == target)
+        .unwrap()
+        .cause
 }
 
 /// 5.10 at 999 Hz, N=1..4000: the walk already holds 37–89% of do_wait's on-CPU time from

@@ -27,12 +27,10 @@ pub struct AnalysisOptions {
     pub subtract_probe_cost: bool,
 }
 
-/// Root cause of one target and case.
+/// Root cause of one target and case (the case that owns it, whose target and case `cause`
+/// names).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CaseRootCause {
-    pub run: String,
-    pub target: String,
-    pub case_name: String,
     /// Which stacks were analysed (on-CPU, or off-CPU when no on-CPU stacks were taken).
     pub kind: StackKind,
     pub cause: RootCause,
@@ -378,7 +376,6 @@ fn run_warnings(
 /// populations and its root cause (from the run's stacks; per op as well where the
 /// calls mix populations and no frame grows per call).
 fn case_result(info: &RunInfo, trips: Vec<TripCount>, t: CaseTable) -> CaseResult {
-    let label = &info.label;
     let mut verdict = verdict(&t);
     if let Some(time) = &verdict.scaling {
         verdict.by_loop = loop_class(time, &trips.iter().collect::<Vec<_>>());
@@ -392,9 +389,6 @@ fn case_result(info: &RunInfo, trips: Vec<TripCount>, t: CaseTable) -> CaseResul
             .flatten()
             .map(|(_, c)| c);
         CaseRootCause {
-            run: label.clone(),
-            target: t.target.clone(),
-            case_name: t.case_name.clone(),
             kind,
             cause,
             per_op,

@@ -13,7 +13,7 @@ struct SummaryJson<'a> {
     root: &'a Path,
     runs: &'a [crate::analysis::analyze::RunInfo],
     verdicts: Vec<&'a crate::analysis::Verdict>,
-    root_causes: Vec<&'a crate::analysis::CaseRootCause>,
+    root_causes: Vec<RootCauseJson<'a>>,
     discoveries: Vec<&'a crate::analysis::discover::Discovery>,
     populations: Vec<&'a crate::analysis::populations::PopulationSplit>,
     /// Calls of one target per call of another it ran inside (runs with nested targets).
@@ -23,6 +23,16 @@ struct SummaryJson<'a> {
     /// time per call at.
     probe_costs: Vec<ProbeCostJson<'a>>,
     warnings: &'a [String],
+}
+
+/// A case's root cause under the names of its run, target and case.
+#[derive(Serialize)]
+struct RootCauseJson<'a> {
+    run: &'a str,
+    target: &'a str,
+    case_name: &'a str,
+    #[serde(flatten)]
+    root_cause: &'a crate::analysis::CaseRootCause,
 }
 
 #[derive(Serialize)]
@@ -41,7 +51,19 @@ pub(super) fn text(a: &Analysis, warnings: &[String]) -> String {
         root: &a.root,
         runs: &a.runs,
         verdicts: a.verdicts().collect(),
-        root_causes: a.root_causes().collect(),
+        root_causes: a
+            .runs
+            .iter()
+            .flat_map(|r| r.cases.iter().map(move |c| (r, c)))
+            .filter_map(|(r, c)| {
+                Some(RootCauseJson {
+                    run: &r.label,
+                    target: &c.table.target,
+                    case_name: &c.table.case_name,
+                    root_cause: c.root_cause.as_ref()?,
+                })
+            })
+            .collect(),
         discoveries: a.discoveries().collect(),
         populations: a.populations().collect(),
         trip_counts: a.trip_counts(),
