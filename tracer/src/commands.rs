@@ -64,7 +64,7 @@ pub fn sweep(
         )?),
         None => None,
     };
-    let verdicts = analysis.iter().flat_map(|a| a.verdicts());
+    let verdicts = analysis.iter().flat_map(|a| a.cases());
     let status = print_expect(&ExpectGate::judge(expect, verdicts));
     Ok(if outcome.exit_code != exit::OK {
         outcome.exit_code
@@ -102,10 +102,7 @@ pub fn report(
     if expect.is_empty() {
         return Ok(exit::OK);
     }
-    Ok(print_expect(&ExpectGate::judge(
-        expect,
-        analysis.verdicts(),
-    )))
+    Ok(print_expect(&ExpectGate::judge(expect, analysis.cases())))
 }
 
 /// `tracer compare A B [-o OUT]`: OUT defaults to `compare-<A>-vs-<B>`; then `fail_on` (when

@@ -40,9 +40,9 @@ fn saved_sweep_loads_and_analyses() {
     assert_eq!(ds.label(), "5.10.0-28-cloud-amd64");
     let a = analyze(&ds, &AnalysisOptions::default());
     let class = |target: &str| {
-        a.verdicts()
-            .find(|v| v.target == target)
-            .and_then(|v| v.class())
+        a.cases()
+            .find(|c| c.table.target == target)
+            .and_then(|c| c.verdict.class())
     };
     assert_eq!(class("do_wait"), Some(Complexity::Linear));
     assert_eq!(class("dup_mmap"), Some(Complexity::Linear));
@@ -118,17 +118,22 @@ fn saved_sweep_renders_without_flamegraphs() {
 fn real_waitpid_sweep_on_6_18() {
     let a = analyze(&load(real()).unwrap(), &AnalysisOptions::default());
     let verdict = |target: &str, case: &str| {
-        a.verdicts()
-            .find(|v| v.target == target && v.case_name == case)
+        a.cases()
+            .find(|c| c.table.target == target && c.table.case_name == case)
             .unwrap_or_else(|| panic!("no verdict for {target} [{case}]"))
     };
     for case in ["waitpid-pid", "waitid-pidfd"] {
         let v = verdict("do_wait", case);
-        assert_eq!(v.class(), Some(Complexity::Constant), "{}", verdict_line(v));
+        assert_eq!(
+            v.verdict.class(),
+            Some(Complexity::Constant),
+            "{}",
+            verdict_line(v)
+        );
     }
     let any = verdict("do_wait", "waitpid-any");
     assert_eq!(
-        any.class(),
+        any.verdict.class(),
         Some(Complexity::Linear),
         "{}",
         verdict_line(any)
@@ -141,7 +146,7 @@ fn real_waitpid_sweep_on_6_18() {
     // waitpid(-1, WNOHANG) grows faster than linearly here: its per-child cost rises from
     // ~14 ns at 1000 children to ~57 ns at 4000 (the walk outgrows the caches).
     let wnohang = verdict("do_wait", "waitpid-wnohang");
-    let s = wnohang.scaling.as_ref().unwrap();
+    let s = wnohang.verdict.scaling.as_ref().unwrap();
     assert_ne!(s.class, Complexity::Constant, "{}", verdict_line(wnohang));
     assert!(
         s.slope_of_excess && (1.0..2.0).contains(&s.slope.slope),
@@ -151,7 +156,12 @@ fn real_waitpid_sweep_on_6_18() {
     // fork does not depend on the number of idle children.
     for case in ["waitpid-pid", "waitpid-any", "waitid-pidfd"] {
         let v = verdict("dup_mmap", case);
-        assert_eq!(v.class(), Some(Complexity::Constant), "{}", verdict_line(v));
+        assert_eq!(
+            v.verdict.class(),
+            Some(Complexity::Constant),
+            "{}",
+            verdict_line(v)
+        );
         assert!(verdict_line(v).contains("via syscall-bracket (clone, clone3, fork, vfork)"));
     }
 
@@ -188,11 +198,18 @@ fn vm(name: &str) -> tracer::analysis::Analysis {
     analyze(&load(&dir).unwrap(), &AnalysisOptions::default())
 }
 
+fn case_of<'a>(
+    a: &'a tracer::analysis::Analysis,
+    target: &str,
+) -> &'a tracer::analysis::CaseResult {
+    a.cases().find(|c| c.table.target == target).unwrap()
+}
+
 fn verdict_of<'a>(
     a: &'a tracer::analysis::Analysis,
     target: &str,
 ) -> &'a tracer::analysis::Verdict {
-    a.verdicts().find(|v| v.target == target).unwrap()
+    &case_of(a, target).verdict
 }
 
 fn cause_of<'a>(
@@ -222,7 +239,7 @@ fn vm_5_10_waitpid_at_999_hz_names_the_walk_by_added_time() {
         v.classes(),
         vec![Complexity::Linear, Complexity::NLogN, Complexity::Quadratic],
         "{}",
-        verdict_line(v)
+        verdict_line(case_of(&a, "do_wait"))
     );
     let rc = cause_of(&a, "do_wait");
     assert_eq!(rc.sizes_used, vec![500, 1000, 2000, 3000, 4000]);
@@ -263,20 +280,30 @@ fn vm_5_10_waitpid_at_999_hz_names_the_walk_by_added_time() {
 fn vm_5_10_waitpid_shows_the_points_behind_a_two_size_class() {
     let a = vm("vm-5.10-waitpid");
     let v = verdict_of(&a, "do_wait");
-    assert_eq!(v.sole_class(), None, "{}", verdict_line(v));
-    assert_eq!(v.classes(), Complexity::GROWING, "{}", verdict_line(v));
-    assert!(
-        verdict_line(v)
-            .starts_with("do_wait [waitpid-pid]: O(log n), O(n), O(n log n) or O(n^2), slope"),
+    assert_eq!(
+        v.sole_class(),
+        None,
         "{}",
-        verdict_line(v)
+        verdict_line(case_of(&a, "do_wait"))
+    );
+    assert_eq!(
+        v.classes(),
+        Complexity::GROWING,
+        "{}",
+        verdict_line(case_of(&a, "do_wait"))
     );
     assert!(
-        verdict_line(v).contains(
+        verdict_line(case_of(&a, "do_wait"))
+            .starts_with("do_wait [waitpid-pid]: O(log n), O(n), O(n log n) or O(n^2), slope"),
+        "{}",
+        verdict_line(case_of(&a, "do_wait"))
+    );
+    assert!(
+        verdict_line(case_of(&a, "do_wait")).contains(
             "(from two sizes: x7.67 per call for x2 N, 1.11ms at N=1000 -> 8.48ms at N=2000; the part above N=1's 438µs x12.04)"
         ),
         "{}",
-        verdict_line(v)
+        verdict_line(case_of(&a, "do_wait"))
     );
     let rc = cause_of(&a, "do_wait");
     let c = rc
@@ -296,17 +323,22 @@ fn vm_5_10_waitpid_shows_the_points_behind_a_two_size_class() {
 fn vm_5_10_waitpid_to_6000_children_is_linear() {
     let a = vm("vm-5.10-waitpid-6000");
     let v = verdict_of(&a, "do_wait");
-    assert_eq!(v.class(), Some(Complexity::Linear), "{}", verdict_line(v));
+    assert_eq!(
+        v.class(),
+        Some(Complexity::Linear),
+        "{}",
+        verdict_line(case_of(&a, "do_wait"))
+    );
     assert_eq!(
         v.classes(),
         [Complexity::Linear, Complexity::NLogN],
         "{}",
-        verdict_line(v)
+        verdict_line(case_of(&a, "do_wait"))
     );
     assert!(
-        verdict_line(v).contains("slope 0.97 (R² 0.99)"),
+        verdict_line(case_of(&a, "do_wait")).contains("slope 0.97 (R² 0.99)"),
         "{}",
-        verdict_line(v)
+        verdict_line(case_of(&a, "do_wait"))
     );
     let rc = cause_of(&a, "do_wait");
     let c = rc
@@ -329,7 +361,12 @@ fn vm_5_10_waitpid_to_6000_children_is_linear() {
 fn vm_6_1_waitpid_stays_constant() {
     let a = vm("vm-6.1-waitpid");
     let v = verdict_of(&a, "do_wait");
-    assert_eq!(v.class(), Some(Complexity::Constant), "{}", verdict_line(v));
+    assert_eq!(
+        v.class(),
+        Some(Complexity::Constant),
+        "{}",
+        verdict_line(case_of(&a, "do_wait"))
+    );
     let rc = cause_of(&a, "do_wait");
     assert!(rc.culprit.is_none(), "{}", line(rc));
     assert!(
@@ -345,7 +382,12 @@ fn vm_6_1_waitpid_stays_constant() {
 fn vm_6_1_spawn_names_the_per_vma_work() {
     let a = vm("vm-6.1-spawn");
     let v = verdict_of(&a, "dup_mmap");
-    assert_eq!(v.class(), Some(Complexity::Linear), "{}", verdict_line(v));
+    assert_eq!(
+        v.class(),
+        Some(Complexity::Linear),
+        "{}",
+        verdict_line(case_of(&a, "dup_mmap"))
+    );
     let rc = cause_of(&a, "dup_mmap");
     let names: Vec<&str> = rc.split.iter().map(|g| g.frame()).collect();
     assert_eq!(names[0], "anon_vma_fork", "{}", line(rc));

@@ -86,7 +86,7 @@ impl RunInfo {
 }
 
 /// Everything the analysis found for one target and case of one run.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct CaseResult {
     pub table: CaseTable,
     pub verdict: Verdict,
@@ -142,10 +142,6 @@ impl Analysis {
                 .cmp(&at(y))
                 .then_with(|| x.order_key().cmp(&y.order_key()))
         });
-    }
-
-    pub fn verdicts(&self) -> impl Iterator<Item = &Verdict> {
-        self.cases().map(|c| &c.verdict)
     }
 
     pub fn root_causes(&self) -> impl Iterator<Item = &CaseRootCause> {

@@ -59,7 +59,8 @@ pub fn to_count(a: &Analysis, traced: &[&str]) -> Vec<ToCount> {
             _ => (&rc.cause, FrameGrowth::grows),
         };
         let is_target = |f: &str| {
-            f.split('.').next() == Some(v.target.as_str()) || cause.stand_in.as_deref() == Some(f)
+            f.split('.').next() == Some(c.table.target.as_str())
+                || cause.stand_in.as_deref() == Some(f)
         };
         let frames = cause
             .culprit
@@ -85,11 +86,11 @@ pub fn to_count(a: &Analysis, traced: &[&str]) -> Vec<ToCount> {
                     .filter(|g| g.added.is_some_and(|a| a.clear()))
                     .flat_map(|g| real_frames(g).take(1)),
             );
-        let entry = match out.iter_mut().position(|t| t.target == v.target) {
+        let entry = match out.iter_mut().position(|t| t.target == c.table.target) {
             Some(i) => &mut out[i],
             None => {
                 out.push(ToCount {
-                    target: v.target.clone(),
+                    target: c.table.target.clone(),
                     functions: Vec::new(),
                 });
                 out.last_mut().expect("just pushed")

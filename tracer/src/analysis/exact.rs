@@ -10,7 +10,10 @@ use super::verdict::Verdict;
 /// (time per call × calls per op) when the run counted ops, else by its time per call.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ExactVerdict {
+    /// The function, a target of the confirmation pass, and that pass's run and case.
     pub function: String,
+    pub run: String,
+    pub case_name: String,
     pub per_op: Option<PerOp>,
     pub per_call: Verdict,
 }
@@ -99,7 +102,9 @@ pub(super) fn confirm_verdict(t: &CaseTable, per_call: &Verdict, per: &str) -> E
         }
     });
     ExactVerdict {
-        function: per_call.target.clone(),
+        function: t.target.clone(),
+        run: t.run.clone(),
+        case_name: t.case_name.clone(),
         per_op,
         per_call: per_call.clone(),
     }
@@ -264,6 +269,8 @@ mod tests {
         let v = verdict(&t);
         ExactVerdict {
             function: function.into(),
+            run: t.run.clone(),
+            case_name: t.case_name.clone(),
             per_op: None,
             per_call: v,
         }

@@ -112,7 +112,7 @@ fn join_confirm_pass(d: &mut Discovery, pass: &RunInfo) {
         ..
     } in &pass.cases
     {
-        if v.case_name == d.case_name && named(&v.target) {
+        if t.case_name == d.case_name && named(&t.target) {
             d.exact.push(confirm_verdict(t, v, &d.per));
         }
     }

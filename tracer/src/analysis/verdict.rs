@@ -11,10 +11,6 @@ use super::trips::LoopClass;
 /// Scaling verdict of one target and case; `render::verdict` says it in one line.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Verdict {
-    pub run: String,
-    pub kernel: String,
-    pub target: String,
-    pub case_name: String,
     pub metric: Metric,
     /// None when there was nothing to fit (count-only plan, fewer than two sizes).
     pub scaling: Option<Scaling>,
@@ -96,10 +92,6 @@ impl Verdict {
 /// The scaling verdict of one table (`render::verdict::line` gives its one-line summary).
 pub fn verdict(t: &CaseTable) -> Verdict {
     Verdict {
-        run: t.run.clone(),
-        kernel: t.kernel.clone(),
-        target: t.target.clone(),
-        case_name: t.case_name.clone(),
         metric: t.metric,
         scaling: fit_scaling_runs(&t.points(), &t.run_points()),
         stand_in: t.stand_in(),

@@ -7,12 +7,12 @@
 //!
 //! The names come from where the analysis defines them: an outcome is a [`Change`]'s label,
 //! `changed` is [`Change::flagged`], a class is a [`Complexity`]'s label, and a verdict's
-//! class set is [`Verdict::classes`] (a loop count's class alone where one gives it, so "O(n)
+//! class set is [`crate::analysis::Verdict::classes`] (a loop count's class alone where one gives it, so "O(n)
 //! by loop count" is {O(n)}).
 
 use std::fmt;
 
-use crate::analysis::Verdict;
+use crate::analysis::CaseResult;
 use crate::analysis::compare::{Change, ClassChange, Comparison};
 use crate::analysis::fit::{Complexity, classes_label};
 use crate::error::exit;
@@ -158,9 +158,10 @@ impl Expect {
         })
     }
 
-    /// Does it name this verdict?
-    pub fn selects(&self, v: &Verdict) -> bool {
-        v.target == self.target && self.case_name.as_ref().is_none_or(|c| *c == v.case_name)
+    /// Does it name this case's verdict?
+    pub fn selects(&self, c: &CaseResult) -> bool {
+        let t = &c.table;
+        t.target == self.target && self.case_name.as_ref().is_none_or(|c| *c == t.case_name)
     }
 }
 
@@ -247,7 +248,7 @@ pub struct Judged {
     pub run: String,
     pub target: String,
     pub case_name: String,
-    /// [`Verdict::classes`]: empty when nothing was fitted.
+    /// [`crate::analysis::Verdict::classes`]: empty when nothing was fitted.
     pub classes: Vec<Complexity>,
     /// The class is a loop count's ("O(n) by loop count").
     pub by_loop: bool,
@@ -280,11 +281,11 @@ pub struct ExpectGate {
 }
 
 impl ExpectGate {
-    pub fn judge<'a>(expects: &[Expect], verdicts: impl IntoIterator<Item = &'a Verdict>) -> Self {
-        let verdicts: Vec<&Verdict> = verdicts.into_iter().collect();
+    pub fn judge<'a>(expects: &[Expect], cases: impl IntoIterator<Item = &'a CaseResult>) -> Self {
+        let cases: Vec<&CaseResult> = cases.into_iter().collect();
         let mut available: Vec<(String, String)> = Vec::new();
-        for v in &verdicts {
-            let key = (v.target.clone(), v.case_name.clone());
+        for c in &cases {
+            let key = (c.table.target.clone(), c.table.case_name.clone());
             if !available.contains(&key) {
                 available.push(key);
             }
@@ -292,15 +293,15 @@ impl ExpectGate {
         let expects = expects
             .iter()
             .map(|e| {
-                let judged = verdicts
+                let judged = cases
                     .iter()
-                    .filter(|v| e.selects(v))
-                    .map(|v| Judged {
-                        run: v.run.clone(),
-                        target: v.target.clone(),
-                        case_name: v.case_name.clone(),
-                        classes: v.classes(),
-                        by_loop: v.by_loop.is_some(),
+                    .filter(|c| e.selects(c))
+                    .map(|c| Judged {
+                        run: c.table.run.clone(),
+                        target: c.table.target.clone(),
+                        case_name: c.table.case_name.clone(),
+                        classes: c.verdict.classes(),
+                        by_loop: c.verdict.by_loop.is_some(),
                     })
                     .collect();
                 (e.clone(), judged)

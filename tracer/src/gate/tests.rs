@@ -182,7 +182,7 @@ fn expect_fails_when_the_class_set_excludes_the_class() {
     );
     let judge = |specs: &[&str], a: &Analysis| {
         let e: Vec<Expect> = specs.iter().map(|s| expect(s)).collect();
-        ExpectGate::judge(&e, a.verdicts())
+        ExpectGate::judge(&e, a.cases())
     };
     assert_eq!(judge(&["do_wait:O(n)"], &a).status(), GateStatus::Passed);
     assert_eq!(
@@ -245,7 +245,7 @@ fn expect_cannot_judge_what_is_not_there_or_not_fitted() {
     let a = linear();
     let judge = |specs: &[&str], a: &Analysis| {
         let e: Vec<Expect> = specs.iter().map(|s| expect(s)).collect();
-        ExpectGate::judge(&e, a.verdicts())
+        ExpectGate::judge(&e, a.cases())
     };
     for spec in ["dup_mmap:O(1)", "do_wait/waitpid-any:O(n)"] {
         let g = judge(&[spec], &a);

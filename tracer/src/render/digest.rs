@@ -98,7 +98,7 @@ pub fn findings<'a>(a: &'a Analysis) -> Vec<(Kind, Vec<Finding<'a>>)> {
         push(
             kind,
             Finding {
-                line: super::verdict::line(v),
+                line: super::verdict::line(c),
                 root_cause: rc_line,
                 culprit: rc.is_some_and(|r| r.cause.culprit.is_some()),
                 cases: vec![c],

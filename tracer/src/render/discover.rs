@@ -469,12 +469,10 @@ pub(crate) mod tests {
         assert!(answer(&d).contains("sampled without function probes"));
         d.exact.push(crate::analysis::exact::ExactVerdict {
             function: "wait_consider_task".into(),
+            run: "bench-confirm".into(),
+            case_name: "command".into(),
             per_op: None,
             per_call: crate::analysis::Verdict {
-                run: "bench-confirm".into(),
-                kernel: String::new(),
-                target: "wait_consider_task".into(),
-                case_name: "command".into(),
                 metric: crate::analysis::table::Metric::Auto,
                 scaling: Some(d.ranked[0].scaling.clone()),
                 stand_in: None,

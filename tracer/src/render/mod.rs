@@ -166,7 +166,7 @@ pub fn write_report(
     out.commit()?;
     Ok(ReportSummary {
         out_dir: out_dir.to_path_buf(),
-        verdicts: a.verdicts().map(verdict::line).collect(),
+        verdicts: a.cases().map(verdict::line).collect(),
         root_causes: a.root_causes().map(|r| rootcause::line(&r.cause)).collect(),
         warnings,
         files,

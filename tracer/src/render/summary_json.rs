@@ -12,7 +12,7 @@ struct SummaryJson<'a> {
     label: &'a str,
     root: &'a Path,
     runs: &'a [crate::analysis::analyze::RunInfo],
-    verdicts: Vec<&'a crate::analysis::Verdict>,
+    verdicts: Vec<VerdictJson<'a>>,
     root_causes: Vec<RootCauseJson<'a>>,
     discoveries: Vec<&'a crate::analysis::discover::Discovery>,
     populations: Vec<&'a crate::analysis::populations::PopulationSplit>,
@@ -23,6 +23,17 @@ struct SummaryJson<'a> {
     /// time per call at.
     probe_costs: Vec<ProbeCostJson<'a>>,
     warnings: &'a [String],
+}
+
+/// A case's verdict under the names of its run, kernel, target and case.
+#[derive(Serialize)]
+struct VerdictJson<'a> {
+    run: &'a str,
+    kernel: &'a str,
+    target: &'a str,
+    case_name: &'a str,
+    #[serde(flatten)]
+    verdict: super::verdict::VerdictJson<'a>,
 }
 
 /// A case's root cause under the names of its run, target and case.
@@ -50,7 +61,16 @@ pub(super) fn text(a: &Analysis, warnings: &[String]) -> String {
         label: &a.label,
         root: &a.root,
         runs: &a.runs,
-        verdicts: a.verdicts().collect(),
+        verdicts: a
+            .cases()
+            .map(|c| VerdictJson {
+                run: &c.table.run,
+                kernel: &c.table.kernel,
+                target: &c.table.target,
+                case_name: &c.table.case_name,
+                verdict: super::verdict::VerdictJson::of(c),
+            })
+            .collect(),
         root_causes: a
             .runs
             .iter()

@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use crate::analysis::table::{CaseTable, PercentileSource, Row};
-use crate::analysis::{CaseResult, CaseRootCause, Verdict};
+use crate::analysis::{CaseResult, CaseRootCause};
 
 use super::fmt::{csv_field, md_escape, ns, num, opt, pct};
 use super::probecost;
@@ -144,7 +144,7 @@ fn percentile_text(t: &CaseTable) -> Option<String> {
 pub fn markdown(target: &str, cases: &[&CaseResult]) -> String {
     let mut out = format!("# {target}\n\n");
     for c in cases {
-        let (t, v) = (&c.table, &c.verdict);
+        let t = &c.table;
         out.push_str(&format!(
             "## {} · {} · kernel {}\n\n",
             t.case_name, t.run, t.kernel
@@ -160,7 +160,7 @@ pub fn markdown(target: &str, cases: &[&CaseResult]) -> String {
                 md_escape(&probecost::fact(c))
             ));
         }
-        out.push_str(&format!("- verdict: `{}`\n", super::verdict::line(v)));
+        out.push_str(&format!("- verdict: `{}`\n", super::verdict::line(c)));
         if let Some(rc) = &c.root_cause {
             out.push_str(&format!(
                 "- root cause ({} stacks): `{}`\n",
@@ -186,7 +186,7 @@ pub fn html(cases: &[&CaseResult]) -> String {
     use super::xml::escape;
     let mut out = String::new();
     for c in cases {
-        let (t, v) = (&c.table, &c.verdict);
+        let t = &c.table;
         out.push_str(&format!(
             "<h4>{} · {} · kernel {}</h4>\n<ul class=\"facts\">\n",
             escape(&t.case_name),
@@ -204,7 +204,7 @@ pub fn html(cases: &[&CaseResult]) -> String {
         if let Some(c) = &t.probe_cost {
             fact("probe cost", &probecost::fact(c));
         }
-        fact("verdict", &super::verdict::line(v));
+        fact("verdict", &super::verdict::line(c));
         if let Some(rc) = &c.root_cause {
             fact(
                 &format!("root cause ({} stacks)", rc.kind.as_str()),
@@ -277,7 +277,7 @@ pub fn csv(cases: &[&CaseResult]) -> String {
 #[derive(Serialize)]
 struct JsonCase<'a> {
     table: &'a CaseTable,
-    verdict: &'a Verdict,
+    verdict: super::verdict::VerdictJson<'a>,
     root_cause: Option<&'a CaseRootCause>,
 }
 
@@ -287,7 +287,7 @@ pub fn json(cases: &[&CaseResult]) -> String {
         .iter()
         .map(|c| JsonCase {
             table: &c.table,
-            verdict: &c.verdict,
+            verdict: super::verdict::VerdictJson::of(c),
             root_cause: c.root_cause.as_ref(),
         })
         .collect();

@@ -4,10 +4,10 @@
 use serde::{Serialize, Serializer};
 
 use super::fmt::{fmt_n, ns, sig3, via};
-use crate::analysis::Verdict;
 use crate::analysis::exact::{ExactVerdict, PerOp};
 use crate::analysis::fit::{FlatReason, Scaling};
 use crate::analysis::populations::Mix;
+use crate::analysis::{CaseResult, Verdict};
 
 /// The verdict of one table in one line:
 ///
@@ -20,8 +20,18 @@ use crate::analysis::populations::Mix;
 /// - `do_wait [waitpid-pid]: O(1), 6.85µs -> 6.82µs per call over N=1..4000 (x1.00); via …`
 /// - `do_wait [waitpid-pid]: O(1) within noise, 8.70µs -> 13.1µs per call over N=1..1000
 ///   (x1.51: above the baseline at N=1000 only); via …`
-pub fn line(v: &Verdict) -> String {
-    let head = format!("{} [{}]", v.target, v.case_name);
+pub fn line(c: &CaseResult) -> String {
+    said(
+        &c.table.target,
+        &c.table.case_name,
+        &c.table.run,
+        &c.verdict,
+    )
+}
+
+/// The verdict `v` of target `target` and case `case_name` measured in run `run`, in one line.
+fn said(target: &str, case_name: &str, run: &str, v: &Verdict) -> String {
+    let head = format!("{target} [{case_name}]");
     let mut line = match &v.scaling {
         None if !v.timed => format!("{head}: count-only plan, no time per call to fit"),
         None => format!("{head}: fewer than two sizes with timed calls, nothing to fit"),
@@ -38,7 +48,7 @@ pub fn line(v: &Verdict) -> String {
                     l.class.label(),
                     l.inner,
                     l.slope,
-                    if l.run == v.run {
+                    if l.run == run {
                         String::new()
                     } else {
                         format!(" by {}", l.run)
@@ -233,12 +243,13 @@ pub fn flat_reason(r: FlatReason, s: &Scaling) -> String {
 /// the per-call verdict beside it, or the per-call verdict alone when the run has no op counts.
 pub fn exact_line(e: &ExactVerdict) -> String {
     match &e.per_op {
-        Some(op) => per_op_line(op, &e.per_call),
-        None => line(&e.per_call),
+        Some(op) => per_op_line(e, op),
+        None => said(&e.function, &e.case_name, &e.run, &e.per_call),
     }
 }
 
-fn per_op_line(op: &PerOp, per_call: &Verdict) -> String {
+fn per_op_line(e: &ExactVerdict, op: &PerOp) -> String {
+    let per_call = &e.per_call;
     let per = &op.per;
     let s = op.counted.as_ref().unwrap_or(&op.timed);
     let (p0, p1) = (
@@ -273,8 +284,8 @@ fn per_op_line(op: &PerOp, per_call: &Verdict) -> String {
     };
     let mut line = format!(
         "{} [{}]: {class} per {per}, {} -> {} per {per} over N={}..{} ({per_call_part})",
-        per_call.target,
-        per_call.case_name,
+        e.function,
+        e.case_name,
         ns(p0.t),
         ns(p1.t),
         fmt_n(p0.n),
@@ -286,13 +297,10 @@ fn per_op_line(op: &PerOp, per_call: &Verdict) -> String {
     line
 }
 
-/// `summary.json`'s form of a verdict: its facts and its line.
+/// The JSON form of a case's verdict: its facts and its line (`summary.json` puts the names
+/// of its run, kernel, target and case beside them; a table's JSON has them in the table).
 #[derive(Serialize)]
-struct VerdictJson<'a> {
-    run: &'a str,
-    kernel: &'a str,
-    target: &'a str,
-    case_name: &'a str,
+pub struct VerdictJson<'a> {
     metric: crate::analysis::table::Metric,
     /// The verdict's class ([`Verdict::class`]: the loop count's where it gives one), present
     /// only when the evidence names it alone (`classes` has one member).
@@ -309,23 +317,19 @@ struct VerdictJson<'a> {
     line: String,
 }
 
-impl Serialize for Verdict {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+impl<'a> VerdictJson<'a> {
+    pub fn of(c: &'a CaseResult) -> Self {
+        let v = &c.verdict;
         VerdictJson {
-            run: &self.run,
-            kernel: &self.kernel,
-            target: &self.target,
-            case_name: &self.case_name,
-            metric: self.metric,
-            class: self.sole_class().map(|c| c.label()),
-            classes: self.classes().iter().map(|c| c.label()).collect(),
-            scaling: &self.scaling,
-            by_loop: &self.by_loop,
-            mix: &self.mix,
-            stand_in: &self.stand_in,
-            line: line(self),
+            metric: v.metric,
+            class: v.sole_class().map(|c| c.label()),
+            classes: v.classes().iter().map(|c| c.label()).collect(),
+            scaling: &v.scaling,
+            by_loop: &v.by_loop,
+            mix: &v.mix,
+            stand_in: &v.stand_in,
+            line: line(c),
         }
-        .serialize(s)
     }
 }
 
@@ -340,15 +344,36 @@ impl Serialize for ExactVerdict {
 mod tests {
     use super::*;
     use crate::analysis::fit::Complexity;
+    use crate::analysis::table::CaseTable;
     use crate::analysis::table::{TableOptions, tables};
     use crate::analysis::testdata;
     use crate::analysis::verdict::verdict;
+
+    /// The line of verdict `v` of table `t`, as its case would read.
+    fn line_of(t: &CaseTable, v: &Verdict) -> String {
+        line(&case(t, v))
+    }
+
+    fn json_of(t: &CaseTable, v: &Verdict) -> serde_json::Value {
+        serde_json::to_value(VerdictJson::of(&case(t, v))).unwrap()
+    }
+
+    fn case(t: &CaseTable, v: &Verdict) -> CaseResult {
+        CaseResult {
+            table: t.clone(),
+            verdict: v.clone(),
+            root_cause: None,
+            population: None,
+            trips: Vec::new(),
+        }
+    }
 
     #[test]
     fn a_class_from_the_loop_count_leads_and_the_time_fit_follows() {
         let ns = [100, 1000, 2000, 4000];
         let run = testdata::waitpid_run(&ns, |n| 1000 + n * n / 100);
-        let mut v = verdict(&tables(&run, "r", &TableOptions::default(), None)[0]);
+        let t = tables(&run, "r", &TableOptions::default(), None).remove(0);
+        let mut v = verdict(&t);
         assert_eq!(v.time_class(), Some(Complexity::Quadratic));
         v.by_loop = Some(crate::analysis::trips::LoopClass {
             inner: "wait_consider_task".into(),
@@ -359,7 +384,7 @@ mod tests {
             counted_only: None,
         });
         assert_eq!(v.class(), Some(Complexity::Linear));
-        let l = line(&v);
+        let l = line_of(&t, &v);
         assert!(
             l.starts_with(
                 "do_wait [waitpid-pid]: O(n) by its loop count (wait_consider_task per call, \
@@ -367,19 +392,19 @@ mod tests {
             ),
             "{l}"
         );
-        let json = serde_json::to_value(&v).unwrap();
+        let json = json_of(&t, &v);
         assert_eq!(json["class"], "O(n)");
         assert_eq!(json["scaling"]["class"], "O(n^2)");
         assert_eq!(json["by_loop"]["inner"], "wait_consider_task");
         assert!(json["by_loop"].get("counted_only").is_none());
         // A pass that counted some sizes only says which.
         v.by_loop.as_mut().unwrap().counted_only = Some((1000, 4000));
-        let l = line(&v);
+        let l = line_of(&t, &v);
         assert!(
             l.contains("slope 1.00, counted in the kernel at N=1000..4000 only); time"),
             "{l}"
         );
-        let json = serde_json::to_value(&v).unwrap();
+        let json = json_of(&t, &v);
         assert_eq!(
             json["by_loop"]["counted_only"],
             serde_json::json!([1000, 4000])
@@ -390,9 +415,9 @@ mod tests {
     fn verdict_lines() {
         let ns = [1, 10, 100, 1000, 5000, 8000];
         let run = testdata::waitpid_run(&ns, |n| 1000 + 5 * n);
-        let t = &tables(&run, "r", &TableOptions::default(), None)[0];
-        let v = verdict(t);
-        let l = line(&v);
+        let t = tables(&run, "r", &TableOptions::default(), None).remove(0);
+        let v = verdict(&t);
+        let l = line_of(&t, &v);
         assert_eq!(v.class(), Some(Complexity::Linear));
         assert!(
             l.starts_with("do_wait [waitpid-pid]: O(n), slope 1.0"),
@@ -407,8 +432,9 @@ mod tests {
         );
 
         let run = testdata::waitpid_run(&ns, |_| 1500);
-        let v = verdict(&tables(&run, "r", &TableOptions::default(), None)[0]);
-        let l = line(&v);
+        let t = tables(&run, "r", &TableOptions::default(), None).remove(0);
+        let v = verdict(&t);
+        let l = line_of(&t, &v);
         assert_eq!(v.class(), Some(Complexity::Constant));
         assert!(
             l.starts_with(
@@ -420,8 +446,9 @@ mod tests {
 
         // +50% at the largest N only: O(1) within noise, with the reason.
         let run = testdata::waitpid_run(&[1, 100, 1000], |n| if n == 1000 { 13_000 } else { 8700 });
-        let v = verdict(&tables(&run, "r", &TableOptions::default(), None)[0]);
-        let l = line(&v);
+        let t = tables(&run, "r", &TableOptions::default(), None).remove(0);
+        let v = verdict(&t);
+        let l = line_of(&t, &v);
         assert_eq!(v.class(), Some(Complexity::Constant));
         assert!(
             l.starts_with("do_wait [waitpid-pid]: O(1) within noise, 8.70µs -> 13.0µs per call over N=1..1000 (x1.49: above the baseline at N=1000 only)"),
@@ -430,8 +457,9 @@ mod tests {
         );
         // The repeats scatter by 10% (9, 10 and 11 µs per op): +22% is within the noise.
         let run = testdata::waitpid_run(&[1, 100, 1000], |n| if n == 1 { 1000 } else { 1220 });
-        let v = verdict(&tables(&run, "r", &TableOptions::default(), None)[0]);
-        let l = line(&v);
+        let t = tables(&run, "r", &TableOptions::default(), None).remove(0);
+        let v = verdict(&t);
+        let l = line_of(&t, &v);
         assert!(l.contains("(x1.22: within the noise: needs +"), "{}", l);
 
         // Growth visible at the two largest sizes only: the slope runs through two points, so
@@ -441,8 +469,9 @@ mod tests {
             1000 => 1800,
             _ => 1000,
         });
-        let v = verdict(&tables(&run, "r", &TableOptions::default(), None)[0]);
-        let l = line(&v);
+        let t = tables(&run, "r", &TableOptions::default(), None).remove(0);
+        let v = verdict(&t);
+        let l = line_of(&t, &v);
         assert!(
             v.class().is_some_and(|c| c != Complexity::Constant),
             "{}",
@@ -468,8 +497,9 @@ mod tests {
         ]
         .map(String::from)
         .to_vec();
-        let v = verdict(&tables(&run, "r", &TableOptions::default(), None)[0]);
-        let l = line(&v);
+        let t = tables(&run, "r", &TableOptions::default(), None).remove(0);
+        let v = verdict(&t);
+        let l = line_of(&t, &v);
         assert!(
             l.ends_with("; via syscall-bracket (wait4, waitid)"),
             "{}",
@@ -491,7 +521,7 @@ mod tests {
             classes.contains(&Complexity::Linear) && !classes.contains(&Complexity::Constant),
             "{classes:?}"
         );
-        let l = line(&v);
+        let l = line_of(&t, &v);
         assert!(
             l.starts_with("do_wait [command]: the 100 calls per op: O(n)"),
             "{l}"
@@ -508,7 +538,7 @@ mod tests {
         let mut v = verdict(&t);
         v.mix = split(&t).map(|s| s.mix());
         assert!(v.classes().is_empty() && v.class().is_none(), "{v:?}");
-        let l = line(&v);
+        let l = line_of(&t, &v);
         assert!(
             l.starts_with(
                 "do_wait [command]: no class: the mean mixes 300 + 1.00·N calls per op whose times \

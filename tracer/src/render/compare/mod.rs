@@ -170,10 +170,7 @@ fn both_sides_lines(
         .map(|cl| tables::class_line(c, cl))
         .collect();
     for (label, an) in [(&c.label_a, aa), (&c.label_b, ab)] {
-        verdicts.extend(
-            an.verdicts()
-                .map(|v| format!("{label}: {}", verdict::line(v))),
-        );
+        verdicts.extend(an.cases().map(|c| format!("{label}: {}", verdict::line(c))));
     }
     let root_causes = [(&c.label_a, aa), (&c.label_b, ab)]
         .into_iter()

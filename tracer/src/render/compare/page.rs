@@ -201,7 +201,7 @@ pub(super) fn findings(
         let mut v = Vec::new();
         for found in an.cases() {
             if found.table.target == target && found.table.case_name == case {
-                v.push(format!("{label}: {}", verdict::line(&found.verdict)));
+                v.push(format!("{label}: {}", verdict::line(found)));
                 if let Some(rc) = &found.root_cause {
                     v.push(format!(
                         "{label}: root cause: {}",
