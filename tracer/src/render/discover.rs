@@ -182,7 +182,8 @@ fn loop_answer(
         && c.function != g.function
     {
         line.push_str(&format!(
-            "; the loop: {} (self, {} of the growth)",
+            "; {}: {} (self, {} of the growth)",
+            super::entries::inner_role(d, &g.function, &c.function),
             c.function,
             pct(c.self_share.clamp(0.0, 1.0))
         ));

@@ -80,6 +80,17 @@ pub fn growth_text(g: &Grower) -> String {
     }
 }
 
+/// What the frame inside a loop frame that carries the growth is: "the loop", or, where the
+/// confirmation pass counted that frame's calls per call of the loop frame, "each trip" (the
+/// loop is the frame's, the time is in what each trip calls: 5.10's sysvipc_find_ipc calling
+/// __radix_tree_lookup through idr_find).
+pub fn inner_role(d: &Discovery, frame: &str, inner: &str) -> &'static str {
+    match d.counted.get(frame) {
+        Some(c) if c.inner == inner && c.outer == frame => "each trip",
+        _ => "the loop",
+    }
+}
+
 /// "wait4: wait_consider_task O(n), slope 1.02, 1.09µs → 38.0µs per call over N=10..1000
 /// (2.4% → 60.1% of wait4's time); wait4 45.1µs → 63.3µs per call, 614 → 1839 calls per
 /// run, 6.3% of the kernel time at N=1000; the loop: __do_wait (self) 12%"
@@ -112,7 +123,8 @@ pub fn loop_line(d: &Discovery, e: &KernelEntry) -> String {
         && Some(c.function.as_str()) != e.frame()
     {
         s.push_str(&format!(
-            "; the loop: {} (self) {}",
+            "; {}: {} (self) {}",
+            inner_role(d, e.frame().unwrap_or_default(), &c.function),
             c.function,
             pct(c.self_share.clamp(0.0, 1.0))
         ));
@@ -436,6 +448,58 @@ mod tests {
         assert_eq!(
             part(&discovered_at(&[10, 100, 200, 400], ipcs)).as_deref(),
             Some("a size near N=610 would tell O(n) from O(n^2)")
+        );
+    }
+
+    /// Where the confirmation pass counted the frame carrying the growth per call of the
+    /// loop frame, that frame is each trip's work, not "the loop".
+    #[test]
+    fn a_counted_callee_is_each_trips_work() {
+        // The shell's walk, its time split between the frame's own body and a callee of each
+        // trip's, the callee's part larger.
+        let split_walk = |n: u64| {
+            let (mut s, rows) = shell(n);
+            let walk = "e;do_syscall_64;kernel_wait4;do_wait;wait_consider_task";
+            let per_run = (300 + n) * n / 200;
+            let text = format!(
+                "{walk} {}\n{walk};task_pid_type {}\n",
+                (per_run * 2 / 5).max(1) * PERIOD,
+                (per_run * 3 / 5).max(1) * PERIOD,
+            );
+            s.retain(|x| x.file.target != "wait4");
+            s.push(entry_data("wait4", n, &text));
+            (s, rows)
+        };
+        let mut d = discovered(split_walk);
+        let l = d.entries.loops[0].clone();
+        assert_eq!(l.frame(), Some("wait_consider_task"), "{l:#?}");
+        assert_eq!(l.cause.as_ref().unwrap().function, "task_pid_type");
+        let (frame, inner) = (
+            l.frame().unwrap().to_string(),
+            l.cause.clone().unwrap().function,
+        );
+        let said = |d: &Discovery| (super::super::discover::answer(d), loop_line(d, &l));
+        let (a, line) = said(&d);
+        assert!(a.contains(&format!("; the loop: {inner} (self, ")), "{a}");
+        assert!(
+            line.contains(&format!("; the loop: {inner} (self) ")),
+            "{line}"
+        );
+        d.counted.insert(
+            frame.clone(),
+            crate::analysis::exact::CountedLoop {
+                class: crate::analysis::fit::Complexity::Linear,
+                inner: inner.clone(),
+                outer: frame,
+                from: (10, 6.0),
+                to: (400, 202.0),
+            },
+        );
+        let (a, line) = said(&d);
+        assert!(a.contains(&format!("; each trip: {inner} (self, ")), "{a}");
+        assert!(
+            line.contains(&format!("; each trip: {inner} (self) ")),
+            "{line}"
         );
     }
 
