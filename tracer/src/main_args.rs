@@ -360,10 +360,12 @@ pub(crate) struct SweepArgs {
     /// Name of your command's run directory in the sweep (default: its file name).
     #[arg(long, value_name = "NAME")]
     pub(crate) name: Option<String>,
-    /// With --discover and your command: time the top K ranked functions and the root cause
-    /// exactly in a second pass (run <NAME>-confirm), where the kernel allows function
-    /// probes, with each one's caller, so that the kernel counts its calls per call of the
-    /// caller (the loop's trips); 0 = off.
+    /// With --discover and your command: time the kernel loop's frame, the function
+    /// repeating inside it, the top K ranked functions and the root cause exactly in a second
+    /// pass (run <NAME>-confirm), where the kernel allows function probes, with each one's
+    /// caller, so that the kernel counts its calls per call of the caller (the loop's trips;
+    /// the repeating function at its calls from the frame where it cannot be probed itself);
+    /// 0 = off.
     #[arg(long, default_value_t = 3, value_name = "K")]
     pub(crate) confirm: usize,
     /// Skip the loop-count pass (run <WORKLOAD>-loops), which runs each workload once more

@@ -17,7 +17,8 @@ impl Engine {
     /// Runs of the programs of `slot` for `window`, system-wide, with what they cost: the
     /// kernel counts every run and its time while BPF statistics are enabled (5.8+). An entry
     /// program runs for every call of its function by any task (the task filter is applied
-    /// inside it), so its run count is the function's call rate. Nothing is recorded and no
+    /// inside it), so its run count is the function's call rate (a call site's: the calls
+    /// made from that instruction, where the function is counted at its calls). Nothing is recorded and no
     /// filter changes: this is exactly what the attached probes cost everyone else.
     /// The counts are read every 10 ms and the window ends early once `enough` says so: a
     /// probe on a very hot function must not stay attached longer than it takes to see that
@@ -29,7 +30,7 @@ impl Engine {
         mut enough: impl FnMut(&ProbeRuns) -> bool,
     ) -> Result<ProbeRuns, String> {
         let names = match slot {
-            Slot::Fentry(_) | Slot::Kprobe(_) => slot.programs(),
+            Slot::Fentry(_) | Slot::Kprobe(_) | Slot::Site(_) => slot.programs(),
             _ => return Err("only function probes are counted".into()),
         };
         let stats = aya::sys::enable_stats(aya::sys::Stats::RunTime)
