@@ -160,10 +160,15 @@ pub fn counted_loop(
         .find(|t| t.inner == frame && !t.points.is_empty());
     if let Some(lc) = &e.per_call.by_loop {
         // The frame per call of its caller: fixed within 5% from the smallest N to the largest,
-        // or shown not to rise (the count's fit: no growth, or none beyond a step).
+        // or shown not to rise (the count's fit: no growth, or none beyond a step) and within
+        // a factor of two over the sweep (a count that falls as N grows would offset the loop
+        // inside: its product with it is what an entry call runs).
         let fixed = into_frame.is_some_and(|t| {
             let (a, b) = t.range();
-            a > 0.0 && ((b / a - 1.0).abs() <= 0.05 || t.scaling.as_ref().is_some_and(shown_flat))
+            a > 0.0
+                && ((b / a - 1.0).abs() <= 0.05
+                    || ((0.5..=2.0).contains(&(b / a))
+                        && t.scaling.as_ref().is_some_and(shown_flat)))
         });
         if fixed && let Some(t) = series(frame, &lc.inner) {
             return Some(counted(t, lc.class));
@@ -330,7 +335,12 @@ mod tests {
         });
         let c = counted_loop(&e, &[bounded, inside.clone()], "do_sys_poll").unwrap();
         assert_eq!(c.class, Complexity::Linear);
-        // Still rising at the largest N: not bounded.
+        // Falling as N grows, or still rising at the largest N: not bounded.
+        let falling = trips("seq_read_iter", "do_sys_poll", |n| 1000.0 / n as f64);
+        assert_eq!(
+            counted_loop(&e, &[falling, inside.clone()], "do_sys_poll"),
+            None
+        );
         let rising = trips("seq_read_iter", "do_sys_poll", |n| 3.0 + (n as f64).ln());
         assert_eq!(counted_loop(&e, &[rising, inside], "do_sys_poll"), None);
     }

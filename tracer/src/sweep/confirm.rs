@@ -11,6 +11,10 @@ use crate::record::Session;
 use super::jobs::Job;
 use super::{SweepOptions, SweepRun};
 
+/// The functions to confirm, their callers, and the function repeating inside the top loop's
+/// frame with that frame.
+type Chosen = (Vec<String>, Vec<String>, Option<(String, String)>);
+
 /// The functions the confirmation times exactly (per discovery: the top kernel loop's
 /// frame and the function repeating inside it, the top `k` and the root cause), and their
 /// immediate callers: each caller is traced too (it is out of line: it has a frame), so the
@@ -18,8 +22,6 @@ use super::{SweepOptions, SweepRun};
 /// loop that calls it, exact where the times bend. With them, the function repeating inside
 /// the loop frame and that frame: it is counted at its calls from there where it cannot be
 /// probed itself (`plan::trip_target`).
-type Chosen = (Vec<String>, Vec<String>, Option<(String, String)>);
-
 fn to_confirm(a: &crate::analysis::Analysis, k: usize) -> Chosen {
     // Each with its caller chain in the heaviest stack.
     let mut chosen: Vec<(&String, &[String])> = Vec::new();
