@@ -109,6 +109,13 @@ pub struct Mapping {
     pub inode: u64,
 }
 
+/// Whether executable maps hold a file's code, not only pseudo-files such as `[vdso]`: an
+/// image whose segments are mapped.
+fn maps_file_code(maps: &[Mapping]) -> bool {
+    maps.iter()
+        .any(|m| !m.path.as_os_str().as_encoded_bytes().starts_with(b"["))
+}
+
 /// Parse the executable mappings of a maps file: file-backed ones and named pseudo-files
 /// (`[vdso]`); anonymous executable memory (JIT code) has no name to give.
 pub fn parse_maps(text: &str) -> Vec<Mapping> {
@@ -173,8 +180,15 @@ impl UserSymbolizer {
         }
         if let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/maps")) {
             let maps = parse_maps(&text);
-            if !maps.is_empty() {
+            if maps_file_code(&maps) {
                 self.maps.insert(pid, (exe, maps));
+            } else {
+                // Mid-exec: the kernel switches the executable before the ELF loader maps its
+                // segments, so the new image's maps may hold only [vdso] for a moment (a
+                // process read there under load kept those, and every frame of its 1.6 s
+                // run read [unknown]). Read again next time; and the old image's maps name
+                // none of the new one's code.
+                self.maps.remove(&pid);
             }
         }
     }
@@ -256,6 +270,15 @@ mod tests {
         assert_eq!(m[0].path, PathBuf::from("/usr/bin/x"));
         assert_eq!((m[0].dev, m[0].inode), ((8, 1), 123));
         assert_eq!(m[1].path, PathBuf::from("[vdso]"));
+    }
+
+    /// Maps read mid-exec (only the vDSO mapped yet) are not an image's: not kept.
+    #[test]
+    fn maps_without_file_code_are_incomplete() {
+        let mid_exec = "7ffd1000-7ffd3000 r-xp 00000000 00:00 0 [vdso]\n";
+        assert!(!maps_file_code(&parse_maps(mid_exec)));
+        let loaded = format!("00401000-00405000 r-xp 00001000 08:01 77 /tmp/waiter\n{mid_exec}");
+        assert!(maps_file_code(&parse_maps(&loaded)));
     }
 
     #[test]
