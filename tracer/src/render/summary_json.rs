@@ -72,12 +72,10 @@ pub(super) fn text(a: &Analysis, warnings: &[String]) -> String {
             })
             .collect(),
         root_causes: a
-            .runs
-            .iter()
-            .flat_map(|r| r.cases.iter().map(move |c| (r, c)))
-            .filter_map(|(r, c)| {
+            .cases()
+            .filter_map(|c| {
                 Some(RootCauseJson {
-                    run: &r.label,
+                    run: &c.table.run,
                     target: &c.table.target,
                     case_name: &c.table.case_name,
                     root_cause: c.root_cause.as_ref()?,
