@@ -261,6 +261,9 @@ fn discover_says_nothing_grows_when_kernel_time_is_flat() {
 /// host they once covered 70% (a fresh-clone suite, no sample-rate throttling: the limit
 /// stayed at 100000/s) while the kernel's share of the samples and of rusage agreed within
 /// 1.5 points. What the data fixes under load is that share, and that a shortfall is said.
+/// On a CI machine whose hypervisor was busy they covered 122% (3.57 s sampled, 2.92 s by
+/// rusage, the kernel's share 84% and 86%): the stolen time, which the samples count and
+/// rusage does not, so the coverage is judged without it.
 #[test]
 fn discover_coverage_matches_system_time_on_short_syscalls() {
     let _g = serial();
@@ -271,7 +274,10 @@ fn discover_coverage_matches_system_time_on_short_syscalls() {
     assert_eq!(cov.len(), 2, "per N");
     for c in cov {
         let sys = c["sys_s"].as_f64().unwrap();
-        let ratio = c["ratio"].as_f64().unwrap();
+        let ratio = c["ratio_without_steal"]
+            .as_f64()
+            .or(c["ratio"].as_f64())
+            .unwrap();
         assert!(sys > 0.02, "the loop spends its time in the kernel: {c}");
         assert!(
             (0.5..=1.2).contains(&ratio),
@@ -321,7 +327,10 @@ fn discover_coverage_of_a_shell_running_short_commands_is_whole_cpu_time() {
     assert_eq!(cov.len(), 2, "per N");
     let mut split_off = false;
     for c in cov {
-        let ratio = c["ratio"].as_f64().unwrap();
+        let ratio = c["ratio_without_steal"]
+            .as_f64()
+            .or(c["ratio"].as_f64())
+            .unwrap();
         assert!(
             (0.7..=1.2).contains(&ratio),
             "sampled on-CPU time within 70-120% of the tree's CPU time: {c}"
@@ -336,7 +345,7 @@ fn discover_coverage_of_a_shell_running_short_commands_is_whole_cpu_time() {
         .unwrap_or_default()
         .to_string();
     assert!(line.contains("of the command tree's CPU time"), "{line}");
-    assert!(!line.contains("over 120%"), "{line}");
+    assert!(!line.contains("over 120"), "{line}");
     // Where rusage's split puts less in the kernel than the samples, the line says why.
     assert_eq!(
         split_off,

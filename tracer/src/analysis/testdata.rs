@@ -215,6 +215,8 @@ fn command_runs(ns: &[u64], runs: u32, calls: impl Fn(u64, u32) -> Vec<u64>) -> 
                 wall_s: 0.1,
                 user_s: 0.0,
                 sys_s: 0.05,
+                cpu_steal_s: 0.0,
+                cpu_busy_s: 0.0,
                 outlived: 0,
                 spans: vec![InvocationSpan {
                     target: "do_wait".into(),

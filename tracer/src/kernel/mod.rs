@@ -3,6 +3,7 @@
 //! of kernel stack addresses.
 pub mod btf;
 pub mod callsites;
+pub mod cpustat;
 pub mod kallsyms;
 pub mod privileges;
 pub mod symbolize;

@@ -28,6 +28,8 @@ pub(super) struct OneRun {
     pub(super) wall: Duration,
     pub(super) user_s: f64,
     pub(super) sys_s: f64,
+    /// The machine's CPU time over the run, for the steal it holds.
+    pub(super) cpu: crate::kernel::cpustat::CpuTimes,
     pub(super) filter_desc: String,
     /// Processes of the command's tree still running when it exited.
     pub(super) outlived: usize,
@@ -46,6 +48,7 @@ impl Session {
         usyms: &mut UserSymbolizer,
     ) -> Result<OneRun, TracerError> {
         let rusage_before = children_rusage();
+        let cpu_before = crate::kernel::cpustat::CpuTimes::now();
         // Processes an earlier run left running: not this run's.
         let followed_before: std::collections::HashSet<u32> =
             self.engine.followed().into_iter().collect();
@@ -96,6 +99,10 @@ impl Session {
         }
         let wall = started.elapsed();
         let after = children_rusage();
+        let cpu = match (crate::kernel::cpustat::CpuTimes::now(), cpu_before) {
+            (Some(a), Some(b)) => a.since(b),
+            _ => Default::default(),
+        };
         // Descendants the command left running: still followed, so their work from now on
         // lands in whatever runs next. Counted by their /proc entries (the probes forget a
         // process when it exits).
@@ -111,6 +118,7 @@ impl Session {
             wall,
             user_s: (after.0 - rusage_before.0).max(0.0),
             sys_s: (after.1 - rusage_before.1).max(0.0),
+            cpu,
             filter_desc: filter.describe(),
         })
     }

@@ -60,6 +60,8 @@ impl Ran {
             wall_s: res.wall.as_secs_f64(),
             user_s: res.user_s,
             sys_s: res.sys_s,
+            cpu_steal_s: res.cpu.steal_s,
+            cpu_busy_s: res.cpu.busy_s,
             spans,
             outlived: res.outlived as u64,
         });

@@ -247,6 +247,10 @@ fn cause_class(c: &crate::analysis::discover::DiscoverCause) -> String {
     }
 }
 
+/// The least stolen share of CPU time the coverage line mentions: under it, sampling error
+/// hides it.
+const MIN_STEAL_SAID: f64 = 0.01;
+
 /// Coverage in a few words: "sampled on-CPU time = 96% of the command tree's CPU time", the
 /// kernel's share both ways when they disagree, and what is missing outside the tolerance.
 pub fn coverage_line(d: &Discovery) -> Option<String> {
@@ -273,6 +277,21 @@ pub fn coverage_line(d: &Discovery) -> Option<String> {
             "whole run"
         }
     );
+    // Stolen time is in the samples and not in rusage: say how much, and the coverage
+    // without it, which the check judges.
+    if let (Some(share), Some(net)) = (
+        range(|c| c.steal_share.filter(|&s| s >= MIN_STEAL_SAID)),
+        range(|c| {
+            c.steal_share
+                .filter(|&s| s >= MIN_STEAL_SAID)
+                .and(c.ratio_without_steal)
+        }),
+    ) {
+        s.push_str(&format!(
+            "; the hypervisor took {share} of the machine's busy CPU time (steal), which the \
+             samples count and rusage does not: {net} without it"
+        ));
+    }
     // rusage's split is estimated from ticks: say so where it puts less in the kernel than the
     // samples do.
     let sampled_more = d.coverage.iter().any(|c| {
@@ -445,6 +464,38 @@ pub(crate) mod tests {
         let mut r = runs(&ns);
         r[0].label = "bench".into();
         discover(&stacks, &r).remove(0)
+    }
+
+    #[test]
+    fn coverage_says_the_stolen_share_and_judges_without_it() {
+        let mut d = discovery(true);
+        let cov = |steal: Option<f64>| Coverage {
+            n: Some(10),
+            sampled_kernel_s: 1.2,
+            sampled_user_s: 0.0,
+            sys_s: 1.0,
+            user_s: 0.0,
+            ratio: Some(1.2 / 1.0 * 1.05),
+            steal_share: steal,
+            ratio_without_steal: steal.map(|s| 1.26 * (1.0 - s)),
+            kernel_share_sampled: Some(1.0),
+            kernel_share_rusage: Some(1.0),
+        };
+        d.coverage = vec![cov(None)];
+        let line = coverage_line(&d).unwrap();
+        assert!(
+            line.contains("= 126.0%") && line.contains("over 120.0%"),
+            "{line}"
+        );
+        assert!(!line.contains("steal"), "{line}");
+        d.coverage = vec![cov(Some(0.2))];
+        let line = coverage_line(&d).unwrap();
+        assert!(
+            line.contains("the hypervisor took 20.0% of the machine's busy CPU time (steal)")
+                && line.contains("100.8% without it"),
+            "{line}"
+        );
+        assert!(!line.contains("over 120"), "{line}");
     }
 
     #[test]

@@ -174,6 +174,13 @@ pub struct Invocation {
     /// CPU time of the command's process tree (its reaped descendants included).
     pub user_s: f64,
     pub sys_s: f64,
+    /// The machine's CPU time over the run, all CPUs together (absent in older runs): what
+    /// the hypervisor took from them (steal), which rusage leaves out and the cpu-clock
+    /// samples do not, and their busy time (everything but idle and iowait).
+    #[serde(default, skip_serializing_if = "is_zero_f")]
+    pub cpu_steal_s: f64,
+    #[serde(default, skip_serializing_if = "is_zero_f")]
+    pub cpu_busy_s: f64,
     /// The calls of this run alone, per target (an external sweep's runs; absent in older
     /// runs): what makes each run of a size its own point in the fits and compares.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -186,6 +193,10 @@ pub struct Invocation {
 
 fn is_zero(v: &u64) -> bool {
     *v == 0
+}
+
+fn is_zero_f(v: &f64) -> bool {
+    *v == 0.0
 }
 
 impl Default for InvocationSpan {

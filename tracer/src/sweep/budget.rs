@@ -143,6 +143,8 @@ mod tests {
             wall_s,
             user_s: 0.0,
             sys_s: 0.0,
+            cpu_steal_s: 0.0,
+            cpu_busy_s: 0.0,
             outlived: 0,
             spans: vec![],
         };
