@@ -75,8 +75,13 @@ pub struct Open {
     /// The verdict with every size at the cap: its runs so far repeated, its error shrunk
     /// as √runs. Equal to `now`: more runs of these sizes cannot change it.
     pub at_cap: Decision,
-    /// The size to run next for it (the one with the largest error among those under the
-    /// cap), its runs so far and its relative error; None when every size is at the cap.
+    /// A "no rising trend" reading that one size's centre, moved within its error, turns
+    /// into growth: that reading, and the size. None: it holds at every size's error, or the
+    /// reading is another.
+    pub shaky: Option<(Decision, u64)>,
+    /// The size to run next for it (the shaky size when under the cap, else the one with
+    /// the largest error among those under the cap), its runs so far and its relative
+    /// error; None when every size is at the cap.
     pub next: Option<(u64, usize, f64)>,
     /// Where its class set would part, when it holds several: the size to add, where more
     /// runs of these cannot narrow it.
@@ -84,9 +89,19 @@ pub struct Open {
 }
 
 impl Open {
+    /// What more runs could make it read: its reading at the cap where that differs, else
+    /// growth where a size's error leaves "no rising trend" open.
+    pub fn could_read(&self) -> Option<&Decision> {
+        if self.now != self.at_cap {
+            Some(&self.at_cap)
+        } else {
+            self.shaky.as_ref().map(|(d, _)| d)
+        }
+    }
+
     /// More runs could change the verdict, and a size has runs to spare.
     pub fn wants_runs(&self) -> bool {
-        self.now != self.at_cap && self.next.is_some()
+        self.could_read().is_some() && self.next.is_some()
     }
 }
 
