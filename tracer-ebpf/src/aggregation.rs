@@ -4,7 +4,7 @@ use aya_ebpf::bindings::BPF_NOEXIST;
 use tracer_ebpf::*;
 
 use crate::{
-    maps::{HIST, SPANS, STACKS, STACKS_INSERTING},
+    maps::{HIST, SPANS, STACKS, STACKS_INSERTING, TRIP_HIST},
     util::{atomic_add, bump, opaque, target_ix},
 };
 
@@ -33,9 +33,10 @@ pub(crate) fn record_untimed(row: u32, ix: u32) {
 }
 
 /// A timed call; `outer` is the target of the innermost other traced call it ran inside
-/// (`NO_TARGET` when none).
+/// (`NO_TARGET` when none), `trips` the timed calls of other targets that closed directly
+/// inside it.
 #[inline(always)]
-pub(crate) fn record_span(row: u32, ix: u32, wall: u64, oncpu: u64, outer: u32) {
+pub(crate) fn record_span(row: u32, ix: u32, wall: u64, oncpu: u64, outer: u32, trips: u32) {
     let Some(s) = span_stats(row, ix) else { return };
     let s = unsafe { &mut *s };
     update_stats(s, wall, oncpu);
@@ -44,6 +45,12 @@ pub(crate) fn record_span(row: u32, ix: u32, wall: u64, oncpu: u64, outer: u32) 
     }
     hist_add(hist_index(ix, HIST_WALL), hist_bucket(wall));
     hist_add(hist_index(ix, HIST_ONCPU), hist_bucket(oncpu));
+    // Calls with no trips are the rest of its calls: only a call around others pays this.
+    if trips > 0
+        && let Some(h) = TRIP_HIST.get_ptr_mut(ix)
+    {
+        add_bucket(h, hist_bucket(trips as u64));
+    }
 }
 
 #[inline(always)]
@@ -73,6 +80,12 @@ fn hist_add(hist_ix: u32, bucket: u32) {
         bump(counter::AGG_MAP_FULL);
         return;
     };
+    add_bucket(h, bucket);
+}
+
+/// One more count in `bucket` of the histogram `h`.
+#[inline(always)]
+fn add_bucket(h: *mut HistRow, bucket: u32) {
     // A 64-bit bound on a value the verifier cannot otherwise bound (hist_bucket's result).
     let b = opaque(bucket as u64);
     if b >= HIST_BUCKETS as u64 {

@@ -321,6 +321,10 @@ pub const HIST_WALL: u32 = 0;
 pub const HIST_ONCPU: u32 = 1;
 /// Histograms per (row, target).
 pub const HIST_KINDS: u32 = 2;
+/// Userspace's kind for a span element's histogram of trips per call (the timed calls of
+/// other targets that closed directly inside each call), which the kernel keeps in a map of
+/// its own (`TRIP_HIST`, element `span_index`), not in `HIST`.
+pub const HIST_TRIPS: u32 = 2;
 
 /// Element of `SPANS` holding the aggregates of `target` in aggregate row `row`.
 #[inline(always)]

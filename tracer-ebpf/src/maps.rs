@@ -81,6 +81,13 @@ pub(crate) static SPANS: PerCpuArray<SpanStats> = PerCpuArray::with_max_entries(
 #[map]
 pub(crate) static HIST: Array<HistRow> = Array::with_max_entries(128 * 8 * 2, 0);
 
+/// Element `span_index(row, stride, target)`: how many calls of the target had each number
+/// of trips (timed calls of other targets closed directly inside it), from one trip up; the
+/// calls with none are the rest. Sized by userspace: one element when a single target is
+/// traced, which nothing can nest in.
+#[map]
+pub(crate) static TRIP_HIST: Array<HistRow> = Array::with_max_entries(128 * 8, 0);
+
 #[map]
 pub(crate) static STACKS: HashMap<StackKey, StackVal> = HashMap::with_max_entries(32768, 0);
 

@@ -25,7 +25,9 @@ struct Frame {
     /// The thread's on-CPU clock at entry; the span's on-CPU time is the difference at exit.
     oncpu_at_entry: u64,
     target: u32,
-    _pad: u32,
+    /// Timed calls of other targets that closed directly inside this one: its loop's trips,
+    /// this call's own (`SpanStats::within` sums them over all calls).
+    inner: u32,
 }
 
 /// Per-thread state, kept from a thread's first traced call until it exits, with the open
@@ -119,7 +121,7 @@ pub(crate) fn push_frame(st: &mut ThreadState, target: u32, ts: u64) {
             entry_ns: ts,
             oncpu_at_entry,
             target,
-            _pad: 0,
+            inner: 0,
         };
     } else {
         bump(counter::DEPTH_OVERFLOW);
@@ -162,6 +164,7 @@ fn fast_exit(c: &mut CpuCall, target: u32, tid: u32, tgid: u32, ts: u64) -> Opti
         // It never left the CPU: a switch would have moved it to the exact path.
         oncpu: wall,
         outer: NO_TARGET,
+        trips: 0,
         end_ns: ts,
     })
 }
@@ -238,8 +241,13 @@ fn exact_exit(
     // The enclosing traced call, when it is another target's (a recursive call of the same
     // target is no loop of another's, and is counted against nothing).
     let outer = if top > 0 {
-        let o = st.frames[nest_ix(top - 1)].target;
-        if o == target { NO_TARGET } else { o }
+        let parent = &mut st.frames[nest_ix(top - 1)];
+        if parent.target == target {
+            NO_TARGET
+        } else {
+            parent.inner = parent.inner.saturating_add(1);
+            parent.target
+        }
     } else {
         NO_TARGET
     };
@@ -252,6 +260,7 @@ fn exact_exit(
         wall,
         oncpu,
         outer,
+        trips: f.inner,
         end_ns: ts,
     })
 }
@@ -264,6 +273,8 @@ struct Span {
     oncpu: u64,
     /// The enclosing traced call's target (`NO_TARGET` when none).
     outer: u32,
+    /// Timed calls of other targets that closed directly inside it.
+    trips: u32,
     end_ns: u64,
 }
 
@@ -274,7 +285,7 @@ fn complete<C: EbpfContext>(ctx: &C, cfg: &Config, span: &Span, tid: u32, tgid: 
     let key = span.key;
     let (row, wall, oncpu) = (span.row, span.wall, span.oncpu);
     let ix = span_index(row, cfg.target_stride, key.target);
-    record_span(row, ix, wall, oncpu, span.outer);
+    record_span(row, ix, wall, oncpu, span.outer, span.trips);
 
     if cfg.flags & FLAG_CALLER_STACKS != 0 {
         // Walking two stacks costs about a microsecond: always worth it for a call that

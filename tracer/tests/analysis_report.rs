@@ -151,6 +151,7 @@ fn waitpid_run(kernel: &str, walk_ns_per_child: u64, seed: u64) -> (Run, Stacks)
             wall: dist(&wall),
             oncpu: dist(&oncpu),
             within: Default::default(),
+            trips: Vec::new(),
         });
         let wall_mean = wall.iter().sum::<u64>() as f64 / calls as f64;
         run.phases.push(PhaseRow {
@@ -259,6 +260,7 @@ fn spawn_run(kernel: &str, seed: u64) -> (Run, Stacks) {
             wall: dist(&oncpu),
             oncpu: dist(&oncpu),
             within: Default::default(),
+            trips: Vec::new(),
         });
         run.spans.push(SpanRow {
             target: "get_task_policy".into(),
@@ -270,6 +272,7 @@ fn spawn_run(kernel: &str, seed: u64) -> (Run, Stacks) {
             wall: Dist::default(),
             oncpu: Dist::default(),
             within: Default::default(),
+            trips: Vec::new(),
         });
         run.phases.push(PhaseRow {
             case: 10,

@@ -460,6 +460,7 @@ fn write_synthetic_run(dir: &Path, raw_events: bool) -> Run {
             wall: from_values(&evs.iter().map(|e| e.end - e.start).collect::<Vec<_>>()),
             oncpu: from_values(&evs.iter().map(|e| e.oncpu).collect::<Vec<_>>()),
             within: Default::default(),
+            trips: Vec::new(),
         });
     }
     for (case, n) in [(1, 10), (1, 100), (2, 10), (2, 100)] {

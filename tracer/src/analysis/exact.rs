@@ -120,6 +120,10 @@ pub struct CountedLoop {
     /// (N, calls per call) at the smallest and the largest N counted.
     pub from: (u64, f64),
     pub to: (u64, f64),
+    /// The count is per call of the longest tenth of the outer's calls (by their trips,
+    /// [`super::trips::TripPoint::longest`]): its calls mix those that run the loop with
+    /// others, and over all of them the count follows no class.
+    pub longest: bool,
 }
 
 /// The class of the loop in `frame` by loop count, when the confirmation pass counted it:
@@ -153,6 +157,7 @@ pub fn counted_loop(
             outer: t.outer.clone(),
             from: (p0.n, p0.per_call),
             to: (p1.n, p1.per_call),
+            longest: false,
         }
     };
     let into_frame = trips
@@ -175,9 +180,23 @@ pub fn counted_loop(
         }
     }
     let t = into_frame?;
-    let s = t.scaling.as_ref()?;
     let call_flat = e.per_call.scaling.as_ref().is_some_and(flat_per_trip);
-    (counts_a_loop(s) && call_flat).then(|| counted(t, s.class))
+    if !call_flat {
+        return None;
+    }
+    if let Some(s) = t.scaling.as_ref().filter(|s| counts_a_loop(s)) {
+        return Some(counted(t, s.class));
+    }
+    // Over all the outer's calls the count follows no class: the calls that run the loop,
+    // counted one by one, may.
+    let s = t.longest_scaling.as_ref().filter(|s| counts_a_loop(s))?;
+    let longest = |p: &super::trips::TripPoint| (p.n, p.longest.unwrap_or(p.per_call));
+    Some(CountedLoop {
+        from: longest(&t.points[0]),
+        to: longest(&t.points[t.points.len() - 1]),
+        longest: true,
+        ..counted(t, s.class)
+    })
 }
 
 #[cfg(test)]
@@ -254,8 +273,10 @@ mod tests {
                     outer_calls: 1000,
                     inner_calls: (per_call(n) * 1000.0) as u64,
                     per_call: per_call(n),
+                    longest: None,
                 })
                 .collect(),
+            longest_scaling: None,
             scaling: fit_scaling(
                 &ns.iter()
                     .map(|&n| Point {
@@ -299,6 +320,24 @@ mod tests {
         // Counted flat: no loop in the count.
         let once = [trips("do_wait", "wait_consider_task", |_| 2.0)];
         assert_eq!(counted_loop(&flat, &once, "wait_consider_task"), None);
+
+        // A mix over all of do_wait's calls (300 walks of N + 1 among N reaps of one), whose
+        // count follows no class: the calls that walk, counted one by one, give it.
+        let mix = |n: u64| (300.0 * (n as f64 + 1.0) + n as f64) / (300.0 + n as f64);
+        let mut mixed = trips("do_wait", "wait_consider_task", mix);
+        assert!(!counts_a_loop(mixed.scaling.as_ref().unwrap()), "a mix");
+        assert_eq!(
+            counted_loop(&flat, &[mixed.clone()], "wait_consider_task"),
+            None
+        );
+        for p in &mut mixed.points {
+            p.longest = Some(p.n as f64 + 1.0);
+        }
+        mixed.longest_scaling = trips("do_wait", "wait_consider_task", |n| n as f64 + 1.0).scaling;
+        let c = counted_loop(&flat, &[mixed.clone()], "wait_consider_task").unwrap();
+        assert_eq!((c.class, c.longest), (Complexity::Linear, true));
+        assert_eq!((c.from, c.to), ((100, 101.0), (2000, 2001.0)));
+        assert_eq!(counted_loop(&nested, &[mixed], "wait_consider_task"), None);
     }
 
     /// A loop inside the frame: its class by the count inside, when the frame runs a fixed

@@ -143,6 +143,7 @@ pub fn waitpid_run(ns: &[u64], oncpu: impl Fn(u64) -> u64) -> Run {
             wall: from_values(&vec![on + 2000; 200]),
             oncpu: from_values(&vec![on; 200]),
             within: Default::default(),
+            trips: Vec::new(),
         });
         run.phases.push(PhaseRow {
             case: 1,
@@ -238,6 +239,7 @@ fn command_runs(ns: &[u64], runs: u32, calls: impl Fn(u64, u32) -> Vec<u64>) -> 
             wall: from_values(&all),
             oncpu: from_values(&all),
             within: Default::default(),
+            trips: Vec::new(),
         });
     }
     run.validate().expect("valid synthetic run");

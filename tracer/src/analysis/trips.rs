@@ -186,6 +186,12 @@ pub struct TripPoint {
     /// Calls of the inner target made inside an outer call.
     pub inner_calls: u64,
     pub per_call: f64,
+    /// The mean trips of the outer calls that made the most, the longest [`LONGEST_SHARE`]
+    /// of them, where the kernel counted the outer's calls one by one (its trips histogram,
+    /// `SpanRow::trips`) and nearly all of the calls closed directly inside them are this
+    /// inner's ([`MIN_INNER_SHARE`]); None otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub longest: Option<f64>,
 }
 
 /// One (run, outer target, inner target, case) series.
@@ -200,6 +206,11 @@ pub struct TripCount {
     /// plain log-log slope (`loglog`): a count has no fixed cost to take off first, and
     /// N/2 trips per call is slope 1.
     pub scaling: Option<Scaling>,
+    /// The fit of [`TripPoint::longest`] against N, where every point has it: the class of
+    /// the loop in the calls that run it, when the outer's calls mix those with calls that
+    /// do not (a shell's waits that walk its N children among the reaps of its jobs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub longest_scaling: Option<Scaling>,
 }
 
 impl TripCount {
@@ -238,6 +249,78 @@ fn count_fit(points: &[TripPoint]) -> Option<Scaling> {
     fit_counts(&pts)
 }
 
+/// The fit of the points' [`TripPoint::longest`], when every point has one.
+fn longest_fit(points: &[TripPoint]) -> Option<Scaling> {
+    let longest: Vec<TripPoint> = points
+        .iter()
+        .map(|p| {
+            Some(TripPoint {
+                per_call: p.longest?,
+                ..p.clone()
+            })
+        })
+        .collect::<Option<_>>()?;
+    count_fit(&longest)
+}
+
+/// The share of an outer target's calls, those with the most trips, whose mean trips
+/// [`TripPoint::longest`] is: a loop's calls when they are a tenth of the calls or more.
+pub const LONGEST_SHARE: f64 = 0.1;
+
+/// The least share of the calls closed directly inside an outer target's calls that must be
+/// one inner target's for the outer's trips histogram to count that inner's trips.
+pub const MIN_INNER_SHARE: f64 = 0.95;
+
+/// The mean trips of the `LONGEST_SHARE` of `timed` calls with the most, from their trips
+/// histogram (calls with one trip or more; the others made none). A bucket's calls count at
+/// its midpoint (exact below `HIST_SUB`, within 1/32 above).
+fn longest_mean(hist: &[(u32, u64)], timed: u64) -> Option<f64> {
+    let want = ((timed as f64 * LONGEST_SHARE).ceil() as u64).max(1);
+    let mut by_bucket: Vec<(u32, u64)> = hist.to_vec();
+    by_bucket.sort_by_key(|b| std::cmp::Reverse(b.0));
+    let (mut left, mut sum) = (want, 0.0);
+    for (b, c) in by_bucket {
+        let take = c.min(left);
+        let lo = tracer_ebpf::hist_bucket_low(b) as f64;
+        let hi = tracer_ebpf::hist_bucket_high(b) as f64;
+        let mid = if hi - lo <= 1.0 {
+            lo
+        } else {
+            (lo + hi - 1.0) / 2.0
+        };
+        sum += take as f64 * mid;
+        left -= take;
+        if left == 0 {
+            break;
+        }
+    }
+    (timed > 0).then(|| sum / want as f64)
+}
+
+/// [`TripPoint::longest`] of `inner` in `outer_row`'s calls, among the rows `spans` of the
+/// same run.
+fn longest_of(spans: &[SpanRow], outer_row: &SpanRow, inner: &str) -> Option<f64> {
+    if outer_row.trips.is_empty() {
+        return None;
+    }
+    let inside = |r: &&SpanRow| r.case == outer_row.case && r.n == outer_row.n;
+    let of = |r: &SpanRow| r.within.get(&outer_row.target).copied().unwrap_or(0);
+    let all: u64 = spans.iter().filter(inside).map(of).sum();
+    let mine: u64 = spans
+        .iter()
+        .filter(inside)
+        .filter(|r| r.target == inner)
+        .map(of)
+        .sum();
+    if all == 0 || (mine as f64) < MIN_INNER_SHARE * all as f64 {
+        return None;
+    }
+    longest_mean(
+        &outer_row.trips,
+        outer_row.calls.saturating_sub(outer_row.untimed),
+    )
+}
+
 /// Every trip-count series of one run's spans, by (outer, inner, case) and N.
 pub fn trip_counts(run: &str, spans: &[SpanRow]) -> Vec<TripCount> {
     let mut out: Vec<TripCount> = Vec::new();
@@ -257,6 +340,7 @@ pub fn trip_counts(run: &str, spans: &[SpanRow]) -> Vec<TripCount> {
                 outer_calls: outer_row.calls,
                 inner_calls,
                 per_call: inner_calls as f64 / outer_row.calls as f64,
+                longest: longest_of(spans, outer_row, &inner.target),
             };
             match out.iter_mut().find(|t| {
                 &t.outer == outer && t.inner == inner.target && t.case_name == inner.case_name
@@ -269,6 +353,7 @@ pub fn trip_counts(run: &str, spans: &[SpanRow]) -> Vec<TripCount> {
                     case_name: inner.case_name.clone(),
                     points: vec![point],
                     scaling: None,
+                    longest_scaling: None,
                 }),
             }
         }
@@ -279,6 +364,7 @@ pub fn trip_counts(run: &str, spans: &[SpanRow]) -> Vec<TripCount> {
     for t in &mut out {
         t.points.sort_by_key(|p| p.n);
         t.scaling = count_fit(&t.points);
+        t.longest_scaling = longest_fit(&t.points);
     }
     out.sort_by(|x, y| x.order_key().cmp(&y.order_key()));
     out.sort_by(|a, b| {
@@ -308,6 +394,7 @@ mod tests {
                 .iter()
                 .map(|(k, v)| (k.to_string(), *v))
                 .collect::<BTreeMap<_, _>>(),
+            trips: Vec::new(),
         }
     }
 
@@ -601,5 +688,76 @@ mod tests {
         let t = trip_counts("r", &spans);
         assert_eq!(t[0].range(), (10.0, 10.0));
         assert!(t[0].scaling.is_none());
+    }
+
+    /// A shell's waits among its jobs' reaps: 300 waits walk the N + 1 children, N reaps
+    /// find one each. Over all the calls the count is a mix whose weights move with N; the
+    /// longest tenth of the calls are the walks, N + 1 each. The histogram counts only for
+    /// the inner that makes nearly all the calls inside the outer.
+    #[test]
+    fn the_longest_calls_count_the_loop_in_a_mix() {
+        use tracer_ebpf::hist_bucket;
+        let mut spans = Vec::new();
+        for n in [10u64, 100, 500] {
+            let (walks, reaps) = (300u64, n);
+            let mut outer = row("do_wait", n, walks + reaps, &[]);
+            let mut hist: BTreeMap<u32, u64> = BTreeMap::new();
+            *hist.entry(hist_bucket(n + 1)).or_default() += walks;
+            *hist.entry(hist_bucket(1)).or_default() += reaps;
+            outer.trips = hist.into_iter().collect();
+            spans.push(outer);
+            spans.push(row(
+                "wait_consider_task",
+                n,
+                walks * (n + 1) + reaps,
+                &[("do_wait", walks * (n + 1) + reaps)],
+            ));
+        }
+        let t = trip_counts("confirm", &spans);
+        assert_eq!(t.len(), 1, "{t:?}");
+        let longest: Vec<f64> = t[0].points.iter().map(|p| p.longest.unwrap()).collect();
+        // Bucket midpoints: exact to 15, within 1/32 above.
+        for (got, n) in longest.iter().zip([10.0, 100.0, 500.0]) {
+            assert!((got / (n + 1.0) - 1.0).abs() < 1.0 / 32.0, "{longest:?}");
+        }
+        let s = t[0]
+            .longest_scaling
+            .as_ref()
+            .expect("a fit of the longest calls");
+        assert!(counts_a_loop(s), "{s:?}");
+        assert_eq!(s.class, Complexity::Linear);
+        let all = t[0].scaling.as_ref().unwrap();
+        assert!(
+            all.loglog.slope < s.loglog.slope - 0.2,
+            "over all calls the count rises less: {} against {}",
+            all.loglog.slope,
+            s.loglog.slope
+        );
+
+        // Another target's calls inside do_wait too (a third of them): the histogram is
+        // theirs as much as the walk's, and counts nothing.
+        for sp in spans
+            .clone()
+            .iter()
+            .filter(|r| r.target == "wait_consider_task")
+        {
+            let k = sp.within["do_wait"] / 2;
+            spans.push(row("release_task", sp.n, k, &[("do_wait", k)]));
+        }
+        let t = trip_counts("confirm", &spans);
+        let walk = t.iter().find(|t| t.inner == "wait_consider_task").unwrap();
+        assert!(walk.points.iter().all(|p| p.longest.is_none()), "{walk:?}");
+        assert!(walk.longest_scaling.is_none());
+    }
+
+    #[test]
+    fn the_longest_tenth_takes_the_top_buckets_first() {
+        use tracer_ebpf::hist_bucket;
+        // 100 timed calls: 90 with none, 5 with 3 trips, 5 with 7: the top ten average 5.
+        let hist = vec![(hist_bucket(3), 5), (hist_bucket(7), 5)];
+        assert_eq!(longest_mean(&hist, 100), Some(5.0));
+        // 20 calls: the top two, both with 7.
+        assert_eq!(longest_mean(&hist, 20), Some(7.0));
+        assert_eq!(longest_mean(&[], 0), None);
     }
 }

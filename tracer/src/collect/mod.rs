@@ -3,7 +3,7 @@
 //! the whole `Run` written to disk (`run`).
 use std::collections::BTreeMap;
 
-use tracer_ebpf::{HIST_ONCPU, HIST_WALL};
+use tracer_ebpf::{HIST_ONCPU, HIST_TRIPS, HIST_WALL};
 
 use crate::engine::Snapshot;
 use crate::rundata::{COUNTER_NAMES, Dist, InvocationSpan, PhaseRow, SpanRow};
@@ -72,6 +72,11 @@ pub fn span_rows(snap: &Snapshot, target_names: &[String]) -> Vec<SpanRow> {
                 .filter(|(_, c)| **c > 0)
                 .filter_map(|(j, c)| Some((target_names.get(j)?.clone(), *c)))
                 .collect(),
+            trips: snap
+                .hist
+                .get(&(*key, HIST_TRIPS))
+                .map(|h| h.iter().map(|(b, c)| (*b, *c)).collect())
+                .unwrap_or_default(),
         });
     }
     rows.sort_by(|a, b| (&a.target, a.case, a.n).cmp(&(&b.target, b.case, b.n)));

@@ -129,6 +129,11 @@ impl Engine {
         let spans: PerCpuArray<&MapData, SpanStats> =
             PerCpuArray::try_from(self.bpf.map("SPANS").expect("SPANS"))
                 .map_err(map_error("SPANS"))?;
+        // Absent from nothing: sized to one element when a single target is traced.
+        let trips: Option<Array<&MapData, HistRow>> = self
+            .bpf
+            .map("TRIP_HIST")
+            .and_then(|m| Array::try_from(m).ok());
         for (ix, key, mut stats) in self.span_elements()? {
             // Between a multi-run session's runs the probes stay attached, and a call that
             // ends while its row is read has bumped the counts but not yet its histograms
@@ -152,7 +157,17 @@ impl Engine {
             }
             let merged = snap.spans.entry(key).or_default();
             *merged = merge_stats([*merged, stats].iter());
-            for (kind, row) in [HIST_WALL, HIST_ONCPU].into_iter().zip(rows.iter()) {
+            let trip_row = trips
+                .as_ref()
+                .filter(|t| ix < t.len())
+                .and_then(|t| t.get(&ix, 0).ok())
+                .filter(|r| r.iter().any(|&c| c > 0));
+            let kinds = [(HIST_WALL, Some(&rows[0])), (HIST_ONCPU, Some(&rows[1]))];
+            for (kind, row) in kinds
+                .into_iter()
+                .chain([(HIST_TRIPS, trip_row.as_ref())])
+                .filter_map(|(k, r)| Some((k, r?)))
+            {
                 let dest = snap.hist.entry((key, kind)).or_default();
                 for (bucket, &count) in row.iter().enumerate() {
                     if count > 0 {
@@ -420,6 +435,21 @@ impl Engine {
                     for kind in [HIST_WALL, HIST_ONCPU] {
                         let ix = hist_index(span_index(row, stride, target), kind);
                         hist.set(ix, zero, 0).map_err(map_error("HIST"))?;
+                    }
+                }
+            }
+        }
+        {
+            let mut trips: Array<&mut MapData, HistRow> =
+                Array::try_from(self.bpf.map_mut("TRIP_HIST").expect("TRIP_HIST"))
+                    .map_err(map_error("TRIP_HIST"))?;
+            let zero: HistRow = [0; HIST_BUCKETS as usize];
+            let len = trips.len();
+            for &(row, _) in &used {
+                for target in 0..stride {
+                    let ix = span_index(row, stride, target);
+                    if ix < len {
+                        trips.set(ix, zero, 0).map_err(map_error("TRIP_HIST"))?;
                     }
                 }
             }

@@ -185,6 +185,8 @@ impl Engine {
         loader.map_max_entries("ROW_OWNER", phases);
         loader.map_max_entries("SPANS", phases * stride);
         loader.map_max_entries("HIST", phases * stride * HIST_KINDS);
+        // A call's trips are other targets' calls inside it: none with one target.
+        loader.map_max_entries("TRIP_HIST", if stride > 1 { phases * stride } else { 1 });
         // Stack maps are the big consumers of locked memory: size them by what is recorded.
         let stacks_for_calls = options.caller_stacks || options.offcpu_stacks || options.discover;
         loader.map_max_entries("STACK_TRACES", if stacks_for_calls { 16384 } else { 1 });

@@ -25,15 +25,24 @@ fn calls_text(d: &Discovery, f: &EntryPoint, l: &EntryPoint) -> String {
 }
 
 /// A loop's class read from counts: "O(n) by loop count: pipe_poll 100 → 3000 times per
-/// do_sys_poll call".
+/// do_sys_poll call", or, counted in the calls that run the loop, "... times per do_wait
+/// call, in the 10% of its calls with the most".
 pub fn counted_loop_text(c: &CountedLoop) -> String {
     format!(
-        "{} by loop count: {} {} → {} times per {} call",
+        "{} by loop count: {} {} → {} times per {} call{}",
         c.class.label(),
         c.inner,
         count(c.from.1),
         count(c.to.1),
-        c.outer
+        c.outer,
+        if c.longest {
+            format!(
+                ", in the {:.0}% of its calls with the most",
+                crate::analysis::trips::LONGEST_SHARE * 100.0
+            )
+        } else {
+            String::new()
+        }
     )
 }
 
@@ -493,6 +502,7 @@ mod tests {
                 outer: frame,
                 from: (10, 6.0),
                 to: (400, 202.0),
+                longest: false,
             },
         );
         let (a, line) = said(&d);

@@ -441,6 +441,7 @@ mod tests {
                 wall: from_values(&[on + 1_000_000; 10]),
                 oncpu: from_values(&[on; 10]),
                 within: Default::default(),
+                trips: Vec::new(),
             });
         }
         let text = run_target(&run, "do_wait").unwrap();

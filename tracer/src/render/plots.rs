@@ -209,6 +209,7 @@ mod tests {
             outer: "do_wait".into(),
             from: (10, 11.0),
             to: (1000, 1001.0),
+            longest: false,
         };
         let counted = grower_series(g, Some("wait4"), Some(&c));
         assert_eq!(

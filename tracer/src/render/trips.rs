@@ -36,12 +36,34 @@ pub fn line(t: &TripCount, with_run: bool) -> String {
         Some(r) => format!("O(1) ({})", flat_reason(r, s)),
     };
     format!(
-        "{head}: {} -> {} calls per call over N={}..{}: {class}",
+        "{head}: {} -> {} calls per call over N={}..{}: {class}{}",
         sig3(first),
         sig3(last),
         fmt_n(n0),
-        fmt_n(n1)
+        fmt_n(n1),
+        longest(t).unwrap_or_default()
     )
+}
+
+/// Where the calls mix those that run the loop with others (the longest tenth make more
+/// than a fifth over the mean at the largest N), the count in the calls that run it:
+/// "; in the 10% of calls with the most: 11 -> 503, O(n), slope 1.00".
+fn longest(t: &TripCount) -> Option<String> {
+    let s = t.longest_scaling.as_ref()?;
+    let (p0, p1) = (t.points.first()?, t.points.last()?);
+    let (a, b) = (p0.longest?, p1.longest?);
+    (b > 1.2 * p1.per_call).then(|| {
+        let class = match s.flat_reason {
+            None => growing_count(s),
+            Some(_) => "O(1)".to_string(),
+        };
+        format!(
+            "; in the {:.0}% of calls with the most: {} -> {}, {class}",
+            crate::analysis::trips::LONGEST_SHARE * 100.0,
+            sig3(a),
+            sig3(b)
+        )
+    })
 }
 
 /// A growing count's class and slope, "O(n), slope 1.00"; at two sizes, which fit every
@@ -129,4 +151,55 @@ pub(super) fn findings(a: &Analysis) -> Option<(String, Vec<super::page::Item>)>
         })
         .collect();
     (!items.is_empty()).then(|| (TITLE.to_string(), items))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::trips::trip_counts;
+    use crate::rundata::SpanRow;
+    use tracer_ebpf::hist_bucket;
+
+    /// 300 waits walk the N + 1 children among N reaps of one: the line gives the mean over
+    /// all calls and the count in the calls with the most; without the per-call histogram,
+    /// the mean alone.
+    #[test]
+    fn a_mixed_count_says_the_calls_that_run_the_loop() {
+        let row = |target: &str, n: u64, calls: u64| SpanRow {
+            target: target.into(),
+            case: workloads::cases::CASE_COMMAND,
+            case_name: "command".into(),
+            n,
+            calls,
+            untimed: 0,
+            wall: Default::default(),
+            oncpu: Default::default(),
+            within: Default::default(),
+            trips: Vec::new(),
+        };
+        let mut spans = Vec::new();
+        for n in [10u64, 100, 500] {
+            let mut outer = row("do_wait", n, 300 + n);
+            outer.trips = vec![(hist_bucket(1), n), (hist_bucket(n + 1), 300)];
+            outer.trips.sort();
+            let mut inner = row("wait_consider_task", n, 300 * (n + 1) + n);
+            inner.within.insert("do_wait".into(), inner.calls);
+            spans.extend([outer, inner]);
+        }
+        let t = &trip_counts("confirm", &spans)[0];
+        let l = line(t, false);
+        assert!(
+            l.starts_with("wait_consider_task in do_wait [command]: 10.7 -> 188 calls per call"),
+            "{l}"
+        );
+        assert!(
+            l.ends_with("; in the 10% of calls with the most: 11.0 -> 504, O(n), slope 0.98"),
+            "{l}"
+        );
+        for r in &mut spans {
+            r.trips.clear();
+        }
+        let l = line(&trip_counts("confirm", &spans)[0], false);
+        assert!(!l.contains("with the most"), "{l}");
+    }
 }

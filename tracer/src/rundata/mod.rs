@@ -375,6 +375,13 @@ pub struct SpanRow {
     /// one ran. Absent in runs with one target, and before the field existed.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub within: BTreeMap<String, u64>,
+    /// Its timed calls by their trips: how many of them closed 1, 2, ... timed calls of other
+    /// targets directly inside them (sparse `(bucket, calls)`, buckets as in
+    /// `tracer_ebpf::hist_bucket`); the calls with none are the rest. What `within` sums,
+    /// per call: calls that run a loop and calls that do not, told apart. Absent in runs
+    /// with one target, and before the field existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trips: Vec<(u32, u64)>,
 }
 
 /// A distribution of nanosecond values from the in-kernel log-linear histogram.
