@@ -1306,7 +1306,8 @@ fn discover_names_a_shells_wait_walk_as_the_loop() {
 /// on that headline, counts the walk: wait_consider_task per call of do_wait rises with N
 /// (15 -> 199 over N = 10..400 in one run). The count over every call mixes both
 /// populations, so its rise is asserted, not a class; the tenth of the calls with the most
-/// trips, counted one call at a time in the kernel, are waits that walk: 23 -> 816, O(n).
+/// trips, counted one call at a time in the kernel, are waits that walk: 23 -> 816, O(n),
+/// and the verdict takes that class for the slower population, the waits.
 #[test]
 #[ignore = "boots a VM: run through cargo xtask test"]
 fn a_shells_waits_among_its_jobs_reaps_get_their_walk_counted() {
@@ -1352,6 +1353,11 @@ fn a_shells_waits_among_its_jobs_reaps_get_their_walk_counted() {
             .any(|(class, slope)| class == "O(n)" && (0.7..=1.3).contains(slope)),
         "the walk in the calls with the most trips: {longest:?}"
     );
+    // And the verdict's class is that count's, of the calls that walk: the slower
+    // population (the waits, two per foreground command), not the reaps.
+    assert_eq!(v["class"], "O(n)", "{}", v["line"]);
+    assert_eq!(v["by_loop"]["longest"], true, "{}", v["line"]);
+    assert_eq!(v["mix"]["kind"], "fixed", "{}", v["line"]);
 }
 
 /// util-linux's ipcmk and ipcs (staged from Debian) in a script: N segments, 20 listings. On

@@ -15,7 +15,7 @@ use super::populations::{PopulationSplit, split as split_populations};
 use super::rootcause::{FrameGrowth, RootCause, StacksAtN, root_cause};
 use super::stacks::{Anchors, StackData};
 use super::table::{CaseTable, Metric, TableOptions, WorkloadReport, tables};
-use super::trips::{TripCount, loop_class};
+use super::trips::{TripCount, loop_class, population_loop};
 use super::verdict::{Verdict, verdict};
 use super::warnings::{StackLoss, Warning};
 
@@ -391,6 +391,13 @@ fn case_result(info: &RunInfo, trips: Vec<TripCount>, t: CaseTable) -> CaseResul
         }
     });
     verdict.mix = population.as_ref().map(PopulationSplit::mix);
+    if verdict.by_loop.is_none()
+        && let Some((mix, lc)) = population
+            .as_ref()
+            .and_then(|p| population_loop(p, &trips.iter().collect::<Vec<_>>()))
+    {
+        (verdict.mix, verdict.by_loop) = (Some(mix), Some(lc));
+    }
     CaseResult {
         table: t,
         verdict,

@@ -353,6 +353,7 @@ mod tests {
             slope: 1.0,
             per_trip_slope: 0.0,
             counted_only: None,
+            longest: false,
         });
         let inside = trips("do_sys_poll", "pipe_poll", |n| n as f64);
         let fixed = trips("__x64_sys_poll", "do_sys_poll", |_| 1.0);

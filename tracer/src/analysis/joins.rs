@@ -9,7 +9,7 @@ use super::discover::Discovery;
 use super::exact::confirm_verdict;
 use super::rootcause::Description;
 use super::table::CaseTable;
-use super::trips::{MAX_PER_TRIP_SLOPE, TripCount, loop_class};
+use super::trips::{MAX_PER_TRIP_SLOPE, TripCount, loop_class, population_loop};
 
 /// The trip counts of `table`'s target and case (the loops counted inside it), taken out of
 /// `trips`.
@@ -41,8 +41,18 @@ pub(super) fn join_loop_counts(runs: &mut [RunInfo]) {
                 continue;
             }
             c.trips.extend(counted);
+            let trips: Vec<&TripCount> = c.trips.iter().collect();
             if let Some(time) = &c.verdict.scaling {
-                c.verdict.by_loop = loop_class(time, &c.trips.iter().collect::<Vec<_>>());
+                c.verdict.by_loop = loop_class(time, &trips);
+            }
+            // A mixed table: the loop counted in the calls that run it, in their population.
+            if c.verdict.by_loop.is_none()
+                && let Some((mix, lc)) = c
+                    .population
+                    .as_ref()
+                    .and_then(|p| population_loop(p, &trips))
+            {
+                (c.verdict.mix, c.verdict.by_loop) = (Some(mix), Some(lc));
             }
         }
         runs[j].trips = pass;

@@ -9,6 +9,7 @@
 use serde::Serialize;
 
 use super::fit::{ADEQUATE_FIT, Complexity, Point, Scaling, fit_counts};
+use super::populations::{Mix, PopulationSplit};
 use super::stats::ols;
 use crate::rundata::{RunRole, SpanRow};
 
@@ -51,6 +52,11 @@ pub struct LoopClass {
     /// loop-count pass cut short): the class rests on those sizes only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub counted_only: Option<(u64, u64)>,
+    /// Counted in the calls that run the loop: the tenth of the outer's calls with the most
+    /// trips ([`TripPoint::longest`]), the class of one population of a mixed table's calls
+    /// ([`population_loop`]).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub longest: bool,
 }
 
 /// The class `time` (one table's fit) takes from the loops counted inside it: the growing
@@ -88,9 +94,72 @@ pub fn loop_class(time: &Scaling, trips: &[&TripCount]) -> Option<LoopClass> {
                 slope: s.loglog.slope,
                 per_trip_slope: per_trip,
                 counted_only,
+                longest: false,
             })
         })
         .max_by(|a, b| a.class.cmp(&b.class).then(a.slope.total_cmp(&b.slope)))
+}
+
+/// The class a mixed table's verdict takes from a loop counted in the calls that run it,
+/// and the population it is of. A shell's waits that walk its N children among the reaps
+/// of its jobs: the count over all calls follows no class, the tenth of the calls with the
+/// most trips does ([`TripCount::longest_scaling`]); the calls that run a loop are the slower
+/// of the two populations the per-call histogram split (`split`), so that population's time
+/// is tied to the count as [`loop_class`] ties a table's: not shown flat, its time per trip
+/// neither growing nor falling like a power of N. Then the headline is that population
+/// (the returned [`Mix`]). None where no series counts a loop only in its longest calls.
+pub fn population_loop(split: &PopulationSplit, trips: &[&TripCount]) -> Option<(Mix, LoopClass)> {
+    if !split.separated {
+        return None;
+    }
+    let slow = if split.fixed_slower { "fixed" } else { "per-n" };
+    let pop = split.populations.iter().find(|p| p.kind == slow)?;
+    let time = pop.scaling.as_ref().filter(|s| !shown_flat(s))?;
+    let other = split
+        .populations
+        .iter()
+        .find(|p| p.kind != slow)
+        .and_then(|p| p.scaling.clone());
+    trips
+        .iter()
+        .filter(|t| !t.scaling.as_ref().is_some_and(counts_a_loop))
+        .filter_map(|t| {
+            let s = t.longest_scaling.as_ref().filter(|s| counts_a_loop(s))?;
+            let longest = TripCount {
+                points: t
+                    .points
+                    .iter()
+                    .map(|p| {
+                        Some(TripPoint {
+                            per_call: p.longest?,
+                            ..p.clone()
+                        })
+                    })
+                    .collect::<Option<_>>()?,
+                ..(*t).clone()
+            };
+            let per_trip = per_trip_slope(time, &longest)?;
+            (per_trip.abs() < MAX_PER_TRIP_SLOPE).then(|| LoopClass {
+                inner: t.inner.clone(),
+                run: t.run.clone(),
+                class: s.class,
+                slope: s.loglog.slope,
+                per_trip_slope: per_trip,
+                counted_only: None,
+                longest: true,
+            })
+        })
+        .max_by(|a, b| a.class.cmp(&b.class).then(a.slope.total_cmp(&b.slope)))
+        .map(|lc| {
+            let mix = Mix::Population {
+                kind: slow.to_string(),
+                fixed_per_op: split.fixed_per_op,
+                per_n: split.per_n,
+                scaling: Box::new(time.clone()),
+                other: other.map(Box::new),
+            };
+            (mix, lc)
+        })
 }
 
 /// Whether a count's fit is a loop's trips over what N counts: growing, following its class
@@ -759,5 +828,77 @@ mod tests {
         // 20 calls: the top two, both with 7.
         assert_eq!(longest_mean(&hist, 20), Some(7.0));
         assert_eq!(longest_mean(&[], 0), None);
+    }
+
+    /// busybox sh's waits among its jobs' reaps, `-t do_wait`: the slower population (the
+    /// 200 waits per op) takes its class from the walk counted in the calls with the most;
+    /// not where that population's time is flat, nor where it grows like N² against the
+    /// count's N.
+    #[test]
+    fn a_mixed_tables_loop_is_counted_in_its_slower_population() {
+        use crate::analysis::fit::fit_scaling;
+        use crate::analysis::populations::{Mix, Population, PopulationSplit};
+        let ns = [10.0, 50.0, 130.0, 400.0];
+        let pop = |kind: &str, t: &dyn Fn(f64) -> f64| {
+            let points: Vec<Point> = ns
+                .iter()
+                .map(|&n| Point {
+                    n,
+                    t: t(n),
+                    rel_se: Some(0.05),
+                })
+                .collect();
+            Population {
+                kind: kind.into(),
+                scaling: fit_scaling(&points),
+                points,
+            }
+        };
+        let split = |slow: &dyn Fn(f64) -> f64| PopulationSplit {
+            run: "bbjobs.sh".into(),
+            target: "do_wait".into(),
+            case_name: "command".into(),
+            fixed_per_op: 200.0,
+            per_n: 1.0,
+            calls_per_op: (210.0, 600.0),
+            separated: true,
+            fixed_slower: true,
+            populations: vec![pop("fixed", slow), pop("per-n", &|_| 5000.0)],
+        };
+        let points: Vec<TripPoint> = ns
+            .iter()
+            .map(|&n| {
+                let n = n as u64;
+                let calls = 200 + n;
+                let inner = 200 * (2 * n + 2) + n;
+                TripPoint {
+                    n,
+                    outer_calls: calls,
+                    inner_calls: inner,
+                    per_call: inner as f64 / calls as f64,
+                    longest: Some(2.0 * n as f64 + 2.0),
+                }
+            })
+            .collect();
+        let mut walk = TripCount {
+            run: "bbjobs.sh-loops".into(),
+            outer: "do_wait".into(),
+            inner: "wait_consider_task".into(),
+            case_name: "command".into(),
+            scaling: count_fit(&points),
+            longest_scaling: longest_fit(&points),
+            points,
+        };
+        let linear = split(&|n| 3000.0 + 400.0 * n);
+        let (mix, lc) = population_loop(&linear, &[&walk]).expect("a class from the walk");
+        assert_eq!((lc.class, lc.longest), (Complexity::Linear, true), "{lc:?}");
+        assert!(matches!(mix, Mix::Population { ref kind, .. } if kind == "fixed"));
+        // The slow population's time flat: no loop of it.
+        assert!(population_loop(&split(&|_| 9000.0), &[&walk]).is_none());
+        // Growing like N² against a count like N: the time's own class stands.
+        assert!(population_loop(&split(&|n| 3000.0 + 40.0 * n * n), &[&walk]).is_none());
+        // A count over all calls that is a loop already: loop_class's, not this.
+        walk.scaling = walk.longest_scaling.clone();
+        assert!(population_loop(&linear, &[&walk]).is_none());
     }
 }

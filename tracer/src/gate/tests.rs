@@ -230,6 +230,7 @@ fn expect_fails_when_the_class_set_excludes_the_class() {
         slope: 1.0,
         per_trip_slope: 0.0,
         counted_only: None,
+        longest: false,
     });
     assert_eq!(judge(&["do_wait:O(n)"], &wide).status(), GateStatus::Passed);
     let g = judge(&["do_wait:O(n log n)"], &wide);

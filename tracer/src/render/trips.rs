@@ -80,7 +80,7 @@ fn growing_count(s: &crate::analysis::fit::Scaling) -> String {
 
 /// Under a table's verdict: the loops inside its target whose trips grow with N, e.g.
 /// `wait_consider_task runs 124 -> 1001 times per call over N=100..1000: O(n), slope 0.90
-/// (counted in the kernel)`.
+/// (counted in the kernel)`, and the count in the calls with the most where they mix.
 pub fn loop_lines(c: &CaseResult) -> Vec<String> {
     c.trips
         .iter()
@@ -88,13 +88,14 @@ pub fn loop_lines(c: &CaseResult) -> Vec<String> {
             let s = x.scaling.as_ref().filter(|s| s.flat_reason.is_none())?;
             let (first, last) = x.range();
             Some(format!(
-                "{} runs {} -> {} times per call over N={}..{}: {} (counted in the kernel)",
+                "{} runs {} -> {} times per call over N={}..{}: {} (counted in the kernel){}",
                 x.inner,
                 sig3(first),
                 sig3(last),
                 fmt_n(s.points[0].n),
                 fmt_n(s.points[s.points.len() - 1].n),
                 growing_count(s),
+                longest(x).unwrap_or_default(),
             ))
         })
         .collect()

@@ -43,10 +43,18 @@ fn said(target: &str, case_name: &str, run: &str, v: &Verdict) -> String {
             match v.count_overrides_time() {
                 // The count decides; the time's own fit is kept beside it.
                 Some(l) => format!(
-                    "{head}: {} by its loop count ({} per call, slope {:.2}, counted in the \
+                    "{head}: {} by its loop count ({} per call{}, slope {:.2}, counted in the \
                      kernel{}{}); time per call alone: {time}",
                     l.class.label(),
                     l.inner,
+                    if l.longest {
+                        format!(
+                            " in the {:.0}% of calls with the most",
+                            crate::analysis::trips::LONGEST_SHARE * 100.0
+                        )
+                    } else {
+                        String::new()
+                    },
                     l.slope,
                     if l.run == run {
                         String::new()
@@ -382,6 +390,7 @@ mod tests {
             slope: 1.0,
             per_trip_slope: 0.3,
             counted_only: None,
+            longest: false,
         });
         assert_eq!(v.class(), Some(Complexity::Linear));
         let l = line_of(&t, &v);
