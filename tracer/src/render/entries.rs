@@ -26,7 +26,7 @@ fn calls_text(d: &Discovery, f: &EntryPoint, l: &EntryPoint) -> String {
 
 /// A loop's class read from counts: "O(n) by loop count: pipe_poll 100 → 3000 times per
 /// do_sys_poll call", or, counted in the calls that run the loop, "... times per do_wait
-/// call, in the 10% of its calls with the most".
+/// call, in the 10% of calls with the most".
 pub fn counted_loop_text(c: &CountedLoop) -> String {
     format!(
         "{} by loop count: {} {} → {} times per {} call{}",
@@ -36,10 +36,7 @@ pub fn counted_loop_text(c: &CountedLoop) -> String {
         count(c.to.1),
         c.outer,
         if c.longest {
-            format!(
-                ", in the {:.0}% of its calls with the most",
-                crate::analysis::trips::LONGEST_SHARE * 100.0
-            )
+            format!(", {}", crate::render::fmt::longest_calls())
         } else {
             String::new()
         }

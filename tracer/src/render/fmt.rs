@@ -85,6 +85,15 @@ pub fn count_of(n: usize, noun: &str) -> String {
 }
 
 /// A share as a percentage: `95.3%`, `0.12%`.
+/// Where a count was read in the calls that run its loop ([`crate::analysis::trips::TripPoint::longest`]):
+/// "in the 10% of calls with the most".
+pub fn longest_calls() -> String {
+    format!(
+        "in the {:.0}% of calls with the most",
+        crate::analysis::trips::LONGEST_SHARE * 100.0
+    )
+}
+
 pub fn pct(s: f64) -> String {
     percent(s, PercentStyle::Tenths)
 }

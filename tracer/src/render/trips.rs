@@ -58,8 +58,8 @@ fn longest(t: &TripCount) -> Option<String> {
             Some(_) => "O(1)".to_string(),
         };
         format!(
-            "; in the {:.0}% of calls with the most: {} -> {}, {class}",
-            crate::analysis::trips::LONGEST_SHARE * 100.0,
+            "; {}: {} -> {}, {class}",
+            super::fmt::longest_calls(),
             sig3(a),
             sig3(b)
         )

@@ -48,10 +48,7 @@ fn said(target: &str, case_name: &str, run: &str, v: &Verdict) -> String {
                     l.class.label(),
                     l.inner,
                     if l.longest {
-                        format!(
-                            " in the {:.0}% of calls with the most",
-                            crate::analysis::trips::LONGEST_SHARE * 100.0
-                        )
+                        format!(" {}", super::fmt::longest_calls())
                     } else {
                         String::new()
                     },
