@@ -1273,19 +1273,7 @@ fn discover_names_a_shells_wait_walk_as_the_loop() {
         // The walk counted in the calls that walk, where it is the answer (the confirmation
         // pass counts the top loop): one class, the answer's.
         if leads || kernel == Kernel::V5_10 {
-            let longest: Vec<(String, f64)> = summary["trip_counts"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter(|t| t["inner"] == "wait_consider_task")
-                .filter_map(|t| {
-                    let s = &t["longest_scaling"];
-                    Some((
-                        s["class"].as_str()?.to_string(),
-                        s["loglog"]["slope"].as_f64()?,
-                    ))
-                })
-                .collect();
+            let longest = walk_in_longest_calls(&summary, None);
             eprintln!("{v}: the walk in the calls with the most: {longest:?}");
             if !longest
                 .iter()
@@ -1342,19 +1330,7 @@ fn a_shells_waits_among_its_jobs_reaps_get_their_walk_counted() {
     );
     // Counted one call at a time, the tenth of the calls with the most are waits that walk
     // (about 2N + 2 trips: before and after the wait sleeps): one class.
-    let longest: Vec<(String, f64)> = summary["trip_counts"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|t| t["inner"] == "wait_consider_task" && t["outer"] == "do_wait")
-        .filter_map(|t| {
-            let s = &t["longest_scaling"];
-            Some((
-                s["class"].as_str()?.to_string(),
-                s["loglog"]["slope"].as_f64()?,
-            ))
-        })
-        .collect();
+    let longest = walk_in_longest_calls(&summary, Some("do_wait"));
     assert!(
         longest
             .iter()
@@ -1456,6 +1432,24 @@ fn discover_names_sysvipc_find_ipc_under_ipcs_on_5_10_only() {
         }
         assert!(more.iter().any(|e| e == "execve"), "{v}: {more:?}");
     }
+}
+
+/// (class, log-log slope) of the count of wait_consider_task in the tenth of its outer's
+/// calls with the most trips, per series (of calls of `outer` only, when given).
+fn walk_in_longest_calls(summary: &Value, outer: Option<&str>) -> Vec<(String, f64)> {
+    summary["trip_counts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|t| t["inner"] == "wait_consider_task" && outer.is_none_or(|o| t["outer"] == o))
+        .filter_map(|t| {
+            let s = &t["longest_scaling"];
+            Some((
+                s["class"].as_str()?.to_string(),
+                s["loglog"]["slope"].as_f64()?,
+            ))
+        })
+        .collect()
 }
 
 /// (outer, class, log-log slope) of each trip-count series of wait_consider_task.
