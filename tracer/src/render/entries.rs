@@ -188,6 +188,38 @@ pub fn common_line(d: &Discovery) -> Option<String> {
     ))
 }
 
+/// The machine's drift between the two largest sizes is said from this factor either way:
+/// below it, two runs of one size differ as much.
+const END_DRIFT_SAID: f64 = 1.25;
+
+/// "every entry ×1.52 dearer per call at N=100 than at N=500 ..." when the machine ran the
+/// second-largest size markedly slower or faster than the largest; None otherwise.
+pub fn end_drift_line(d: &Discovery) -> Option<String> {
+    let c = d.entries.common.as_ref()?;
+    let step = c.end_step.filter(|s| *s > 0.0)?;
+    let [.., prev, last] = d.ns.as_slice() else {
+        return None;
+    };
+    let (factor, word) = if step < 1.0 {
+        (1.0 / step, "dearer")
+    } else {
+        (step, "cheaper")
+    };
+    (factor >= END_DRIFT_SAID).then(|| {
+        format!(
+            "every entry ×{} {word} per call at N={} than at N={}, the median of {} entries' \
+             own time per call (the machine at that size, not a loop): a loop's rise to N={} \
+             is judged at the speed of N={}",
+            super::fmt::sig3(factor),
+            fmt_n(*prev as f64),
+            fmt_n(*last as f64),
+            c.entries,
+            fmt_n(*last as f64),
+            fmt_n(*last as f64),
+        )
+    })
+}
+
 /// The more-calls line, or None when no entry is made more often.
 pub fn more_calls_line(d: &Discovery) -> Option<String> {
     let m = &d.entries.more_calls;
@@ -310,6 +342,7 @@ pub fn lines(d: &Discovery) -> Vec<String> {
         return out;
     }
     out.extend(common_line(d));
+    out.extend(end_drift_line(d));
     if en.loops.is_empty() && !en.undecided.is_empty() {
         out.push(format!(
             "kernel loops: none decided over {} sizes",
@@ -530,6 +563,20 @@ mod tests {
             !t.contains("every entry slower") && !t.contains("beyond the common"),
             "{t}"
         );
+    }
+
+    #[test]
+    fn a_machine_slowed_at_one_size_is_said() {
+        let spike = |n| if n == 1000 { 1.6 } else { 1.0 };
+        let t = text(&discovered(|n| slow_machine(n, spike, 6)));
+        assert!(
+            t.contains(
+                "every entry ×1.60 dearer per call at N=1000 than at N=3000, the median of 8"
+            ) && t.contains("a loop's rise to N=3000 is judged at the speed of N=3000"),
+            "{t}"
+        );
+        let t = text(&discovered(|n| slow_machine(n, |_| 1.0, 6)));
+        assert!(!t.contains("per call at N=1000 than at"), "{t}");
     }
 
     #[test]

@@ -135,8 +135,9 @@ fn entry_points(
 }
 
 /// Measured entry `m` with the frames inside it whose time per call grows (as a loop's, or
-/// undecided), judged beyond the entries' common slowdown `common`.
-pub(super) fn judge(m: Measured, c: CaseData, common: f64) -> KernelEntry {
+/// undecided), judged beyond the entries' common slowdown `common`, and still rising at the
+/// end beyond their `drift` from the second-largest size to the largest.
+pub(super) fn judge(m: Measured, c: CaseData, common: f64, drift: f64) -> KernelEntry {
     let Measured {
         entry: mut e,
         calls,
@@ -155,13 +156,13 @@ pub(super) fn judge(m: Measured, c: CaseData, common: f64) -> KernelEntry {
     // samples say (a benchmark's 110 forks at N = 10 took 30 to 155 µs each in six sweeps
     // here), and a rise that stops after it is that size's luck, not a walk over N.
     e.frames
-        .retain(|g| grows_enough(&g.points, common) && still_rising(&g.points));
+        .retain(|g| grows_enough(&g.points, common) && still_rising(&g.points, drift));
     // An undecided frame must rise twofold over the sizes its fit used: a size left out for
     // its few samples (a 6.1 `close`'s fput, 2 samples at N = 10) is no baseline to double.
     e.undecided.retain(|g| {
         let fitted: Vec<crate::analysis::growers::FnPoint> =
             g.fitted_points().into_iter().cloned().collect();
-        grows_enough(&fitted, common) && still_rising(&g.points)
+        grows_enough(&fitted, common) && still_rising(&g.points, drift)
     });
     e.cause = root_cause(ns, &calls, &own, added, &e.frames, spread);
     e
@@ -224,8 +225,10 @@ fn grows_enough(points: &[crate::analysis::growers::FnPoint], common: f64) -> bo
 pub const END_RISE_SIGMA: f64 = 2.0;
 
 /// Whether a frame's time per call still rises from the second-largest N to the largest by
-/// more than [`END_RISE_SIGMA`] Poisson errors (true with fewer than three sizes).
-fn still_rising(points: &[crate::analysis::growers::FnPoint]) -> bool {
+/// more than [`END_RISE_SIGMA`] Poisson errors (true with fewer than three sizes), the
+/// second-largest's time taken at the machine's speed at the largest (times `drift`, the
+/// entries' common change per call between the two).
+fn still_rising(points: &[crate::analysis::growers::FnPoint], drift: f64) -> bool {
     let [.., prev, last] = points else {
         return true;
     };
@@ -233,5 +236,5 @@ fn still_rising(points: &[crate::analysis::growers::FnPoint]) -> bool {
         return true;
     }
     let se = |p: &crate::analysis::growers::FnPoint| p.incl_ns / (p.samples.max(1) as f64).sqrt();
-    last.incl_ns - prev.incl_ns > END_RISE_SIGMA * se(last).hypot(se(prev))
+    last.incl_ns - drift * prev.incl_ns > END_RISE_SIGMA * se(last).hypot(drift * se(prev))
 }

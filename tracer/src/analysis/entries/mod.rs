@@ -344,31 +344,57 @@ pub struct CommonSlowdown {
     pub factor: f64,
     /// How many entries it is the median of.
     pub entries: usize,
+    /// The same median from the second-largest N to the largest, where as many entries have
+    /// [`FEW_SAMPLES`] there (None: fewer, or two sizes). A loop must still rise at the end
+    /// beyond it (`still_rising`): a 5.10 guest whose host was busy while it ran one of the
+    /// two runs at N = 100 of a shell with N jobs took 5.9 s for it against 3.0 s for the
+    /// other, and every entry read dearer per call at N = 100 than at 500 (page faults 34
+    /// against 16 µs, execve 2.25 against 1.54 ms, the median x0.66 from 100 to 500), so the
+    /// wait walk (60, 173, 158 µs per call at N = 10, 100, 500) seemed to stop rising.
+    pub end_step: Option<f64>,
 }
 
 fn common_factor(c: Option<&CommonSlowdown>) -> f64 {
     c.map_or(1.0, |c| c.factor.max(1.0))
 }
 
+/// The machine's drift from the second-largest N to the largest that a loop's end rise is
+/// judged beyond: 1 when not measured. Unlike [`common_factor`] it may be below 1: a machine
+/// slower at the second-largest size than at the largest inflates that size's point, which
+/// says nothing about whether the frame still grows.
+fn end_drift(c: Option<&CommonSlowdown>) -> f64 {
+    c.and_then(|c| c.end_step).unwrap_or(1.0)
+}
+
 /// The common slowdown of `measured`, or None with fewer than [`COMMON_ENTRIES`] entries of
 /// [`FEW_SAMPLES`] own samples at both ends.
 fn common_slowdown(measured: &[Measured]) -> Option<CommonSlowdown> {
-    let ratios: Vec<f64> = measured
-        .iter()
-        .filter_map(|m| {
-            let last = m.own.len() - 1;
-            let (f, l) = (m.own_per_call[0], m.own_per_call[last]);
-            (m.own[0].samples >= FEW_SAMPLES && m.own[last].samples >= FEW_SAMPLES && f > 0.0)
-                .then_some(l / f)
-        })
-        .collect();
+    let last = measured.first()?.own.len() - 1;
+    let ratios = step_ratios(measured, 0, last);
     if ratios.len() < COMMON_ENTRIES {
         return None;
     }
+    let end = step_ratios(measured, last.saturating_sub(1), last);
     Some(CommonSlowdown {
         factor: super::stats::median(&ratios)?,
         entries: ratios.len(),
+        end_step: (last >= 2 && end.len() >= COMMON_ENTRIES)
+            .then(|| super::stats::median(&end))
+            .flatten(),
     })
+}
+
+/// Each measured entry's own time per call at size index `to` over that at `from`, for the
+/// entries with [`FEW_SAMPLES`] own samples at both.
+fn step_ratios(measured: &[Measured], from: usize, to: usize) -> Vec<f64> {
+    measured
+        .iter()
+        .filter_map(|m| {
+            let (f, l) = (m.own_per_call[from], m.own_per_call[to]);
+            (m.own[from].samples >= FEW_SAMPLES && m.own[to].samples >= FEW_SAMPLES && f > 0.0)
+                .then_some(l / f)
+        })
+        .collect()
 }
 
 /// What the entries of one (run, case) of a discovery are found from.
@@ -418,8 +444,9 @@ pub(super) fn find(c: CaseData) -> Entries {
     let measured: Vec<Measured> = names.into_iter().filter_map(|n| measure(n, c)).collect();
     out.common = common_slowdown(&measured);
     let common = out.common_factor();
+    let drift = end_drift(out.common.as_ref());
     for m in measured {
-        let e = judge(m, c, common);
+        let e = judge(m, c, common, drift);
         let (f, l) = (e.first(), e.last());
         let grows = !e.frames.is_empty() && l.samples >= MIN_SAMPLES;
         let undecided = !grows && !e.undecided.is_empty() && l.samples >= MIN_SAMPLES;

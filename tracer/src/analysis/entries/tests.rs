@@ -498,6 +498,45 @@ fn a_slowdown_common_to_every_entry_makes_no_loop_of_a_setup_call() {
     assert_eq!(names(&steady.entries), ["wait4"], "{:#?}", steady.entries);
 }
 
+/// A machine slowed at one size only (its host busy while it ran one of that size's runs),
+/// as a 5.10 guest running a shell with N jobs was at N = 100: every entry 2.1 times dearer
+/// per call there. The walk is wait_consider_task's own body beside a fixed reap in its
+/// callee (0.5 periods per call); its inclusive time per call (0.54, 1.51, 1.52 periods at
+/// N = 10, 100, 500) stops rising at the end as sampled. Taken at the machine's speed at the
+/// largest size, it still rises, and is the loop.
+#[test]
+fn a_machine_slowed_at_the_second_largest_size_leaves_the_walk_a_loop() {
+    let ns = [10, 100, 500];
+    let spike = |n| if n == 100 { 2.1 } else { 1.0 };
+    let d = discovered_at(&ns, |n| {
+        let (mut stacks, rows) = slow_machine(n, spike, 6);
+        let w = |periods: f64| ((300.0 * periods * spike(n)).round() as u64) * PERIOD;
+        let walk = "e;do_syscall_64;kernel_wait4;do_wait;__do_wait;wait_consider_task";
+        let text = format!(
+            "{walk} {}\n{walk};release_task {}\n",
+            w(0.02 + n as f64 / 500.0),
+            w(0.5)
+        );
+        stacks.retain(|s| !(s.file.kind == StackKind::Entry && s.file.target == "wait4"));
+        stacks.push(entry_data("wait4", n, &text));
+        (stacks, rows)
+    });
+    let e = &d.entries;
+    let c = e.common.as_ref().expect("8 entries measured");
+    let step = c.end_step.expect("measured from N = 100 to 500");
+    assert!((0.44..0.52).contains(&step), "{c:?}");
+    let loops: Vec<&str> = e.loops.iter().map(|l| l.entry.as_str()).collect();
+    assert_eq!(loops, ["wait4"], "{e:#?}");
+    // As sampled, the walk's end rise is within its noise: only the drift makes it one.
+    let walk = &e.loops[0].frames[0];
+    let [.., prev, last] = walk.points.as_slice() else {
+        panic!("{walk:#?}")
+    };
+    let se = |p: &crate::analysis::growers::FnPoint| p.incl_ns / (p.samples as f64).sqrt();
+    let rise = last.incl_ns - prev.incl_ns;
+    assert!(rise < 2.0 * se(prev).hypot(se(last)), "{walk:#?}");
+}
+
 #[test]
 fn the_context_switch_and_interrupts_are_no_loop_of_the_syscall() {
     let d = discovered(|n| {
