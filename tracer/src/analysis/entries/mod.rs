@@ -349,7 +349,7 @@ pub struct CommonSlowdown {
     /// beyond it (`still_rising`): a 5.10 guest whose host was busy while it ran one of the
     /// two runs at N = 100 of a shell with N jobs took 5.9 s for it against 3.0 s for the
     /// other, and every entry read dearer per call at N = 100 than at 500 (page faults 34
-    /// against 16 µs, execve 2.25 against 1.54 ms, the median x0.66 from 100 to 500), so the
+    /// against 16 µs, execve 2.25 against 1.54 ms, the median x0.61 from 100 to 500), so the
     /// wait walk (60, 173, 158 µs per call at N = 10, 100, 500) seemed to stop rising.
     pub end_step: Option<f64>,
 }
