@@ -1059,15 +1059,20 @@ fn discover_names_wait_consider_task_on_5_10_and_nothing_in_do_wait_on_6_1() {
                 )
             })
             .collect();
-        // [function, class, line] per function the confirmation pass timed.
-        let exact: Vec<(&str, &str, &str)> = d["exact"]
+        // [function, class (when named alone), line, classes] per function the confirmation
+        // pass timed.
+        let exact: Vec<(&str, Vec<&str>, &str)> = d["exact"]
             .as_array()
             .unwrap()
             .iter()
             .map(|e| {
                 (
                     e[0].as_str().unwrap(),
-                    e[1].as_str().unwrap_or("not fitted"),
+                    e[3].as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|c| c.as_str().unwrap())
+                        .collect(),
                     e[2].as_str().unwrap(),
                 )
             })
@@ -1135,8 +1140,14 @@ fn discover_names_wait_consider_task_on_5_10_and_nothing_in_do_wait_on_6_1() {
             // loaded host that read O(n^2) (1.50 -> 11.9 ms per call over N = 100..1500 in a
             // fresh-clone suite): growth at least linear is what the timing fixes; the counts
             // below fix the walk's N.
+            // The class set, not its best fit: growth shown (no O(1)), at least linear among
+            // what it leaves.
             assert!(
-                ["O(n)", "O(n log n)", "O(n^2)"].contains(&confirmed.1),
+                !confirmed.1.contains(&"O(1)")
+                    && confirmed
+                        .1
+                        .iter()
+                        .any(|c| ["O(n)", "O(n log n)", "O(n^2)"].contains(c)),
                 "{v}: the exact time per op grows at least linearly: {confirmed:?}"
             );
             assert!(confirmed.2.contains(" per op, "), "{confirmed:?}");
@@ -1192,9 +1203,10 @@ fn discover_names_wait_consider_task_on_5_10_and_nothing_in_do_wait_on_6_1() {
                     g.1
                 );
             }
+            // Not found growing: O(1) is among the classes the exact time leaves.
             for e in &exact {
                 assert!(
-                    !(WAIT_PATH.contains(&e.0) && e.1 != "O(1)"),
+                    !WAIT_PATH.contains(&e.0) || e.1.contains(&"O(1)"),
                     "{v}: the confirmation finds {} growing: {exact:?}",
                     e.0
                 );

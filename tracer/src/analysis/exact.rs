@@ -1,7 +1,7 @@
 //! The confirmation pass of a discover sweep: its exact verdicts on the functions the
 //! sampled ranking named, per op (the quantity the ranking fits) and per call.
 
-use super::fit::{Complexity, Scaling, fit_scaling};
+use super::fit::{Complexity, Scaling, fit_counts, fit_scaling};
 use super::table::CaseTable;
 use super::trips::{TripCount, counts_a_loop, flat_per_trip, shown_flat};
 use super::verdict::Verdict;
@@ -19,11 +19,27 @@ pub struct ExactVerdict {
 }
 
 impl ExactVerdict {
-    /// The class the line leads with: the per-op one when there is one.
-    pub fn class(&self) -> Option<Complexity> {
+    /// The classes the line leads with, least growth first: the per-op fit's set when there
+    /// is one. Timed exactly, a fit over three sizes can still leave several: 5.10's dup_fd
+    /// per fork with N = 100, 1000, 10000 open descriptors (14.6, 31.9, 536 µs) fits O(n^2)
+    /// best, with O(n) and O(n log n) not excluded (the fd table's allocation zeroes pages
+    /// from some size on, so the cost per descriptor changes with N).
+    /// Calls per op counted like a loop's trips take that rule's class, as a loop count does.
+    pub fn classes(&self) -> Vec<Complexity> {
         match &self.per_op {
-            Some(op) => Some(op.counted.as_ref().unwrap_or(&op.timed).class),
-            None => self.per_call.class(),
+            Some(PerOp {
+                counted: Some(c), ..
+            }) if counts_a_loop(c) => vec![c.class],
+            Some(op) => op.counted.as_ref().unwrap_or(&op.timed).classes.clone(),
+            None => self.per_call.classes(),
+        }
+    }
+
+    /// The class, when the data names one alone.
+    pub fn class(&self) -> Option<Complexity> {
+        match self.classes().as_slice() {
+            [one] => Some(*one),
+            _ => None,
         }
     }
 }
@@ -70,8 +86,11 @@ pub(super) fn confirm_verdict(t: &CaseTable, per_call: &Verdict, per: &str) -> E
         // (wait_consider_task on 5.10 under TCG, 950 ns -> 1.37 µs per call over
         // N = 100..2000, fitted O(log n), tipped its per-op time to O(n log n)).
         let per_call_flat = per_call.scaling.as_ref().is_some_and(flat_per_trip);
+        // The calls are counted, not sampled: fitted as counts (no error of their own), as
+        // a loop's trips are. Fitted as times, the 5% floor of a time's error left O(n log n)
+        // beside O(n) for calls per op of exactly 2N + 4.
         let counted = if per_call_flat {
-            fit_scaling(
+            fit_counts(
                 &t.rows
                     .iter()
                     .filter_map(|r| {
@@ -79,7 +98,7 @@ pub(super) fn confirm_verdict(t: &CaseTable, per_call: &Verdict, per: &str) -> E
                         (r.n > 0 && c > 0.0).then_some(super::fit::Point {
                             n: r.n as f64,
                             t: c,
-                            rel_se: None,
+                            rel_se: Some(0.0),
                         })
                     })
                     .collect::<Vec<_>>(),
@@ -254,6 +273,35 @@ mod tests {
         let e = confirm_verdict(&nested, &verdict(&nested), "op");
         assert!(e.per_op.as_ref().unwrap().counted.is_none(), "{e:?}");
         assert_eq!(e.class(), Some(Complexity::Quadratic), "{e:?}");
+    }
+
+    /// 5.10's dup_fd per fork with N open descriptors, timed exactly over three sizes (each
+    /// size's spread between its two runs as measured in the guest): the fit leans O(n^2),
+    /// the data excludes neither O(n) nor O(n log n), and the verdict names none alone.
+    #[test]
+    fn an_exact_fit_that_leaves_several_classes_names_none_alone() {
+        let mut t = table(&[
+            (100, 14_582.0, 300.0),
+            (1000, 31_923.0, 300.0),
+            (10_000, 536_425.0, 300.0),
+        ]);
+        for (r, sd) in t.rows.iter_mut().zip([0.246, 0.102, 0.024]) {
+            r.repeat_rel_sd = Some(sd);
+            r.run_times_ns = vec![0.0, 0.0];
+        }
+        let e = confirm_verdict(&t, &verdict(&t), "run");
+        let classes = e.classes();
+        assert!(classes.len() > 1, "{e:?}");
+        assert!(classes.contains(&Complexity::Linear), "{e:?}");
+        assert_eq!(e.class(), None, "{e:?}");
+        let line = crate::render::verdict::exact_line(&e);
+        assert!(
+            line.contains(&format!(
+                "{}, slope",
+                crate::analysis::fit::classes_label(&classes)
+            )),
+            "{line}"
+        );
     }
 
     /// Calls of `inner` per call of `outer` at each N, fitted as the trips module fits them.

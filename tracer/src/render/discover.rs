@@ -39,7 +39,7 @@ fn basis(d: &Discovery, function: Option<&str>) -> String {
             "{} samples at {} sizes; timed exactly in the confirmation pass: {} per {}",
             d.total_samples(),
             d.ns.len(),
-            e.class().map_or("no fit", |c| c.label()),
+            super::fmt::exact_classes(e),
             // The class it leads with: of the function's time per op when it has one.
             if e.per_op.is_some() {
                 d.per.as_str()

@@ -225,6 +225,16 @@ pub fn classes_and_slope(s: &Scaling) -> String {
     format!("{}, slope {}", s.classes_label(), slope(s))
 }
 
+/// The classes an exact confirmation leaves: "O(n)", "O(n) or O(n log n)", or "not fitted".
+pub fn exact_classes(e: &crate::analysis::exact::ExactVerdict) -> String {
+    let c = e.classes();
+    if c.is_empty() {
+        "not fitted".to_string()
+    } else {
+        crate::analysis::fit::classes_label(&c)
+    }
+}
+
 /// Where a class set of several would part: "a size near N=320000 would tell O(n) from
 /// O(n log n)" (None for one class, fewer than three sizes or no parting within
 /// [`crate::analysis::fit::PARTING_SEARCH`] of the largest N).

@@ -101,10 +101,7 @@ fn loop_row(
     if let Some(c) = &counted {
         class = format!("{} by loop count", c.class.label());
     } else if let Some(e) = exact {
-        class.push_str(&format!(
-            " (exact: {})",
-            e.class().map_or("not fitted", |c| c.label())
-        ));
+        class.push_str(&format!(" (exact: {})", super::fmt::exact_classes(e)));
     }
     SummaryRow {
         links,
@@ -157,10 +154,7 @@ fn profile_row(
     let exact = top.and_then(|g| d.exact.iter().find(|e| e.function == g.function));
     let mut class = class_text(scaling, true);
     if let Some(e) = exact {
-        class.push_str(&format!(
-            " (exact: {})",
-            e.class().map_or("not fitted", |c| c.label())
-        ));
+        class.push_str(&format!(" (exact: {})", super::fmt::exact_classes(e)));
     }
     // Entries counted and none of them a loop: what grows per op is said by what carries
     // it (more calls, a longer run), not by a function.

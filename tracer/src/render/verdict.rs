@@ -262,7 +262,11 @@ fn per_op_line(e: &ExactVerdict, op: &PerOp) -> String {
         op.timed.points[op.timed.points.len() - 1],
     );
     let class = match s.flat_reason {
-        None => format!("{}, slope {:.2}", s.class.label(), s.slope.slope),
+        None => format!(
+            "{}, slope {:.2}",
+            super::fmt::exact_classes(e),
+            s.slope.slope
+        ),
         Some(FlatReason::NoGrowth) => "O(1)".to_string(),
         Some(FlatReason::Falls) => "no rising trend".to_string(),
         Some(_) => "O(1) within noise".to_string(),
@@ -272,8 +276,8 @@ fn per_op_line(e: &ExactVerdict, op: &PerOp) -> String {
         Some(pc) => format!(
             "per call {} ({} -> {}), called {} -> {} times per {per}{}",
             match pc.flat_reason {
-                None => pc.class.label(),
-                Some(_) => "O(1)",
+                None => pc.classes_label(),
+                Some(_) => "O(1)".to_string(),
             },
             ns(pc.points[0].t),
             ns(pc.points[pc.points.len() - 1].t),
@@ -338,10 +342,18 @@ impl<'a> VerdictJson<'a> {
     }
 }
 
-/// A discovery's exact verdict is stored as `[function, class, line]`.
+/// A discovery's exact verdict is stored as `[function, class, line, classes]`: the class
+/// only when the data names it alone (else null), the set it leaves least growth first.
 impl Serialize for ExactVerdict {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        (&self.function, self.class(), exact_line(self)).serialize(s)
+        let classes: Vec<&str> = self.classes().iter().map(|c| c.label()).collect();
+        (
+            &self.function,
+            self.class().map(|c| c.label()),
+            exact_line(self),
+            classes,
+        )
+            .serialize(s)
     }
 }
 

@@ -6,18 +6,30 @@ use serde::Serialize;
 
 use super::super::stats::t975;
 use super::{
-    Complexity, EVIDENCE_RATIO, FlatReason, MIN_REL_ERROR, ModelFit, Point, Scaling, fit_model,
-    weighted_noise,
+    Complexity, EVIDENCE_RATIO, FlatReason, MIN_COUNT_REL_ERROR, MIN_REL_ERROR, ModelFit, Point,
+    Scaling, fit_model, weighted_noise,
 };
 
 /// The standard normal's 97.5% quantile: [`t975`] with infinitely many degrees of freedom.
 const Z975: f64 = 1.959_964;
 
-/// What a fit's values are, for the one rule that tells them apart (see [`class_set`]).
+/// What a fit's values are, for the two rules that tell them apart: the least error a point
+/// is taken to have, and whether O(n log n) alone may be named (see [`class_set`]).
 #[derive(Clone, Copy, PartialEq)]
 pub(super) enum Measure {
     Time,
     Count,
+}
+
+impl Measure {
+    /// The least relative error a point is taken to have in the evidence rule: a time's
+    /// repeatability ([`MIN_REL_ERROR`]), or a count's ([`MIN_COUNT_REL_ERROR`]).
+    fn min_rel_error(self) -> f64 {
+        match self {
+            Measure::Time => MIN_REL_ERROR,
+            Measure::Count => MIN_COUNT_REL_ERROR,
+        }
+    }
 }
 
 /// The class set the data cannot exclude, the runs' evidence for each growing class, and the
@@ -49,7 +61,7 @@ pub(super) fn class_set(
         }
         (set, Vec::new(), Complexity::Constant)
     } else {
-        let evidence = class_evidence(runs, pts);
+        let evidence = class_evidence(runs, pts, measure.min_rel_error());
         let mut set = plausible_set(&evidence);
         if set.is_empty() {
             // No growing model fits the runs as measured: the sizes' fit is all there is.
@@ -94,7 +106,7 @@ pub struct ClassEvidence {
 
 /// Step 5 of the module docs: each growing model's evidence against the best, from every
 /// point as measured (`raw`, replicates kept) where there are more than two sizes.
-pub(super) fn class_evidence(raw: &[Point], sizes: &[Point]) -> Vec<ClassEvidence> {
+pub(super) fn class_evidence(raw: &[Point], sizes: &[Point], floor: f64) -> Vec<ClassEvidence> {
     let mut raw: Vec<Point> = raw
         .iter()
         .copied()
@@ -140,7 +152,7 @@ pub(super) fn class_evidence(raw: &[Point], sizes: &[Point]) -> Vec<ClassEvidenc
             0.0
         })
         .max(weighted_noise(&raw).powi(2))
-        .max(MIN_REL_ERROR * MIN_REL_ERROR);
+        .max(floor * floor);
     let deltas: Vec<f64> = fits.iter().map(|m| (rss(m) - best) / sigma2).collect();
     let total: f64 = deltas.iter().map(|d| (-d / 2.0).exp()).sum();
     fits.iter()

@@ -173,6 +173,11 @@ pub const EVIDENCE_RATIO: f64 = 10.0;
 /// Least relative error a point is taken to have in the evidence rule: differences in fit
 /// below the repeatability of a kernel measurement are not evidence for a shape.
 pub const MIN_REL_ERROR: f64 = 0.05;
+/// The same for counts (calls per op, a loop's trips per call): counted in the kernel, not
+/// timed, they repeat far better than a time, and a shape 5% off exact counts is excluded.
+/// Calls per run of exactly 301 + N (N = 10, 100, 500) fit O(n log n) within 5% at the middle
+/// size; with the time's floor that left O(n log n) beside O(n).
+pub const MIN_COUNT_REL_ERROR: f64 = 0.01;
 
 /// Why a fit came out O(1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
