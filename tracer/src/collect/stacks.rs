@@ -8,7 +8,10 @@ use tracer_ebpf::{
 
 use crate::engine::Snapshot;
 use crate::kernel::symbolize::{KernelSymbolizer, UNKNOWN, is_bpf_frame, is_return_trampoline};
-use crate::rundata::{Folded, PROFILE_TARGET, StackFile, StackKind, USER_FRAME, stack_file_path};
+use crate::rundata::{
+    Folded, PROFILE_TARGET, StackFile, StackKind, TRUNCATED_KERNEL_STACK, USER_FRAME,
+    stack_file_path,
+};
 use crate::symbols::UserSymbolizer;
 
 /// Frames the probes themselves add on top of kernel stacks (fentry trampolines, the BPF
@@ -151,6 +154,14 @@ fn kernel_frames(snap: &Snapshot, id: i32, sampled: bool, ksyms: &KernelSymboliz
     }
     let mut names = out;
     names.reverse();
+    // A kernel stack starts at an entry (a syscall, an interrupt or exception, a new task):
+    // one whose root is an address no symbol covers is one the unwinder could not finish.
+    // What it did walk is real; the root says the rest is missing rather than naming one
+    // unknown function as its caller. Seen on this host under load: a sample at
+    // `srso_return_thunk` whose only other frame was such an address.
+    if names.first().is_some_and(|n| n == UNKNOWN) {
+        names[0] = TRUNCATED_KERNEL_STACK.to_string();
+    }
     names
 }
 
@@ -428,6 +439,12 @@ mod tests {
         assert_eq!(
             kernel_frames(&s, 2, false, &ksyms(KALLSYMS)),
             vec!["do_wait", UNKNOWN]
+        );
+        // At the root, they say the unwind ended there: no function called the rest.
+        s.traces.insert(3, vec![0x1010, 0x6010, 0x7010]);
+        assert_eq!(
+            kernel_frames(&s, 3, false, &ksyms(KALLSYMS)),
+            vec![TRUNCATED_KERNEL_STACK, "do_wait"]
         );
     }
 

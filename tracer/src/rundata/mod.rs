@@ -32,7 +32,8 @@ pub use folded::Folded;
 pub use interruptions::{Interruption, InterruptionCounting, Uncounted};
 pub use stacks::{
     ENTRY_INTERRUPT, ENTRY_KERNEL, ENTRY_PAGE_FAULT, FoldedLine, PROFILE_TARGET, StackFile,
-    StackKind, USER_FRAME, parse_folded, safe_component, stack_file_path, write_folded,
+    StackKind, TRUNCATED_KERNEL_STACK, USER_FRAME, parse_folded, safe_component, stack_file_path,
+    write_folded,
 };
 
 /// Format tag stored in every `run.json`; readers refuse other major versions.

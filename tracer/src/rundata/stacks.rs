@@ -108,6 +108,9 @@ pub fn safe_component(s: &str) -> String {
 /// The one frame of a whole-process sample taken in user mode.
 pub const USER_FRAME: &str = "[user]";
 
+/// The root of a kernel stack whose unwind ended at an address no symbol covers.
+pub const TRUNCATED_KERNEL_STACK: &str = "[truncated-kernel-stack]";
+
 /// One folded-stack line: frames root-first and a weight.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FoldedLine {
