@@ -2,6 +2,7 @@
 //! it that grow) and judged: a loop, more calls, or neither.
 
 use super::*;
+use crate::analysis::growers::FnPoint;
 
 /// An entry measured over the sizes, before its frames are judged.
 pub(super) struct Measured {
@@ -156,13 +157,12 @@ pub(super) fn judge(m: Measured, c: CaseData, common: f64, drift: f64) -> Kernel
     // samples say (a benchmark's 110 forks at N = 10 took 30 to 155 µs each in six sweeps
     // here), and a rise that stops after it is that size's luck, not a walk over N.
     e.frames
-        .retain(|g| grows_enough(&g.points, common) && still_rising(&g.points, drift));
+        .retain(|g| grows_as_a_loop(&g.points, &g.points, common, drift));
     // An undecided frame must rise twofold over the sizes its fit used: a size left out for
     // its few samples (a 6.1 `close`'s fput, 2 samples at N = 10) is no baseline to double.
     e.undecided.retain(|g| {
-        let fitted: Vec<crate::analysis::growers::FnPoint> =
-            g.fitted_points().into_iter().cloned().collect();
-        grows_enough(&fitted, common) && still_rising(&g.points, drift)
+        let fitted: Vec<FnPoint> = g.fitted_points().into_iter().cloned().collect();
+        grows_as_a_loop(&fitted, &g.points, common, drift)
     });
     e.cause = root_cause(ns, &calls, &own, added, &e.frames, spread);
     e
@@ -211,30 +211,50 @@ fn own_work(stacks: &Folded) -> Folded {
 /// whose /proc dcache invalidation carried half of wait4's time at N = 10 under TCG. Over
 /// N = 10..500 jobs of a shell its self time per wait4 call rose 12 to 16 times in three
 /// sweeps, its inclusive time 2.4 to 2.9 times, and in another sweep less than twice.
-fn grows_enough(points: &[crate::analysis::growers::FnPoint], common: f64) -> bool {
-    let (Some(f), Some(l)) = (points.first(), points.last()) else {
+///
+/// Whichever time passes must also still rise at the end ([`still_rising`] over `all`, every
+/// size): the self time where it carries the growth. A 5.10 guest on a busy host spent 97 µs
+/// per wait4 call reaping (release_task) at N = 100 against 44 µs at 500, so the walk's
+/// inclusive time fell at the end (162 -> 134 µs) while its self time, the walk, rose
+/// (16, 58, 86 µs at N = 10, 100, 500).
+fn grows_as_a_loop(growth: &[FnPoint], all: &[FnPoint], common: f64, drift: f64) -> bool {
+    let (Some(f), Some(l)) = (growth.first(), growth.last()) else {
         return false;
     };
     let rises =
         |f: f64, l: f64| l >= MIN_LOOP_GROWTH * f && l >= MIN_GROWTH_BEYOND_COMMON * common * f;
-    rises(f.incl_ns, l.incl_ns) || (rises(f.self_ns, l.self_ns) && self_carries_growth(f, l))
+    let incl = |p: &FnPoint| (p.incl_ns, p.samples as f64);
+    let own = |p: &FnPoint| {
+        let share = if p.incl_ns > 0.0 {
+            p.self_ns / p.incl_ns
+        } else {
+            0.0
+        };
+        (p.self_ns, p.samples as f64 * share)
+    };
+    (rises(f.incl_ns, l.incl_ns) && still_rising(all, drift, incl))
+        || (rises(f.self_ns, l.self_ns)
+            && self_carries_growth(f, l)
+            && still_rising(all, drift, own))
 }
 
 /// Standard errors of sampling the rise from the second-largest size to the largest must
 /// clear for a loop to be still growing at the end (three sizes or more).
 pub const END_RISE_SIGMA: f64 = 2.0;
 
-/// Whether a frame's time per call still rises from the second-largest N to the largest by
-/// more than [`END_RISE_SIGMA`] Poisson errors (true with fewer than three sizes), the
-/// second-largest's time taken at the machine's speed at the largest (times `drift`, the
-/// entries' common change per call between the two).
-fn still_rising(points: &[crate::analysis::growers::FnPoint], drift: f64) -> bool {
+/// Whether a frame's time per call (`time`: a point's time and the samples behind it) still
+/// rises from the second-largest N to the largest by more than [`END_RISE_SIGMA`] Poisson
+/// errors (true with fewer than three sizes), the second-largest's time taken at the
+/// machine's speed at the largest (times `drift`, the entries' common change per call
+/// between the two).
+fn still_rising(points: &[FnPoint], drift: f64, time: impl Fn(&FnPoint) -> (f64, f64)) -> bool {
     let [.., prev, last] = points else {
         return true;
     };
     if points.len() < 3 {
         return true;
     }
-    let se = |p: &crate::analysis::growers::FnPoint| p.incl_ns / (p.samples.max(1) as f64).sqrt();
-    last.incl_ns - drift * prev.incl_ns > END_RISE_SIGMA * se(last).hypot(drift * se(prev))
+    let ((t0, s0), (t1, s1)) = (time(prev), time(last));
+    let se = |t: f64, s: f64| t / s.max(1.0).sqrt();
+    t1 - drift * t0 > END_RISE_SIGMA * se(t1, s1).hypot(drift * se(t0, s0))
 }
