@@ -168,9 +168,9 @@ mod tests {
     /// 300 waits walk the N + 1 children among N reaps of one: the line gives the mean over
     /// all calls and the count in the calls with the most; without the per-call histogram,
     /// the mean alone.
-    #[test]
-    fn a_mixed_count_says_the_calls_that_run_the_loop() {
-        let row = |target: &str, n: u64, calls: u64| SpanRow {
+    /// A span row of the command's case with no trips or calls inside it yet.
+    fn row(target: &str, n: u64, calls: u64) -> SpanRow {
+        SpanRow {
             target: target.into(),
             case: workloads::cases::CASE_COMMAND,
             case_name: "command".into(),
@@ -181,7 +181,11 @@ mod tests {
             oncpu: Default::default(),
             within: Default::default(),
             trips: Vec::new(),
-        };
+        }
+    }
+
+    #[test]
+    fn a_mixed_count_says_the_calls_that_run_the_loop() {
         let mut spans = Vec::new();
         for n in [10u64, 100, 500] {
             let mut outer = row("do_wait", n, 300 + n);
@@ -214,25 +218,10 @@ mod tests {
     fn a_count_that_rises_at_the_largest_size_only_says_so() {
         let mut spans = Vec::new();
         for (n, k) in [(100u64, 2u64), (1000, 2), (10_000, 18)] {
-            let mut outer = SpanRow {
-                target: "kernel_init_free_pages".into(),
-                case: workloads::cases::CASE_COMMAND,
-                case_name: "command".into(),
-                n,
-                calls: 300,
-                untimed: 0,
-                wall: Default::default(),
-                oncpu: Default::default(),
-                within: Default::default(),
-                trips: vec![(hist_bucket(1), 270), (hist_bucket(k), 30)],
-            };
+            let mut outer = row("kernel_init_free_pages", n, 300);
+            outer.trips = vec![(hist_bucket(1), 270), (hist_bucket(k), 30)];
             outer.trips.sort();
-            let mut inner = SpanRow {
-                target: "clear_page_erms".into(),
-                calls: 270 + 30 * k,
-                trips: Vec::new(),
-                ..outer.clone()
-            };
+            let mut inner = row("clear_page_erms", n, 270 + 30 * k);
             inner.within.insert(outer.target.clone(), inner.calls);
             spans.extend([outer, inner]);
         }
