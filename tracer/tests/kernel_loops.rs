@@ -482,18 +482,13 @@ fn a_busy_neighbours_interrupts_are_said_to_be_a_longer_run() {
     let d = discovery(&s);
     let (loops, more) = loops_and_more(d);
     assert!(loops.is_empty() && more.is_empty(), "{}", text(&o));
-    assert_eq!(
-        d["entries"]["growth"]["reason"],
-        "run_length",
-        "{}\n{}\n{}",
-        d["entries"]["growth"],
-        d["entries"]["run_length"],
-        text(&o)
-    );
+    let growth = &d["entries"]["growth"];
+    let why = format!("{growth}\n{}\n{}", d["entries"]["run_length"], text(&o));
     let stdout = String::from_utf8_lossy(&o.stdout);
     let answer = answer_line(&stdout);
     assert!(!answer.contains("more calls"), "{answer}");
     if answer.contains("; the kernel time per run grows (") {
+        assert_eq!(growth["reason"], "run_length", "{why}");
         assert!(
             answer.contains(") because the run is longer: ")
                 && answer.contains(" timer interrupts ")
@@ -507,7 +502,16 @@ fn a_busy_neighbours_interrupts_are_said_to_be_a_longer_run() {
     } else {
         // With another core's load landing on the command's CPU too, one run per size can
         // scatter the kernel time per run beyond what it shows: then no growth is claimed,
-        // and the counts are still said to be the run's length.
+        // and the counts are still said to be the run's length. What the interruptions
+        // added is then nothing, the run's length, or within their sampling noise (CI's busy
+        // host once: 27.4 -> 39.6 ms per run in them from 137 and 198 samples, for 1024 ->
+        // 55162 timer interrupts), never more calls or dearer interruptions.
+        assert!(
+            growth.is_null()
+                || growth["reason"] == "run_length"
+                || (growth["reason"] == "neither" && growth["run_length_within_noise"] == true),
+            "{why}"
+        );
         assert!(
             answer.contains(": nothing in the kernel grows with N"),
             "{stdout}"
