@@ -130,16 +130,20 @@ pub fn compare(
     };
     let out = out.unwrap_or_else(|| PathBuf::from(format!("compare-{}-vs-{}", name(a), name(b))));
     render::out::catch_interrupts();
-    let (summary, comparison) = crate::pipeline::compare_analysed(a, b, &out, opts)?;
+    let (summary, gate) = crate::pipeline::compare_analysed(a, b, &out, opts, |c| {
+        (!fail_on.is_empty()).then(|| {
+            let g = FailOnGate::judge(fail_on, c);
+            (gate::text::fail_on(&g), g.status())
+        })
+    })?;
     print_summary(&summary);
-    if fail_on.is_empty() {
+    let Some((lines, status)) = gate else {
         return Ok(exit::OK);
-    }
-    let g = FailOnGate::judge(fail_on, &comparison);
-    for l in gate::text::fail_on(&g) {
+    };
+    for l in lines {
         out!("{l}");
     }
-    Ok(g.status().exit_code())
+    Ok(status.exit_code())
 }
 
 /// `tracer export FORMAT RUN [-o OUT]`: prints each file written.

@@ -39,19 +39,22 @@ pub fn compare(
     out_dir: &Path,
     opts: &ReportOptions,
 ) -> Result<ReportSummary, ReportError> {
-    compare_analysed(a_dir, b_dir, out_dir, opts).map(|(s, _)| s)
+    compare_analysed(a_dir, b_dir, out_dir, opts, |_| ()).map(|(s, _)| s)
 }
 
-/// [`compare`], returning the comparison it rendered too (what `--fail-on` judges).
-pub fn compare_analysed(
+/// [`compare`], and `then` applied to the comparison it rendered (what `--fail-on` judges):
+/// the comparison borrows from both sides' analyses, which live here.
+pub fn compare_analysed<T>(
     a_dir: &Path,
     b_dir: &Path,
     out_dir: &Path,
     opts: &ReportOptions,
-) -> Result<(ReportSummary, Comparison), ReportError> {
+    then: impl FnOnce(&Comparison) -> T,
+) -> Result<(ReportSummary, T), ReportError> {
     let (da, db) = (load(a_dir)?, load(b_dir)?);
     let aa = analyze(&da, &opts.analysis());
     let ab = analyze(&db, &opts.analysis());
-    let summary = render::write_compare((&da, &aa), (&db, &ab), out_dir, opts)?;
-    Ok((summary, analysis::compare(&aa, &ab)))
+    let c = analysis::compare(&aa, &ab);
+    let summary = render::write_compare((&da, &aa), (&db, &ab), &c, out_dir, opts)?;
+    Ok((summary, then(&c)))
 }

@@ -114,7 +114,8 @@ fn change_of(a: Run, b: Run, target: &str, case: &str) -> (Change, String, bool)
             &AnalysisOptions::default(),
         )
     };
-    let c = compare(&an(a, "a"), &an(b, "b"));
+    let (aa, ab) = (an(a, "a"), an(b, "b"));
+    let c = compare(&aa, &ab);
     let cl = c
         .classes
         .iter()

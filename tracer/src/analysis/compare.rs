@@ -52,6 +52,7 @@ pub use super::comparerows::{
 };
 pub use super::countchange::CountChange;
 use super::countchange::count_change;
+use super::entries::KernelEntry;
 use super::fit::{Complexity, ModelFit, Scaling};
 use super::frameshift::{FrameShift, frame_shifts};
 use super::loopchange::{LoopSides, Unmatched, loop_changes};
@@ -134,14 +135,23 @@ pub struct GrowthChange {
     pub by_count: Option<CountChange>,
 }
 
+/// What a compared row joins on one side of the compare.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Side<'a> {
+    /// A traced target's case.
+    Case(&'a CaseResult),
+    /// A discovered kernel loop: its entry, where that side's discovery found the loop.
+    Loop(&'a KernelEntry),
+}
+
 /// The scaling classes of one target and case on both sides (None: not fitted, or absent).
 #[derive(Clone, Debug, PartialEq)]
-pub struct ClassChange {
+pub struct ClassChange<'a> {
+    /// What it joins on each side (None: that side has no such case, or no such loop).
+    pub side_a: Option<Side<'a>>,
+    pub side_b: Option<Side<'a>>,
     pub target: String,
     pub case_name: String,
-    /// Each side's class when its data names one alone.
-    pub a: Option<Complexity>,
-    pub b: Option<Complexity>,
     /// Each side's class set ([`Verdict::classes`]).
     pub classes_a: Vec<Complexity>,
     pub classes_b: Vec<Complexity>,
@@ -155,13 +165,22 @@ pub struct ClassChange {
     pub discovered: Option<LoopSides>,
 }
 
-/// Its JSON form (`compare.json`) is written by `render::compare`.
+impl ClassChange<'_> {
+    /// Each side's class when its data names one alone.
+    pub fn sole_classes(&self) -> (Option<Complexity>, Option<Complexity>) {
+        let sole = |set: &[Complexity]| (set.len() == 1).then(|| set[0]);
+        (sole(&self.classes_a), sole(&self.classes_b))
+    }
+}
+
+/// The join of two analyses: it borrows from both. Its JSON form (`compare.json`) is written
+/// by `render::compare`.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Comparison {
+pub struct Comparison<'a> {
     pub label_a: String,
     pub label_b: String,
     pub rows: Vec<CompareRow>,
-    pub classes: Vec<ClassChange>,
+    pub classes: Vec<ClassChange<'a>>,
     /// Frames whose share of the added time changed most, per target and case.
     pub frame_shifts: Vec<FrameShift>,
     /// Both sides discovered, in different programs: nothing of theirs was compared.
@@ -189,7 +208,7 @@ pub fn side_labels(a: &Analysis, b: &Analysis) -> (String, String) {
 }
 
 /// Compare `a` (the baseline) with `b`.
-pub fn compare(a: &Analysis, b: &Analysis) -> Comparison {
+pub fn compare<'a>(a: &'a Analysis, b: &'a Analysis) -> Comparison<'a> {
     let (label_a, label_b) = side_labels(a, b);
     let (ma, mb) = (by_key(a), by_key(b));
     let mut rows = Vec::new();
@@ -201,7 +220,7 @@ pub fn compare(a: &Analysis, b: &Analysis) -> Comparison {
             .any(|r| r.label == run && r.status == crate::rundata::RunStatus::Partial)
     };
     for key in keys {
-        let (ta, tb) = (ma.get(key), mb.get(key));
+        let (ta, tb) = (ma.get(key).copied(), mb.get(key).copied());
         let growth = match (ta, tb) {
             (Some(ca), Some(cb)) => {
                 let (ta, tb) = (&ca.table, &cb.table);
@@ -241,10 +260,10 @@ pub fn compare(a: &Analysis, b: &Analysis) -> Comparison {
             }),
         };
         classes.push(ClassChange {
+            side_a: ta.map(Side::Case),
+            side_b: tb.map(Side::Case),
             target: key.0.clone(),
             case_name: key.1.clone(),
-            a: ta.and_then(|c| c.verdict.sole_class()),
-            b: tb.and_then(|c| c.verdict.sole_class()),
             classes_a: ta.map(|c| c.verdict.classes()).unwrap_or_default(),
             classes_b: tb.map(|c| c.verdict.classes()).unwrap_or_default(),
             in_a: ta.is_some(),
@@ -559,7 +578,8 @@ mod tests {
             let t = r["time_ns_per_op"].as_f64().unwrap();
             r["time_ns_per_op"] = serde_json::json!(t / 2.0);
         }
-        let c = compare(&analysis(old), &analysis(new));
+        let (old, new) = (analysis(old), analysis(new));
+        let c = compare(&old, &new);
         assert_eq!(
             (c.label_a.as_str(), c.label_b.as_str()),
             ("5.10.0-test", "6.1.0-test")
@@ -584,7 +604,7 @@ mod tests {
         assert!((r.a.unwrap() - hm).abs() < 1e-6);
         assert_eq!(c.classes.len(), 1);
         assert_eq!(
-            (c.classes[0].a, c.classes[0].b),
+            c.classes[0].sole_classes(),
             (Some(Complexity::Linear), Some(Complexity::Constant))
         );
         assert_eq!(c.classes[0].growth.change, Change::Shrank);
@@ -819,7 +839,8 @@ mod tests {
         };
         let walk = |n: u64| 2000.0 + 5.0 * n as f64;
         let (a, b) = (noisy_run(&ns, walk, wild), noisy_run(&ns, walk, steady));
-        let g = &compare(&analysis(a), &analysis(b)).classes[0].growth;
+        let (a, b) = (analysis(a), analysis(b));
+        let g = &compare(&a, &b).classes[0].growth;
         assert_eq!(g.n_range, Some((10, 4000)), "{g:?}");
         assert_eq!(g.change, Change::Same, "{g:?}");
     }
@@ -853,12 +874,14 @@ mod tests {
         for seed in 0..100 {
             let mut rng = Rng::new(seed);
             let (a, b) = (runs(linear, &mut rng), runs(linear, &mut rng));
-            let c = compare(&analysis(a.clone()), &analysis(b));
+            let (aa, ab) = (analysis(a.clone()), analysis(b));
+            let c = compare(&aa, &ab);
             let g = &c.classes[0].growth;
             assert!(!g.change.flagged(), "A/A seed {seed}: {g:?}");
             assert_eq!(g.reason, None, "{g:?}");
             same += usize::from(g.change == Change::Same);
-            let c = compare(&analysis(a), &analysis(runs(flat, &mut rng)));
+            let (aa, ab) = (analysis(a), analysis(runs(flat, &mut rng)));
+            let c = compare(&aa, &ab);
             let g = &c.classes[0].growth;
             assert_ne!(g.change, Change::Grew, "seed {seed}: {g:?}");
             fixed += usize::from(g.change == Change::Shrank);

@@ -15,7 +15,7 @@ use std::collections::BTreeSet;
 
 use super::analyze::Analysis;
 use super::compare::{
-    ClassChange, GrowthChange, MIN_POINT_ERROR, SidePoint, UNMEASURED_POINT_ERROR, best_pair,
+    ClassChange, GrowthChange, MIN_POINT_ERROR, Side, SidePoint, UNMEASURED_POINT_ERROR, best_pair,
     growth_change_of, model_scatter,
 };
 use super::discover::Discovery;
@@ -42,7 +42,10 @@ pub struct Unmatched {
 
 /// The decisions on the loops the two sides' discoveries share a program for, as class
 /// changes (target `<frame> in <entry>`), and the programs when no discovery matches.
-pub fn loop_changes(a: &Analysis, b: &Analysis) -> (Vec<ClassChange>, Option<Unmatched>) {
+pub fn loop_changes<'a>(
+    a: &'a Analysis,
+    b: &'a Analysis,
+) -> (Vec<ClassChange<'a>>, Option<Unmatched>) {
     let key = |d: &Discovery| (d.run.clone(), d.case_name.clone());
     let mut out = Vec::new();
     let mut matched = false;
@@ -88,18 +91,20 @@ fn find<'a>(d: &'a Discovery, entry: &str) -> Option<&'a KernelEntry> {
         .find(|k| k.entry == entry)
 }
 
-/// The loop's frame on a side where the entry is a loop.
-fn frame(d: &Discovery, entry: &str) -> Option<String> {
-    d.entries
-        .loops
-        .iter()
-        .find(|k| k.entry == entry)
-        .map(|k| k.frame().unwrap_or(&k.entry).to_string())
+/// The entry on a side where it is a loop.
+fn as_loop<'a>(d: &'a Discovery, entry: &str) -> Option<&'a KernelEntry> {
+    d.entries.loops.iter().find(|k| k.entry == entry)
 }
 
-fn one_loop(da: &Discovery, db: &Discovery, entry: &str) -> ClassChange {
+/// The loop's frame (the entry itself when no frame carries it).
+fn frame(k: &KernelEntry) -> String {
+    k.frame().unwrap_or(&k.entry).to_string()
+}
+
+fn one_loop<'a>(da: &'a Discovery, db: &'a Discovery, entry: &str) -> ClassChange<'a> {
     let (ea, eb) = (find(da, entry), find(db, entry));
-    let (fa, fb) = (frame(da, entry), frame(db, entry));
+    let (la, lb) = (as_loop(da, entry), as_loop(db, entry));
+    let (fa, fb) = (la.map(frame), lb.map(frame));
     let growth = match (ea, eb) {
         (Some(ea), Some(eb)) => {
             let (pa, pb) = (points(da, ea), points(db, eb));
@@ -126,10 +131,10 @@ fn one_loop(da: &Discovery, db: &Discovery, entry: &str) -> ClassChange {
     };
     let (ca, cb) = (classes(da, ea, &fa), classes(db, eb, &fb));
     ClassChange {
+        side_a: la.map(Side::Loop),
+        side_b: lb.map(Side::Loop),
         target: format!("{name} in {entry}"),
         case_name: da.case_name.clone(),
-        a: (ca.len() == 1).then(|| ca[0]),
-        b: (cb.len() == 1).then(|| cb[0]),
         classes_a: ca,
         classes_b: cb,
         in_a: ea.is_some(),
@@ -216,7 +221,7 @@ mod tests {
         (s, rows)
     }
 
-    fn wait4(c: &crate::analysis::Comparison) -> &ClassChange {
+    fn wait4<'a>(c: &'a crate::analysis::Comparison) -> &'a ClassChange<'a> {
         c.classes
             .iter()
             .find(|cl| cl.discovered.as_ref().is_some_and(|d| d.entry == "wait4"))
@@ -261,7 +266,8 @@ mod tests {
         let a = analysis(discovered(shell));
         let mut other = discovered(shell);
         other.run = "make".into();
-        let c = compare(&a, &analysis(other));
+        let other = analysis(other);
+        let c = compare(&a, &other);
         assert!(c.classes.iter().all(|cl| cl.discovered.is_none()));
         let u = c.unmatched.expect("unmatched");
         assert_eq!(u.b, ["make [command]"]);

@@ -198,14 +198,14 @@ impl GateStatus {
 
 /// `--fail-on` judged on one compare: every verdict of the compare, and which tripped it.
 #[derive(Clone, Debug, PartialEq)]
-pub struct FailOnGate {
+pub struct FailOnGate<'c> {
     pub fail_on: Vec<FailOn>,
     /// The compare's verdicts, in its order, each with whether it tripped the gate.
-    pub verdicts: Vec<(ClassChange, bool)>,
+    pub verdicts: Vec<(&'c ClassChange<'c>, bool)>,
 }
 
-impl FailOnGate {
-    pub fn judge(fail_on: &[FailOn], c: &Comparison) -> FailOnGate {
+impl<'c> FailOnGate<'c> {
+    pub fn judge(fail_on: &[FailOn], c: &'c Comparison<'c>) -> FailOnGate<'c> {
         let mut words = Vec::new();
         for w in fail_on {
             if !words.contains(w) {
@@ -218,15 +218,15 @@ impl FailOnGate {
                 .iter()
                 .map(|cl| {
                     let tripped = words.iter().any(|w| w.covers(cl.growth.change));
-                    (cl.clone(), tripped)
+                    (cl, tripped)
                 })
                 .collect(),
             fail_on: words,
         }
     }
 
-    pub fn tripped(&self) -> impl Iterator<Item = &ClassChange> {
-        self.verdicts.iter().filter(|(_, t)| *t).map(|(c, _)| c)
+    pub fn tripped(&self) -> impl Iterator<Item = &'c ClassChange<'c>> {
+        self.verdicts.iter().filter(|(_, t)| *t).map(|(c, _)| *c)
     }
 
     /// Unjudged when the compare has no verdict at all (sides with no traced target, as

@@ -121,7 +121,8 @@ fn expect_names_a_target_or_one_of_its_cases() {
 
 #[test]
 fn fail_on_trips_on_the_outcomes_named_and_cannot_judge_an_empty_compare() {
-    let c = compare(&linear(), &flat());
+    let (l, f) = (linear(), flat());
+    let c = compare(&l, &f);
     assert_eq!(c.classes.len(), 1);
     assert_eq!(c.classes[0].growth.change, Change::Shrank, "precondition");
     let status = |words: &[FailOn]| FailOnGate::judge(words, &c).status();
@@ -135,7 +136,7 @@ fn fail_on_trips_on_the_outcomes_named_and_cannot_judge_an_empty_compare() {
         GateStatus::Failed
     );
     // The same comparison the other way round grew.
-    let back = compare(&flat(), &linear());
+    let back = compare(&f, &l);
     let g = FailOnGate::judge(&[FailOn::Outcome(Change::Grew)], &back);
     assert_eq!(g.status(), GateStatus::Failed);
     let tripped: Vec<_> = g.tripped().map(|t| t.case_name.as_str()).collect();
@@ -158,7 +159,8 @@ fn fail_on_trips_on_the_outcomes_named_and_cannot_judge_an_empty_compare() {
         }
         a
     };
-    let empty = compare(&none(linear()), &none(flat()));
+    let (nl, nf) = (none(linear()), none(flat()));
+    let empty = compare(&nl, &nf);
     assert!(empty.classes.is_empty(), "precondition");
     let g = FailOnGate::judge(&[FailOn::Changed], &empty);
     assert_eq!(g.status(), GateStatus::Unjudged);

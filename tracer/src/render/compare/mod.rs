@@ -27,6 +27,7 @@ const COMPARE_METHOD: &str = "Comparison: per target and case, grew / shrank / s
 pub fn write_compare(
     (da, aa): (&Dataset, &Analysis),
     (db, ab): (&Dataset, &Analysis),
+    c: &compare::Comparison,
     out_dir: &Path,
     opts: &ReportOptions,
 ) -> Result<ReportSummary, ReportError> {
@@ -37,11 +38,10 @@ pub fn write_compare(
         side_warnings.push(dataset::render(ds, an, &mut side, opts)?);
         out.adopt(sub, side.written());
     }
-    let c = compare::compare(aa, ab);
-    out.write("compare.md", tables::compare_markdown(&c).as_bytes())?;
-    out.write("compare.csv", tables::compare_csv(&c).as_bytes())?;
-    out.write("compare.json", tables::compare_json(&c).as_bytes())?;
-    let table = tables::compare_terminal(&c);
+    out.write("compare.md", tables::compare_markdown(c).as_bytes())?;
+    out.write("compare.csv", tables::compare_csv(c).as_bytes())?;
+    out.write("compare.json", tables::compare_json(c).as_bytes())?;
+    let table = tables::compare_terminal(c);
 
     let (ta, tb) = (dataset::targets(aa), dataset::targets(ab));
     let mut names: Vec<String> = ta.iter().map(|(t, _)| t.clone()).collect();
@@ -53,9 +53,9 @@ pub fn write_compare(
     let mut sections = Vec::new();
     for name in &names {
         let sides = (cases_of(&ta, name), cases_of(&tb, name));
-        sections.push(target_section(name, sides, &c, (aa, ab), &mut out, opts)?);
+        sections.push(target_section(name, sides, c, (aa, ab), &mut out, opts)?);
     }
-    let summary = page::summary_rows(aa, ab, &c, &sections);
+    let summary = page::summary_rows(c, &sections);
     let summary_text = summary::text(&summary);
     out.write("summary.txt", summary_text.as_bytes())?;
     // The thread findings across kernels first, then every quantity side by side.
@@ -65,7 +65,7 @@ pub fn write_compare(
     );
     out.write("compare.txt", terminal.as_bytes())?;
 
-    let (verdicts, root_causes) = both_sides_lines(&c, aa, ab);
+    let (verdicts, root_causes) = both_sides_lines(c, aa, ab);
     // Each side's warnings: its analysis's, then its exports'.
     let warnings: Vec<String> = side_warnings[0]
         .iter()
@@ -76,7 +76,7 @@ pub fn write_compare(
                 .map(|w| format!("{}: {w}", c.label_b)),
         )
         .collect();
-    let findings = page::findings(aa, ab, &c);
+    let findings = page::findings(c);
     let page = index::Page {
         title: format!("tracer compare: {} vs {}", c.label_a, c.label_b),
         source: format!("A = {}, B = {}", da.root.display(), db.root.display()),
@@ -86,7 +86,7 @@ pub fn write_compare(
         run_header: ["side", "report"].map(String::from).to_vec(),
         runs: vec![],
         sections,
-        other: other_files(&c),
+        other: other_files(c),
         method: std::iter::once(COMPARE_METHOD)
             .chain(METHOD.iter().copied())
             .map(String::from)

@@ -1,8 +1,8 @@
 //! The compare page's summary rows (per target and case the class on each side, each side's
 //! growth, slope and root cause in short, links) and its findings (one per class change).
 
+use crate::analysis::compare::{self, Side};
 use crate::analysis::fit::{Complexity, classes_label};
-use crate::analysis::{Analysis, compare};
 
 use crate::render::{index, rootcause, summary, verdict};
 
@@ -22,8 +22,6 @@ fn short_labels(a: &str, b: &str) -> (String, String) {
 /// each side's growth and root cause in short, links to the plot and the cross-kernel
 /// differential.
 pub(super) fn summary_rows(
-    aa: &Analysis,
-    ab: &Analysis,
     c: &compare::Comparison,
     sections: &[index::Section],
 ) -> Vec<index::SummaryRow> {
@@ -36,10 +34,8 @@ pub(super) fn summary_rows(
             let mut causes = Vec::new();
             let mut slopes = Vec::new();
             let mut plans = Vec::new();
-            for (an, label) in [(aa, &labels.0), (ab, &labels.1)] {
-                let cells =
-                    side_cells(an, &cl.target, &cl.case_name).or_else(|| loop_cells(an, cl));
-                if let Some((g, rc, slope, plan)) = cells {
+            for (side, label) in [(cl.side_a, &labels.0), (cl.side_b, &labels.1)] {
+                if let Some((g, rc, slope, plan)) = side.map(side_cells) {
                     if !g.is_empty() {
                         growth.push(format!("{label}: {g}"));
                     }
@@ -91,62 +87,45 @@ pub(super) fn summary_rows(
     rows
 }
 
-/// One side's cells of a summary row (its growth, root cause, slope when it grows, plan),
-/// when that side has the target and case.
-fn side_cells(
-    an: &Analysis,
-    target: &str,
-    case: &str,
-) -> Option<(String, Option<String>, String, String)> {
-    let found = an
-        .cases()
-        .find(|c| c.table.target == target && c.table.case_name == case)?;
-    let (t, v) = (&found.table, &found.verdict);
-    let growth = v
-        .scaling
-        .as_ref()
-        .map(crate::render::fmt::growth)
-        .unwrap_or_default();
-    let cause = found
-        .root_cause
-        .as_ref()
-        .map(|rc| summary::cause(&rc.cause));
-    let grows = v.class().is_some_and(|c| c != Complexity::Constant);
-    let slope = v
-        .scaling
-        .as_ref()
-        .filter(|_| grows)
-        .map(crate::render::fmt::slope)
-        .unwrap_or_else(|| "-".into());
-    Some((
-        growth,
-        cause,
-        slope,
-        crate::render::fmt::via(t.plan.as_ref()).unwrap_or_default(),
-    ))
-}
-
-/// One side's cells of a discovered kernel loop's row, where that side has the loop: no
-/// growth (the row gives both sides' over the common sizes), the frame that carries it, the
-/// slope of its time, and how it was measured.
-fn loop_cells(
-    an: &Analysis,
-    cl: &compare::ClassChange,
-) -> Option<(String, Option<String>, String, String)> {
-    let sides = cl.discovered.as_ref()?;
-    let entry = an
-        .discoveries()
-        .filter(|d| d.run == sides.run && d.case_name == cl.case_name)
-        .flat_map(|d| d.entries.loops.iter())
-        .find(|e| e.entry == sides.entry)?;
-    Some((
-        String::new(),
-        Some(summary::loop_cause(entry)),
-        entry
-            .top()
-            .map_or_else(|| "-".into(), |g| crate::render::fmt::slope(&g.scaling)),
-        "sampling and entry counts".into(),
-    ))
+/// One side's cells of a summary row: its growth (none for a discovered loop: the row gives
+/// both sides' over the common sizes), root cause (a loop's frame), slope when it grows, and
+/// plan.
+fn side_cells(side: Side) -> (String, Option<String>, String, String) {
+    match side {
+        Side::Case(found) => {
+            let (t, v) = (&found.table, &found.verdict);
+            let growth = v
+                .scaling
+                .as_ref()
+                .map(crate::render::fmt::growth)
+                .unwrap_or_default();
+            let cause = found
+                .root_cause
+                .as_ref()
+                .map(|rc| summary::cause(&rc.cause));
+            let grows = v.class().is_some_and(|c| c != Complexity::Constant);
+            let slope = v
+                .scaling
+                .as_ref()
+                .filter(|_| grows)
+                .map(crate::render::fmt::slope)
+                .unwrap_or_else(|| "-".into());
+            (
+                growth,
+                cause,
+                slope,
+                crate::render::fmt::via(t.plan.as_ref()).unwrap_or_default(),
+            )
+        }
+        Side::Loop(entry) => (
+            String::new(),
+            Some(summary::loop_cause(entry)),
+            entry
+                .top()
+                .map_or_else(|| "-".into(), |g| crate::render::fmt::slope(&g.scaling)),
+            "sampling and entry counts".into(),
+        ),
+    }
 }
 
 fn class_or_unfitted(set: &[Complexity]) -> String {
@@ -192,30 +171,25 @@ fn row_links(
 
 /// The page's findings: one item per target and case, with each side's verdict and root cause
 /// under it; the flagged changes (grew, shrank) first.
-pub(super) fn findings(
-    aa: &Analysis,
-    ab: &Analysis,
-    c: &compare::Comparison,
-) -> Vec<(String, Vec<index::Item>)> {
-    let side_lines = |an: &Analysis, label: &str, target: &str, case: &str| -> Vec<String> {
-        let mut v = Vec::new();
-        for found in an.cases() {
-            if found.table.target == target && found.table.case_name == case {
-                v.push(format!("{label}: {}", verdict::line(found)));
-                if let Some(rc) = &found.root_cause {
-                    v.push(format!(
-                        "{label}: root cause: {}",
-                        rootcause::line(&rc.cause)
-                    ));
-                }
-            }
+pub(super) fn findings(c: &compare::Comparison) -> Vec<(String, Vec<index::Item>)> {
+    // A traced case's verdict and root cause (a discovered loop's row line says its own).
+    let side_lines = |side: Option<Side>, label: &str| -> Vec<String> {
+        let Some(Side::Case(found)) = side else {
+            return Vec::new();
+        };
+        let mut v = vec![format!("{label}: {}", verdict::line(found))];
+        if let Some(rc) = &found.root_cause {
+            v.push(format!(
+                "{label}: root cause: {}",
+                rootcause::line(&rc.cause)
+            ));
         }
         v
     };
     let (mut changed, mut same) = (Vec::new(), Vec::new());
     for cl in &c.classes {
-        let mut details = side_lines(aa, &c.label_a, &cl.target, &cl.case_name);
-        details.extend(side_lines(ab, &c.label_b, &cl.target, &cl.case_name));
+        let mut details = side_lines(cl.side_a, &c.label_a);
+        details.extend(side_lines(cl.side_b, &c.label_b));
         let item = index::Item {
             line: super::tables::class_line(c, cl),
             details,

@@ -245,7 +245,7 @@ struct VerdictJson<'a> {
     line: String,
 }
 
-impl Serialize for Comparison {
+impl Serialize for Comparison<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         ComparisonJson {
             label_a: &self.label_a,
@@ -271,8 +271,8 @@ impl Serialize for Comparison {
                 .map(|cl| ClassJson {
                     target: &cl.target,
                     case_name: &cl.case_name,
-                    a: cl.a,
-                    b: cl.b,
+                    a: cl.sole_classes().0,
+                    b: cl.sole_classes().1,
                     line: class_line(self, cl),
                 })
                 .collect(),
@@ -381,10 +381,10 @@ mod frame_shift_tests {
             }
         };
         let cl = |a: &[Complexity], in_b, g| ClassChange {
+            side_a: None,
+            side_b: None,
             target: "do_wait".into(),
             case_name: "waitpid-pid".into(),
-            a: (a.len() == 1).then(|| a[0]),
-            b: None,
             classes_a: a.to_vec(),
             classes_b: Vec::new(),
             in_a: true,
