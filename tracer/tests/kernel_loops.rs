@@ -3,7 +3,7 @@
 //! files each sample under the entry it ran under, so the answer is the syscall whose time
 //! per call grows, and the benchmark's setup (forks, execs, faults that grow in number) is
 //! stated as more calls. The programs are real ones driven by shell scripts (bash, util-linux
-//! `ipcmk`/`ipcs`) and an unmodified C benchmark with N-sized setup and teardown.
+//! `ipcmk`/`ipcs`), GNU `du`, and an unmodified C benchmark with N-sized setup and teardown.
 use std::path::Path;
 
 use serde_json::Value;
@@ -283,6 +283,56 @@ fn a_shell_around_ipcmk_and_ipcs_makes_more_calls_and_no_sysvipc_loop() {
     assert!(
         !frames.iter().any(|f| f.contains("sysvipc")),
         "{frames:?}: {}",
+        text(&o)
+    );
+}
+
+/// GNU `du` over a directory of N files: one stat call per file, each no dearer with N (the
+/// dentry hash finds each name at once). Its stats are more calls, not a kernel loop: from
+/// 100 files the stat syscall drew a sample or two, and their time per call (half the true
+/// one, by chance) once read its time per call as "doubled", which filed it nowhere and made
+/// the answer "neither more calls nor a longer run".
+#[test]
+fn du_over_n_files_makes_more_stat_calls_and_no_stat_loop() {
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let sizes = [100u64, 1000, 10_000, 30_000];
+    for n in sizes {
+        let d = dir.path().join(n.to_string());
+        std::fs::create_dir(&d).unwrap();
+        for i in 0..n {
+            std::fs::File::create(d.join(i.to_string())).unwrap();
+        }
+    }
+    let list = sizes.map(|n| n.to_string()).join(",");
+    let target = format!("{}/{{n}}", dir.path().display());
+    let (s, _out, o) = sweep(&[
+        "--discover",
+        "--n",
+        &list,
+        "--repeat",
+        "3",
+        "--",
+        "du",
+        "-s",
+        &target,
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let d = discovery(&s);
+    let (loops, more) = loops_and_more(d);
+    // The stat syscall (newfstatat, or statx on a newer libc): the entry made once per file.
+    let stat: Vec<&String> = more.iter().filter(|e| e.contains("stat")).collect();
+    assert!(!stat.is_empty(), "{more:?}: {}", text(&o));
+    assert!(
+        !loops.iter().any(|e| e.contains("stat")),
+        "{loops:?}: {}",
+        text(&o)
+    );
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let answer = answer_line(&stdout);
+    assert!(
+        answer.contains("because the command makes more calls"),
+        "{answer}\n{}",
         text(&o)
     );
 }

@@ -151,8 +151,19 @@ pub fn loop_line(d: &Discovery, e: &KernelEntry) -> String {
 /// "clone ×250 (12 → 3010 calls per run, 40.1µs → 38.2µs per call)"
 pub fn more_calls_item(d: &Discovery, e: &KernelEntry) -> String {
     let (f, l) = (e.first(), e.last());
+    // From the size its time per call was judged from, named when not the first.
+    let base = e.per_call_base();
+    let at = if base.n == f.n {
+        String::new()
+    } else {
+        format!(" at N={}", fmt_n(base.n as f64))
+    };
     let per_call = if l.samples > 0 {
-        format!(", {} → {} per call", ns(f.per_call_ns), ns(l.per_call_ns))
+        format!(
+            ", {}{at} → {} per call",
+            ns(base.per_call_ns),
+            ns(l.per_call_ns)
+        )
     } else {
         String::new()
     };
