@@ -485,10 +485,10 @@ fn two_discover_sweeps_of_one_program_at_rest_compare_same() {
         tracer::analysis::compare::Change::Same,
         "{poll:?}"
     );
-    let d = poll.discovered.as_ref().unwrap();
+    let (fa, fb) = poll.loop_frames();
     assert!(
-        d.frame_a.is_some() && d.frame_b.is_some(),
-        "a loop on both sides: {d:?}"
+        fa.is_some() && fb.is_some(),
+        "a loop on both sides: {poll:?}"
     );
     assert!(c.unmatched.is_none(), "{:?}", c.unmatched);
     // The summary row names, per side, the frame that carries the loop's added time.

@@ -144,6 +144,16 @@ pub enum Side<'a> {
     Loop(&'a KernelEntry),
 }
 
+impl<'a> Side<'a> {
+    /// A discovered loop's frame on this side (its entry when no frame carries it).
+    pub fn loop_frame(self) -> Option<&'a str> {
+        match self {
+            Side::Loop(k) => Some(k.loop_frame()),
+            Side::Case(_) => None,
+        }
+    }
+}
+
 /// The scaling classes of one target and case on both sides (None: not fitted, or absent).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ClassChange<'a> {
@@ -165,7 +175,15 @@ pub struct ClassChange<'a> {
     pub discovered: Option<LoopSides>,
 }
 
-impl ClassChange<'_> {
+impl<'a> ClassChange<'a> {
+    /// A discovered loop's frame on each side (None: no loop there, or a traced case).
+    pub fn loop_frames(&self) -> (Option<&'a str>, Option<&'a str>) {
+        (
+            self.side_a.and_then(Side::loop_frame),
+            self.side_b.and_then(Side::loop_frame),
+        )
+    }
+
     /// Each side's class when its data names one alone.
     pub fn sole_classes(&self) -> (Option<Complexity>, Option<Complexity>) {
         let sole = |set: &[Complexity]| (set.len() == 1).then(|| set[0]);

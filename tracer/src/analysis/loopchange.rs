@@ -23,14 +23,12 @@ use super::entries::KernelEntry;
 use super::exact::counted_loop;
 use super::fit::Complexity;
 
-/// Where a compared loop is a loop: its frame on each side (None: the entry is no loop there).
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+/// Which loop a compared row is: the program (the discover run) and the kernel entry. Its
+/// frame on each side is the row's ([`ClassChange::loop_frames`]).
+#[derive(Clone, Debug, PartialEq)]
 pub struct LoopSides {
-    /// The program (the discover run) and the kernel entry.
     pub run: String,
     pub entry: String,
-    pub frame_a: Option<String>,
-    pub frame_b: Option<String>,
 }
 
 /// The two sides discovered in different programs: nothing to match.
@@ -96,15 +94,13 @@ fn as_loop<'a>(d: &'a Discovery, entry: &str) -> Option<&'a KernelEntry> {
     d.entries.loops.iter().find(|k| k.entry == entry)
 }
 
-/// The loop's frame (the entry itself when no frame carries it).
-fn frame(k: &KernelEntry) -> String {
-    k.frame().unwrap_or(&k.entry).to_string()
-}
-
 fn one_loop<'a>(da: &'a Discovery, db: &'a Discovery, entry: &str) -> ClassChange<'a> {
     let (ea, eb) = (find(da, entry), find(db, entry));
     let (la, lb) = (as_loop(da, entry), as_loop(db, entry));
-    let (fa, fb) = (la.map(frame), lb.map(frame));
+    let (fa, fb) = (
+        la.map(KernelEntry::loop_frame),
+        lb.map(KernelEntry::loop_frame),
+    );
     let growth = match (ea, eb) {
         (Some(ea), Some(eb)) => {
             let (pa, pb) = (points(da, ea), points(db, eb));
@@ -114,8 +110,8 @@ fn one_loop<'a>(da: &'a Discovery, db: &'a Discovery, entry: &str) -> ClassChang
         (None, _) => GrowthChange::inconclusive(&format!("no {entry} call measured in A")),
         (_, None) => GrowthChange::inconclusive(&format!("no {entry} call measured in B")),
     };
-    let name = fa.as_ref().or(fb.as_ref()).cloned().unwrap_or_default();
-    let classes = |d: &Discovery, e: Option<&KernelEntry>, f: &Option<String>| -> Vec<Complexity> {
+    let name = fa.or(fb).unwrap_or_default();
+    let classes = |d: &Discovery, e: Option<&KernelEntry>, f: Option<&str>| -> Vec<Complexity> {
         // A side's class: the count's where the confirmation pass counted the loop, else the
         // loop's frame's time's, else (no loop there) the entry's time per call's.
         if let Some(f) = f
@@ -129,7 +125,7 @@ fn one_loop<'a>(da: &'a Discovery, db: &'a Discovery, entry: &str) -> ClassChang
             .map(|s| s.classes.clone())
             .unwrap_or_default()
     };
-    let (ca, cb) = (classes(da, ea, &fa), classes(db, eb, &fb));
+    let (ca, cb) = (classes(da, ea, fa), classes(db, eb, fb));
     ClassChange {
         side_a: la.map(Side::Loop),
         side_b: lb.map(Side::Loop),
@@ -143,8 +139,6 @@ fn one_loop<'a>(da: &'a Discovery, db: &'a Discovery, entry: &str) -> ClassChang
         discovered: Some(LoopSides {
             run: da.run.clone(),
             entry: entry.to_string(),
-            frame_a: fa,
-            frame_b: fb,
         }),
     }
 }
@@ -241,11 +235,8 @@ mod tests {
         let ab = compare(&walks, &fixed);
         let w = wait4(&ab);
         assert_eq!(w.growth.change, Change::Shrank, "{w:?}");
-        let sides = w.discovered.as_ref().unwrap();
-        assert!(
-            sides.frame_a.is_some() && sides.frame_b.is_none(),
-            "{sides:?}"
-        );
+        let (fa, fb) = w.loop_frames();
+        assert!(fa.is_some() && fb.is_none(), "{w:?}");
         assert!(w.target.ends_with(" in wait4"), "{}", w.target);
 
         let apart = analysis(discovered_at(&[5, 3000], shell));

@@ -206,6 +206,11 @@ impl KernelEntry {
     pub fn frame(&self) -> Option<&str> {
         self.top().map(|g| g.function.as_str())
     }
+
+    /// The loop's name in a compare: its frame, or the entry when no frame carries it.
+    pub fn loop_frame(&self) -> &str {
+        self.frame().unwrap_or(&self.entry)
+    }
 }
 
 /// What the kernel entries say of one discovery.

@@ -7,7 +7,6 @@ use crate::analysis::compare::{
 };
 use crate::analysis::fit::{Complexity, classes_label};
 use crate::analysis::frameshift::FrameShift;
-use crate::analysis::loopchange::LoopSides;
 
 use crate::render::fmt::{
     PercentStyle, align, csv_field, fmt_n, md_escape, ns, num, opt, percent, sig3,
@@ -171,11 +170,11 @@ pub fn class_line(c: &Comparison, cl: &ClassChange) -> String {
         .discovered
         .as_ref()
         .map(|d| {
-            let side = |f: &Option<String>, label: &str| match f {
+            let side = |f: Option<&str>, label: &str| match f {
                 Some(f) => format!("{label}: a kernel loop in {f}"),
                 None => format!("{label}: no kernel loop in {}", d.entry),
             };
-            match (&d.frame_a, &d.frame_b) {
+            match cl.loop_frames() {
                 (Some(fa), Some(fb)) if fa == fb => format!("; a kernel loop in {fa} on both"),
                 (fa, fb) => format!("; {}, {}", side(fa, &c.label_a), side(fb, &c.label_b)),
             }
@@ -241,8 +240,16 @@ struct VerdictJson<'a> {
     growth: &'a GrowthChange,
     /// A discovered kernel loop's: its frame on each side (null: no loop there).
     #[serde(skip_serializing_if = "Option::is_none")]
-    discovered: Option<&'a LoopSides>,
+    discovered: Option<LoopJson<'a>>,
     line: String,
+}
+
+#[derive(Serialize)]
+struct LoopJson<'a> {
+    run: &'a str,
+    entry: &'a str,
+    frame_a: Option<&'a str>,
+    frame_b: Option<&'a str>,
 }
 
 impl Serialize for Comparison<'_> {
@@ -260,7 +267,15 @@ impl Serialize for Comparison<'_> {
                     classes_a: &cl.classes_a,
                     classes_b: &cl.classes_b,
                     growth: &cl.growth,
-                    discovered: cl.discovered.as_ref(),
+                    discovered: cl.discovered.as_ref().map(|d| {
+                        let (frame_a, frame_b) = cl.loop_frames();
+                        LoopJson {
+                            run: &d.run,
+                            entry: &d.entry,
+                            frame_a,
+                            frame_b,
+                        }
+                    }),
                     line: class_line(self, cl),
                 })
                 .collect(),
