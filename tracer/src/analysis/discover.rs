@@ -160,6 +160,18 @@ impl Discovery {
         self.ranked.is_empty()
     }
 
+    /// Nothing grows per op, nor per call of a kernel entry (a loop, or an undecided rise),
+    /// nor in number (more calls). A loop can be found where nothing grows per op: a script
+    /// creating N files execs `touch` with N names in 32 execve calls, whose copy of the names
+    /// grows per call, at 0.14% of the kernel time, beneath the ranking's share.
+    pub fn finds_nothing(&self) -> bool {
+        let e = &self.entries;
+        self.nothing_grows()
+            && e.loops.is_empty()
+            && e.undecided.is_empty()
+            && e.more_calls.is_empty()
+    }
+
     /// Total samples the finding rests on.
     pub fn total_samples(&self) -> u64 {
         self.samples.iter().sum()

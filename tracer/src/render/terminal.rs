@@ -54,7 +54,7 @@ fn render_text(a: &Analysis, full: bool) -> String {
         out.push_str(&format!(
             "Discover ({}, {}):\n",
             d.kernel,
-            if d.nothing_grows() {
+            if d.finds_nothing() {
                 "nothing grows"
             } else {
                 "from whole-process kernel stack samples"
@@ -228,4 +228,31 @@ fn groups_all<'a, 'b>(
     incidental: &[(Kind, Vec<&'a Finding<'b>>)],
 ) -> Vec<(Kind, Vec<&'a Finding<'b>>)> {
     lead.iter().chain(incidental).cloned().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::entries::tests::{discovered, shell};
+    use crate::analysis::testdata::analysis_of_discoveries;
+
+    /// The header says "nothing grows" only when nothing does: a kernel loop found where the
+    /// per-op ranking named nothing (a loop too light to rank) is a finding.
+    #[test]
+    fn a_kernel_loop_beneath_the_ranking_is_not_nothing_grows() {
+        let header = |d| {
+            let t = terminal(&analysis_of_discoveries("6.18", vec![d]));
+            t.lines()
+                .find(|l| l.starts_with("Discover ("))
+                .map(str::to_string)
+                .unwrap_or_else(|| panic!("{t}"))
+        };
+        let mut d = discovered(shell);
+        d.ranked.clear();
+        assert!(d.nothing_grows() && !d.entries.loops.is_empty());
+        assert!(header(d.clone()).ends_with("from whole-process kernel stack samples):"));
+        let e = &mut d.entries;
+        (e.loops, e.undecided, e.more_calls) = (Vec::new(), Vec::new(), Vec::new());
+        assert!(header(d).ends_with("nothing grows):"));
+    }
 }

@@ -324,7 +324,10 @@ pub struct Remedy {
     /// samples are fewer than [`FEW_SAMPLES`] (in the fit or left out of it for too few: a
     /// 5.10 `ipcs` sweep over N = 10..400 had 4 samples of the scan at N = 10, so its fit
     /// started at N = 100, 4.29 µs per call, where N = 10 read 1.16 µs), else the smallest
-    /// the fit used when nothing else would decide it (a rise within its noise).
+    /// the fit used when nothing else would decide it (a rise within its noise). Not a
+    /// smallest size without a sample of the frame: its runs so far say nothing of how many
+    /// would give it some (page faults' `do_anonymous_page`, none at N = 100 and 1000 of a
+    /// script creating N files, fitted at N = 10000 and 30000).
     pub more_runs: Option<(u64, u64)>,
 }
 
@@ -332,12 +335,16 @@ impl Remedy {
     /// Of undecided frame `g`; None when its fit used fewer than two sizes.
     pub fn of(g: &Grower) -> Option<Remedy> {
         let p = g.fitted_points();
-        let [f, .., prev, l] = p.as_slice() else {
+        let [f, .., l] = p.as_slice() else {
             return None;
         };
+        let prev = p[p.len() - 2];
         let between = (g.scaling.flat_reason == Some(super::fit::FlatReason::OneSize))
             .then_some((prev.n, l.n));
-        let smallest = g.points.first().filter(|p| p.samples < FEW_SAMPLES);
+        let smallest = g
+            .points
+            .first()
+            .filter(|p| p.samples > 0 && p.samples < FEW_SAMPLES);
         let more_runs = match smallest {
             Some(p) => Some((p.n, p.samples)),
             None => between.is_none().then_some((f.n, f.samples)),

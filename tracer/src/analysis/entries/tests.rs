@@ -679,3 +679,39 @@ fn more_calls_are_judged_from_the_first_size_their_samples_measure() {
     assert_eq!(m.per_call_base().n, 100, "{m:?}");
     assert!(e.loops.is_empty(), "{e:#?}");
 }
+
+/// Page faults of a script creating N files, as this host sampled them: `do_anonymous_page`
+/// 0, 3, 8 and 37 times at N = 100, 1000, 10000, 30000 among 615 to 2992 faults per run.
+fn faults_sampled_late(n: u64) -> (Vec<StackData>, Vec<EntryRow>) {
+    let (calls, frame, other) = match n {
+        100 => (615, 0, 20),
+        1000 => (679, 3, 23),
+        10000 => (1327, 8, 22),
+        _ => (2992, 37, 35),
+    };
+    let fault = "asm_exc_page_fault;exc_page_fault;do_user_addr_fault;handle_mm_fault";
+    let mut text = format!("{fault};filemap_map_pages {}\n", other * PERIOD);
+    if frame > 0 {
+        text.push_str(&format!("{fault};do_anonymous_page {}\n", frame * PERIOD));
+    }
+    let profile = format!("{text}[user] {}\n", 1000 * PERIOD);
+    let stacks = vec![data(n, &profile), entry_data("page_fault", n, &text)];
+    (stacks, vec![row("page_fault", n, calls)])
+}
+
+/// A frame fitted at two sizes, whose smallest had no sample of it: what would decide it is
+/// said (more runs of the first size it was fitted at), never an empty remedy, and never more
+/// runs of a size where nothing was seen of the frame.
+#[test]
+fn an_undecided_frame_fitted_at_two_sizes_says_what_would_decide_it() {
+    let d = discovered_at(&[100, 1000, 10_000, 30_000], faults_sampled_late);
+    let (_, g) = d
+        .entries
+        .first_undecided()
+        .unwrap_or_else(|| panic!("{:#?}", d.entries));
+    assert_eq!(g.function, "do_anonymous_page");
+    let fitted: Vec<u64> = g.fitted_points().iter().map(|p| p.n).collect();
+    assert_eq!(fitted, [10_000, 30_000], "{g:#?}");
+    let r = Remedy::of(g).expect("a remedy for a fit of two sizes");
+    assert_eq!(r.more_runs, Some((10_000, 8)), "{r:?}");
+}
