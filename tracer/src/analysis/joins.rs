@@ -6,6 +6,7 @@ use crate::rundata::RunRole;
 
 use super::analyze::{CaseResult, RunInfo};
 use super::discover::Discovery;
+use super::entries::{KernelEntry, MIN_LOOP_GROWTH, Refuted};
 use super::exact::confirm_verdict;
 use super::rootcause::Description;
 use super::table::CaseTable;
@@ -100,6 +101,7 @@ pub(super) fn join_confirm_passes(runs: &mut [RunInfo]) {
         let mut found = std::mem::take(&mut runs[i].discoveries);
         for d in &mut found {
             join_confirm_pass(d, &runs[k]);
+            refute_flat_loops(d);
         }
         runs[i].discoveries = found;
     }
@@ -147,6 +149,56 @@ fn join_confirm_pass(d: &mut Discovery, pass: &RunInfo) {
             Some((e.function.clone(), c))
         })
         .collect();
+}
+
+/// The loops whose frame the confirmation timed exactly and found flat per call of the
+/// entry ([`Entries::refuted`]): the frame's exact time per op over the entry's calls per op,
+/// at the smallest and the largest N both measured, does not reach [`MIN_LOOP_GROWTH`] times.
+/// A frame the loop calls once per call of the entry (a path lookup) has its growth there; one
+/// it calls N times (the walk of the children) has it in its calls per op, which the exact
+/// time per op holds too.
+fn refute_flat_loops(d: &mut Discovery) {
+    let refuted: Vec<Refuted> = d
+        .entries
+        .loops
+        .iter()
+        .filter_map(|l| refutation(d, l))
+        .collect();
+    d.entries.refute(refuted);
+}
+
+/// Loop `l`'s refutation by the exact timing of its frame, when that timing shows it flat.
+fn refutation(d: &Discovery, l: &KernelEntry) -> Option<Refuted> {
+    let g = l.top()?;
+    let op = d
+        .exact
+        .iter()
+        .find(|e| e.function == g.function)?
+        .per_op
+        .as_ref()?;
+    // Each size both measured: the exact and the sampled time per call of the entry.
+    let both: Vec<(u64, f64, f64)> = op
+        .timed
+        .points
+        .iter()
+        .filter_map(|p| {
+            let n = p.n as u64;
+            let calls = l.points.iter().find(|q| q.n == n)?.calls_per_op;
+            let sampled = g.points.iter().find(|q| q.n == n)?.incl_ns;
+            (calls > 0.0 && p.t > 0.0).then_some((n, p.t / calls, sampled))
+        })
+        .collect();
+    let (first, last) = (both.first()?, both.last()?);
+    if first.0 == last.0 || last.1 >= MIN_LOOP_GROWTH * first.1 {
+        return None;
+    }
+    Some(Refuted {
+        entry: l.entry.clone(),
+        frame: g.function.clone(),
+        n_range: (first.0, last.0),
+        exact_ns: (first.1, last.1),
+        sampled_ns: (first.2, last.2),
+    })
 }
 
 #[cfg(test)]
@@ -201,5 +253,70 @@ mod tests {
         assert_eq!((frame.as_str(), outer.as_str()), ("lookup", "do_wait"));
         assert_eq!(inner, "idr_find");
         assert!((0.8..1.0).contains(&count_slope), "{count_slope}");
+    }
+
+    /// The shell's discovery with `frame` timed exactly by a confirmation pass at `per_call`
+    /// ns per call of wait4 (its time per op: that times wait4's calls per op).
+    fn confirmed(per_call: impl Fn(u64) -> f64) -> Discovery {
+        use crate::analysis::entries::tests::{discovered, shell};
+        use crate::analysis::exact::{ExactVerdict, PerOp};
+        use crate::analysis::fit::{Point, fit_scaling};
+        let mut d = discovered(shell);
+        let wait4 = d.entries.loops.iter().find(|l| l.entry == "wait4").unwrap();
+        let frame = wait4.frame().unwrap().to_string();
+        let points: Vec<Point> = wait4
+            .points
+            .iter()
+            .map(|p| Point {
+                n: p.n as f64,
+                t: per_call(p.n) * p.calls_per_op,
+                rel_se: Some(0.02),
+            })
+            .collect();
+        d.exact.push(ExactVerdict {
+            function: frame,
+            run: "sh-confirm".into(),
+            case_name: "command".into(),
+            per_op: Some(PerOp {
+                per: "run".into(),
+                timed: fit_scaling(&points).unwrap(),
+                counted: None,
+                calls_per_op: [None, None],
+            }),
+            per_call: super::super::verdict::Verdict {
+                metric: crate::analysis::table::Metric::OncpuMean,
+                scaling: None,
+                stand_in: None,
+                timed: true,
+                plan: None,
+                by_loop: None,
+                mix: None,
+            },
+        });
+        d
+    }
+
+    /// A loop of the samples whose frame, timed exactly, takes no longer per call of its
+    /// entry at the largest N is refuted: out of the loops, said, and its entry among the more
+    /// calls (its calls grow); one whose exact time grows as the samples said stays.
+    #[test]
+    fn a_loop_timed_flat_exactly_is_refuted() {
+        let mut d = confirmed(|n| 50_000.0 + 5.0 * n as f64);
+        refute_flat_loops(&mut d);
+        assert!(
+            d.entries.loops.iter().all(|l| l.entry != "wait4"),
+            "{:#?}",
+            d.entries
+        );
+        let r = &d.entries.refuted;
+        assert_eq!(r.len(), 1, "{r:?}");
+        assert_eq!((r[0].entry.as_str(), r[0].n_range), ("wait4", (10, 3000)));
+        assert!(r[0].exact_ns.1 < 2.0 * r[0].exact_ns.0, "{r:?}");
+        assert!(d.entries.more_calls.iter().any(|m| m.entry == "wait4"));
+
+        let mut d = confirmed(|n| 2_000.0 * n as f64);
+        refute_flat_loops(&mut d);
+        assert!(d.entries.refuted.is_empty(), "{:?}", d.entries.refuted);
+        assert_eq!(d.entries.loops[0].entry, "wait4");
     }
 }

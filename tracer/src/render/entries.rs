@@ -370,6 +370,7 @@ pub fn lines(d: &Discovery) -> Vec<String> {
         out.extend(en.loops.iter().map(|e| format!("  {}", loop_line(d, e))));
         out.extend(overtake_line(d).map(|l| format!("  {l}")));
     }
+    out.extend(refuted_line(d));
     if !en.undecided.is_empty() {
         out.push(
             "undecided (a frame's time per call rose as a loop's, at too few sizes to tell \
@@ -386,6 +387,32 @@ pub fn lines(d: &Discovery) -> Vec<String> {
     out.extend(more_calls_line(d));
     out.extend(super::runlength::line(d));
     out
+}
+
+/// "no loop, timed exactly: vfs_statx in newfstatat 43.4µs → 52.0µs per newfstatat call over
+/// N=10..500 (its samples read 11.9µs → 77.1µs)"
+pub fn refuted_line(d: &Discovery) -> Option<String> {
+    let r = &d.entries.refuted;
+    if r.is_empty() {
+        return None;
+    }
+    let items: Vec<String> = r
+        .iter()
+        .map(|r| {
+            format!(
+                "{} in {e} {} → {} per {e} call over N={}..{} (its samples read {} → {})",
+                r.frame,
+                ns(r.exact_ns.0),
+                ns(r.exact_ns.1),
+                fmt_n(r.n_range.0 as f64),
+                fmt_n(r.n_range.1 as f64),
+                ns(r.sampled_ns.0),
+                ns(r.sampled_ns.1),
+                e = r.entry,
+            )
+        })
+        .collect();
+    Some(format!("no loop, timed exactly: {}", items.join("; ")))
 }
 
 /// "at these rates wait_consider_task in wait4 (time per run ∝ N^1.9) overtakes clone (more

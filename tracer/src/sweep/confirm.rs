@@ -11,12 +11,18 @@ use crate::record::Session;
 use super::jobs::Job;
 use super::{SweepOptions, SweepRun};
 
+/// Kernel loops whose frames a confirmation times: the first is the answer, and the second
+/// the answer when exact timing refutes the first (a starved 5.10 guest's samples made a path
+/// lookup in newfstatat the first loop, above the shell's wait walk).
+const LOOPS_CONFIRMED: usize = 2;
+
 /// The functions to confirm, their callers, and the function repeating inside the top loop's
 /// frame with that frame.
 type Chosen = (Vec<String>, Vec<String>, Option<(String, String)>);
 
-/// The functions the confirmation times exactly (per discovery: the top kernel loop's
-/// frame and the function repeating inside it, the top `k` and the root cause), and their
+/// The functions the confirmation times exactly (per discovery: the frames of the first
+/// [`LOOPS_CONFIRMED`] kernel loops and the function repeating inside the first, the top `k`
+/// and the root cause), and their
 /// immediate callers: each caller is traced too (it is out of line: it has a frame), so the
 /// kernel counts how many times per call of the caller the function runs, the trips of the
 /// loop that calls it, exact where the times bend. With them, the function repeating inside
@@ -27,11 +33,14 @@ fn to_confirm(a: &crate::analysis::Analysis, k: usize) -> Chosen {
     let mut chosen: Vec<(&String, &[String])> = Vec::new();
     let mut repeating = None;
     for d in a.discoveries() {
-        // The top kernel loop's frame first: it is the answer; then what repeats in it.
-        if k > 0
-            && let Some(l) = d.entries.loops.first()
-            && let Some(g) = l.top()
-        {
+        // The top kernel loops' frames first: the first is the answer, unless its exact time
+        // refutes it (`analysis::joins`); then what repeats in each.
+        let loops = d
+            .entries
+            .loops
+            .iter()
+            .take(if k > 0 { LOOPS_CONFIRMED } else { 0 });
+        for (l, g) in loops.filter_map(|l| Some((l, l.top()?))) {
             chosen.push((&g.function, g.callers.as_slice()));
             if let Some(c) = &l.cause
                 && c.function != g.function

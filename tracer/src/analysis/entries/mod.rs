@@ -213,6 +213,18 @@ impl KernelEntry {
     }
 }
 
+/// A sampled loop that exact timing refuted ([`Entries::refuted`]).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Refuted {
+    pub entry: String,
+    pub frame: String,
+    /// The smallest and the largest N both the samples and the exact timing measured.
+    pub n_range: (u64, u64),
+    /// The frame's time per call of the entry there: timed exactly, and as sampled (ns).
+    pub exact_ns: (f64, f64),
+    pub sampled_ns: (f64, f64),
+}
+
 /// What the kernel entries say of one discovery.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Entries {
@@ -231,6 +243,14 @@ pub struct Entries {
     /// 22.3 µs per read call, the first on 13 samples (±28%): the middle size was within that
     /// noise of it, where three other sweeps of the same script placed it clearly above.
     pub undecided: Vec<KernelEntry>,
+    /// Loops of the samples that the confirmation pass refuted: their frame, timed exactly,
+    /// does not take [`MIN_LOOP_GROWTH`] times as long per call of the entry at the largest N
+    /// as at the smallest. A 5.10 guest starved by its host (its samples held 30% to 51% of
+    /// its CPU time) read newfstatat's path lookup 11.9 µs -> 77.1 µs per call from samples
+    /// over N = 10..500, vfs_statx 43.4 -> 52.0 µs timed exactly. The entry itself moves to
+    /// the more calls when its calls grow, else to the flat ones.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub refuted: Vec<Refuted>,
     /// Where the first loop, growing faster, would pass what weighs more than it at the
     /// largest N (None: it weighs most already, or nothing it would pass).
     pub overtakes: Option<Overtake>,
@@ -256,6 +276,30 @@ pub struct Entries {
 }
 
 impl Entries {
+    /// Take the loops exact timing refuted out of the loops: each entry to the more calls
+    /// when its calls grow, else to the flat ones; the overtaking is the new first loop's.
+    pub(crate) fn refute(&mut self, refuted: Vec<Refuted>) {
+        if refuted.is_empty() {
+            return;
+        }
+        for l in std::mem::take(&mut self.loops) {
+            if !refuted.iter().any(|r| r.entry == l.entry) {
+                self.loops.push(l);
+                continue;
+            }
+            let more = l.last().calls_per_op >= MIN_CALLS_GROWTH * l.first().calls_per_op;
+            if !more {
+                self.flat.push(l);
+            } else if !self.more_calls.iter().any(|m| m.entry == l.entry) {
+                self.more_calls.push(l);
+            }
+        }
+        self.more_calls
+            .sort_by(|a, b| b.last().share.total_cmp(&a.last().share));
+        self.refuted = refuted;
+        self.overtakes = overtake(self);
+    }
+
     /// The common factor a loop's growth is judged beyond: 1 when not measured, and never
     /// below 1 (a machine faster at the largest N makes no loop easier to call).
     pub fn common_factor(&self) -> f64 {
