@@ -151,6 +151,9 @@ fn join_confirm_pass(d: &mut Discovery, pass: &RunInfo) {
         .collect();
 }
 
+/// How many times per entry call a refuted loop's frame may run (a path lookup's retry).
+const ENTRY_CALLS_SLACK: f64 = 1.1;
+
 /// The loops whose frame the confirmation timed exactly and found flat per call of the
 /// entry ([`Entries::refuted`]): the frame's exact time per op over the entry's calls per op,
 /// at the smallest and the largest N both measured, does not reach [`MIN_LOOP_GROWTH`] times.
@@ -190,6 +193,23 @@ fn refutation(d: &Discovery, l: &KernelEntry) -> Option<Refuted> {
         .collect();
     let (first, last) = (both.first()?, both.last()?);
     if first.0 == last.0 || last.1 >= MIN_LOOP_GROWTH * first.1 {
+        return None;
+    }
+    // Only a frame called no more often than its entry, at both ends: its exact time is then
+    // the entry's. A function called from other syscalls too (`__vma_adjust` under mmap and
+    // brk as well as mprotect) times them all, and refutes nothing of this one.
+    let (p0, p1) = (op.timed.points.first()?, op.timed.points.last()?);
+    let entry_calls = |n: u64| l.points.iter().find(|q| q.n == n).map(|q| q.calls_per_op);
+    let within = |frame: Option<f64>, n: f64| {
+        let n = n as u64;
+        frame
+            .zip(entry_calls(n))
+            .is_some_and(|(f, e)| f <= ENTRY_CALLS_SLACK * e)
+    };
+    if (p0.n as u64, p1.n as u64) != (first.0, last.0)
+        || !within(op.calls_per_op[0], p0.n)
+        || !within(op.calls_per_op[1], p1.n)
+    {
         return None;
     }
     Some(Refuted {
@@ -281,7 +301,10 @@ mod tests {
                 per: "run".into(),
                 timed: fit_scaling(&points).unwrap(),
                 counted: None,
-                calls_per_op: [None, None],
+                calls_per_op: [
+                    Some(points[0].t / per_call(10)),
+                    Some(points[3].t / per_call(3000)),
+                ],
             }),
             per_call: super::super::verdict::Verdict {
                 metric: crate::analysis::table::Metric::OncpuMean,
@@ -313,6 +336,13 @@ mod tests {
         assert_eq!((r[0].entry.as_str(), r[0].n_range), ("wait4", (10, 3000)));
         assert!(r[0].exact_ns.1 < 2.0 * r[0].exact_ns.0, "{r:?}");
         assert!(d.entries.more_calls.iter().any(|m| m.entry == "wait4"));
+
+        // A function called from other entries too times them all: it refutes nothing.
+        let mut d = confirmed(|n| 50_000.0 + 5.0 * n as f64);
+        let op = d.exact.last_mut().unwrap().per_op.as_mut().unwrap();
+        op.calls_per_op = op.calls_per_op.map(|c| c.map(|c| 3.0 * c));
+        refute_flat_loops(&mut d);
+        assert!(d.entries.refuted.is_empty(), "{:?}", d.entries.refuted);
 
         let mut d = confirmed(|n| 2_000.0 * n as f64);
         refute_flat_loops(&mut d);
