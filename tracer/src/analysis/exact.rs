@@ -3,7 +3,9 @@
 
 use super::fit::{Complexity, Scaling, fit_counts, fit_scaling};
 use super::table::CaseTable;
-use super::trips::{TripCount, counts_a_loop, flat_per_trip, shown_flat};
+use super::trips::{
+    MAX_PER_TRIP_SLOPE, TripCount, counts_a_loop, flat_per_trip, per_trip_slope, shown_flat,
+};
 use super::verdict::Verdict;
 
 /// The confirmation pass's verdict on a function discover ranked, by its exact time per op
@@ -154,7 +156,13 @@ pub struct CountedLoop {
 ///   N = 100 on), so its loop's class is the loop's per call of the entry too;
 /// - the frame is the loop's per-trip function: its calls per call of its caller rise like a
 ///   loop over N (the same rules as `loop_class`) while its own time per call stays flat
-///   (wait_consider_task, N per do_wait call).
+///   (wait_consider_task, N per do_wait call);
+/// - a loop inside the frame whose per-trip function the pass timed flat, the frame run a
+///   fixed number of times as in the first case: the per-trip function's count gives the
+///   class where the frame's time follows no class (a shell's waits on 6.1, where the samples
+///   put the growth in do_wait and the calls that walk are a share of its calls: its time
+///   read slope 0.6, O(n) or O(n log n), while the tenth of its calls with the most
+///   wait_consider_task trips walked N of them).
 ///
 /// None when neither was counted: the class then rests on time.
 pub fn counted_loop(
@@ -163,48 +171,56 @@ pub fn counted_loop(
     frame: &str,
 ) -> Option<CountedLoop> {
     let e = exact.iter().find(|e| e.function == frame)?;
-    let series = |outer: &str, inner: &str| {
-        trips
-            .iter()
-            .find(|t| t.outer == outer && t.inner == inner && !t.points.is_empty())
-    };
-    let counted = |t: &TripCount, class: Complexity| {
-        let (p0, p1) = (&t.points[0], &t.points[t.points.len() - 1]);
-        CountedLoop {
-            class,
-            inner: t.inner.clone(),
-            outer: t.outer.clone(),
-            from: (p0.n, p0.per_call),
-            to: (p1.n, p1.per_call),
-            longest: false,
-        }
-    };
     let into_frame = trips
         .iter()
         .find(|t| t.inner == frame && !t.points.is_empty());
-    if let Some(lc) = &e.per_call.by_loop {
-        // The frame per call of its caller: fixed within 5% from the smallest N to the largest,
-        // or shown not to rise (the count's fit: no growth, or none beyond a step) and within
-        // a factor of two over the sweep (a count that falls as N grows would offset the loop
-        // inside: its product with it is what an entry call runs).
-        let fixed = into_frame.is_some_and(|t| {
-            let (a, b) = t.range();
-            a > 0.0
-                && ((b / a - 1.0).abs() <= 0.05
-                    || ((0.5..=2.0).contains(&(b / a))
-                        && t.scaling.as_ref().is_some_and(shown_flat)))
-        });
-        if fixed && let Some(t) = series(frame, &lc.inner) {
-            return Some(counted(t, lc.class));
-        }
+    // The frame per call of its caller: fixed within 5% from the smallest N to the largest,
+    // or shown not to rise (the count's fit: no growth, or none beyond a step) and within a
+    // factor of two over the sweep (a count that falls as N grows would offset the loop
+    // inside: its product with it is what an entry call runs).
+    let fixed = into_frame.is_some_and(|t| {
+        let (a, b) = t.range();
+        a > 0.0
+            && ((b / a - 1.0).abs() <= 0.05
+                || ((0.5..=2.0).contains(&(b / a)) && t.scaling.as_ref().is_some_and(shown_flat)))
+    });
+    let inside = |inner: &str| {
+        trips
+            .iter()
+            .find(|t| t.outer == frame && t.inner == inner && !t.points.is_empty())
+    };
+    if let Some(lc) = &e.per_call.by_loop
+        && fixed
+        && let Some(t) = inside(&lc.inner)
+    {
+        return Some(CountedLoop::of(t, lc.class));
     }
-    let t = into_frame?;
-    let call_flat = e.per_call.scaling.as_ref().is_some_and(flat_per_trip);
-    if !call_flat {
+    if let Some(c) = into_frame.and_then(|t| per_trip_count(e, t)) {
+        return Some(c);
+    }
+    if !fixed {
+        return None;
+    }
+    // The frame's time per call over that count's trips per call neither grows nor falls
+    // like a power of N: the counted loop is what the frame's time grows by.
+    let time = e.per_call.scaling.as_ref()?;
+    trips
+        .iter()
+        .filter(|t| t.outer == frame && !t.points.is_empty())
+        .filter(|t| per_trip_slope(time, t).is_some_and(|s| s.abs() < MAX_PER_TRIP_SLOPE))
+        .filter_map(|t| per_trip_count(exact.iter().find(|e| e.function == t.inner)?, t))
+        .max_by(|a, b| a.class.cmp(&b.class))
+}
+
+/// The class of count `t` (calls of its inner per call of its outer) as a loop's, when `e`,
+/// the inner's exact verdict, shows each call flat: over all the outer's calls, or over the
+/// calls that run the loop where all of them follow no class.
+fn per_trip_count(e: &ExactVerdict, t: &TripCount) -> Option<CountedLoop> {
+    if !e.per_call.scaling.as_ref().is_some_and(flat_per_trip) {
         return None;
     }
     if let Some(s) = t.scaling.as_ref().filter(|s| counts_a_loop(s)) {
-        return Some(counted(t, s.class));
+        return Some(CountedLoop::of(t, s.class));
     }
     // Over all the outer's calls the count follows no class: the calls that run the loop,
     // counted one by one, may.
@@ -214,8 +230,23 @@ pub fn counted_loop(
         from: longest(&t.points[0]),
         to: longest(&t.points[t.points.len() - 1]),
         longest: true,
-        ..counted(t, s.class)
+        ..CountedLoop::of(t, s.class)
     })
+}
+
+impl CountedLoop {
+    /// Count `t` (not empty) read as a loop of `class`, over all the outer's calls.
+    fn of(t: &TripCount, class: Complexity) -> CountedLoop {
+        let (p0, p1) = (&t.points[0], &t.points[t.points.len() - 1]);
+        CountedLoop {
+            class,
+            inner: t.inner.clone(),
+            outer: t.outer.clone(),
+            from: (p0.n, p0.per_call),
+            to: (p1.n, p1.per_call),
+            longest: false,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -386,6 +417,42 @@ mod tests {
         assert_eq!((c.class, c.longest), (Complexity::Linear, true));
         assert_eq!((c.from, c.to), ((100, 101.0), (2000, 2001.0)));
         assert_eq!(counted_loop(&nested, &[mixed], "wait_consider_task"), None);
+    }
+
+    /// A frame whose time follows no class, over calls that mix those that walk with those
+    /// that do not (a shell's do_wait on 6.1): the walk counted inside it, whose per-trip
+    /// function was timed flat, gives the class, from the calls that walk; not when the frame
+    /// runs more times per call of its caller as N grows, when the per-trip function's own
+    /// time grows, or when the frame's time grows faster than the count.
+    #[test]
+    fn a_walk_counted_inside_a_mixed_frame_gives_its_class() {
+        let mix = |n: u64| (1000.0 * (n as f64 + 1.0) + n as f64) / (1000.0 + n as f64);
+        let mut walk = trips("do_wait", "wait_consider_task", mix);
+        for p in &mut walk.points {
+            p.longest = Some(p.n as f64 + 1.0);
+        }
+        walk.longest_scaling = trips("do_wait", "wait_consider_task", |n| n as f64 + 1.0).scaling;
+        let once = trips("kernel_wait4", "do_wait", |_| 1.0);
+        let do_wait = exact("do_wait", |n| 2_000.0 + 500.0 * mix(n));
+        let flat = exact("wait_consider_task", |_| 500.0);
+        let e = [do_wait.clone(), flat.clone()];
+        let c = counted_loop(&e, &[once.clone(), walk.clone()], "do_wait").unwrap();
+        assert_eq!((c.class, c.longest), (Complexity::Linear, true));
+        assert_eq!(
+            (c.inner.as_str(), c.outer.as_str()),
+            ("wait_consider_task", "do_wait")
+        );
+        assert_eq!((c.from, c.to), ((100, 101.0), (2000, 2001.0)));
+
+        let more = trips("kernel_wait4", "do_wait", |n| n as f64 / 10.0);
+        assert_eq!(counted_loop(&e, &[more, walk.clone()], "do_wait"), None);
+        let nested = [do_wait, exact("wait_consider_task", |n| 10.0 * n as f64)];
+        assert_eq!(
+            counted_loop(&nested, &[once.clone(), walk.clone()], "do_wait"),
+            None
+        );
+        let steep = [exact("do_wait", |n| 50.0 * (n * n) as f64), flat];
+        assert_eq!(counted_loop(&steep, &[once, walk], "do_wait"), None);
     }
 
     /// A loop inside the frame: its class by the count inside, when the frame runs a fixed

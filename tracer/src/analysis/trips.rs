@@ -202,7 +202,7 @@ pub(crate) fn shown_flat(time: &Scaling) -> bool {
 ///   116 -> 314 ns per added child, slope 0.5, where time over trips reads -0.12).
 ///
 /// Time that grows faster than its count by a power of N reads steep both ways.
-fn per_trip_slope(time: &Scaling, t: &TripCount) -> Option<f64> {
+pub(super) fn per_trip_slope(time: &Scaling, t: &TripCount) -> Option<f64> {
     let mut at: Vec<(f64, f64, f64)> = Vec::new();
     let mut ns: Vec<f64> = time.points.iter().map(|p| p.n).collect();
     ns.sort_by(f64::total_cmp);
