@@ -148,6 +148,18 @@ impl KernelEntry {
             .unwrap_or_else(|| self.first())
     }
 
+    /// Its calls per op grow ([`MIN_CALLS_GROWTH`] times, fitted as rising) and carry a share
+    /// of the kernel time worth naming ([`MIN_MORE_CALLS_SHARE`]): more calls, whatever each
+    /// call's time does (that is the caller's to judge).
+    pub fn makes_more_calls(&self) -> bool {
+        self.last().calls_per_op >= MIN_CALLS_GROWTH * self.first().calls_per_op
+            && self
+                .calls
+                .as_ref()
+                .is_some_and(|s| s.class != Complexity::Constant)
+            && self.last().share >= MIN_MORE_CALLS_SHARE
+    }
+
     /// The frame whose time per call grows most, inside a loop.
     pub fn top(&self) -> Option<&Grower> {
         self.frames.first()
@@ -287,8 +299,8 @@ impl Entries {
                 self.loops.push(l);
                 continue;
             }
-            let more = l.last().calls_per_op >= MIN_CALLS_GROWTH * l.first().calls_per_op;
-            if !more {
+            // Its time per call is flat, timed exactly: only its calls can be more.
+            if !l.makes_more_calls() {
                 self.flat.push(l);
             } else if !self.more_calls.iter().any(|m| m.entry == l.entry) {
                 self.more_calls.push(l);
@@ -516,18 +528,14 @@ pub(super) fn find(c: CaseData) -> Entries {
     let drift = end_drift(out.common.as_ref());
     for m in measured {
         let e = judge(m, c, common, drift);
-        let (f, l) = (e.first(), e.last());
+        let l = e.last();
         let grows = !e.frames.is_empty() && l.samples >= MIN_SAMPLES;
         let undecided = !grows && !e.undecided.is_empty() && l.samples >= MIN_SAMPLES;
         if undecided {
             out.undecided.push(e.clone());
         }
-        let more = l.calls_per_op >= MIN_CALLS_GROWTH * f.calls_per_op
-            && l.per_call_ns < MIN_LOOP_GROWTH * common * e.per_call_base().per_call_ns
-            && e.calls
-                .as_ref()
-                .is_some_and(|s| s.class != Complexity::Constant)
-            && l.share >= MIN_MORE_CALLS_SHARE;
+        let more = e.makes_more_calls()
+            && l.per_call_ns < MIN_LOOP_GROWTH * common * e.per_call_base().per_call_ns;
         if more {
             out.more_calls.push(e.clone());
         }
