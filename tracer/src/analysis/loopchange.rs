@@ -20,7 +20,6 @@ use super::compare::{
 };
 use super::discover::Discovery;
 use super::entries::KernelEntry;
-use super::exact::counted_loop;
 use super::fit::Complexity;
 
 /// Which loop a compared row is: the program (the discover run) and the kernel entry. Its
@@ -115,7 +114,7 @@ fn one_loop<'a>(da: &'a Discovery, db: &'a Discovery, entry: &str) -> ClassChang
         // A side's class: the count's where the confirmation pass counted the loop, else the
         // loop's frame's time's, else (no loop there) the entry's time per call's.
         if let Some(f) = f
-            && let Some(c) = counted_loop(&d.exact, &d.trips, f)
+            && let Some(c) = d.counted.get(f)
         {
             return vec![c.class];
         }
