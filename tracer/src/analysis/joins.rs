@@ -134,13 +134,17 @@ fn join_confirm_pass(d: &mut Discovery, pass: &RunInfo) {
         }
     }
     let cause = d.cause.as_ref().map(|c| c.function.as_str());
+    // And what was counted inside a loop's frame: the function repeating there (idr_find in
+    // 5.10's sysvipc_find_ipc, when the samples put the scan's self time in the frame).
+    let in_loop = |f: &str| d.entries.loops.iter().any(|l| l.frame() == Some(f));
     let mut counted: Vec<TripCount> = pass
         .cases
         .iter()
         .flat_map(|c| &c.trips)
         .chain(&pass.trips)
         .filter(|t| {
-            t.case_name == d.case_name && (named(&t.inner) || cause == Some(t.inner.as_str()))
+            t.case_name == d.case_name
+                && (named(&t.inner) || cause == Some(t.inner.as_str()) || in_loop(&t.outer))
         })
         .cloned()
         .collect();
@@ -278,6 +282,44 @@ mod tests {
         assert_eq!((frame.as_str(), outer.as_str()), ("lookup", "do_wait"));
         assert_eq!(inner, "idr_find");
         assert!((0.8..1.0).contains(&count_slope), "{count_slope}");
+    }
+
+    /// What the confirmation counted inside a loop's frame is the discovery's evidence, even
+    /// where the function counted is neither ranked nor the cause (idr_find under 5.10's
+    /// sysvipc_find_ipc, whose self time carried the scan); a count elsewhere is not.
+    #[test]
+    fn a_count_inside_a_loops_frame_joins_the_discovery() {
+        use crate::analysis::entries::tests::{discovered, shell};
+        use crate::analysis::trips::TripPoint;
+        let mut d = discovered(shell);
+        let frame = d.entries.loops[0].loop_frame().to_string();
+        let count = |outer: &str, inner: &str| TripCount {
+            run: "sh-confirm".into(),
+            outer: outer.into(),
+            inner: inner.into(),
+            case_name: d.case_name.clone(),
+            points: vec![TripPoint {
+                n: 10,
+                outer_calls: 10,
+                inner_calls: 110,
+                per_call: 11.0,
+                longest: None,
+            }],
+            scaling: None,
+            longest_scaling: None,
+        };
+        let mut pass = crate::analysis::testdata::analysis_of_discoveries("sh", vec![d.clone()])
+            .runs
+            .remove(0);
+        pass.discoveries.clear();
+        pass.trips = vec![count(&frame, "lookup"), count("elsewhere", "lookup")];
+        join_confirm_pass(&mut d, &pass);
+        let joined: Vec<(&str, &str)> = d
+            .trips
+            .iter()
+            .map(|t| (t.outer.as_str(), t.inner.as_str()))
+            .collect();
+        assert_eq!(joined, [(frame.as_str(), "lookup")]);
     }
 
     /// The shell's discovery with `frame` timed exactly by a confirmation pass at `per_call`

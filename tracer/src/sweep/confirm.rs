@@ -42,12 +42,10 @@ fn to_confirm(a: &crate::analysis::Analysis, k: usize) -> Chosen {
             .take(if k > 0 { LOOPS_CONFIRMED } else { 0 });
         for (l, g) in loops.filter_map(|l| Some((l, l.top()?))) {
             chosen.push((&g.function, g.callers.as_slice()));
-            if let Some(c) = &l.cause
-                && c.function != g.function
-            {
-                chosen.push((&c.function, c.callers.as_slice()));
-                if let Some(caller) = c.callers.last() {
-                    repeating.get_or_insert((c.function.clone(), caller.clone()));
+            if let Some((f, callers)) = inside(l, g) {
+                chosen.push((f, callers));
+                if let Some(caller) = callers.last() {
+                    repeating.get_or_insert((f.clone(), caller.clone()));
                 }
             }
         }
@@ -76,6 +74,23 @@ fn to_confirm(a: &crate::analysis::Analysis, k: usize) -> Chosen {
         }
     }
     (candidates, callers, repeating)
+}
+
+/// What repeats inside loop `l`'s frame `g`, with its callers: the frame that carries the
+/// loop's added time when it is not `g` itself, else the growing frame `g` calls directly.
+/// A 5.10 guest's samples put the sysvipc scan's self time in sysvipc_find_ipc itself, with
+/// idr_find (growing too) right under it: the scan is counted at idr_find's calls from there.
+fn inside<'d>(
+    l: &'d crate::analysis::entries::KernelEntry,
+    g: &'d crate::analysis::growers::Grower,
+) -> Option<(&'d String, &'d [String])> {
+    if let Some(c) = l.cause.as_ref().filter(|c| c.function != g.function) {
+        return Some((&c.function, c.callers.as_slice()));
+    }
+    l.frames
+        .iter()
+        .find(|h| h.callers.last() == Some(&g.function))
+        .map(|h| (&h.function, h.callers.as_slice()))
 }
 
 /// The second pass of a discover sweep: the top-ranked functions timed exactly, as targets,
@@ -162,4 +177,59 @@ pub(super) async fn confirm_pass(
     let outcome = session.run(&spec, writer, false).await?;
     session.finish();
     Ok(Some(SweepRun::pass(name, job, &outcome.run)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::discover::tests::PERIOD;
+    use crate::analysis::entries::tests::{discovered, entry_data, row, shell};
+    use crate::analysis::stacks::StackData;
+    use crate::rundata::EntryRow;
+
+    /// A scan whose samples fall in the frame's own body (`own` periods per read at N) and
+    /// in a lookup it calls once per element (`lookup`).
+    fn scan(own: u64, lookup: u64) -> impl Fn(u64) -> (Vec<StackData>, Vec<EntryRow>) {
+        move |n| {
+            let (mut s, mut rows) = shell(n);
+            let read = "e;do_syscall_64;ksys_read;seq_read_iter;sysvipc_find_ipc";
+            let text = format!(
+                "{read} {}\n{read};idr_find {}\n",
+                own * n * PERIOD,
+                lookup * n * PERIOD
+            );
+            s.retain(|x| x.file.target != "wait4");
+            s.push(entry_data("read", n, &text));
+            rows.retain(|r| r.entry != "wait4");
+            rows.push(row("read", n, 1000));
+            (s, rows)
+        }
+    }
+    /// What repeats inside the loop's frame: the frame carrying its added time when that is
+    /// another, else the growing callee of the frame (the scan's self time in
+    /// sysvipc_find_ipc, idr_find under it); nothing when the frame calls no growing frame.
+    #[test]
+    fn what_repeats_inside_a_loop_is_its_cause_or_its_growing_callee() {
+        let repeats = |d: &crate::analysis::discover::Discovery| {
+            let l = &d.entries.loops[0];
+            inside(l, l.top().unwrap()).map(|(f, c)| (f.clone(), c.last().cloned()))
+        };
+        let own = discovered(scan(3, 2));
+        let l = &own.entries.loops[0];
+        assert_eq!(l.top().unwrap().function, "sysvipc_find_ipc", "{l:#?}");
+        assert_eq!(l.cause.as_ref().unwrap().function, "sysvipc_find_ipc");
+        let inner = Some(("idr_find".to_string(), Some("sysvipc_find_ipc".to_string())));
+        assert_eq!(repeats(&own), inner);
+        let looked_up = discovered(scan(2, 3));
+        assert_eq!(
+            looked_up.entries.loops[0].top().unwrap().function,
+            "sysvipc_find_ipc"
+        );
+        assert_eq!(
+            looked_up.entries.loops[0].cause.as_ref().unwrap().function,
+            "idr_find"
+        );
+        assert_eq!(repeats(&looked_up), inner);
+        assert_eq!(repeats(&discovered(scan(3, 0))), None);
+    }
 }
