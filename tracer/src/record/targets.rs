@@ -1,6 +1,7 @@
 //! Target selection: which kernel functions a run measures, checked before anything loads
 //! (names, `--plan` choices, USDT phase sites, `--phase-fn`), each refusal a usage error.
 use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use crate::error::TracerError;
@@ -86,16 +87,17 @@ fn check_function_exists(name: &str) -> Result<(), TracerError> {
     )))
 }
 
-/// The resolution notes, each once: a fact about the machine (an unreadable list) is noted
-/// for every named function but said once.
+/// The resolution notes not yet said by this process, each once: a fact about the machine
+/// (an unreadable list) is noted for every named function and at every resolution (a sweep's
+/// confirmation tries again without its callers when the kernel refuses them) but said once.
 pub(super) fn distinct_notes(resolved: &[Resolved]) -> Vec<&String> {
-    let mut out: Vec<&String> = Vec::new();
-    for n in resolved.iter().flat_map(|r| r.notes.iter()) {
-        if !out.contains(&n) {
-            out.push(n);
-        }
-    }
-    out
+    static SAID: std::sync::Mutex<BTreeSet<String>> = std::sync::Mutex::new(BTreeSet::new());
+    let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
+    resolved
+        .iter()
+        .flat_map(|r| r.notes.iter())
+        .filter(|n| said.insert((*n).clone()))
+        .collect()
 }
 
 /// The USDT phase sites of a binary: none when it is not an ELF file or has no
