@@ -1,8 +1,7 @@
 //! The confirmation pass of a discover sweep: the functions the sampled ranking named, timed
 //! exactly as targets over the same N, where the kernel allows function probes.
-use std::path::Path;
-
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use crate::analysis::growers::Grower;
 use crate::analysis::stacks::StackData;
@@ -31,8 +30,9 @@ type Chosen = (Vec<String>, Vec<String>, Option<(String, String)>);
 /// immediate callers: each caller is traced too (it is out of line: it has a frame), so the
 /// kernel counts how many times per call of the caller the function runs, the trips of the
 /// loop that calls it, exact where the times bend. With them, the function repeating inside
-/// the loop frame (the loop's cause, else [`growing_callee`] or [`heaviest_callee`]) and that frame: it is counted at its
-/// calls from there where it cannot be probed itself (`plan::trip_target`).
+/// the loop frame (the loop's cause, else [`growing_callee`] or [`heaviest_callee`]) and that
+/// frame: it is counted at its calls from there where it cannot be probed itself
+/// (`plan::trip_target`).
 fn to_confirm(a: &crate::analysis::Analysis, k: usize) -> Chosen {
     // Each with its caller chain in the heaviest stack, most needed first: the answer's
     // frame, its caller and what repeats inside it come before the rest, so that what the
